@@ -1,0 +1,41 @@
+/* main.c - cdcgemm-bench: the demo (no arguments) and the benchmark commands. */
+#include "bench_codes.h"
+#include "bench_core.h"
+#include "bench_im2col.h"
+#include "demo.h"
+
+#include <stdio.h>
+#include <string.h>
+
+static void usage(FILE *out)
+{
+    fprintf(out,
+            "usage: cdcgemm-bench [COMMAND [OPTIONS]]\n"
+            "  (no command)  demo: coded AlexNet layers with a shard erased\n"
+            "  core          encode/decode/im2col costs beside the GEMM (AlexNet, VGG-16)\n"
+            "  codes         encode/decode throughput and generator conditioning\n"
+            "  im2col        im2col throughput beside the GEMM per conv layer\n"
+            "  help          this text\n");
+}
+
+int main(int argc, char **argv)
+{
+    if (argc < 2)
+        return cdc_bench_demo(argc, argv);
+    const char *command = argv[1];
+    if (strcmp(command, "core") == 0)
+        return cdc_bench_core(argc - 1, argv + 1);
+    if (strcmp(command, "codes") == 0)
+        return cdc_bench_codes(argc - 1, argv + 1);
+    if (strcmp(command, "im2col") == 0)
+        return cdc_bench_im2col(argc - 1, argv + 1);
+    if (strcmp(command, "demo") == 0)
+        return cdc_bench_demo(argc - 1, argv + 1);
+    if (strcmp(command, "help") == 0 || strcmp(command, "--help") == 0) {
+        usage(stdout);
+        return 0;
+    }
+    fprintf(stderr, "cdcgemm-bench: unknown command '%s'\n", command);
+    usage(stderr);
+    return 2;
+}

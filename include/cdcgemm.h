@@ -1,0 +1,212 @@
+/* cdcgemm.h - public API: coded distributed GEMM, FC and conv2d layers. */
+#ifndef CDCGEMM_H_INCLUDED
+#define CDCGEMM_H_INCLUDED
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#if defined(__GNUC__)
+#define CDC_EXPORT __attribute__((visibility("default")))
+#else
+#define CDC_EXPORT
+#endif
+
+/* ---------------------------------------------------------------------------
+ * Status codes. Every fallible call returns CDC_OK (0) or one of these negative
+ * values; cdc_last_error() gives the detail (which argument, which variable).
+ * ------------------------------------------------------------------------- */
+#define CDC_STATUS_MAP(X)                                                      \
+    X(OK, 0, "success")                                                        \
+    X(EINVAL, -1, "invalid argument")                                          \
+    X(EDIM, -2, "invalid or overflowing dimension")                            \
+    X(ELD, -3, "leading dimension too small")                                  \
+    X(ENOMEM, -4, "out of memory")                                             \
+    X(ECONFIG, -5, "invalid configuration value")                              \
+    X(EDECODE, -6, "not enough shards to decode")                              \
+    X(ECORRUPT, -7, "shard failed the parity consistency check")               \
+    X(ETIMEDOUT, -8, "worker timed out")                                       \
+    X(ETRANSPORT, -9, "transport failure")                                     \
+    X(EPROTO, -10, "malformed or unexpected message")                          \
+    X(EBLAS, -11, "BLAS backend unavailable")                                  \
+    X(ESTATE, -12, "object used in a wrong state")
+
+typedef enum {
+#define CDC_STATUS_ENUM_(name, value, text) CDC_##name = (value),
+    CDC_STATUS_MAP(CDC_STATUS_ENUM_)
+#undef CDC_STATUS_ENUM_
+} cdc_status_t;
+
+/* Static text for a status ("leading dimension too small"); never NULL. */
+CDC_EXPORT const char *cdc_strerror(int status);
+/* Static name of a status ("CDC_ELD"); never NULL. */
+CDC_EXPORT const char *cdc_err_name(int status);
+/* Detail of the last failure in the calling thread ("lda = 3 < max(1, K = 8)").
+   Points to thread-local storage valid until the thread's next failing call. */
+CDC_EXPORT const char *cdc_last_error(void);
+
+/* ---------------------------------------------------------------------------
+ * Configuration. Caller allocates; cdc_config_init fills the defaults and
+ * cdc_config_from_env overlays the CDCGEMM_* environment variables.
+ * ------------------------------------------------------------------------- */
+typedef enum {
+    CDC_SPLIT_AUTO = 0,
+    CDC_SPLIT_ROWS = 1,    /* "output" (FC) / "channel" (conv): rows of A   */
+    CDC_SPLIT_COLUMNS = 2  /* "spatial" (conv): columns of B (im2col)       */
+} cdc_split_t;
+
+typedef enum {
+    CDC_LOG_ERROR = 0,
+    CDC_LOG_WARN = 1,
+    CDC_LOG_INFO = 2,
+    CDC_LOG_DEBUG = 3
+} cdc_log_level_t;
+
+#define CDC_MAX_WORKERS 64
+#define CDC_MAX_PARITY 3
+#define CDC_CONFIG_STR 1024
+
+typedef struct {
+    char workers[CDC_CONFIG_STR]; /* comma-separated endpoints; "" = local      */
+    int local_workers;            /* workers to spawn/run locally (default 5)   */
+    int parity;                   /* r, 0..CDC_MAX_PARITY (default 1)           */
+    cdc_split_t split;            /* default split for layers (default auto)   */
+    int wait_ms;                  /* extra wait for data shards (default 0)     */
+    int timeout_ms;               /* bound on a remote call (default 2000)      */
+    double min_flops;             /* BLAS calls below run locally; <0 = measure */
+    char faults[CDC_CONFIG_STR];  /* fault-injection schedule; "" = none        */
+    char stats_path[CDC_CONFIG_STR]; /* JSON counters at exit; "" = none       */
+    cdc_log_level_t log_level;    /* default warn                               */
+    char code[32];                /* code scheme for r >= 2; "" = default      */
+} cdc_config_t;
+
+/* Fill *config with the documented defaults. Never fails. */
+CDC_EXPORT void cdc_config_init(cdc_config_t *config);
+/* Overlay the CDCGEMM_* variables on *config. Returns CDC_ECONFIG on a bad value
+   (cdc_last_error names the variable and the value) and leaves *config as it was. */
+CDC_EXPORT int cdc_config_from_env(cdc_config_t *config);
+/* Parse a split name: auto, output, channel, rows, spatial, columns. */
+CDC_EXPORT int cdc_split_parse(const char *name, cdc_split_t *split);
+
+/* ---------------------------------------------------------------------------
+ * Context: the workers, the code, the counters. Thread-safe: calls on one
+ * context are serialised internally.
+ * ------------------------------------------------------------------------- */
+typedef struct cdc_context cdc_context_t;
+
+/* Create a context from *config (copied). On success *context_p is set;
+   caller owns it and must destroy it with cdc_context_destroy. */
+CDC_EXPORT int cdc_context_new(const cdc_config_t *config, cdc_context_t **context_p);
+/* Same, from the defaults overlaid with the CDCGEMM_* environment. */
+CDC_EXPORT int cdc_context_new_from_env(cdc_context_t **context_p);
+/* Destroy a context and everything it owns; accepts NULL and *NULL; nulls *context_p.
+   Layers created on it must be destroyed first. */
+CDC_EXPORT void cdc_context_destroy(cdc_context_t **context_p);
+/* The configuration in force (read-only, owned by the context). */
+CDC_EXPORT const cdc_config_t *cdc_context_config(const cdc_context_t *context);
+
+/* Erasure injection for tests and demos: the next coded call treats the shards
+   whose bit is set in mask (bit i = shard i; data shards 0..n-1, parity n..n+r-1)
+   as lost. Cleared after that call. */
+CDC_EXPORT int cdc_context_erase_next(cdc_context_t *context, uint64_t mask);
+
+/* Counters since the context was created. */
+typedef struct {
+    uint64_t calls;            /* coded or local calls completed              */
+    uint64_t coded_calls;      /* calls that ran through the coded path       */
+    uint64_t local_calls;      /* calls run uncoded on local OpenBLAS         */
+    uint64_t shards_sent;      /* shard tasks dispatched                      */
+    uint64_t shards_erased;    /* shard results missing when decoding         */
+    uint64_t results_decoded;  /* data shard results rebuilt from parity      */
+    uint64_t corrupt_detected; /* consistency-check failures                  */
+    uint64_t fallbacks;        /* calls finished locally (not decodable)      */
+    uint64_t weight_encodes;   /* weight matrices encoded (once per plan)     */
+    uint64_t bytes_out;        /* payload bytes sent to workers               */
+    uint64_t bytes_in;         /* payload bytes received from workers         */
+} cdc_stats_t;
+
+/* Copy the counters into *stats. Thread-safe. */
+CDC_EXPORT int cdc_context_stats(cdc_context_t *context, cdc_stats_t *stats);
+
+/* ---------------------------------------------------------------------------
+ * GEMM: C = alpha * op(A) * op(B) + beta * C with full BLAS semantics
+ * (CBLAS argument order; beta = 0 overwrites C, NaN included).
+ * ------------------------------------------------------------------------- */
+typedef enum { CDC_ROW_MAJOR = 101, CDC_COL_MAJOR = 102 } cdc_layout_t;
+typedef enum { CDC_NO_TRANS = 111, CDC_TRANS = 112, CDC_CONJ_TRANS = 113 } cdc_transpose_t;
+
+/* Coded GEMM on the context's workers. A, B are only read; C is written only on
+   success. Returns CDC_OK or a status; on bad arguments C is untouched. */
+CDC_EXPORT int cdc_sgemm(cdc_context_t *context, cdc_layout_t layout,
+                         cdc_transpose_t trans_a, cdc_transpose_t trans_b,
+                         int64_t m, int64_t n, int64_t k, float alpha,
+                         const float *a, int64_t lda, const float *b, int64_t ldb,
+                         float beta, float *c, int64_t ldc);
+
+/* ---------------------------------------------------------------------------
+ * Layers. Weights are copied and encoded once when the layer is created;
+ * forward calls only move activations.
+ * ------------------------------------------------------------------------- */
+typedef struct cdc_layer cdc_layer_t;
+
+#define CDC_PARITY_DEFAULT (-1) /* use the context's parity */
+
+typedef struct {
+    cdc_split_t split; /* CDC_SPLIT_AUTO, ROWS (output/channel) or COLUMNS (spatial) */
+    int parity;        /* r for this layer, or CDC_PARITY_DEFAULT                  */
+    int relu;          /* nonzero: apply ReLU after bias                           */
+} cdc_layer_options_t;
+
+/* Defaults: split from the context, parity from the context, no ReLU. */
+CDC_EXPORT void cdc_layer_options_init(cdc_layer_options_t *options);
+
+/* Fully-connected layer: y = x * W^T + bias, W is out_features x in_features
+   row-major (PyTorch nn.Linear), bias may be NULL. Weights and bias are copied.
+   Caller owns *layer_p and must destroy it with cdc_layer_destroy. */
+CDC_EXPORT int cdc_fc_new(cdc_context_t *context, int64_t out_features,
+                          int64_t in_features, const float *weights,
+                          const float *bias, const cdc_layer_options_t *options,
+                          cdc_layer_t **layer_p);
+
+/* x is batch x in_features, y is batch x out_features, both row-major. */
+CDC_EXPORT int cdc_fc_forward(cdc_layer_t *layer, int64_t batch, const float *x,
+                              float *y);
+
+typedef struct {
+    int64_t in_channels, out_channels;
+    int64_t kernel_h, kernel_w;
+    int64_t stride_h, stride_w;     /* >= 1 */
+    int64_t pad_h, pad_w;           /* symmetric zero padding, >= 0 */
+    int64_t dilation_h, dilation_w; /* >= 1 */
+} cdc_conv2d_desc_t;
+
+/* Output height/width of a conv for an input of h x w; CDC_EDIM if empty. */
+CDC_EXPORT int cdc_conv2d_output_size(const cdc_conv2d_desc_t *desc, int64_t h,
+                                      int64_t w, int64_t *out_h, int64_t *out_w);
+
+/* Conv2d layer with OIHW weights (out_channels x in_channels x kh x kw) as
+   PyTorch/ONNX lay them out; bias (out_channels) may be NULL. Copied.
+   Caller owns *layer_p and must destroy it with cdc_layer_destroy. */
+CDC_EXPORT int cdc_conv2d_new(cdc_context_t *context, const cdc_conv2d_desc_t *desc,
+                              const float *weights, const float *bias,
+                              const cdc_layer_options_t *options,
+                              cdc_layer_t **layer_p);
+
+/* x is NCHW (batch x in_channels x h x w), y is batch x out_channels x out_h x out_w. */
+CDC_EXPORT int cdc_conv2d_forward(cdc_layer_t *layer, int64_t batch, int64_t h,
+                                  int64_t w, const float *x, float *y);
+
+/* The split the layer used for its last forward call (auto resolved). */
+CDC_EXPORT cdc_split_t cdc_layer_split(const cdc_layer_t *layer);
+
+/* Destroy a layer; accepts NULL and *NULL; nulls *layer_p. */
+CDC_EXPORT void cdc_layer_destroy(cdc_layer_t **layer_p);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* CDCGEMM_H_INCLUDED */

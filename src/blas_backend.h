@@ -1,0 +1,26 @@
+/* blas_backend.h - every local GEMM goes to OpenBLAS through its own handle. */
+#ifndef CDC_BLAS_BACKEND_H_INCLUDED
+#define CDC_BLAS_BACKEND_H_INCLUDED
+
+#include <stdint.h>
+
+/* Row-major single-precision GEMM on OpenBLAS:
+   C (m x n, ldc) = alpha * op(A) * op(B) + beta * C, trans_* nonzero = transposed.
+   Resolved once from libopenblas.so.0 opened RTLD_LOCAL, so it never reaches the
+   library's own BLAS entry points. Thread-safe. */
+void cdc__blas_sgemm_rm(int trans_a, int trans_b, int64_t m, int64_t n, int64_t k,
+                        float alpha, const float *a, int64_t lda, const float *b,
+                        int64_t ldb, float beta, float *c, int64_t ldc);
+
+/* Column-major variant with CBLAS/Fortran semantics (used by the BLAS entry points). */
+void cdc__blas_sgemm_cm(int trans_a, int trans_b, int64_t m, int64_t n, int64_t k,
+                        float alpha, const float *a, int64_t lda, const float *b,
+                        int64_t ldb, float beta, float *c, int64_t ldc);
+
+/* Set OpenBLAS's thread count (workers sharing few cores use 1). */
+void cdc__blas_set_threads(int threads);
+
+/* 0 when OpenBLAS was resolved, CDC_EBLAS otherwise (detail in cdc_last_error). */
+int cdc__blas_ready(void);
+
+#endif

@@ -1,0 +1,145 @@
+/* coded_call.c - the coordinator's core: tasks out, results in, decode, fallback. */
+#include "coded_call.h"
+
+#include "error.h"
+#include "log.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+int cdc__coded_call_init(cdc_coded_call_t *call, const cdc_code_t *code, int n,
+                         int64_t rows, int64_t cols)
+{
+    memset(call, 0, sizeof *call);
+    call->code = code;
+    call->n = n;
+    call->r = code ? cdc_code_r(code) : 0;
+    call->rows = rows;
+    call->cols = cols;
+    size_t block = (size_t) rows * (size_t) cols;
+    int shards = n + call->r;
+    call->storage = malloc((size_t) shards * block * sizeof(float));
+    if (!call->storage)
+        return cdc__fail(CDC_ENOMEM, "%d shard results of %lld x %lld floats", shards,
+                         (long long) rows, (long long) cols);
+    for (int s = 0; s < shards; s++) {
+        call->results[s] = call->storage + (size_t) s * block;
+        call->tasks[s].shard = s;
+        call->tasks[s].result = call->results[s];
+        call->tasks[s].cols = cols;
+    }
+    return CDC_OK;
+}
+
+void cdc__coded_call_release(cdc_coded_call_t *call)
+{
+    free(call->storage);
+    call->storage = NULL;
+}
+
+static uint64_t task_bytes_out(const cdc_shard_task_t *task)
+{
+    if (task->kind == CDC_TASK_GEMM)
+        return (uint64_t) task->cols * (uint64_t) task->k * sizeof(float);
+    const cdc_conv_geometry_t *g = task->geometry;
+    return (uint64_t) task->batch * (uint64_t) (g->channels * g->h * g->w) * sizeof(float);
+}
+
+static int popcount64(uint64_t x)
+{
+    int count = 0;
+    for (; x; x &= x - 1)
+        count++;
+    return count;
+}
+
+int cdc__coded_call_run(cdc_context_t *context, cdc_coded_call_t *call)
+{
+    int n = call->n, shards = call->n + call->r;
+    uint64_t all = (shards == 64) ? ~UINT64_C(0) : (UINT64_C(1) << shards) - 1;
+    uint64_t data_mask = (UINT64_C(1) << n) - 1;
+
+    pthread_mutex_lock(&context->lock);
+    uint64_t erased = context->erase_next & all;
+    context->erase_next = 0;
+    pthread_mutex_unlock(&context->lock);
+
+    /* Dispatch every shard not erased; remember which task is which shard. */
+    cdc_shard_task_t sent[CDC_MAX_SHARDS];
+    int count = 0;
+    uint64_t out_bytes = 0;
+    for (int s = 0; s < shards; s++) {
+        if (erased & (UINT64_C(1) << s))
+            continue;
+        sent[count++] = call->tasks[s];
+        out_bytes += task_bytes_out(&call->tasks[s]);
+    }
+    uint64_t arrived_tasks = 0;
+    int rc = count ? context->executor->ops->run(context->executor, sent, count,
+                                                 &arrived_tasks)
+                   : CDC_OK;
+    if (rc != CDC_OK)
+        return rc;
+    uint64_t present = 0;
+    for (int t = 0; t < count; t++)
+        if (arrived_tasks & (UINT64_C(1) << t))
+            present |= UINT64_C(1) << sent[t].shard;
+
+    uint64_t missing_data = data_mask & ~present;
+    int decoded = 0, fallback = 0;
+    int parities = popcount64(present & ~data_mask);
+    if (missing_data && call->code && popcount64(missing_data) <= parities) {
+        rc = cdc_code_decode(call->code, call->rows, call->cols, call->results,
+                             call->cols, present);
+        if (rc == CDC_OK) {
+            decoded = popcount64(missing_data);
+            missing_data = 0;
+        } else {
+            CDC_LOG_WARNF("decode failed (%s); computing missing shards locally",
+                          cdc_last_error());
+        }
+    }
+    /* Too few results to decode: compute the missing data shards here. The
+       call is slower but never lost and never wrong. */
+    for (int s = 0; s < n && missing_data; s++) {
+        if (!(missing_data & (UINT64_C(1) << s)))
+            continue;
+        rc = cdc__task_run_local(&call->tasks[s]);
+        if (rc != CDC_OK)
+            return rc;
+        fallback = 1;
+    }
+
+    pthread_mutex_lock(&context->lock);
+    context->stats.coded_calls += call->r > 0;
+    context->stats.shards_sent += (uint64_t) count;
+    context->stats.shards_erased += (uint64_t) popcount64(all & ~present);
+    context->stats.results_decoded += (uint64_t) decoded;
+    context->stats.fallbacks += (uint64_t) fallback;
+    context->stats.bytes_out += out_bytes;
+    context->stats.bytes_in += (uint64_t) popcount64(present) * (uint64_t) call->rows *
+                               (uint64_t) call->cols * sizeof(float);
+    pthread_mutex_unlock(&context->lock);
+    return CDC_OK;
+}
+
+int cdc__context_code(cdc_context_t *context, int n, int r, const cdc_code_t **code)
+{
+    *code = NULL;
+    if (r == 0)
+        return CDC_OK;
+    pthread_mutex_lock(&context->lock);
+    cdc_code_t **slot = &context->codes[r][n];
+    int rc = CDC_OK;
+    if (!*slot) {
+        const cdc_code_ops_t *ops = context->config.code[0]
+                                        ? cdc_code_find_ops(context->config.code)
+                                        : NULL;
+        if (ops && ops->max_parity < r)
+            ops = NULL; /* the named scheme cannot do r: use the default */
+        rc = cdc_code_new(ops, n, r, slot);
+    }
+    *code = *slot;
+    pthread_mutex_unlock(&context->lock);
+    return rc;
+}

@@ -1,0 +1,34 @@
+/* coded_call.h - one coded product: dispatch shard tasks, decode what is
+   missing, finish locally when too much is missing. */
+#ifndef CDC_CODED_CALL_H_INCLUDED
+#define CDC_CODED_CALL_H_INCLUDED
+
+#include "context.h"
+#include "shard_set.h"
+
+typedef struct {
+    const cdc_code_t *code; /* NULL when r = 0                               */
+    int n, r;
+    int64_t rows, cols;     /* shape of every shard result                   */
+    cdc_shard_task_t tasks[CDC_MAX_SHARDS]; /* n + r, result set by the call */
+    float *results[CDC_MAX_SHARDS];         /* n + r result blocks           */
+    float *storage;                         /* owns the result blocks        */
+} cdc_coded_call_t;
+
+/* Prepare a call of n data and r parity shard results of rows x cols: allocates
+   the result blocks and points each task's result at its block. The caller then
+   fills tasks[0..n+r-1] (everything but result). */
+int cdc__coded_call_init(cdc_coded_call_t *call, const cdc_code_t *code, int n,
+                         int64_t rows, int64_t cols);
+void cdc__coded_call_release(cdc_coded_call_t *call);
+
+/* Run the tasks on the context's executor (skipping shards erased by
+   cdc_context_erase_next), decode missing data results from parity, and run
+   still-missing data tasks locally (a fallback). On CDC_OK every data result
+   block is the exact product. Updates the context's counters. */
+int cdc__coded_call_run(cdc_context_t *context, cdc_coded_call_t *call);
+
+/* The code for (n, r) on this context, built once and cached (NULL for r = 0). */
+int cdc__context_code(cdc_context_t *context, int n, int r, const cdc_code_t **code);
+
+#endif

@@ -1,0 +1,153 @@
+/* context.c - creating a context: configuration, executor, counters. */
+#include "context.h"
+
+#include "blas_backend.h"
+#include "code.h"
+#include "error.h"
+#include "log.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+static int count_endpoints(const char *workers)
+{
+    int count = 1;
+    for (const char *p = workers; *p; p++)
+        count += *p == ',';
+    return count;
+}
+
+static int config_validate(const cdc_config_t *config)
+{
+    if (config->local_workers < 1 || config->local_workers > CDC_MAX_WORKERS)
+        return cdc__fail(CDC_ECONFIG, "local_workers = %d: expected 1..%d",
+                         config->local_workers, CDC_MAX_WORKERS);
+    if (config->parity < 0 || config->parity > CDC_MAX_PARITY)
+        return cdc__fail(CDC_ECONFIG, "parity = %d: expected 0..%d", config->parity,
+                         CDC_MAX_PARITY);
+    if (config->split != CDC_SPLIT_AUTO && config->split != CDC_SPLIT_ROWS &&
+        config->split != CDC_SPLIT_COLUMNS)
+        return cdc__fail(CDC_ECONFIG, "split = %d: unknown split", (int) config->split);
+    if (config->wait_ms < 0 || config->timeout_ms < 1)
+        return cdc__fail(CDC_ECONFIG, "wait_ms = %d / timeout_ms = %d out of range",
+                         config->wait_ms, config->timeout_ms);
+    if ((int) config->log_level < CDC_LOG_ERROR || config->log_level > CDC_LOG_DEBUG)
+        return cdc__fail(CDC_ECONFIG, "log_level = %d out of range",
+                         (int) config->log_level);
+    if (memchr(config->workers, '\0', sizeof config->workers) == NULL ||
+        memchr(config->code, '\0', sizeof config->code) == NULL)
+        return cdc__fail(CDC_ECONFIG, "unterminated string in configuration");
+    if (config->code[0] && !cdc_code_find_ops(config->code))
+        return cdc__fail(CDC_ECONFIG, "code '%s': unknown code scheme", config->code);
+    return CDC_OK;
+}
+
+int cdc_context_new(const cdc_config_t *config, cdc_context_t **context_p)
+{
+    if (!config || !context_p)
+        return cdc__fail(CDC_EINVAL, "cdc_context_new: NULL argument");
+    int rc = config_validate(config);
+    if (rc != CDC_OK)
+        return rc;
+    rc = cdc__blas_ready();
+    if (rc != CDC_OK)
+        return rc;
+
+    cdc_context_t *self = calloc(1, sizeof *self);
+    if (!self)
+        return cdc__fail(CDC_ENOMEM, "context");
+    self->config = *config;
+    self->workers = config->workers[0] ? count_endpoints(config->workers)
+                                       : config->local_workers;
+    int n;
+    rc = cdc__context_data_shards(self, config->parity, &n);
+    if (rc != CDC_OK)
+        goto fail_config;
+    self->executor = cdc__executor_local_new();
+    if (!self->executor) {
+        rc = cdc__fail(CDC_ENOMEM, "executor");
+        goto fail_config;
+    }
+    if (pthread_mutex_init(&self->lock, NULL) != 0) {
+        rc = cdc__fail(CDC_ENOMEM, "context mutex");
+        goto fail_executor;
+    }
+    cdc__log_level = (int) config->log_level;
+    *context_p = self;
+    return CDC_OK;
+
+fail_executor:
+    self->executor->ops->destroy(self->executor);
+fail_config:
+    free(self);
+    return rc;
+}
+
+int cdc_context_new_from_env(cdc_context_t **context_p)
+{
+    cdc_config_t config;
+    cdc_config_init(&config);
+    int rc = cdc_config_from_env(&config);
+    if (rc != CDC_OK)
+        return rc;
+    return cdc_context_new(&config, context_p);
+}
+
+void cdc_context_destroy(cdc_context_t **context_p)
+{
+    if (!context_p || !*context_p)
+        return;
+    cdc_context_t *self = *context_p;
+    self->executor->ops->destroy(self->executor);
+    for (int r = 0; r <= CDC_CODE_MAX_R; r++)
+        for (int n = 0; n <= CDC_CODE_MAX_N; n++)
+            cdc_code_destroy(&self->codes[r][n]);
+    pthread_mutex_destroy(&self->lock);
+    free(self);
+    *context_p = NULL;
+}
+
+const cdc_config_t *cdc_context_config(const cdc_context_t *context)
+{
+    return context ? &context->config : NULL;
+}
+
+int cdc_context_erase_next(cdc_context_t *context, uint64_t mask)
+{
+    if (!context)
+        return cdc__fail(CDC_EINVAL, "cdc_context_erase_next: context is NULL");
+    pthread_mutex_lock(&context->lock);
+    context->erase_next = mask;
+    pthread_mutex_unlock(&context->lock);
+    return CDC_OK;
+}
+
+int cdc_context_stats(cdc_context_t *context, cdc_stats_t *stats)
+{
+    if (!context || !stats)
+        return cdc__fail(CDC_EINVAL, "cdc_context_stats: NULL argument");
+    pthread_mutex_lock(&context->lock);
+    *stats = context->stats;
+    pthread_mutex_unlock(&context->lock);
+    return CDC_OK;
+}
+
+int cdc__context_parity(const cdc_context_t *context, int parity_override)
+{
+    return parity_override >= 0 ? parity_override : context->config.parity;
+}
+
+int cdc__context_data_shards(const cdc_context_t *context, int parity, int *n)
+{
+    if (parity < 0 || parity > CDC_MAX_PARITY)
+        return cdc__fail(CDC_ECONFIG, "parity r = %d: expected 0..%d", parity,
+                         CDC_MAX_PARITY);
+    int data = context->workers - parity;
+    if (data < 1 || (parity > 0 && parity > data))
+        return cdc__fail(CDC_ECONFIG,
+                         "parity r = %d with %d workers leaves n = %d data shards "
+                         "(need n >= 1 and r <= n)",
+                         parity, context->workers, data);
+    *n = data;
+    return CDC_OK;
+}

@@ -1,0 +1,285 @@
+/* conv2d.c - conv layers as coded im2col GEMMs, split by channel or spatially. */
+#include "layer.h"
+
+#include "error.h"
+#include "plan.h"
+
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+
+static int desc_geometry(const cdc_conv2d_desc_t *desc, int64_t h, int64_t w,
+                         cdc_conv_geometry_t *g)
+{
+    memset(g, 0, sizeof *g);
+    g->channels = desc->in_channels;
+    g->h = h;
+    g->w = w;
+    g->kernel_h = desc->kernel_h;
+    g->kernel_w = desc->kernel_w;
+    g->stride_h = desc->stride_h;
+    g->stride_w = desc->stride_w;
+    g->pad_h = desc->pad_h;
+    g->pad_w = desc->pad_w;
+    g->dilation_h = desc->dilation_h;
+    g->dilation_w = desc->dilation_w;
+    return cdc_conv_geometry_finish(g);
+}
+
+int cdc_conv2d_output_size(const cdc_conv2d_desc_t *desc, int64_t h, int64_t w,
+                           int64_t *out_h, int64_t *out_w)
+{
+    if (!desc || !out_h || !out_w)
+        return cdc__fail(CDC_EINVAL, "cdc_conv2d_output_size: NULL argument");
+    cdc_conv_geometry_t g;
+    int rc = desc_geometry(desc, h, w, &g);
+    if (rc != CDC_OK)
+        return rc;
+    *out_h = g.out_h;
+    *out_w = g.out_w;
+    return CDC_OK;
+}
+
+int cdc_conv2d_new(cdc_context_t *context, const cdc_conv2d_desc_t *desc,
+                   const float *weights, const float *bias,
+                   const cdc_layer_options_t *options, cdc_layer_t **layer_p)
+{
+    if (!desc)
+        return cdc__fail(CDC_EINVAL, "cdc_conv2d_new: desc is NULL");
+    /* Validate the kernel parameters on the smallest input they accept. */
+    cdc_conv_geometry_t g;
+    int64_t min_h = desc->dilation_h * (desc->kernel_h - 1) + 1;
+    int64_t min_w = desc->dilation_w * (desc->kernel_w - 1) + 1;
+    int rc = desc_geometry(desc, min_h > 0 ? min_h : 1, min_w > 0 ? min_w : 1, &g);
+    if (rc != CDC_OK)
+        return rc;
+    if (desc->out_channels < 1 || desc->out_channels > INT_MAX)
+        return cdc__fail(CDC_EDIM, "cdc_conv2d_new: out_channels = %lld",
+                         (long long) desc->out_channels);
+    rc = cdc__check_product(desc->in_channels, desc->kernel_h * desc->kernel_w, INT_MAX,
+                            "cdc_conv2d_new: in_channels x kernel");
+    if (rc != CDC_OK)
+        return rc;
+    rc = cdc__layer_new(context, CDC_LAYER_CONV, desc->out_channels,
+                        desc->in_channels * desc->kernel_h * desc->kernel_w, weights,
+                        bias, options, layer_p);
+    if (rc == CDC_OK)
+        (*layer_p)->conv = *desc;
+    return rc;
+}
+
+/* Channel split: shard s holds a block of filters and gets the whole input. */
+static int conv_channel_split(cdc_layer_t *layer, const cdc_code_t *code, int n,
+                              const cdc_conv_geometry_t *g, int64_t batch,
+                              const float *x, float *y)
+{
+    const cdc_shard_set_t *filters;
+    int rc = cdc__layer_weight_shards(layer, code, n, &filters);
+    if (rc != CDC_OK)
+        return rc;
+    int64_t spatial = g->out_h * g->out_w, cols = batch * spatial;
+    cdc_coded_call_t call;
+    rc = cdc__coded_call_init(&call, code, n, filters->block_rows, cols);
+    if (rc != CDC_OK)
+        return rc;
+    for (int s = 0; s < filters->n + filters->r; s++) {
+        cdc_shard_task_t *task = &call.tasks[s];
+        task->kind = CDC_TASK_CONV;
+        task->a = filters->blocks[s];
+        task->a_rows = filters->block_rows;
+        task->k = layer->k;
+        task->a_key = layer->weights_key;
+        task->geometry = g;
+        task->batch = batch;
+        task->input = x;
+    }
+    rc = cdc__coded_call_run(layer->context, &call);
+    if (rc == CDC_OK) {
+        for (int s = 0; s < n; s++) {
+            int64_t first = (int64_t) s * filters->block_rows;
+            int64_t valid = cdc__shard_set_valid_rows(filters, s);
+            for (int64_t p = 0; p < valid; p++)
+                for (int64_t b = 0; b < batch; b++)
+                    memcpy(y + (b * layer->rows + first + p) * spatial,
+                           call.results[s] + p * cols + b * spatial,
+                           (size_t) spatial * sizeof(float));
+        }
+    }
+    cdc__coded_call_release(&call);
+    return rc;
+}
+
+/* Copy the input rows band s needs (in zero-padded row coordinates) into band:
+   batch x channels x band_h x w, zeros where the rows fall in the padding. */
+static void cut_band(const cdc_conv_geometry_t *g, int64_t batch, const float *x,
+                     int64_t first_padded_row, int64_t band_h, float *band)
+{
+    size_t row_bytes = (size_t) g->w * sizeof(float);
+    for (int64_t bc = 0; bc < batch * g->channels; bc++) {
+        const float *plane = x + bc * g->h * g->w;
+        float *dst = band + bc * band_h * g->w;
+        for (int64_t t = 0; t < band_h; t++) {
+            int64_t row = first_padded_row + t - g->pad_h;
+            if (row >= 0 && row < g->h)
+                memcpy(dst + t * g->w, plane + row * g->w, row_bytes);
+            else
+                memset(dst + t * g->w, 0, row_bytes);
+        }
+    }
+}
+
+int cdc__conv_bands_encode(const cdc_code_t *code, int n, const cdc_conv_geometry_t *g,
+                           int64_t batch, const float *x, cdc_conv_geometry_t *band_g,
+                           float **bands_p, size_t *band_size_p)
+{
+    int r = code ? cdc_code_r(code) : 0, shards = n + r;
+    int64_t band_rows = (g->out_h + n - 1) / n;
+    *band_g = *g;
+    band_g->h = cdc__plan_band_height(g, band_rows);
+    band_g->pad_h = 0;
+    int rc = cdc_conv_geometry_finish(band_g);
+    if (rc != CDC_OK)
+        return rc;
+    size_t band_size = (size_t) batch * (size_t) (g->channels * band_g->h * g->w);
+    float *bands = malloc((size_t) shards * band_size * sizeof(float));
+    if (!bands)
+        return cdc__fail(CDC_ENOMEM, "%d input bands of %zu floats", shards, band_size);
+    const float *band_ptr[CDC_MAX_SHARDS];
+    float *parity_ptr[CDC_CODE_MAX_R];
+    for (int s = 0; s < shards; s++)
+        band_ptr[s] = bands + (size_t) s * band_size;
+    for (int s = 0; s < n; s++)
+        cut_band(g, batch, x, (int64_t) s * band_rows * g->stride_h, band_g->h,
+                 bands + (size_t) s * band_size);
+    for (int j = 0; j < r; j++)
+        parity_ptr[j] = bands + (size_t) (n + j) * band_size;
+    if (r > 0)
+        rc = cdc_code_encode(code, 1, (int64_t) band_size, band_ptr, (int64_t) band_size,
+                             parity_ptr, (int64_t) band_size);
+    if (rc != CDC_OK) {
+        free(bands);
+        return rc;
+    }
+    *bands_p = bands;
+    *band_size_p = band_size;
+    return CDC_OK;
+}
+
+/* Spatial split: shard s computes a band of output rows from a band of input
+   rows (with its halo). All bands have one shape and im2col is linear, so the
+   parity band is the coded sum of the input bands. */
+static int conv_spatial_split(cdc_layer_t *layer, const cdc_code_t *code, int n,
+                              const cdc_conv_geometry_t *g, int64_t batch,
+                              const float *x, float *y)
+{
+    int shards = n + (code ? cdc_code_r(code) : 0);
+    int64_t band_rows = (g->out_h + n - 1) / n;
+    cdc_conv_geometry_t band_g;
+    float *bands = NULL;
+    size_t band_size = 0;
+    int rc = cdc__conv_bands_encode(code, n, g, batch, x, &band_g, &bands, &band_size);
+    if (rc != CDC_OK)
+        return rc;
+    int64_t spatial = band_rows * g->out_w, cols = batch * spatial;
+    cdc_coded_call_t call;
+    rc = cdc__coded_call_init(&call, code, n, layer->rows, cols);
+    if (rc != CDC_OK) {
+        free(bands);
+        return rc;
+    }
+    for (int s = 0; s < shards; s++) {
+        cdc_shard_task_t *task = &call.tasks[s];
+        task->kind = CDC_TASK_CONV;
+        task->a = layer->weights;
+        task->a_rows = layer->rows;
+        task->k = layer->k;
+        task->a_key = layer->weights_key;
+        task->geometry = &band_g;
+        task->batch = batch;
+        task->input = bands + (size_t) s * band_size;
+    }
+    rc = cdc__coded_call_run(layer->context, &call);
+    if (rc == CDC_OK) {
+        int64_t plane = g->out_h * g->out_w;
+        size_t row_bytes = (size_t) g->out_w * sizeof(float);
+        for (int s = 0; s < n; s++) {
+            int64_t first = (int64_t) s * band_rows;
+            int64_t valid = g->out_h - first < band_rows ? g->out_h - first : band_rows;
+            for (int64_t o = 0; o < layer->rows; o++)
+                for (int64_t b = 0; b < batch; b++)
+                    for (int64_t t = 0; t < valid; t++)
+                        memcpy(y + (b * layer->rows + o) * plane + (first + t) * g->out_w,
+                               call.results[s] + o * cols + (b * band_rows + t) * g->out_w,
+                               row_bytes);
+        }
+    }
+    cdc__coded_call_release(&call);
+    free(bands);
+    return rc;
+}
+
+static void conv_epilogue(const cdc_layer_t *layer, int64_t batch, int64_t plane, float *y)
+{
+    if (!layer->bias && !layer->options.relu)
+        return;
+    for (int64_t b = 0; b < batch; b++) {
+        for (int64_t o = 0; o < layer->rows; o++) {
+            float *out = y + (b * layer->rows + o) * plane;
+            float bias = layer->bias ? layer->bias[o] : 0.0f;
+            if (layer->options.relu)
+                for (int64_t i = 0; i < plane; i++) {
+                    float v = out[i] + bias;
+                    out[i] = v > 0.0f ? v : 0.0f;
+                }
+            else
+                for (int64_t i = 0; i < plane; i++)
+                    out[i] += bias;
+        }
+    }
+}
+
+int cdc_conv2d_forward(cdc_layer_t *layer, int64_t batch, int64_t h, int64_t w,
+                       const float *x, float *y)
+{
+    if (!layer || !x || !y)
+        return cdc__fail(CDC_EINVAL, "cdc_conv2d_forward: layer, x and y must not be NULL");
+    if (layer->kind != CDC_LAYER_CONV)
+        return cdc__fail(CDC_EINVAL, "cdc_conv2d_forward: layer is not a conv layer");
+    if (batch < 1 || batch > INT_MAX)
+        return cdc__fail(CDC_EDIM, "cdc_conv2d_forward: batch = %lld, expected 1..%d",
+                         (long long) batch, INT_MAX);
+    cdc_conv_geometry_t g;
+    int rc = desc_geometry(&layer->conv, h, w, &g);
+    if (rc != CDC_OK)
+        return rc;
+    int64_t plane = g.out_h * g.out_w;
+    rc = cdc__check_product(batch, plane, INT_MAX, "cdc_conv2d_forward: batch x out_h x out_w");
+    if (rc == CDC_OK)
+        rc = cdc__check_product(layer->k, batch * plane, INT64_MAX / 8,
+                                "cdc_conv2d_forward: im2col matrix");
+    if (rc != CDC_OK)
+        return rc;
+
+    int n, r;
+    const cdc_code_t *code;
+    rc = cdc__layer_plan_code(layer, &n, &r, &code);
+    if (rc != CDC_OK)
+        return rc;
+    cdc_split_t split = layer->options.split != CDC_SPLIT_AUTO
+                            ? layer->options.split
+                            : layer->context->config.split;
+    if (split == CDC_SPLIT_AUTO)
+        split = cdc__plan_conv_split(&g, layer->rows, batch, n, r);
+    /* A spatial split needs a real output row per data shard. */
+    if (split == CDC_SPLIT_COLUMNS && (g.out_h + n - 1) / n * (n - 1) >= g.out_h)
+        split = CDC_SPLIT_ROWS;
+
+    rc = split == CDC_SPLIT_COLUMNS ? conv_spatial_split(layer, code, n, &g, batch, x, y)
+                                    : conv_channel_split(layer, code, n, &g, batch, x, y);
+    if (rc != CDC_OK)
+        return rc;
+    layer->last_split = split;
+    conv_epilogue(layer, batch, plane, y);
+    cdc__context_count_call(layer->context);
+    return CDC_OK;
+}

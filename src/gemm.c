@@ -1,0 +1,172 @@
+/* gemm.c - cdc_sgemm: BLAS semantics on top of the coded product T = A·Btᵀ. */
+#include "cdcgemm.h"
+
+#include "context.h"
+#include "error.h"
+#include "layer.h"
+#include "matmul_coded.h"
+#include "plan.h"
+
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+
+static int64_t max1(int64_t v)
+{
+    return v > 1 ? v : 1;
+}
+
+/* Argument checks in BLAS order; a failure names the argument. */
+static int gemm_validate(cdc_layout_t layout, cdc_transpose_t ta, cdc_transpose_t tb,
+                         int64_t m, int64_t n, int64_t k, int64_t lda, int64_t ldb,
+                         int64_t ldc)
+{
+    if (layout != CDC_ROW_MAJOR && layout != CDC_COL_MAJOR)
+        return cdc__fail(CDC_EINVAL, "cdc_sgemm: layout = %d", (int) layout);
+    if (ta != CDC_NO_TRANS && ta != CDC_TRANS && ta != CDC_CONJ_TRANS)
+        return cdc__fail(CDC_EINVAL, "cdc_sgemm: trans_a = %d", (int) ta);
+    if (tb != CDC_NO_TRANS && tb != CDC_TRANS && tb != CDC_CONJ_TRANS)
+        return cdc__fail(CDC_EINVAL, "cdc_sgemm: trans_b = %d", (int) tb);
+    if (m < 0 || m > INT_MAX)
+        return cdc__fail(CDC_EDIM, "cdc_sgemm: m = %lld", (long long) m);
+    if (n < 0 || n > INT_MAX)
+        return cdc__fail(CDC_EDIM, "cdc_sgemm: n = %lld", (long long) n);
+    if (k < 0 || k > INT_MAX)
+        return cdc__fail(CDC_EDIM, "cdc_sgemm: k = %lld", (long long) k);
+    int row = layout == CDC_ROW_MAJOR;
+    int a_t = ta != CDC_NO_TRANS, b_t = tb != CDC_NO_TRANS;
+    /* Stored shapes: row-major A is (a_t ? k x m : m x k), ld = its columns;
+       column-major A is (a_t ? k x m : m x k), ld = its rows. */
+    int64_t need_a = row ? (a_t ? m : k) : (a_t ? k : m);
+    int64_t need_b = row ? (b_t ? k : n) : (b_t ? n : k);
+    int64_t need_c = row ? n : m;
+    if (lda < max1(need_a) || lda > INT_MAX)
+        return cdc__fail(CDC_ELD, "cdc_sgemm: lda = %lld < max(1, %lld)", (long long) lda,
+                         (long long) need_a);
+    if (ldb < max1(need_b) || ldb > INT_MAX)
+        return cdc__fail(CDC_ELD, "cdc_sgemm: ldb = %lld < max(1, %lld)", (long long) ldb,
+                         (long long) need_b);
+    if (ldc < max1(need_c) || ldc > INT_MAX)
+        return cdc__fail(CDC_ELD, "cdc_sgemm: ldc = %lld < max(1, %lld)", (long long) ldc,
+                         (long long) need_c);
+    return CDC_OK;
+}
+
+/* dst (rows x cols, contiguous) = src viewed as rows x cols with ld, or its
+   transpose when src is stored cols x rows. */
+static void pack(const float *src, int64_t ld, int transposed, int64_t rows, int64_t cols,
+                 float *dst)
+{
+    if (!transposed) {
+        for (int64_t i = 0; i < rows; i++)
+            memcpy(dst + i * cols, src + i * ld, (size_t) cols * sizeof(float));
+        return;
+    }
+    /* Blocked transpose keeps both sides in cache. */
+    enum { TILE = 32 };
+    for (int64_t i0 = 0; i0 < rows; i0 += TILE)
+        for (int64_t j0 = 0; j0 < cols; j0 += TILE)
+            for (int64_t i = i0; i < rows && i < i0 + TILE; i++)
+                for (int64_t j = j0; j < cols && j < j0 + TILE; j++)
+                    dst[i * cols + j] = src[j * ld + i];
+}
+
+/* C = beta * C over a row-major m x n view (beta = 0 overwrites, NaN included). */
+static void scale_c(float *c, int64_t m, int64_t n, int64_t ldc, float beta)
+{
+    for (int64_t i = 0; i < m; i++) {
+        float *row = c + i * ldc;
+        if (beta == 0.0f)
+            memset(row, 0, (size_t) n * sizeof(float));
+        else if (beta != 1.0f)
+            for (int64_t j = 0; j < n; j++)
+                row[j] *= beta;
+    }
+}
+
+int cdc_sgemm(cdc_context_t *context, cdc_layout_t layout, cdc_transpose_t trans_a,
+              cdc_transpose_t trans_b, int64_t m, int64_t n, int64_t k, float alpha,
+              const float *a, int64_t lda, const float *b, int64_t ldb, float beta,
+              float *c, int64_t ldc)
+{
+    if (!context)
+        return cdc__fail(CDC_EINVAL, "cdc_sgemm: context is NULL");
+    int rc = gemm_validate(layout, trans_a, trans_b, m, n, k, lda, ldb, ldc);
+    if (rc != CDC_OK)
+        return rc;
+    if (m == 0 || n == 0)
+        return CDC_OK;
+    if (!c)
+        return cdc__fail(CDC_EINVAL, "cdc_sgemm: c is NULL");
+    int compute = k > 0 && alpha != 0.0f;
+    if (compute && (!a || !b))
+        return cdc__fail(CDC_EINVAL, "cdc_sgemm: %s is NULL", a ? "b" : "a");
+
+    /* Column-major C = op(A)op(B) is row-major Cᵀ = op(B)ᵀop(A)ᵀ: swap operands. */
+    int a_t = trans_a != CDC_NO_TRANS, b_t = trans_b != CDC_NO_TRANS;
+    if (layout == CDC_COL_MAJOR) {
+        const float *tp = a;
+        a = b;
+        b = tp;
+        int64_t ti = m;
+        m = n;
+        n = ti;
+        ti = lda;
+        lda = ldb;
+        ldb = ti;
+        int tt = a_t;
+        a_t = b_t;
+        b_t = tt;
+    }
+    if (!compute) {
+        scale_c(c, m, n, ldc, beta);
+        cdc__context_count_call(context);
+        return CDC_OK;
+    }
+
+    int r = cdc__context_parity(context, CDC_PARITY_DEFAULT), shards;
+    rc = cdc__context_data_shards(context, r, &shards);
+    const cdc_code_t *code = NULL;
+    if (rc == CDC_OK)
+        rc = cdc__context_code(context, shards, r, &code);
+    if (rc != CDC_OK)
+        return rc;
+
+    /* Canonical operands: A' = op(A) (m x k), Bt' = op(B)ᵀ (n x k), T = A'·Bt'ᵀ. */
+    size_t a_count = (size_t) m * (size_t) k, bt_count = (size_t) n * (size_t) k;
+    float *packed = malloc((a_count + bt_count + (size_t) m * (size_t) n) * sizeof(float));
+    if (!packed)
+        return cdc__fail(CDC_ENOMEM, "cdc_sgemm: packing %lld x %lld x %lld",
+                         (long long) m, (long long) n, (long long) k);
+    float *a_packed = packed, *bt_packed = packed + a_count, *t = bt_packed + bt_count;
+    pack(a, lda, a_t, m, k, a_packed);
+    pack(b, ldb, !b_t, n, k, bt_packed);
+
+    cdc_split_t split = context->config.split;
+    if (split == CDC_SPLIT_AUTO)
+        split = cdc__plan_matmul_split(m, n, k, shards, r, 0, 0);
+    cdc_shard_set_t *set = NULL;
+    rc = split == CDC_SPLIT_COLUMNS
+             ? cdc__shard_set_new(code, shards, bt_packed, n, k, &set)
+             : cdc__shard_set_new(code, shards, a_packed, m, k, &set);
+    if (rc == CDC_OK)
+        rc = cdc__matmul_coded(context, code,
+                               split == CDC_SPLIT_COLUMNS ? CDC_SHARD_BT : CDC_SHARD_A, set,
+                               0, 0, a_packed, m, bt_packed, n, k, t, n);
+    if (rc == CDC_OK) {
+        for (int64_t i = 0; i < m; i++) {
+            float *row = c + i * ldc;
+            const float *trow = t + i * n;
+            if (beta == 0.0f)
+                for (int64_t j = 0; j < n; j++)
+                    row[j] = alpha * trow[j];
+            else
+                for (int64_t j = 0; j < n; j++)
+                    row[j] = alpha * trow[j] + beta * row[j];
+        }
+        cdc__context_count_call(context);
+    }
+    cdc__shard_set_destroy(&set);
+    free(packed);
+    return rc;
+}

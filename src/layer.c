@@ -1,0 +1,151 @@
+/* layer.c - layer creation, weight shard caching, destruction. */
+#include "layer.h"
+
+#include "error.h"
+
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+
+void cdc_layer_options_init(cdc_layer_options_t *options)
+{
+    if (!options)
+        return;
+    options->split = CDC_SPLIT_AUTO;
+    options->parity = CDC_PARITY_DEFAULT;
+    options->relu = 0;
+}
+
+int cdc__check_product(int64_t a, int64_t b, int64_t limit, const char *what)
+{
+    if (a < 0 || b < 0 || (a > 0 && b > limit / a))
+        return cdc__fail(CDC_EDIM, "%s: %lld x %lld exceeds %lld", what, (long long) a,
+                         (long long) b, (long long) limit);
+    return CDC_OK;
+}
+
+/* 64-bit content hash (FNV-1a over 8-byte words): names weights on workers. */
+static uint64_t hash_floats(const float *data, size_t count)
+{
+    uint64_t hash = 0xcbf29ce484222325ull;
+    const unsigned char *bytes = (const unsigned char *) data;
+    size_t size = count * sizeof(float), i = 0;
+    for (; i + 8 <= size; i += 8) {
+        uint64_t word;
+        memcpy(&word, bytes + i, 8);
+        hash = (hash ^ word) * 0x100000001b3ull;
+        hash ^= hash >> 29;
+    }
+    for (; i < size; i++)
+        hash = (hash ^ bytes[i]) * 0x100000001b3ull;
+    return hash ? hash : 1;
+}
+
+int cdc__layer_new(cdc_context_t *context, cdc_layer_kind_t kind, int64_t rows,
+                   int64_t k, const float *weights, const float *bias,
+                   const cdc_layer_options_t *options, cdc_layer_t **layer_p)
+{
+    if (!context || !weights || !layer_p)
+        return cdc__fail(CDC_EINVAL, "layer: context, weights and layer_p must not be NULL");
+    cdc_layer_options_t opts;
+    cdc_layer_options_init(&opts);
+    if (options)
+        opts = *options;
+    if (opts.split != CDC_SPLIT_AUTO && opts.split != CDC_SPLIT_ROWS &&
+        opts.split != CDC_SPLIT_COLUMNS)
+        return cdc__fail(CDC_EINVAL, "layer options: split = %d is not a cdc_split_t",
+                         (int) opts.split);
+    if (opts.parity < CDC_PARITY_DEFAULT || opts.parity > CDC_MAX_PARITY)
+        return cdc__fail(CDC_EINVAL, "layer options: parity = %d, expected -1..%d",
+                         opts.parity, CDC_MAX_PARITY);
+    int n, rc = cdc__context_data_shards(context, cdc__context_parity(context, opts.parity),
+                                         &n);
+    if (rc != CDC_OK)
+        return rc == CDC_ECONFIG ? cdc__fail(CDC_EINVAL, "layer options: %s",
+                                             cdc_last_error())
+                                 : rc;
+    if (rows < 1 || k < 1 || rows > INT_MAX || k > INT_MAX)
+        return cdc__fail(CDC_EDIM, "layer weights %lld x %lld: each must be in 1..%d",
+                         (long long) rows, (long long) k, INT_MAX);
+    rc = cdc__check_product(rows, k, (int64_t) (SIZE_MAX / 4 / 4), "layer weights");
+    if (rc != CDC_OK)
+        return rc;
+
+    cdc_layer_t *layer = calloc(1, sizeof *layer);
+    if (!layer)
+        return cdc__fail(CDC_ENOMEM, "layer");
+    size_t count = (size_t) rows * (size_t) k;
+    layer->weights = malloc(count * sizeof(float));
+    layer->bias = bias ? malloc((size_t) rows * sizeof(float)) : NULL;
+    if (!layer->weights || (bias && !layer->bias)) {
+        free(layer->weights);
+        free(layer->bias);
+        free(layer);
+        return cdc__fail(CDC_ENOMEM, "layer weights of %zu floats", count);
+    }
+    memcpy(layer->weights, weights, count * sizeof(float));
+    if (bias)
+        memcpy(layer->bias, bias, (size_t) rows * sizeof(float));
+    layer->context = context;
+    layer->kind = kind;
+    layer->options = opts;
+    layer->rows = rows;
+    layer->k = k;
+    layer->weights_key = hash_floats(layer->weights, count);
+    layer->last_split = CDC_SPLIT_AUTO;
+    *layer_p = layer;
+    return CDC_OK;
+}
+
+int cdc__layer_plan_code(cdc_layer_t *layer, int *n, int *r, const cdc_code_t **code)
+{
+    *r = cdc__context_parity(layer->context, layer->options.parity);
+    int rc = cdc__context_data_shards(layer->context, *r, n);
+    if (rc != CDC_OK)
+        return rc;
+    return cdc__context_code(layer->context, *n, *r, code);
+}
+
+int cdc__layer_weight_shards(cdc_layer_t *layer, const cdc_code_t *code, int n,
+                             const cdc_shard_set_t **set)
+{
+    cdc_shard_set_t *cached = layer->weight_shards;
+    if (!cached || cached->n != n || layer->weight_code != code ||
+        cached->r != (code ? cdc_code_r(code) : 0)) {
+        cdc__shard_set_destroy(&layer->weight_shards);
+        int rc = cdc__shard_set_new(code, n, layer->weights, layer->rows, layer->k,
+                                    &layer->weight_shards);
+        if (rc != CDC_OK)
+            return rc;
+        layer->weight_code = code;
+        pthread_mutex_lock(&layer->context->lock);
+        layer->context->stats.weight_encodes++;
+        pthread_mutex_unlock(&layer->context->lock);
+    }
+    *set = layer->weight_shards;
+    return CDC_OK;
+}
+
+void cdc__context_count_call(cdc_context_t *context)
+{
+    pthread_mutex_lock(&context->lock);
+    context->stats.calls++;
+    pthread_mutex_unlock(&context->lock);
+}
+
+cdc_split_t cdc_layer_split(const cdc_layer_t *layer)
+{
+    return layer ? layer->last_split : CDC_SPLIT_AUTO;
+}
+
+void cdc_layer_destroy(cdc_layer_t **layer_p)
+{
+    if (!layer_p || !*layer_p)
+        return;
+    cdc_layer_t *layer = *layer_p;
+    cdc__shard_set_destroy(&layer->weight_shards);
+    free(layer->weights);
+    free(layer->bias);
+    free(layer);
+    *layer_p = NULL;
+}

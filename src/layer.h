@@ -1,0 +1,52 @@
+/* layer.h - what FC and conv layers share: weights, bias, cached weight shards. */
+#ifndef CDC_LAYER_H_INCLUDED
+#define CDC_LAYER_H_INCLUDED
+
+#include "coded_call.h"
+#include "im2col.h"
+
+typedef enum { CDC_LAYER_FC, CDC_LAYER_CONV } cdc_layer_kind_t;
+
+struct cdc_layer {
+    cdc_context_t *context;
+    cdc_layer_kind_t kind;
+    cdc_layer_options_t options;
+    float *weights;     /* rows x k: FC out x in, conv Cout x (Cin*kh*kw) */
+    float *bias;        /* rows, or NULL                                  */
+    int64_t rows, k;
+    uint64_t weights_key; /* content hash: names the weights on workers   */
+    cdc_conv2d_desc_t conv;
+    /* Row blocks + parity of the weights for the current (code, n): encoded
+       once, reused by every call until the plan changes. */
+    cdc_shard_set_t *weight_shards;
+    const cdc_code_t *weight_code;
+    cdc_split_t last_split;
+};
+
+/* Validate options and copy weights/bias into a new layer. */
+int cdc__layer_new(cdc_context_t *context, cdc_layer_kind_t kind, int64_t rows,
+                   int64_t k, const float *weights, const float *bias,
+                   const cdc_layer_options_t *options, cdc_layer_t **layer_p);
+
+/* The weight row blocks for (code, n), encoding them on first use. */
+int cdc__layer_weight_shards(cdc_layer_t *layer, const cdc_code_t *code, int n,
+                             const cdc_shard_set_t **set);
+
+/* Resolve the layer's parity, data shard count and code for this call. */
+int cdc__layer_plan_code(cdc_layer_t *layer, int *n, int *r, const cdc_code_t **code);
+
+/* 0 when a * b fits in int64 and stays <= limit, else CDC_EDIM naming what. */
+int cdc__check_product(int64_t a, int64_t b, int64_t limit, const char *what);
+
+/* Spatial split input: cut the n bands of input rows (each with its halo, in
+   zero-padded row coordinates) that the n output-row bands need, and encode r
+   parity bands. *bands_p (caller frees) holds n + r bands of *band_size_p
+   floats; *band_g is the geometry of one band (pad_h = 0). */
+int cdc__conv_bands_encode(const cdc_code_t *code, int n, const cdc_conv_geometry_t *g,
+                           int64_t batch, const float *x, cdc_conv_geometry_t *band_g,
+                           float **bands_p, size_t *band_size_p);
+
+/* Count one completed layer or GEMM call. */
+void cdc__context_count_call(cdc_context_t *context);
+
+#endif

@@ -1,0 +1,48 @@
+/* matmul_coded.c - coded products of plain matrices (FC layers, the GEMM API). */
+#include "matmul_coded.h"
+
+#include <string.h>
+
+int cdc__matmul_coded(cdc_context_t *context, const cdc_code_t *code,
+                      cdc_shard_side_t side, const cdc_shard_set_t *set, uint64_t set_key,
+                      uint64_t whole_key,
+                      const float *a, int64_t m, const float *bt, int64_t ncols,
+                      int64_t k, float *t, int64_t ldt)
+{
+    int n = set->n, shards = set->n + set->r;
+    int64_t result_rows = side == CDC_SHARD_A ? set->block_rows : m;
+    int64_t result_cols = side == CDC_SHARD_A ? ncols : set->block_rows;
+    cdc_coded_call_t call;
+    int rc = cdc__coded_call_init(&call, code, n, result_rows, result_cols);
+    if (rc != CDC_OK)
+        return rc;
+    for (int s = 0; s < shards; s++) {
+        cdc_shard_task_t *task = &call.tasks[s];
+        task->kind = CDC_TASK_GEMM;
+        task->k = k;
+        task->a_rows = result_rows;
+        task->a = side == CDC_SHARD_A ? set->blocks[s] : a;
+        task->bt = side == CDC_SHARD_A ? bt : set->blocks[s];
+        task->a_key = side == CDC_SHARD_A ? set_key : whole_key;
+        task->bt_key = side == CDC_SHARD_A ? whole_key : set_key;
+    }
+    rc = cdc__coded_call_run(context, &call);
+    if (rc == CDC_OK) {
+        for (int s = 0; s < n; s++) {
+            int64_t valid = cdc__shard_set_valid_rows(set, s);
+            int64_t first = (int64_t) s * set->block_rows;
+            const float *block = call.results[s];
+            if (side == CDC_SHARD_A) {
+                for (int64_t i = 0; i < valid; i++)
+                    memcpy(t + (first + i) * ldt, block + i * result_cols,
+                           (size_t) ncols * sizeof(float));
+            } else if (valid > 0) {
+                for (int64_t i = 0; i < m; i++)
+                    memcpy(t + i * ldt + first, block + i * result_cols,
+                           (size_t) valid * sizeof(float));
+            }
+        }
+    }
+    cdc__coded_call_release(&call);
+    return rc;
+}

@@ -1,0 +1,83 @@
+/* shard_set.c - row blocks of an operand and their parity (encode once). */
+#include "shard_set.h"
+
+#include "error.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+int64_t cdc__shard_set_valid_rows(const cdc_shard_set_t *set, int i)
+{
+    int64_t first = (int64_t) i * set->block_rows;
+    if (first >= set->rows)
+        return 0;
+    int64_t left = set->rows - first;
+    return left < set->block_rows ? left : set->block_rows;
+}
+
+int cdc__shard_set_new(const cdc_code_t *code, int n, const float *src, int64_t rows,
+                       int64_t k, cdc_shard_set_t **set_p)
+{
+    int r = code ? cdc_code_r(code) : 0;
+    if (n < 1 || n > CDC_CODE_MAX_N || rows < 1 || k < 1 || !src || !set_p ||
+        (code && cdc_code_n(code) != n))
+        return cdc__fail(CDC_EINVAL, "shard set: n = %d, rows = %lld, k = %lld", n,
+                         (long long) rows, (long long) k);
+    cdc_shard_set_t *set = calloc(1, sizeof *set);
+    if (!set)
+        return cdc__fail(CDC_ENOMEM, "shard set");
+    set->n = n;
+    set->r = r;
+    set->rows = rows;
+    set->k = k;
+    set->block_rows = (rows + n - 1) / n;
+
+    size_t block_size = (size_t) set->block_rows * (size_t) k;
+    int padded = 0;
+    for (int i = 0; i < n; i++)
+        padded += cdc__shard_set_valid_rows(set, i) < set->block_rows;
+    if (padded + r > 0) {
+        set->owned = calloc((size_t) (padded + r) * block_size, sizeof(float));
+        if (!set->owned) {
+            free(set);
+            return cdc__fail(CDC_ENOMEM, "shard set: %d blocks of %zu floats",
+                             padded + r, block_size);
+        }
+    }
+    float *next_owned = set->owned;
+    for (int i = 0; i < n; i++) {
+        int64_t valid = cdc__shard_set_valid_rows(set, i);
+        const float *start = src + (size_t) i * block_size;
+        if (valid == set->block_rows) {
+            set->blocks[i] = start;
+            continue;
+        }
+        if (valid > 0)
+            memcpy(next_owned, start, (size_t) valid * (size_t) k * sizeof(float));
+        set->blocks[i] = next_owned;
+        next_owned += block_size;
+    }
+    float *parity[CDC_CODE_MAX_R];
+    for (int j = 0; j < r; j++) {
+        parity[j] = next_owned + (size_t) j * block_size;
+        set->blocks[n + j] = parity[j];
+    }
+    if (r > 0) {
+        int rc = cdc_code_encode(code, set->block_rows, k, set->blocks, k, parity, k);
+        if (rc != CDC_OK) {
+            cdc__shard_set_destroy(&set);
+            return rc;
+        }
+    }
+    *set_p = set;
+    return CDC_OK;
+}
+
+void cdc__shard_set_destroy(cdc_shard_set_t **set_p)
+{
+    if (!set_p || !*set_p)
+        return;
+    free((*set_p)->owned);
+    free(*set_p);
+    *set_p = NULL;
+}

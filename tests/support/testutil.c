@@ -1,0 +1,89 @@
+/* testutil.c - deterministic random data, error norms, suite runner. */
+#include "testutil.h"
+
+#include <math.h>
+#include <stdlib.h>
+
+void cdc_test_rng_seed(cdc_test_rng_t *rng, uint64_t seed)
+{
+    rng->state = seed ? seed : 0x9E3779B97F4A7C15ull;
+}
+
+uint64_t cdc_test_rng_next(cdc_test_rng_t *rng)
+{
+    uint64_t x = rng->state;
+    x ^= x >> 12;
+    x ^= x << 25;
+    x ^= x >> 27;
+    rng->state = x;
+    return x * 0x2545F4914F6CDD1Dull;
+}
+
+double cdc_test_rng_uniform(cdc_test_rng_t *rng, double lo, double hi)
+{
+    double unit = (double) (cdc_test_rng_next(rng) >> 11) * (1.0 / 9007199254740992.0);
+    return lo + (hi - lo) * unit;
+}
+
+int64_t cdc_test_rng_int(cdc_test_rng_t *rng, int64_t lo, int64_t hi)
+{
+    uint64_t span = (uint64_t) (hi - lo) + 1;
+    return lo + (int64_t) (cdc_test_rng_next(rng) % span);
+}
+
+double cdc_test_rng_normal(cdc_test_rng_t *rng)
+{
+    double u1 = cdc_test_rng_uniform(rng, 0.0, 1.0);
+    double u2 = cdc_test_rng_uniform(rng, 0.0, 1.0);
+    if (u1 < 1e-300)
+        u1 = 1e-300;
+    return sqrt(-2.0 * log(u1)) * cos(2.0 * 3.14159265358979323846 * u2);
+}
+
+void cdc_test_fill_uniform(cdc_test_rng_t *rng, float *x, size_t count)
+{
+    for (size_t i = 0; i < count; i++)
+        x[i] = (float) cdc_test_rng_uniform(rng, -1.0, 1.0);
+}
+
+double cdc_test_rel_error(const float *got, const double *want, size_t count)
+{
+    double diff = 0.0, norm = 0.0;
+    for (size_t i = 0; i < count; i++) {
+        double d = (double) got[i] - want[i];
+        diff += d * d;
+        norm += want[i] * want[i];
+    }
+    if (norm == 0.0)
+        return diff == 0.0 ? 0.0 : INFINITY;
+    return sqrt(diff / norm);
+}
+
+double cdc_test_rel_error_ff(const float *got, const float *want, size_t count)
+{
+    double diff = 0.0, norm = 0.0;
+    for (size_t i = 0; i < count; i++) {
+        double d = (double) got[i] - (double) want[i];
+        diff += d * d;
+        norm += (double) want[i] * want[i];
+    }
+    if (norm == 0.0)
+        return diff == 0.0 ? 0.0 : INFINITY;
+    return sqrt(diff / norm);
+}
+
+void *cdc_test_alloc(size_t bytes)
+{
+    void *p = calloc(1, bytes ? bytes : 1);
+    ck_assert_msg(p != NULL, "out of memory allocating %zu bytes", bytes);
+    return p;
+}
+
+int cdc_test_run_suite(Suite *suite)
+{
+    SRunner *runner = srunner_create(suite);
+    srunner_run_all(runner, CK_NORMAL);
+    int failed = srunner_ntests_failed(runner);
+    srunner_free(runner);
+    return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+}

@@ -1,0 +1,37 @@
+/* testutil.h - helpers shared by the Check suites: deterministic random data,
+   error norms, and running one suite. */
+#ifndef CDC_TESTUTIL_H_INCLUDED
+#define CDC_TESTUTIL_H_INCLUDED
+
+#include <check.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* xorshift64* generator: same seed, same sequence, on every machine. */
+typedef struct {
+    uint64_t state;
+} cdc_test_rng_t;
+
+void cdc_test_rng_seed(cdc_test_rng_t *rng, uint64_t seed);
+uint64_t cdc_test_rng_next(cdc_test_rng_t *rng);
+/* Uniform in [lo, hi). */
+double cdc_test_rng_uniform(cdc_test_rng_t *rng, double lo, double hi);
+/* Uniform integer in [lo, hi]. */
+int64_t cdc_test_rng_int(cdc_test_rng_t *rng, int64_t lo, int64_t hi);
+/* Standard normal (Box-Muller). */
+double cdc_test_rng_normal(cdc_test_rng_t *rng);
+/* Fill with uniform [-1, 1). */
+void cdc_test_fill_uniform(cdc_test_rng_t *rng, float *x, size_t count);
+
+/* ||got - want||_F / ||want||_F over count values (0 when both are zero). */
+double cdc_test_rel_error(const float *got, const double *want, size_t count);
+/* Same for two float arrays. */
+double cdc_test_rel_error_ff(const float *got, const float *want, size_t count);
+
+/* Allocate or abort the test (Check marks it failed). Zeroed. */
+void *cdc_test_alloc(size_t bytes);
+
+/* Run a suite with CK_NORMAL output; the process exit status for main(). */
+int cdc_test_run_suite(Suite *suite);
+
+#endif

@@ -1,0 +1,178 @@
+/* test_config.c - defaults, CDCGEMM_* parsing, context creation errors. */
+#include "cdcgemm.h"
+#include "testutil.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+static const char *const all_vars[] = {
+    "CDCGEMM_WORKERS", "CDCGEMM_LOCAL_WORKERS", "CDCGEMM_PARITY", "CDCGEMM_SPLIT",
+    "CDCGEMM_WAIT_MS", "CDCGEMM_TIMEOUT_MS", "CDCGEMM_MIN_FLOPS", "CDCGEMM_FAULTS",
+    "CDCGEMM_STATS",   "CDCGEMM_LOG",           "CDCGEMM_CODE"};
+
+static void clear_env(void)
+{
+    for (size_t i = 0; i < sizeof all_vars / sizeof *all_vars; i++)
+        unsetenv(all_vars[i]);
+}
+
+START_TEST(test_defaults)
+{
+    cdc_config_t config;
+    cdc_config_init(&config);
+    ck_assert_int_eq(config.local_workers, 5);
+    ck_assert_int_eq(config.parity, 1);
+    ck_assert_int_eq(config.split, CDC_SPLIT_AUTO);
+    ck_assert_int_eq(config.wait_ms, 0);
+    ck_assert_int_eq(config.timeout_ms, 2000);
+    ck_assert_int_eq(config.log_level, CDC_LOG_WARN);
+    ck_assert_str_eq(config.workers, "");
+    clear_env();
+    ck_assert_int_eq(cdc_config_from_env(&config), CDC_OK);
+    ck_assert_int_eq(config.parity, 1);
+}
+END_TEST
+
+START_TEST(test_env_good_values)
+{
+    clear_env();
+    setenv("CDCGEMM_WORKERS", "tcp://127.0.0.1:7001,ipc:///tmp/w2", 1);
+    setenv("CDCGEMM_LOCAL_WORKERS", "7", 1);
+    setenv("CDCGEMM_PARITY", "2", 1);
+    setenv("CDCGEMM_SPLIT", "spatial", 1);
+    setenv("CDCGEMM_WAIT_MS", "15", 1);
+    setenv("CDCGEMM_TIMEOUT_MS", "500", 1);
+    setenv("CDCGEMM_MIN_FLOPS", "1e6", 1);
+    setenv("CDCGEMM_FAULTS", "crash@w1:after=3", 1);
+    setenv("CDCGEMM_STATS", "/tmp/stats.json", 1);
+    setenv("CDCGEMM_LOG", "debug", 1);
+    cdc_config_t config;
+    cdc_config_init(&config);
+    ck_assert_int_eq(cdc_config_from_env(&config), CDC_OK);
+    ck_assert_str_eq(config.workers, "tcp://127.0.0.1:7001,ipc:///tmp/w2");
+    ck_assert_int_eq(config.local_workers, 7);
+    ck_assert_int_eq(config.parity, 2);
+    ck_assert_int_eq(config.split, CDC_SPLIT_COLUMNS);
+    ck_assert_int_eq(config.wait_ms, 15);
+    ck_assert_int_eq(config.timeout_ms, 500);
+    ck_assert(config.min_flops == 1e6);
+    ck_assert_str_eq(config.faults, "crash@w1:after=3");
+    ck_assert_str_eq(config.stats_path, "/tmp/stats.json");
+    ck_assert_int_eq(config.log_level, CDC_LOG_DEBUG);
+    setenv("CDCGEMM_SPLIT", "channel", 1);
+    ck_assert_int_eq(cdc_config_from_env(&config), CDC_OK);
+    ck_assert_int_eq(config.split, CDC_SPLIT_ROWS);
+    clear_env();
+}
+END_TEST
+
+static const struct {
+    const char *var, *value;
+} bad_values[] = {
+    {"CDCGEMM_PARITY", "4"},          {"CDCGEMM_PARITY", "-1"},
+    {"CDCGEMM_PARITY", "1x"},         {"CDCGEMM_PARITY", ""},
+    {"CDCGEMM_LOCAL_WORKERS", "0"},   {"CDCGEMM_LOCAL_WORKERS", "65"},
+    {"CDCGEMM_LOCAL_WORKERS", "five"},{"CDCGEMM_SPLIT", "diagonal"},
+    {"CDCGEMM_WAIT_MS", "-5"},        {"CDCGEMM_TIMEOUT_MS", "0"},
+    {"CDCGEMM_TIMEOUT_MS", "99999999999"}, {"CDCGEMM_MIN_FLOPS", "-1"},
+    {"CDCGEMM_MIN_FLOPS", "nan"},     {"CDCGEMM_MIN_FLOPS", "12 "},
+    {"CDCGEMM_LOG", "verbose"},       {"CDCGEMM_WORKERS", "udp://1.2.3.4:5"},
+    {"CDCGEMM_WORKERS", "tcp://a:1,,tcp://b:2"}, {"CDCGEMM_CODE", "fountain"},
+};
+
+START_TEST(test_env_bad_value_names_variable)
+{
+    clear_env();
+    cdc_config_t config, before;
+    cdc_config_init(&config);
+    config.parity = 2; /* a non-default value that must survive the failure */
+    before = config;
+    setenv(bad_values[_i].var, bad_values[_i].value, 1);
+    ck_assert_int_eq(cdc_config_from_env(&config), CDC_ECONFIG);
+    ck_assert_msg(strstr(cdc_last_error(), bad_values[_i].var) != NULL,
+                  "error '%s' does not name %s", cdc_last_error(), bad_values[_i].var);
+    ck_assert(memcmp(&config, &before, sizeof config) == 0);
+    cdc_context_t *ctx = (cdc_context_t *) 0x1;
+    ck_assert_int_eq(cdc_context_new_from_env(&ctx), CDC_ECONFIG);
+    ck_assert_ptr_eq(ctx, (cdc_context_t *) 0x1);
+    clear_env();
+}
+END_TEST
+
+START_TEST(test_split_names)
+{
+    cdc_split_t split;
+    ck_assert_int_eq(cdc_split_parse("output", &split), CDC_OK);
+    ck_assert_int_eq(split, CDC_SPLIT_ROWS);
+    ck_assert_int_eq(cdc_split_parse("spatial", &split), CDC_OK);
+    ck_assert_int_eq(split, CDC_SPLIT_COLUMNS);
+    ck_assert_int_eq(cdc_split_parse("auto", &split), CDC_OK);
+    ck_assert_int_eq(split, CDC_SPLIT_AUTO);
+    split = CDC_SPLIT_ROWS;
+    ck_assert_int_eq(cdc_split_parse("Spatial", &split), CDC_EINVAL);
+    ck_assert_int_eq(split, CDC_SPLIT_ROWS);
+    ck_assert_int_eq(cdc_split_parse(NULL, &split), CDC_EINVAL);
+    ck_assert_int_eq(cdc_split_parse("auto", NULL), CDC_EINVAL);
+}
+END_TEST
+
+START_TEST(test_context_rejects_bad_config)
+{
+    cdc_config_t config;
+    cdc_context_t *ctx = NULL;
+    cdc_config_init(&config);
+    config.parity = 3; /* 5 workers: n = 2 < r = 3 */
+    ck_assert_int_eq(cdc_context_new(&config, &ctx), CDC_ECONFIG);
+    ck_assert_ptr_null(ctx);
+    cdc_config_init(&config);
+    config.local_workers = 0;
+    ck_assert_int_eq(cdc_context_new(&config, &ctx), CDC_ECONFIG);
+    cdc_config_init(&config);
+    config.split = (cdc_split_t) 9;
+    ck_assert_int_eq(cdc_context_new(&config, &ctx), CDC_ECONFIG);
+    ck_assert_int_eq(cdc_context_new(NULL, &ctx), CDC_EINVAL);
+    cdc_config_init(&config);
+    ck_assert_int_eq(cdc_context_new(&config, NULL), CDC_EINVAL);
+    ck_assert_int_eq(cdc_context_new(&config, &ctx), CDC_OK);
+    ck_assert_ptr_nonnull(ctx);
+    ck_assert_ptr_nonnull(cdc_context_config(ctx));
+    ck_assert_int_eq(cdc_context_config(ctx)->parity, 1);
+    cdc_context_destroy(&ctx);
+    ck_assert_ptr_null(ctx);
+    cdc_context_destroy(&ctx); /* NULL is accepted */
+    cdc_context_destroy(NULL);
+}
+END_TEST
+
+START_TEST(test_status_texts)
+{
+    ck_assert_str_eq(cdc_err_name(CDC_ELD), "CDC_ELD");
+    ck_assert_str_eq(cdc_strerror(CDC_OK), "success");
+    ck_assert_str_eq(cdc_strerror(CDC_EDECODE), "not enough shards to decode");
+    ck_assert_str_eq(cdc_err_name(12345), "CDC_UNKNOWN");
+}
+END_TEST
+
+static Suite *config_suite(void)
+{
+    Suite *suite = suite_create("config");
+    TCase *defaults = tcase_create("defaults");
+    tcase_add_test(defaults, test_defaults);
+    tcase_add_test(defaults, test_status_texts);
+    suite_add_tcase(suite, defaults);
+    TCase *env = tcase_create("environment");
+    tcase_add_test(env, test_env_good_values);
+    tcase_add_loop_test(env, test_env_bad_value_names_variable, 0,
+                        (int) (sizeof bad_values / sizeof *bad_values));
+    tcase_add_test(env, test_split_names);
+    suite_add_tcase(suite, env);
+    TCase *context = tcase_create("context");
+    tcase_add_test(context, test_context_rejects_bad_config);
+    suite_add_tcase(suite, context);
+    return suite;
+}
+
+int main(void)
+{
+    return cdc_test_run_suite(config_suite());
+}

@@ -1,0 +1,91 @@
+/* protocol.h - the cdcgemm wire protocol: header layout, message types, validation.
+ *
+ * Plain C (no zmq types): a message is a list of frames (pointer + size) however
+ * it travelled. Frame 0 is a fixed-size little-endian header; payloads follow in
+ * their own frames. docs/protocol.md describes every field and rule. */
+#ifndef CDC_PROTOCOL_H_INCLUDED
+#define CDC_PROTOCOL_H_INCLUDED
+
+#include "im2col.h"
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define CDC_PROTO_MAGIC 0x47434443u /* "CDCG" as little-endian bytes */
+#define CDC_PROTO_VERSION 1
+#define CDC_PROTO_HEADER_SIZE 168
+#define CDC_PROTO_DTYPE_F32 1
+/* Bounds checked before anything is allocated from a header. */
+#define CDC_PROTO_MAX_DIM (INT64_C(1) << 24)    /* any single dimension     */
+#define CDC_PROTO_MAX_FLOATS (INT64_C(1) << 28) /* any one matrix: 1 GiB    */
+#define CDC_PROTO_MAX_TEXT 1024                 /* ERROR text bytes         */
+#define CDC_PROTO_MAX_FRAMES 3
+
+typedef enum {
+    CDC_MSG_TASK_GEMM = 1, /* result = a · btᵀ; frames: header, a, bt      */
+    CDC_MSG_TASK_CONV = 2, /* result = a · im2col(input); header, a, input */
+    CDC_MSG_WEIGHTS = 3,   /* cache a matrix under a_key; header, payload  */
+    CDC_MSG_RESULT = 4,    /* rows x cols result; header, payload          */
+    CDC_MSG_ERROR = 5,     /* error_code + text; header, text              */
+    CDC_MSG_MISS = 6,      /* worker lacks the matrix a_key; header        */
+    CDC_MSG_PING = 7,      /* heartbeat request; header                    */
+    CDC_MSG_PONG = 8       /* heartbeat answer; header                     */
+} cdc_msg_type_t;
+
+/* The decoded header. Fields a type does not use are zero on the wire. */
+typedef struct {
+    uint32_t magic;
+    uint16_t version;
+    uint16_t type;       /* cdc_msg_type_t                                  */
+    uint64_t request_id; /* echoed in RESULT/ERROR/MISS/PONG                */
+    int32_t shard;       /* shard index the task/result belongs to          */
+    uint32_t dtype;      /* CDC_PROTO_DTYPE_F32 for messages with matrices  */
+    int64_t rows, k, cols;
+    uint64_t a_key;      /* TASK: cached a (0 = inline); WEIGHTS/MISS: key  */
+    uint64_t bt_key;     /* TASK_GEMM: cached bt (0 = inline)               */
+    int64_t batch;       /* TASK_CONV                                       */
+    cdc_conv_geometry_t geometry; /* TASK_CONV (out_h/out_w not sent)       */
+    int32_t error_code;  /* ERROR: a CDC_* status                           */
+} cdc_msg_header_t;
+
+/* One received or to-be-sent frame. */
+typedef struct {
+    const void *data;
+    size_t size;
+} cdc_frame_t;
+
+/* A validated message: the header and its payload frames (not copied: they
+   point into the frames given to cdc_msg_decode and may be unaligned, so read
+   them with memcpy). */
+typedef struct {
+    cdc_msg_header_t header;
+    cdc_frame_t payload[CDC_PROTO_MAX_FRAMES - 1];
+    int payload_count;
+} cdc_msg_t;
+
+/* Zero *header and set magic, version, type and (for matrix types) dtype. */
+void cdc_msg_header_init(cdc_msg_header_t *header, cdc_msg_type_t type);
+
+/* Serialise *header into out (CDC_PROTO_HEADER_SIZE bytes). Never fails. */
+void cdc_msg_header_pack(const cdc_msg_header_t *header, uint8_t *out);
+
+/* Deserialise without validating anything but the size. CDC_EPROTO when size
+   is not CDC_PROTO_HEADER_SIZE. */
+int cdc_msg_header_unpack(const void *data, size_t size, cdc_msg_header_t *header);
+
+/* Frames a message of this type must have (header included); 0 if unknown. */
+int cdc_msg_frame_count(cdc_msg_type_t type);
+
+/* Validate frames[0..count-1] as one message and fill *msg. Returns CDC_OK, or
+   CDC_EPROTO with the reason in cdc_last_error(): wrong frame count, header
+   size, magic, version, unknown type, dtype, dimensions out of
+   [1, CDC_PROTO_MAX_DIM] or products over CDC_PROTO_MAX_FLOATS, a payload
+   length that is not the product of the dimensions times 4, invalid conv
+   geometry. Checks only arithmetic on the header; allocates nothing.
+   Thread-safe. */
+int cdc_msg_decode(const cdc_frame_t *frames, int count, cdc_msg_t *msg);
+
+/* Short name of a message type ("TASK_GEMM"); "UNKNOWN" otherwise. */
+const char *cdc_msg_type_name(int type);
+
+#endif
