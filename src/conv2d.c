@@ -109,13 +109,14 @@ static int conv_channel_split(cdc_layer_t *layer, const cdc_code_t *code, int n,
     return rc;
 }
 
-/* Copy the input rows band s needs (in zero-padded row coordinates) into band:
-   batch x channels x band_h x w, zeros where the rows fall in the padding. */
-static void cut_band(const cdc_conv_geometry_t *g, int64_t batch, const float *x,
+/* Copy the input rows a band needs (in zero-padded row coordinates) from each
+   of `planes` h x w planes into band_h x w planes, zeros where the rows fall in
+   the padding. */
+static void cut_band(const cdc_conv_geometry_t *g, int64_t planes, const float *x,
                      int64_t first_padded_row, int64_t band_h, float *band)
 {
     size_t row_bytes = (size_t) g->w * sizeof(float);
-    for (int64_t bc = 0; bc < batch * g->channels; bc++) {
+    for (int64_t bc = 0; bc < planes; bc++) {
         const float *plane = x + bc * g->h * g->w;
         float *dst = band + bc * band_h * g->w;
         for (int64_t t = 0; t < band_h; t++) {
@@ -144,18 +145,20 @@ int cdc__conv_bands_encode(const cdc_code_t *code, int n, const cdc_conv_geometr
     float *bands = malloc((size_t) shards * band_size * sizeof(float));
     if (!bands)
         return cdc__fail(CDC_ENOMEM, "%d input bands of %zu floats", shards, band_size);
-    const float *band_ptr[CDC_MAX_SHARDS];
-    float *parity_ptr[CDC_CODE_MAX_R];
-    for (int s = 0; s < shards; s++)
-        band_ptr[s] = bands + (size_t) s * band_size;
-    for (int s = 0; s < n; s++)
-        cut_band(g, batch, x, (int64_t) s * band_rows * g->stride_h, band_g->h,
-                 bands + (size_t) s * band_size);
-    for (int j = 0; j < r; j++)
-        parity_ptr[j] = bands + (size_t) (n + j) * band_size;
-    if (r > 0)
-        rc = cdc_code_encode(code, 1, (int64_t) band_size, band_ptr, (int64_t) band_size,
-                             parity_ptr, (int64_t) band_size);
+    /* Cut and encode one (image, channel) plane of every band at a time, so
+       the parity is summed while the cut planes are still in cache. */
+    int64_t plane = band_g->h * g->w;
+    for (int64_t bc = 0; bc < batch * g->channels && rc == CDC_OK; bc++) {
+        float *plane_ptr[CDC_MAX_SHARDS];
+        for (int s = 0; s < shards; s++)
+            plane_ptr[s] = bands + (size_t) s * band_size + (size_t) (bc * plane);
+        for (int s = 0; s < n; s++)
+            cut_band(g, 1, x + bc * g->h * g->w, (int64_t) s * band_rows * g->stride_h,
+                     band_g->h, plane_ptr[s]);
+        if (r > 0)
+            rc = cdc_code_encode(code, band_g->h, g->w, (const float *const *) plane_ptr,
+                                 g->w, plane_ptr + n, g->w);
+    }
     if (rc != CDC_OK) {
         free(bands);
         return rc;
