@@ -311,7 +311,7 @@ END_TEST
 START_TEST(test_bad_layer_input)
 {
     cdc_context_t *ctx = make_context(5, 1);
-    float w[4 * 3 * 3 * 3] = {0}, x[2 * 3 * 8 * 8] = {0}, y[2 * 4 * 8 * 8];
+    float w[4 * 3 * 5 * 5] = {0}, x[2 * 3 * 8 * 8] = {0}, y[2 * 4 * 8 * 8];
     float saved[sizeof y / sizeof *y];
     for (size_t i = 0; i < sizeof y / sizeof *y; i++)
         y[i] = saved[i] = 42.0f;
