@@ -3,6 +3,7 @@
 
 #include "code.h"
 #include "error.h"
+#include "faults.h"
 
 #include <errno.h>
 #include <limits.h>
@@ -132,8 +133,12 @@ int cdc_config_from_env(cdc_config_t *config)
         else
             parsed.min_flops = flops;
     }
-    if (rc == CDC_OK && (value = getenv("CDCGEMM_FAULTS")))
-        rc = parse_copy("CDCGEMM_FAULTS", value, parsed.faults, sizeof parsed.faults);
+    if (rc == CDC_OK && (value = getenv("CDCGEMM_FAULTS"))) {
+        cdc_fault_plan_t plan; /* validated here so a typo fails at start-up */
+        rc = cdc_fault_plan_parse(value, &plan);
+        if (rc == CDC_OK)
+            rc = parse_copy("CDCGEMM_FAULTS", value, parsed.faults, sizeof parsed.faults);
+    }
     if (rc == CDC_OK && (value = getenv("CDCGEMM_STATS")))
         rc = parse_copy("CDCGEMM_STATS", value, parsed.stats_path,
                         sizeof parsed.stats_path);

@@ -1,0 +1,291 @@
+/* faults.c - parse CDCGEMM_FAULTS and draw reproducible per-call fault decisions. */
+#include "faults.h"
+
+#include "cdcgemm.h"
+#include "error.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const char *const kind_names[] = {"crash", "hang", "delay", "drop",
+                                         "corrupt", "slow", "link"};
+
+/* Which keys each kind accepts (a key outside its list is an error). */
+static const char *const kind_keys[][6] = {
+    {"after", NULL},
+    {"after", "for", NULL},
+    {"dist", "ms", "mean", "p", NULL},
+    {"p", NULL},
+    {"p", NULL},
+    {"x", "gflops", NULL},
+    {"mbit", "lat", NULL},
+};
+
+static int key_allowed(cdc_fault_kind_t kind, const char *key, size_t len)
+{
+    for (int i = 0; kind_keys[kind][i]; i++)
+        if (strlen(kind_keys[kind][i]) == len && strncmp(kind_keys[kind][i], key, len) == 0)
+            return 1;
+    return 0;
+}
+
+static int parse_number(const char *rule, const char *key, const char *text, size_t len,
+                        double lo, double hi, double *out)
+{
+    char buf[64];
+    if (len == 0 || len >= sizeof buf)
+        return cdc__fail(CDC_ECONFIG, "CDCGEMM_FAULTS: rule '%s': %s needs a number", rule, key);
+    memcpy(buf, text, len);
+    buf[len] = '\0';
+    char *end = NULL;
+    errno = 0;
+    double v = strtod(buf, &end);
+    if (errno != 0 || *end != '\0' || !isfinite(v) || v < lo || v > hi)
+        return cdc__fail(CDC_ECONFIG, "CDCGEMM_FAULTS: rule '%s': %s=%s, expected %g..%g",
+                         rule, key, buf, lo, hi);
+    *out = v;
+    return CDC_OK;
+}
+
+static int parse_rule(const char *rule, size_t rule_len, cdc_fault_plan_t *plan)
+{
+    char text[256];
+    if (rule_len >= sizeof text)
+        return cdc__fail(CDC_ECONFIG, "CDCGEMM_FAULTS: rule longer than %zu bytes",
+                         sizeof text - 1);
+    memcpy(text, rule, rule_len);
+    text[rule_len] = '\0';
+
+    if (strncmp(text, "seed=", 5) == 0) {
+        double seed;
+        int rc = parse_number(text, "seed", text + 5, strlen(text + 5), 0, 9007199254740992.0,
+                              &seed);
+        if (rc == CDC_OK && seed != floor(seed))
+            rc = cdc__fail(CDC_ECONFIG, "CDCGEMM_FAULTS: seed must be an integer");
+        if (rc == CDC_OK)
+            plan->seed = (uint64_t) seed;
+        return rc;
+    }
+    char *at = strchr(text, '@');
+    if (!at)
+        return cdc__fail(CDC_ECONFIG, "CDCGEMM_FAULTS: rule '%s' is not KIND@TARGET[:k=v,...]",
+                         text);
+    cdc_fault_rule_t r;
+    memset(&r, 0, sizeof r);
+    r.p = 1.0;
+    r.dist = CDC_DIST_FIXED;
+    int kind = -1;
+    for (int k = 0; k < (int) (sizeof kind_names / sizeof *kind_names); k++)
+        if ((size_t) (at - text) == strlen(kind_names[k]) &&
+            strncmp(text, kind_names[k], (size_t) (at - text)) == 0)
+            kind = k;
+    if (kind < 0)
+        return cdc__fail(CDC_ECONFIG,
+                         "CDCGEMM_FAULTS: rule '%s': unknown kind (crash, hang, delay, drop, "
+                         "corrupt, slow, link)",
+                         text);
+    r.kind = (cdc_fault_kind_t) kind;
+
+    char *target = at + 1, *colon = strchr(target, ':');
+    size_t target_len = colon ? (size_t) (colon - target) : strlen(target);
+    if (target_len == 1 && target[0] == '*') {
+        r.target = -1;
+    } else if (target_len >= 2 && target[0] == 'w') {
+        double index;
+        int rc = parse_number(text, "target index", target + 1, target_len - 1, 0,
+                              CDC_MAX_WORKERS - 1, &index);
+        if (rc != CDC_OK)
+            return rc;
+        if (index != floor(index))
+            return cdc__fail(CDC_ECONFIG, "CDCGEMM_FAULTS: rule '%s': bad target", text);
+        r.target = (int) index;
+    } else {
+        return cdc__fail(CDC_ECONFIG,
+                         "CDCGEMM_FAULTS: rule '%s': target must be wINDEX or *", text);
+    }
+
+    int have_ms = 0, have_x = 0;
+    for (char *kv = colon ? colon + 1 : NULL; kv;) {
+        char *comma = strchr(kv, ',');
+        size_t len = comma ? (size_t) (comma - kv) : strlen(kv);
+        char *eq = memchr(kv, '=', len);
+        if (!eq || eq == kv)
+            return cdc__fail(CDC_ECONFIG, "CDCGEMM_FAULTS: rule '%s': '%.*s' is not k=v",
+                             text, (int) len, kv);
+        size_t key_len = (size_t) (eq - kv), value_len = len - key_len - 1;
+        const char *value = eq + 1;
+        if (!key_allowed(r.kind, kv, key_len))
+            return cdc__fail(CDC_ECONFIG, "CDCGEMM_FAULTS: rule '%s': %s takes no key '%.*s'",
+                             text, kind_names[r.kind], (int) key_len, kv);
+        double v = 0;
+        int rc = CDC_OK;
+#define KEY_IS(name) (key_len == strlen(name) && strncmp(kv, name, key_len) == 0)
+        if (KEY_IS("dist")) {
+            if (value_len == 5 && strncmp(value, "fixed", 5) == 0)
+                r.dist = CDC_DIST_FIXED;
+            else if (value_len == 3 && strncmp(value, "exp", 3) == 0)
+                r.dist = CDC_DIST_EXP;
+            else if (value_len == 6 && strncmp(value, "pareto", 6) == 0)
+                r.dist = CDC_DIST_PARETO;
+            else
+                rc = cdc__fail(CDC_ECONFIG,
+                               "CDCGEMM_FAULTS: rule '%s': dist must be fixed, exp or pareto",
+                               text);
+        } else if (KEY_IS("after")) {
+            rc = parse_number(text, "after", value, value_len, 0, 1e15, &v);
+            if (rc == CDC_OK && v != floor(v))
+                rc = cdc__fail(CDC_ECONFIG, "CDCGEMM_FAULTS: rule '%s': after must be a count",
+                               text);
+            r.after = (long) v;
+        } else if (KEY_IS("for")) {
+            rc = parse_number(text, "for", value, value_len, 0, 1e9, &r.for_ms);
+        } else if (KEY_IS("ms") || KEY_IS("mean")) {
+            rc = parse_number(text, "ms", value, value_len, 0, 1e9, &r.ms);
+            have_ms = 1;
+        } else if (KEY_IS("p")) {
+            rc = parse_number(text, "p", value, value_len, 0, 1, &r.p);
+        } else if (KEY_IS("x")) {
+            rc = parse_number(text, "x", value, value_len, 1, 1e6, &r.x);
+            have_x = 1;
+        } else if (KEY_IS("gflops")) {
+            rc = parse_number(text, "gflops", value, value_len, 1e-6, 1e6, &r.gflops);
+            have_x = 1;
+        } else if (KEY_IS("mbit")) {
+            rc = parse_number(text, "mbit", value, value_len, 1e-3, 1e6, &r.mbit);
+        } else if (KEY_IS("lat")) {
+            rc = parse_number(text, "lat", value, value_len, 0, 1e6, &r.lat_ms);
+        }
+#undef KEY_IS
+        if (rc != CDC_OK)
+            return rc;
+        kv = comma ? comma + 1 : NULL;
+    }
+    if (r.kind == CDC_FAULT_DELAY && !have_ms)
+        return cdc__fail(CDC_ECONFIG, "CDCGEMM_FAULTS: rule '%s': delay needs ms= or mean=",
+                         text);
+    if (r.kind == CDC_FAULT_SLOW && (!have_x || (r.x > 0 && r.gflops > 0)))
+        return cdc__fail(CDC_ECONFIG,
+                         "CDCGEMM_FAULTS: rule '%s': slow needs exactly one of x= or gflops=",
+                         text);
+    if (plan->count >= CDC_FAULT_MAX_RULES)
+        return cdc__fail(CDC_ECONFIG, "CDCGEMM_FAULTS: more than %d rules",
+                         CDC_FAULT_MAX_RULES);
+    plan->rules[plan->count++] = r;
+    return CDC_OK;
+}
+
+int cdc_fault_plan_parse(const char *text, cdc_fault_plan_t *plan)
+{
+    if (!text || !plan)
+        return cdc__fail(CDC_EINVAL, "cdc_fault_plan_parse: NULL argument");
+    cdc_fault_plan_t parsed;
+    memset(&parsed, 0, sizeof parsed);
+    parsed.seed = 1;
+    for (const char *rule = text; *rule;) {
+        const char *semi = strchr(rule, ';');
+        size_t len = semi ? (size_t) (semi - rule) : strlen(rule);
+        if (len == 0)
+            return cdc__fail(CDC_ECONFIG, "CDCGEMM_FAULTS: empty rule in '%s'", text);
+        int rc = parse_rule(rule, len, &parsed);
+        if (rc != CDC_OK)
+            return rc;
+        rule = semi ? semi + 1 : rule + len;
+    }
+    *plan = parsed;
+    return CDC_OK;
+}
+
+/* splitmix64: a tiny, well-mixed generator; reproducible everywhere. */
+static uint64_t next_u64(uint64_t *state)
+{
+    uint64_t z = (*state += 0x9E3779B97F4A7C15ull);
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    return z ^ (z >> 31);
+}
+
+static double next_unit(uint64_t *state)
+{
+    return (double) (next_u64(state) >> 11) * (1.0 / 9007199254740992.0);
+}
+
+void cdc_fault_state_init(cdc_fault_state_t *state, const cdc_fault_plan_t *plan, int worker)
+{
+    memset(state, 0, sizeof *state);
+    state->worker = worker;
+    state->plan.seed = plan->seed;
+    for (int i = 0; i < plan->count; i++)
+        if (plan->rules[i].target < 0 || plan->rules[i].target == worker)
+            state->plan.rules[state->plan.count++] = plan->rules[i];
+    /* Each worker gets its own stream from the one seed. */
+    state->rng = plan->seed * 0x2545F4914F6CDD1Dull + (uint64_t) worker + 1;
+}
+
+static double draw_delay(const cdc_fault_rule_t *r, uint64_t *rng)
+{
+    double u = next_unit(rng);
+    switch (r->dist) {
+    case CDC_DIST_EXP:
+        return -r->ms * log1p(-u);
+    case CDC_DIST_PARETO: {
+        /* Shape 2 (finite mean, heavy tail); scale set so the mean is ms. */
+        const double shape = 2.0, scale = r->ms * (shape - 1.0) / shape;
+        return scale / pow(1.0 - u, 1.0 / shape);
+    }
+    default:
+        return r->ms;
+    }
+}
+
+void cdc_fault_next(cdc_fault_state_t *state, double compute_ms, double flops,
+                    size_t bytes_in, size_t bytes_out, cdc_fault_decision_t *d)
+{
+    memset(d, 0, sizeof *d);
+    d->hang_ms = -1.0;
+    long call = state->calls++;
+    for (int i = 0; i < state->plan.count; i++) {
+        const cdc_fault_rule_t *r = &state->plan.rules[i];
+        /* Draw for every probabilistic rule on every call, hit or not, so one
+           rule's outcome never shifts another's sequence. */
+        double u = next_unit(&state->rng);
+        switch (r->kind) {
+        case CDC_FAULT_CRASH:
+            d->crash |= call >= r->after;
+            break;
+        case CDC_FAULT_HANG:
+            if (call == r->after)
+                d->hang_ms = r->for_ms;
+            break;
+        case CDC_FAULT_DELAY: {
+            double delay = draw_delay(r, &state->rng);
+            if (u < r->p)
+                d->delay_ms += delay;
+            break;
+        }
+        case CDC_FAULT_DROP:
+            d->drop |= u < r->p;
+            break;
+        case CDC_FAULT_CORRUPT: {
+            uint64_t at = next_u64(&state->rng);
+            if (u < r->p) {
+                d->corrupt = 1;
+                d->corrupt_at = at;
+            }
+            break;
+        }
+        case CDC_FAULT_SLOW:
+            if (r->x > 0)
+                d->delay_ms += (r->x - 1.0) * compute_ms;
+            else if (flops / (r->gflops * 1e6) > compute_ms)
+                d->delay_ms += flops / (r->gflops * 1e6) - compute_ms;
+            break;
+        case CDC_FAULT_LINK:
+            d->delay_ms += 2.0 * r->lat_ms;
+            if (r->mbit > 0)
+                d->delay_ms += (double) (bytes_in + bytes_out) * 8.0 / (r->mbit * 1e3);
+            break;
+        }
+    }
+}

@@ -1,0 +1,74 @@
+/* faults.h - the CDCGEMM_FAULTS schedule: parsing, and the per-call decisions a
+   worker draws from it (workers apply faults as real behaviour). */
+#ifndef CDC_FAULTS_H_INCLUDED
+#define CDC_FAULTS_H_INCLUDED
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define CDC_FAULT_MAX_RULES 32
+
+typedef enum {
+    CDC_FAULT_CRASH,   /* the process exits (after= calls)                  */
+    CDC_FAULT_HANG,    /* stops answering, keeps its sockets (after=, for=) */
+    CDC_FAULT_DELAY,   /* reply delayed (dist=fixed|exp|pareto, ms/mean, p) */
+    CDC_FAULT_DROP,    /* reply never sent (p)                              */
+    CDC_FAULT_CORRUPT, /* one element of the reply is wrong (p)             */
+    CDC_FAULT_SLOW,    /* compute stretched (x=FACTOR or gflops=G)           */
+    CDC_FAULT_LINK     /* per-message link emulation (mbit=, lat=MS)         */
+} cdc_fault_kind_t;
+
+typedef enum { CDC_DIST_FIXED, CDC_DIST_EXP, CDC_DIST_PARETO } cdc_fault_dist_t;
+
+typedef struct {
+    cdc_fault_kind_t kind;
+    int target;            /* worker index, or -1 for every worker ('*')    */
+    long after;            /* crash/hang: calls served before it strikes    */
+    double for_ms;         /* hang: duration; 0 = for ever                  */
+    cdc_fault_dist_t dist; /* delay distribution                            */
+    double ms;             /* delay: fixed delay or mean                    */
+    double p;              /* probability per call (delay/drop/corrupt)     */
+    double x;              /* slow: compute time factor (>= 1), 0 = unset   */
+    double gflops;         /* slow: emulated device speed, 0 = unset        */
+    double mbit;           /* link: bandwidth in Mbit/s, 0 = unlimited      */
+    double lat_ms;         /* link: one-way latency per message             */
+} cdc_fault_rule_t;
+
+typedef struct {
+    int count;
+    cdc_fault_rule_t rules[CDC_FAULT_MAX_RULES];
+    uint64_t seed;         /* from a seed=N rule; 1 when absent             */
+} cdc_fault_plan_t;
+
+/* Parse "rule;rule;..." (grammar in docs/faults.md). An empty string is an
+   empty plan. CDC_ECONFIG with a detail naming the bad rule and key; *plan is
+   untouched on failure. */
+int cdc_fault_plan_parse(const char *text, cdc_fault_plan_t *plan);
+
+/* What a worker does with one call. */
+typedef struct {
+    int crash;           /* exit now, before answering                          */
+    double hang_ms;      /* stop answering this long (<0: no hang, 0: for ever) */
+    double delay_ms;     /* extra time before the reply (delay + slow + link)   */
+    int drop;            /* never send the reply                                */
+    int corrupt;         /* change one element of the reply                     */
+    uint64_t corrupt_at; /* which element (mod the reply length)                */
+} cdc_fault_decision_t;
+
+/* Per-worker fault state: call count and a seeded generator. */
+typedef struct {
+    cdc_fault_plan_t plan; /* rules that apply to this worker */
+    int worker;
+    long calls;
+    uint64_t rng;
+} cdc_fault_state_t;
+
+void cdc_fault_state_init(cdc_fault_state_t *state, const cdc_fault_plan_t *plan, int worker);
+
+/* Decide one call's faults. compute_ms is the time the call's real compute
+   took, flops its work, bytes_in/bytes_out the request and reply payloads. The
+   same seed and call sequence give the same decisions. */
+void cdc_fault_next(cdc_fault_state_t *state, double compute_ms, double flops,
+                    size_t bytes_in, size_t bytes_out, cdc_fault_decision_t *decision);
+
+#endif

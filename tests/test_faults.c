@@ -1,0 +1,203 @@
+/* test_faults.c - the CDCGEMM_FAULTS grammar and reproducible fault decisions. */
+#include "cdcgemm.h"
+#include "faults.h"
+#include "testutil.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+START_TEST(test_parse_every_kind)
+{
+    cdc_fault_plan_t plan;
+    ck_assert_int_eq(
+        cdc_fault_plan_parse("crash@w1:after=3;hang@w0:after=2,for=500;"
+                             "delay@*:dist=exp,mean=20,p=0.5;drop@w2:p=0.1;corrupt@w3:p=0.01;"
+                             "slow@*:gflops=0.2;link@*:mbit=94,lat=0.3;seed=42;slow@w4:x=2.5",
+                             &plan),
+        CDC_OK);
+    ck_assert_int_eq(plan.count, 8);
+    ck_assert_uint_eq(plan.seed, 42);
+    ck_assert_int_eq(plan.rules[0].kind, CDC_FAULT_CRASH);
+    ck_assert_int_eq(plan.rules[0].target, 1);
+    ck_assert_int_eq(plan.rules[0].after, 3);
+    ck_assert_int_eq(plan.rules[1].kind, CDC_FAULT_HANG);
+    ck_assert(plan.rules[1].for_ms == 500);
+    ck_assert_int_eq(plan.rules[2].target, -1);
+    ck_assert_int_eq(plan.rules[2].dist, CDC_DIST_EXP);
+    ck_assert(plan.rules[2].ms == 20 && plan.rules[2].p == 0.5);
+    ck_assert(plan.rules[5].gflops == 0.2);
+    ck_assert(plan.rules[6].mbit == 94 && plan.rules[6].lat_ms == 0.3);
+    ck_assert(plan.rules[7].x == 2.5);
+    ck_assert_int_eq(cdc_fault_plan_parse("", &plan), CDC_OK);
+    ck_assert_int_eq(plan.count, 0);
+}
+END_TEST
+
+static const char *const bad_plans[] = {
+    "crash",                  "crash@",              "crash@w",
+    "crash@x1",               "crash@w1.5",          "crash@w64",
+    "explode@w1",             "crash@w1:after",      "crash@w1:after=-1",
+    "crash@w1:after=1.5",     "crash@w1:p=0.5",      "delay@w1",
+    "delay@w1:ms=5,dist=gamma", "delay@w1:ms=abc",   "drop@*:p=1.5",
+    "slow@*",                 "slow@*:x=0.5",        "slow@*:x=2,gflops=1",
+    "link@*:mbit=0",          "crash@w1;;drop@*:p=0.1", "seed=abc",
+    "seed=1.5",               "drop@*:p=0.1,",       "hang@w0:for=-3",
+};
+
+START_TEST(test_parse_rejects)
+{
+    cdc_fault_plan_t plan, before;
+    memset(&plan, 0x5a, sizeof plan);
+    before = plan;
+    ck_assert_int_eq(cdc_fault_plan_parse(bad_plans[_i], &plan), CDC_ECONFIG);
+    ck_assert_msg(strstr(cdc_last_error(), "CDCGEMM_FAULTS") != NULL, "%s", cdc_last_error());
+    ck_assert(memcmp(&plan, &before, sizeof plan) == 0);
+}
+END_TEST
+
+START_TEST(test_env_rejects_bad_faults)
+{
+    cdc_config_t config;
+    cdc_config_init(&config);
+    setenv("CDCGEMM_FAULTS", "crash@w1:after=x", 1);
+    ck_assert_int_eq(cdc_config_from_env(&config), CDC_ECONFIG);
+    ck_assert_str_eq(config.faults, "");
+    setenv("CDCGEMM_FAULTS", "crash@w1:after=4", 1);
+    ck_assert_int_eq(cdc_config_from_env(&config), CDC_OK);
+    ck_assert_str_eq(config.faults, "crash@w1:after=4");
+    unsetenv("CDCGEMM_FAULTS");
+}
+END_TEST
+
+static double sequence_sum(const char *spec, int worker, int calls)
+{
+    cdc_fault_plan_t plan;
+    cdc_fault_state_t state;
+    ck_assert_int_eq(cdc_fault_plan_parse(spec, &plan), CDC_OK);
+    cdc_fault_state_init(&state, &plan, worker);
+    double sum = 0;
+    for (int i = 0; i < calls; i++) {
+        cdc_fault_decision_t d;
+        cdc_fault_next(&state, 1.0, 0, 0, 0, &d);
+        sum += d.delay_ms * (i + 1) + d.drop * 1000.0 * i;
+    }
+    return sum;
+}
+
+START_TEST(test_same_seed_same_sequence)
+{
+    const char *a = "delay@*:dist=exp,mean=5;drop@*:p=0.2;seed=7";
+    ck_assert(sequence_sum(a, 0, 500) == sequence_sum(a, 0, 500));
+    ck_assert(sequence_sum(a, 0, 500) != sequence_sum(a, 1, 500)); /* per-worker stream */
+    ck_assert(sequence_sum(a, 0, 500) !=
+              sequence_sum("delay@*:dist=exp,mean=5;drop@*:p=0.2;seed=8", 0, 500));
+}
+END_TEST
+
+START_TEST(test_distributions)
+{
+    static const struct {
+        const char *spec;
+        double mean;
+    } cases[] = {{"delay@*:dist=exp,mean=10", 10},
+                 {"delay@*:dist=pareto,mean=10", 10},
+                 {"delay@*:ms=3", 3},
+                 {"delay@*:ms=10,p=0.25", 2.5}};
+    for (size_t c = 0; c < sizeof cases / sizeof *cases; c++) {
+        cdc_fault_plan_t plan;
+        cdc_fault_state_t state;
+        ck_assert_int_eq(cdc_fault_plan_parse(cases[c].spec, &plan), CDC_OK);
+        cdc_fault_state_init(&state, &plan, 0);
+        double sum = 0;
+        const int draws = 200000;
+        for (int i = 0; i < draws; i++) {
+            cdc_fault_decision_t d;
+            cdc_fault_next(&state, 0, 0, 0, 0, &d);
+            ck_assert(d.delay_ms >= 0);
+            sum += d.delay_ms;
+        }
+        /* Pareto with shape 2 has infinite variance: allow more slack. */
+        double tol = c == 1 ? 0.08 : 0.02;
+        ck_assert_msg(fabs(sum / draws - cases[c].mean) <= tol * cases[c].mean,
+                      "%s: mean %g", cases[c].spec, sum / draws);
+    }
+}
+END_TEST
+
+START_TEST(test_crash_hang_drop_corrupt)
+{
+    cdc_fault_plan_t plan;
+    cdc_fault_state_t s0, s1;
+    ck_assert_int_eq(cdc_fault_plan_parse("crash@w1:after=3;hang@w0:after=2,for=50;"
+                                          "drop@w0:p=0.3;corrupt@w1:p=1",
+                                          &plan),
+                     CDC_OK);
+    cdc_fault_state_init(&s0, &plan, 0);
+    cdc_fault_state_init(&s1, &plan, 1);
+    int drops = 0;
+    for (int call = 0; call < 10000; call++) {
+        cdc_fault_decision_t d0, d1;
+        cdc_fault_next(&s0, 0, 0, 0, 0, &d0);
+        cdc_fault_next(&s1, 0, 0, 0, 0, &d1);
+        ck_assert_int_eq(d0.crash, 0);
+        ck_assert_int_eq(d1.crash, call >= 3);
+        ck_assert(d0.hang_ms == (call == 2 ? 50.0 : -1.0));
+        ck_assert(d1.hang_ms == -1.0);
+        ck_assert_int_eq(d1.corrupt, 1);
+        ck_assert_int_eq(d0.corrupt, 0);
+        ck_assert_int_eq(d1.drop, 0);
+        drops += d0.drop;
+    }
+    ck_assert_msg(abs(drops - 3000) < 150, "drops %d of 10000 at p = 0.3", drops);
+}
+END_TEST
+
+START_TEST(test_slow_and_link)
+{
+    cdc_fault_plan_t plan;
+    cdc_fault_state_t state;
+    cdc_fault_decision_t d;
+    ck_assert_int_eq(cdc_fault_plan_parse("slow@*:gflops=0.2", &plan), CDC_OK);
+    cdc_fault_state_init(&state, &plan, 3);
+    cdc_fault_next(&state, 1.0, 2e8, 0, 0, &d); /* 0.2 GFLOP at 0.2 GFLOP/s = 1 s */
+    ck_assert_double_eq_tol(d.delay_ms, 999.0, 1e-6);
+    cdc_fault_next(&state, 2000.0, 2e8, 0, 0, &d); /* already slower than emulated */
+    ck_assert(d.delay_ms == 0.0);
+    ck_assert_int_eq(cdc_fault_plan_parse("slow@*:x=3", &plan), CDC_OK);
+    cdc_fault_state_init(&state, &plan, 0);
+    cdc_fault_next(&state, 4.0, 0, 0, 0, &d);
+    ck_assert_double_eq_tol(d.delay_ms, 8.0, 1e-9);
+    ck_assert_int_eq(cdc_fault_plan_parse("link@*:mbit=94,lat=0.3", &plan), CDC_OK);
+    cdc_fault_state_init(&state, &plan, 0);
+    cdc_fault_next(&state, 0, 0, 1000000, 175000, &d); /* 1.175 MB at 94 Mbit/s */
+    ck_assert_double_eq_tol(d.delay_ms, 0.6 + 1175000.0 * 8 / 94e3, 1e-9);
+    ck_assert_int_eq(cdc_fault_plan_parse("slow@w1:x=3", &plan), CDC_OK);
+    cdc_fault_state_init(&state, &plan, 0); /* not this worker's rule */
+    cdc_fault_next(&state, 4.0, 0, 0, 0, &d);
+    ck_assert(d.delay_ms == 0.0);
+}
+END_TEST
+
+static Suite *faults_suite(void)
+{
+    Suite *suite = suite_create("faults");
+    TCase *grammar = tcase_create("grammar");
+    tcase_add_test(grammar, test_parse_every_kind);
+    tcase_add_loop_test(grammar, test_parse_rejects, 0,
+                        (int) (sizeof bad_plans / sizeof *bad_plans));
+    tcase_add_test(grammar, test_env_rejects_bad_faults);
+    suite_add_tcase(suite, grammar);
+    TCase *draws = tcase_create("decisions");
+    tcase_add_test(draws, test_same_seed_same_sequence);
+    tcase_add_test(draws, test_distributions);
+    tcase_add_test(draws, test_crash_hang_drop_corrupt);
+    tcase_add_test(draws, test_slow_and_link);
+    suite_add_tcase(suite, draws);
+    return suite;
+}
+
+int main(void)
+{
+    return cdc_test_run_suite(faults_suite());
+}
