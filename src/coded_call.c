@@ -75,7 +75,7 @@ int cdc__coded_call_run(cdc_context_t *context, cdc_coded_call_t *call)
         out_bytes += task_bytes_out(&call->tasks[s]);
     }
     uint64_t arrived_tasks = 0;
-    int rc = count ? context->executor->ops->run(context->executor, sent, count,
+    int rc = count ? context->executor->ops->run(context->executor, sent, count, n,
                                                  &arrived_tasks)
                    : CDC_OK;
     if (rc != CDC_OK)

@@ -63,10 +63,19 @@ int cdc_context_new(const cdc_config_t *config, cdc_context_t **context_p)
     rc = cdc__context_data_shards(self, config->parity, &n);
     if (rc != CDC_OK)
         goto fail_config;
-    self->executor = cdc__executor_local_new();
-    if (!self->executor) {
-        rc = cdc__fail(CDC_ENOMEM, "executor");
-        goto fail_config;
+    if (config->workers[0]) {
+        /* W = the endpoints given: one shard per worker. */
+        rc = cdc__executor_zmq_new(config, &self->executor);
+        if (rc != CDC_OK)
+            goto fail_config;
+    } else {
+        /* TODO(issue 3): spawn config->local_workers cdcgemm-worker processes
+           here and use the ZeroMQ executor; until then shards run in process. */
+        self->executor = cdc__executor_local_new();
+        if (!self->executor) {
+            rc = cdc__fail(CDC_ENOMEM, "executor");
+            goto fail_config;
+        }
     }
     if (pthread_mutex_init(&self->lock, NULL) != 0) {
         rc = cdc__fail(CDC_ENOMEM, "context mutex");

@@ -6,6 +6,7 @@
 #ifndef CDC_EXECUTOR_H_INCLUDED
 #define CDC_EXECUTOR_H_INCLUDED
 
+#include "cdcgemm.h"
 #include "im2col.h"
 
 #include <stdint.h>
@@ -35,8 +36,11 @@ typedef struct cdc_executor cdc_executor_t;
 typedef struct {
     const char *name;
     /* Run count tasks; set bit t of *arrived for each task t whose result is
-       complete. Returns CDC_OK even when some results did not arrive. */
-    int (*run)(cdc_executor_t *self, cdc_shard_task_t *tasks, int count,
+       complete. needed is the decode threshold n: once any needed results are
+       in, a remote executor may stop waiting for the rest (after the
+       configured wait for data shards, shard < needed). Returns CDC_OK even
+       when some results did not arrive; the caller decodes or falls back. */
+    int (*run)(cdc_executor_t *self, cdc_shard_task_t *tasks, int count, int needed,
                uint64_t *arrived);
     void (*destroy)(cdc_executor_t *self);
 } cdc_executor_ops_t;
@@ -48,6 +52,34 @@ struct cdc_executor {
 /* In-process executor: every task on this thread with OpenBLAS.
    Caller owns the result and destroys it with ops->destroy. NULL on OOM. */
 cdc_executor_t *cdc__executor_local_new(void);
+
+/* What a remote executor's transport did since it was created. */
+typedef struct {
+    uint64_t tasks_sent;      /* TASK messages sent (retries included)       */
+    uint64_t send_failures;   /* tasks not dispatched: worker unreachable    */
+    uint64_t results;         /* RESULT messages accepted                    */
+    uint64_t weights_sent;    /* WEIGHTS messages sent                       */
+    uint64_t weight_bytes;    /* payload bytes of those                      */
+    uint64_t misses;          /* MISS replies (weights re-sent)              */
+    uint64_t late_replies;    /* replies to an earlier request, dropped      */
+    uint64_t error_replies;   /* ERROR replies from workers                  */
+    uint64_t invalid_replies; /* malformed or unmatched replies, dropped     */
+    uint64_t timeouts;        /* calls that hit timeout_ms                   */
+    uint64_t bytes_out;       /* payload bytes sent (weights included)       */
+    uint64_t bytes_in;        /* payload bytes of accepted results           */
+} cdc_remote_counters_t;
+
+/* ZeroMQ executor over the endpoints in config->workers (W = their count):
+   task t of a call goes to worker tasks[t].shard mod W. Waits up to
+   min(timeout_ms, 1000) for the workers to answer a first PING; workers that
+   do not are still used once they come up. Caller owns *executor_p and
+   destroys it with ops->destroy. */
+int cdc__executor_zmq_new(const cdc_config_t *config, cdc_executor_t **executor_p);
+
+/* The transport counters of a ZeroMQ executor; CDC_EINVAL for another kind.
+   Thread-safe. */
+int cdc__executor_remote_counters(cdc_executor_t *executor,
+                                  cdc_remote_counters_t *counters);
 
 /* Run one task here and now with OpenBLAS (also the local fallback path). */
 int cdc__task_run_local(const cdc_shard_task_t *task);

@@ -6,6 +6,7 @@
 #ifndef CDC_PROTOCOL_H_INCLUDED
 #define CDC_PROTOCOL_H_INCLUDED
 
+#include "cdcgemm.h"
 #include "im2col.h"
 
 #include <stddef.h>

@@ -1,0 +1,124 @@
+/* worker_main.c - cdcgemm-worker: command line and signals around the serving loop. */
+#include "cdcgemm.h"
+#include "worker.h"
+
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static volatile sig_atomic_t stop_requested;
+
+static void on_signal(int signo)
+{
+    (void) signo;
+    stop_requested = 1;
+}
+
+static void usage(FILE *out)
+{
+    fprintf(out,
+            "usage: cdcgemm-worker --bind ENDPOINT [--max-memory BYTES] [--threads N]\n"
+            "\n"
+            "Serve coded GEMM shard tasks for the cdcgemm coordinator over ZeroMQ.\n"
+            "\n"
+            "  --bind ENDPOINT     ZeroMQ endpoint to bind, e.g. tcp://*:7001 or\n"
+            "                      ipc:///tmp/cdcgemm-w0 (required)\n"
+            "  --max-memory BYTES  bound on the cached weight shards; the least recently\n"
+            "                      used are evicted beyond it. Suffixes K, M, G (powers\n"
+            "                      of 1024) are accepted. Default 1G.\n"
+            "  --threads N         OpenBLAS threads for this worker (1..256). Default 1:\n"
+            "                      several workers sharing a machine must not\n"
+            "                      oversubscribe its cores.\n"
+            "  --help              print this help and exit\n"
+            "\n"
+            "SIGTERM or SIGINT stops the worker cleanly; it prints its counters to\n"
+            "stderr on exit.\n");
+}
+
+static int parse_bytes(const char *text, size_t *out)
+{
+    char *end = NULL;
+    errno = 0;
+    unsigned long long value = strtoull(text, &end, 10);
+    if (errno != 0 || end == text || text[0] == '-')
+        return -1;
+    unsigned long long scale = 1;
+    if (*end == 'K' || *end == 'k')
+        scale = 1ULL << 10;
+    else if (*end == 'M' || *end == 'm')
+        scale = 1ULL << 20;
+    else if (*end == 'G' || *end == 'g')
+        scale = 1ULL << 30;
+    if (scale != 1)
+        end++;
+    if (*end != '\0' || value == 0 || value > (unsigned long long) SIZE_MAX / scale)
+        return -1;
+    *out = (size_t) (value * scale);
+    return 0;
+}
+
+int main(int argc, char **argv)
+{
+    cdc_worker_options_t options;
+    cdc_worker_options_init(&options);
+    for (int i = 1; i < argc; i++) {
+        const char *arg = argv[i];
+        const char *value = i + 1 < argc ? argv[i + 1] : NULL;
+        if (strcmp(arg, "--help") == 0 || strcmp(arg, "-h") == 0) {
+            usage(stdout);
+            return 0;
+        }
+        if (strcmp(arg, "--bind") == 0 && value) {
+            options.bind = value;
+        } else if (strcmp(arg, "--max-memory") == 0 && value) {
+            if (parse_bytes(value, &options.max_memory) != 0) {
+                fprintf(stderr, "cdcgemm-worker: --max-memory '%s': expected bytes > 0 "
+                                "with an optional K, M or G suffix\n", value);
+                return 2;
+            }
+        } else if (strcmp(arg, "--threads") == 0 && value) {
+            char *end = NULL;
+            long threads = strtol(value, &end, 10);
+            if (end == value || *end != '\0' || threads < 1 || threads > 256) {
+                fprintf(stderr, "cdcgemm-worker: --threads '%s': expected 1..256\n", value);
+                return 2;
+            }
+            options.threads = (int) threads;
+        } else {
+            fprintf(stderr, "cdcgemm-worker: unknown or incomplete argument '%s'\n", arg);
+            usage(stderr);
+            return 2;
+        }
+        i++;
+    }
+    if (!options.bind) {
+        fprintf(stderr, "cdcgemm-worker: --bind ENDPOINT is required\n");
+        usage(stderr);
+        return 2;
+    }
+
+    /* No SA_RESTART: the signal must interrupt zmq_poll so the loop sees it. */
+    struct sigaction action;
+    memset(&action, 0, sizeof action);
+    action.sa_handler = on_signal;
+    sigemptyset(&action.sa_mask);
+    sigaction(SIGTERM, &action, NULL);
+    sigaction(SIGINT, &action, NULL);
+
+    cdc_worker_counters_t counters;
+    int rc = cdc_worker_run(&options, &stop_requested, &counters);
+    if (rc != CDC_OK) {
+        fprintf(stderr, "cdcgemm-worker: %s: %s\n", cdc_strerror(rc), cdc_last_error());
+        return 1;
+    }
+    fprintf(stderr,
+            "cdcgemm-worker: stopped (messages %llu, tasks %llu, weights %llu, "
+            "misses %llu, invalid %llu, evictions %llu, pings %llu)\n",
+            (unsigned long long) counters.messages, (unsigned long long) counters.tasks,
+            (unsigned long long) counters.weights_cached,
+            (unsigned long long) counters.misses, (unsigned long long) counters.invalid,
+            (unsigned long long) counters.evictions, (unsigned long long) counters.pings);
+    return 0;
+}

@@ -1,0 +1,512 @@
+/* test_distributed.c - coded layers on real cdcgemm-worker processes, with faults. */
+#include "cdcgemm.h"
+#include "context.h"
+#include "protocol.h"
+#include "testutil.h"
+
+#include <errno.h>
+#include <signal.h>
+#include <spawn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+#include <zmq.h>
+
+extern char **environ;
+
+#define WORKERS 5
+#define TIMEOUT_MS 1500
+
+static pid_t worker_pids[WORKERS];
+static pid_t runner_pid; /* the process that spawned the workers */
+static char worker_paths[WORKERS][96];
+static char endpoints[CDC_CONFIG_STR];
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double) ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+static void sleep_ms(long ms)
+{
+    struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
+    while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
+        ;
+}
+
+static void workers_stop(void)
+{
+    if (getpid() != runner_pid)
+        return; /* a forked test process: the runner's teardown reaps them */
+    for (int i = 0; i < WORKERS; i++) {
+        if (worker_pids[i] <= 0)
+            continue;
+        kill(worker_pids[i], SIGCONT);
+        kill(worker_pids[i], SIGKILL);
+        waitpid(worker_pids[i], NULL, 0);
+        worker_pids[i] = 0;
+        unlink(worker_paths[i]);
+    }
+}
+
+/* Unchecked fixture (runs in the runner process, so teardown runs even when
+   a test fails): five fresh workers on unique ipc endpoints. */
+static void workers_start(void)
+{
+    static int serial;
+    char *cursor = endpoints;
+    serial++;
+    for (int i = 0; i < WORKERS; i++) {
+        snprintf(worker_paths[i], sizeof worker_paths[i], "/tmp/cdc-test-%ld-%d-%d.ipc",
+                 (long) getpid(), serial, i);
+        unlink(worker_paths[i]);
+        char endpoint[128];
+        snprintf(endpoint, sizeof endpoint, "ipc://%.95s", worker_paths[i]);
+        cursor += sprintf(cursor, "%s%s", i ? "," : "", endpoint);
+        char *argv[] = {"cdcgemm-worker", "--bind", endpoint, "--threads", "1", NULL};
+        int rc = posix_spawn(&worker_pids[i], CDC_WORKER_BIN, NULL, NULL, argv, environ);
+        if (rc != 0) {
+            fprintf(stderr, "posix_spawn %s: %s\n", CDC_WORKER_BIN, strerror(rc));
+            worker_pids[i] = 0;
+        }
+    }
+    /* Ready once every worker's socket file exists (bounded wait). */
+    for (int tries = 0; tries < 500; tries++) {
+        int ready = 0;
+        struct stat st;
+        for (int i = 0; i < WORKERS; i++)
+            ready += stat(worker_paths[i], &st) == 0;
+        if (ready == WORKERS)
+            return;
+        sleep_ms(10);
+    }
+    fprintf(stderr, "workers did not bind within 5 s\n");
+}
+
+static cdc_context_t *remote_context(int wait_ms)
+{
+    for (int i = 0; i < WORKERS; i++)
+        ck_assert_msg(worker_pids[i] > 0, "worker %d did not start", i);
+    cdc_config_t config;
+    cdc_config_init(&config);
+    snprintf(config.workers, sizeof config.workers, "%s", endpoints);
+    config.parity = 1;
+    config.timeout_ms = TIMEOUT_MS;
+    config.wait_ms = wait_ms;
+    config.log_level = CDC_LOG_ERROR;
+    cdc_context_t *context = NULL;
+    ck_assert_int_eq(cdc_context_new(&config, &context), CDC_OK);
+    ck_assert_str_eq(context->executor->ops->name, "zmq");
+    ck_assert_int_eq(context->workers, WORKERS);
+    return context;
+}
+
+static cdc_context_t *reference_context(void)
+{
+    cdc_config_t config;
+    cdc_config_init(&config);
+    config.parity = 0;
+    config.local_workers = WORKERS;
+    config.log_level = CDC_LOG_ERROR;
+    cdc_context_t *context = NULL;
+    ck_assert_int_eq(cdc_context_new(&config, &context), CDC_OK);
+    return context;
+}
+
+static cdc_remote_counters_t remote_counters(cdc_context_t *context)
+{
+    cdc_remote_counters_t counters;
+    ck_assert_int_eq(cdc__executor_remote_counters(context->executor, &counters), CDC_OK);
+    return counters;
+}
+
+/* An FC layer (AlexNet fc-like, smaller) and its uncoded in-process answer. */
+enum { FC_OUT = 1024, FC_IN = 2304, FC_BATCH = 4 };
+
+typedef struct {
+    float *weights, *bias, *x, *want, *got;
+    cdc_layer_t *layer;
+} fc_case_t;
+
+static void fc_case_init(fc_case_t *fc, cdc_context_t *context, uint64_t seed)
+{
+    cdc_test_rng_t rng;
+    cdc_test_rng_seed(&rng, seed);
+    fc->weights = cdc_test_alloc(sizeof(float) * FC_OUT * FC_IN);
+    fc->bias = cdc_test_alloc(sizeof(float) * FC_OUT);
+    fc->x = cdc_test_alloc(sizeof(float) * FC_BATCH * FC_IN);
+    fc->want = cdc_test_alloc(sizeof(float) * FC_BATCH * FC_OUT);
+    fc->got = cdc_test_alloc(sizeof(float) * FC_BATCH * FC_OUT);
+    cdc_test_fill_uniform(&rng, fc->weights, (size_t) FC_OUT * FC_IN);
+    cdc_test_fill_uniform(&rng, fc->bias, FC_OUT);
+    cdc_test_fill_uniform(&rng, fc->x, (size_t) FC_BATCH * FC_IN);
+
+    cdc_layer_options_t options;
+    cdc_layer_options_init(&options);
+    options.split = CDC_SPLIT_ROWS; /* weight shards live on the workers */
+    cdc_context_t *reference = reference_context();
+    cdc_layer_t *layer = NULL;
+    ck_assert_int_eq(cdc_fc_new(reference, FC_OUT, FC_IN, fc->weights, fc->bias, &options,
+                                &layer), CDC_OK);
+    ck_assert_int_eq(cdc_fc_forward(layer, FC_BATCH, fc->x, fc->want), CDC_OK);
+    cdc_layer_destroy(&layer);
+    cdc_context_destroy(&reference);
+    ck_assert_int_eq(cdc_fc_new(context, FC_OUT, FC_IN, fc->weights, fc->bias, &options,
+                                &fc->layer), CDC_OK);
+}
+
+/* One forward call: right answer, within the time bound; returns seconds. */
+static double fc_check(fc_case_t *fc)
+{
+    memset(fc->got, 0, sizeof(float) * FC_BATCH * FC_OUT);
+    double start = now_s();
+    ck_assert_int_eq(cdc_fc_forward(fc->layer, FC_BATCH, fc->x, fc->got), CDC_OK);
+    double elapsed = now_s() - start;
+    double err = cdc_test_rel_error_ff(fc->got, fc->want, (size_t) FC_BATCH * FC_OUT);
+    ck_assert_msg(err <= 1e-5, "FC relative error %g", err);
+    ck_assert_msg(elapsed < TIMEOUT_MS / 1000.0 + 1.0, "FC call took %.3f s", elapsed);
+    return elapsed;
+}
+
+static void fc_case_free(fc_case_t *fc)
+{
+    cdc_layer_destroy(&fc->layer);
+    free(fc->weights);
+    free(fc->bias);
+    free(fc->x);
+    free(fc->want);
+    free(fc->got);
+}
+
+/* A conv layer (AlexNet conv2-like, smaller), checked against in-process. */
+static void conv_check(cdc_context_t *context, cdc_split_t split, uint64_t seed)
+{
+    cdc_conv2d_desc_t desc = {.in_channels = 32, .out_channels = 64, .kernel_h = 5,
+                              .kernel_w = 5, .stride_h = 1, .stride_w = 1, .pad_h = 2,
+                              .pad_w = 2, .dilation_h = 1, .dilation_w = 1};
+    const int64_t batch = 2, h = 27, w = 27;
+    size_t in_count = (size_t) (batch * desc.in_channels * h * w);
+    size_t w_count = (size_t) (desc.out_channels * desc.in_channels * 25);
+    size_t out_count = (size_t) (batch * desc.out_channels * h * w);
+    cdc_test_rng_t rng;
+    cdc_test_rng_seed(&rng, seed);
+    float *x = cdc_test_alloc(in_count * sizeof(float));
+    float *weights = cdc_test_alloc(w_count * sizeof(float));
+    float *want = cdc_test_alloc(out_count * sizeof(float));
+    float *got = cdc_test_alloc(out_count * sizeof(float));
+    cdc_test_fill_uniform(&rng, x, in_count);
+    cdc_test_fill_uniform(&rng, weights, w_count);
+    cdc_layer_options_t options;
+    cdc_layer_options_init(&options);
+    options.split = split;
+
+    cdc_context_t *reference = reference_context();
+    cdc_layer_t *layer = NULL;
+    ck_assert_int_eq(cdc_conv2d_new(reference, &desc, weights, NULL, &options, &layer),
+                     CDC_OK);
+    ck_assert_int_eq(cdc_conv2d_forward(layer, batch, h, w, x, want), CDC_OK);
+    cdc_layer_destroy(&layer);
+    cdc_context_destroy(&reference);
+
+    ck_assert_int_eq(cdc_conv2d_new(context, &desc, weights, NULL, &options, &layer), CDC_OK);
+    for (int call = 0; call < 2; call++) {
+        memset(got, 0, out_count * sizeof(float));
+        double start = now_s();
+        ck_assert_int_eq(cdc_conv2d_forward(layer, batch, h, w, x, got), CDC_OK);
+        ck_assert(now_s() - start < TIMEOUT_MS / 1000.0 + 1.0);
+        double err = cdc_test_rel_error_ff(got, want, out_count);
+        ck_assert_msg(err <= 1e-5, "conv (split %d) relative error %g", (int) split, err);
+    }
+    ck_assert_int_eq(cdc_layer_split(layer), split);
+    cdc_layer_destroy(&layer);
+    free(x);
+    free(weights);
+    free(want);
+    free(got);
+}
+
+START_TEST(test_no_fault)
+{
+    cdc_context_t *context = remote_context(0);
+    fc_case_t fc;
+    fc_case_init(&fc, context, 1);
+    fc_check(&fc);
+    fc_check(&fc);
+    conv_check(context, CDC_SPLIT_ROWS, 2);
+    conv_check(context, CDC_SPLIT_COLUMNS, 3);
+    cdc_stats_t stats;
+    ck_assert_int_eq(cdc_context_stats(context, &stats), CDC_OK);
+    ck_assert_uint_eq(stats.fallbacks, 0);
+    cdc_remote_counters_t counters = remote_counters(context);
+    ck_assert_uint_eq(counters.send_failures, 0);
+    ck_assert_uint_eq(counters.error_replies, 0);
+    ck_assert_uint_eq(counters.invalid_replies, 0);
+    ck_assert_uint_eq(counters.timeouts, 0);
+    ck_assert_uint_ge(counters.results, 6 * 4); /* >= n results for each of 6 calls */
+    ck_assert_uint_gt(counters.bytes_in, 0);
+    fc_case_free(&fc);
+    cdc_context_destroy(&context);
+}
+END_TEST
+
+START_TEST(test_weights_cross_once)
+{
+    cdc_context_t *context = remote_context(0);
+    fc_case_t fc;
+    fc_case_init(&fc, context, 4);
+    fc_check(&fc);
+    cdc_remote_counters_t first = remote_counters(context);
+    ck_assert_uint_eq(first.weights_sent, WORKERS); /* one shard per worker */
+    /* Each worker's shard is (FC_OUT / 4) rows of FC_IN floats. */
+    ck_assert_uint_eq(first.weight_bytes,
+                      (uint64_t) WORKERS * (FC_OUT / 4) * FC_IN * sizeof(float));
+    for (int call = 0; call < 4; call++)
+        fc_check(&fc);
+    cdc_remote_counters_t later = remote_counters(context);
+    ck_assert_uint_eq(later.weights_sent, WORKERS);
+    ck_assert_uint_eq(later.misses, 0);
+    ck_assert_uint_eq(later.tasks_sent, 5 * WORKERS);
+    /* After warm-up, a call moves the input once per worker and the results. */
+    uint64_t per_call_out = (later.bytes_out - first.bytes_out) / 4;
+    ck_assert_uint_eq(per_call_out, (uint64_t) WORKERS * FC_BATCH * FC_IN * sizeof(float));
+    fc_case_free(&fc);
+    cdc_context_destroy(&context);
+}
+END_TEST
+
+START_TEST(test_worker_killed_between_calls)
+{
+    cdc_context_t *context = remote_context(0);
+    fc_case_t fc;
+    fc_case_init(&fc, context, 5);
+    fc_check(&fc);
+    ck_assert_int_eq(kill(worker_pids[2], SIGKILL), 0); /* a data shard's worker */
+    sleep_ms(100);
+    cdc_stats_t before, after;
+    cdc_context_stats(context, &before);
+    for (int call = 0; call < 3; call++)
+        fc_check(&fc);
+    conv_check(context, CDC_SPLIT_ROWS, 6);
+    cdc_context_stats(context, &after);
+    ck_assert_uint_ge(after.results_decoded - before.results_decoded, 5);
+    ck_assert_uint_eq(after.fallbacks, before.fallbacks);
+    fc_case_free(&fc);
+    cdc_context_destroy(&context);
+}
+END_TEST
+
+START_TEST(test_worker_stopped)
+{
+    cdc_context_t *context = remote_context(0);
+    fc_case_t fc;
+    fc_case_init(&fc, context, 7);
+    fc_check(&fc);
+    /* A second context that waits 150 ms for data shards, connected while
+       every worker is up. */
+    cdc_context_t *patient = remote_context(150);
+    fc_case_t fc2;
+    fc_case_init(&fc2, patient, 7);
+    fc_check(&fc2);
+    ck_assert_int_eq(kill(worker_pids[1], SIGSTOP), 0);
+    cdc_stats_t before, after;
+    cdc_context_stats(context, &before);
+    for (int call = 0; call < 3; call++) {
+        double elapsed = fc_check(&fc);
+        /* n results suffice: the hung worker is not waited for. */
+        ck_assert_msg(elapsed < 0.5, "call with a stopped worker took %.3f s", elapsed);
+    }
+    cdc_context_stats(context, &after);
+    ck_assert_uint_ge(after.results_decoded - before.results_decoded, 3);
+    ck_assert_uint_eq(after.fallbacks, before.fallbacks);
+
+    /* With wait_ms, the call waits that long for the missing data shard, then
+       decodes anyway. */
+    double elapsed = fc_check(&fc2);
+    ck_assert_msg(elapsed >= 0.14 && elapsed < 1.0, "wait_ms = 150 call took %.3f s",
+                  elapsed);
+    fc_case_free(&fc2);
+    cdc_context_destroy(&patient);
+
+    ck_assert_int_eq(kill(worker_pids[1], SIGCONT), 0);
+    /* The stale answers to the calls it missed arrive and must be dropped. */
+    sleep_ms(300);
+    for (int call = 0; call < 3; call++)
+        fc_check(&fc);
+    cdc_remote_counters_t counters = remote_counters(context);
+    ck_assert_uint_ge(counters.late_replies, 1);
+    ck_assert_uint_eq(counters.invalid_replies, 0);
+    fc_case_free(&fc);
+    cdc_context_destroy(&context);
+}
+END_TEST
+
+START_TEST(test_all_workers_dead)
+{
+    cdc_context_t *context = remote_context(0);
+    fc_case_t fc;
+    fc_case_init(&fc, context, 8);
+    fc_check(&fc);
+    for (int i = 0; i < WORKERS; i++)
+        ck_assert_int_eq(kill(worker_pids[i], SIGKILL), 0);
+    sleep_ms(100);
+    cdc_stats_t before, after;
+    cdc_context_stats(context, &before);
+    fc_check(&fc);
+    fc_check(&fc);
+    conv_check(context, CDC_SPLIT_COLUMNS, 9);
+    cdc_context_stats(context, &after);
+    ck_assert_uint_ge(after.fallbacks - before.fallbacks, 4);
+    fc_case_free(&fc);
+    cdc_context_destroy(&context);
+}
+END_TEST
+
+/* Send raw frames from a test DEALER; return the reply's header. */
+static cdc_msg_header_t raw_exchange(void *socket, const void *const *frames,
+                                     const size_t *sizes, int count)
+{
+    for (int i = 0; i < count; i++)
+        ck_assert_int_ge(zmq_send(socket, frames[i], sizes[i],
+                                  i + 1 < count ? ZMQ_SNDMORE : 0), 0);
+    zmq_pollitem_t item = {socket, 0, ZMQ_POLLIN, 0};
+    ck_assert_msg(zmq_poll(&item, 1, 2000) == 1, "no reply within 2 s");
+    uint8_t header[CDC_PROTO_HEADER_SIZE + 1];
+    int size = zmq_recv(socket, header, sizeof header, 0);
+    ck_assert_int_eq(size, CDC_PROTO_HEADER_SIZE);
+    int more = 0;
+    size_t more_size = sizeof more;
+    zmq_getsockopt(socket, ZMQ_RCVMORE, &more, &more_size);
+    while (more) { /* the ERROR text */
+        char text[CDC_PROTO_MAX_TEXT];
+        zmq_recv(socket, text, sizeof text, 0);
+        zmq_getsockopt(socket, ZMQ_RCVMORE, &more, &more_size);
+    }
+    cdc_msg_header_t h;
+    ck_assert_int_eq(cdc_msg_header_unpack(header, CDC_PROTO_HEADER_SIZE, &h), CDC_OK);
+    return h;
+}
+
+START_TEST(test_malformed_to_worker)
+{
+    void *zmq = zmq_ctx_new();
+    void *socket = zmq_socket(zmq, ZMQ_DEALER);
+    int linger = 0;
+    zmq_setsockopt(socket, ZMQ_LINGER, &linger, sizeof linger);
+    char endpoint[128];
+    snprintf(endpoint, sizeof endpoint, "ipc://%.95s", worker_paths[0]);
+    ck_assert_int_eq(zmq_connect(socket, endpoint), 0);
+
+    /* Garbage bytes. */
+    const void *frames[3] = {"garbage!", NULL, NULL};
+    size_t sizes[3] = {8, 0, 0};
+    cdc_msg_header_t reply = raw_exchange(socket, frames, sizes, 1);
+    ck_assert_uint_eq(reply.type, CDC_MSG_ERROR);
+    ck_assert_int_eq(reply.error_code, CDC_EPROTO);
+
+    /* Wrong version, request id echoed. */
+    uint8_t packed[CDC_PROTO_HEADER_SIZE];
+    cdc_msg_header_t h;
+    cdc_msg_header_init(&h, CDC_MSG_PING);
+    h.version = 9;
+    h.request_id = 1234;
+    cdc_msg_header_pack(&h, packed);
+    frames[0] = packed;
+    sizes[0] = sizeof packed;
+    reply = raw_exchange(socket, frames, sizes, 1);
+    ck_assert_uint_eq(reply.type, CDC_MSG_ERROR);
+    ck_assert_uint_eq(reply.request_id, 1234);
+
+    /* Truncated task (header only), then a shape/length mismatch, then huge dims. */
+    static float payload[64];
+    cdc_msg_header_init(&h, CDC_MSG_TASK_GEMM);
+    h.request_id = 1235;
+    h.rows = 4;
+    h.k = 4;
+    h.cols = 4;
+    cdc_msg_header_pack(&h, packed);
+    reply = raw_exchange(socket, frames, sizes, 1);
+    ck_assert_uint_eq(reply.type, CDC_MSG_ERROR);
+    frames[1] = payload;
+    sizes[1] = 16 * sizeof(float);
+    frames[2] = payload;
+    sizes[2] = 15 * sizeof(float);
+    reply = raw_exchange(socket, frames, sizes, 3);
+    ck_assert_uint_eq(reply.type, CDC_MSG_ERROR);
+    h.rows = h.cols = CDC_PROTO_MAX_DIM;
+    cdc_msg_header_pack(&h, packed);
+    reply = raw_exchange(socket, frames, sizes, 3);
+    ck_assert_uint_eq(reply.type, CDC_MSG_ERROR);
+
+    /* An unknown weight key is a MISS, not a crash. */
+    h.rows = h.cols = 4;
+    h.a_key = 42;
+    cdc_msg_header_pack(&h, packed);
+    sizes[1] = 0;
+    sizes[2] = 16 * sizeof(float);
+    reply = raw_exchange(socket, frames, sizes, 3);
+    ck_assert_uint_eq(reply.type, CDC_MSG_MISS);
+    ck_assert_uint_eq(reply.a_key, 42);
+
+    /* A valid task still gets a result: the worker kept serving. */
+    h.a_key = 0;
+    cdc_msg_header_pack(&h, packed);
+    sizes[1] = 16 * sizeof(float);
+    reply = raw_exchange(socket, frames, sizes, 3);
+    ck_assert_uint_eq(reply.type, CDC_MSG_RESULT);
+    ck_assert_int_eq(reply.rows, 4);
+    cdc_msg_header_init(&h, CDC_MSG_PING);
+    h.request_id = 99;
+    cdc_msg_header_pack(&h, packed);
+    reply = raw_exchange(socket, frames, sizes, 1);
+    ck_assert_uint_eq(reply.type, CDC_MSG_PONG);
+    ck_assert_uint_eq(reply.request_id, 99);
+    zmq_close(socket);
+    zmq_ctx_term(zmq);
+
+    /* And the coordinator still gets right answers from that worker. */
+    cdc_context_t *context = remote_context(0);
+    fc_case_t fc;
+    fc_case_init(&fc, context, 10);
+    fc_check(&fc);
+    cdc_remote_counters_t counters = remote_counters(context);
+    ck_assert_uint_eq(counters.error_replies, 0);
+    ck_assert_uint_eq(counters.send_failures, 0);
+    fc_case_free(&fc);
+    cdc_context_destroy(&context);
+}
+END_TEST
+
+static TCase *scenario(const char *name, const TTest *test)
+{
+    TCase *tcase = tcase_create(name);
+    tcase_add_unchecked_fixture(tcase, workers_start, workers_stop);
+    tcase_set_timeout(tcase, 60);
+    tcase_add_test(tcase, test);
+    return tcase;
+}
+
+static Suite *distributed_suite(void)
+{
+    Suite *suite = suite_create("distributed");
+    suite_add_tcase(suite, scenario("no_fault", test_no_fault));
+    suite_add_tcase(suite, scenario("weights_once", test_weights_cross_once));
+    suite_add_tcase(suite, scenario("killed", test_worker_killed_between_calls));
+    suite_add_tcase(suite, scenario("stopped", test_worker_stopped));
+    suite_add_tcase(suite, scenario("all_dead", test_all_workers_dead));
+    suite_add_tcase(suite, scenario("malformed", test_malformed_to_worker));
+    return suite;
+}
+
+int main(void)
+{
+    /* Whatever happens, no worker outlives the suite. */
+    runner_pid = getpid();
+    atexit(workers_stop);
+    return cdc_test_run_suite(distributed_suite());
+}

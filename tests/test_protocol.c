@@ -1,0 +1,335 @@
+/* test_protocol.c - wire header round trips and rejection of malformed messages. */
+#include "protocol.h"
+#include "testutil.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+static uint8_t packed[CDC_PROTO_HEADER_SIZE];
+
+/* A valid TASK_GEMM with inline a (2 x 3) and bt (4 x 3). */
+static float a_data[6], bt_data[12];
+
+static void gemm_header(cdc_msg_header_t *h)
+{
+    cdc_msg_header_init(h, CDC_MSG_TASK_GEMM);
+    h->request_id = 77;
+    h->shard = 3;
+    h->rows = 2;
+    h->k = 3;
+    h->cols = 4;
+}
+
+static int decode_gemm(const cdc_msg_header_t *h, size_t a_bytes, size_t bt_bytes)
+{
+    cdc_msg_header_pack(h, packed);
+    cdc_frame_t frames[3] = {{packed, sizeof packed}, {a_data, a_bytes}, {bt_data, bt_bytes}};
+    cdc_msg_t msg;
+    return cdc_msg_decode(frames, 3, &msg);
+}
+
+static void conv_header(cdc_msg_header_t *h)
+{
+    cdc_msg_header_init(h, CDC_MSG_TASK_CONV);
+    h->request_id = 5;
+    h->rows = 4;
+    h->batch = 2;
+    cdc_conv_geometry_t g = {.channels = 3, .h = 8, .w = 8, .kernel_h = 3, .kernel_w = 3,
+                             .stride_h = 1, .stride_w = 1, .pad_h = 1, .pad_w = 1,
+                             .dilation_h = 1, .dilation_w = 1};
+    h->geometry = g;
+    h->k = 3 * 3 * 3;
+    h->cols = 2 * 8 * 8;
+}
+
+static float conv_a[4 * 27], conv_input[2 * 3 * 8 * 8];
+
+static int decode_conv(const cdc_msg_header_t *h, size_t input_bytes)
+{
+    cdc_msg_header_pack(h, packed);
+    cdc_frame_t frames[3] = {
+        {packed, sizeof packed}, {conv_a, sizeof conv_a}, {conv_input, input_bytes}};
+    cdc_msg_t msg;
+    return cdc_msg_decode(frames, 3, &msg);
+}
+
+START_TEST(test_header_round_trip)
+{
+    cdc_msg_header_t h, back;
+    conv_header(&h);
+    h.request_id = UINT64_C(0x0123456789abcdef);
+    h.shard = 63;
+    h.a_key = UINT64_C(0xfedcba9876543210);
+    h.error_code = -10;
+    h.geometry.pad_w = 2;
+    cdc_msg_header_pack(&h, packed);
+    ck_assert_int_eq(cdc_msg_header_unpack(packed, sizeof packed, &back), CDC_OK);
+    ck_assert_uint_eq(back.magic, CDC_PROTO_MAGIC);
+    ck_assert_uint_eq(back.version, CDC_PROTO_VERSION);
+    ck_assert_uint_eq(back.type, CDC_MSG_TASK_CONV);
+    ck_assert_uint_eq(back.request_id, h.request_id);
+    ck_assert_int_eq(back.shard, 63);
+    ck_assert_uint_eq(back.dtype, CDC_PROTO_DTYPE_F32);
+    ck_assert_int_eq(back.rows, h.rows);
+    ck_assert_int_eq(back.k, h.k);
+    ck_assert_int_eq(back.cols, h.cols);
+    ck_assert_uint_eq(back.a_key, h.a_key);
+    ck_assert_int_eq(back.batch, 2);
+    ck_assert_int_eq(back.geometry.channels, 3);
+    ck_assert_int_eq(back.geometry.kernel_w, 3);
+    ck_assert_int_eq(back.geometry.pad_w, 2);
+    ck_assert_int_eq(back.geometry.dilation_w, 1);
+    ck_assert_int_eq(back.error_code, -10);
+    /* Little-endian on the wire whatever the host: "CDCG". */
+    ck_assert_int_eq(memcmp(packed, "CDCG", 4), 0);
+}
+END_TEST
+
+START_TEST(test_valid_messages_decode)
+{
+    cdc_msg_header_t h;
+    gemm_header(&h);
+    ck_assert_int_eq(decode_gemm(&h, sizeof a_data, sizeof bt_data), CDC_OK);
+    /* Cached operands travel as empty frames. */
+    h.a_key = 9;
+    h.bt_key = 10;
+    ck_assert_int_eq(decode_gemm(&h, 0, 0), CDC_OK);
+
+    conv_header(&h);
+    ck_assert_int_eq(decode_conv(&h, sizeof conv_input), CDC_OK);
+
+    cdc_msg_t msg;
+    cdc_msg_header_init(&h, CDC_MSG_RESULT);
+    h.request_id = 4;
+    h.rows = 2;
+    h.cols = 3;
+    cdc_msg_header_pack(&h, packed);
+    cdc_frame_t frames[2] = {{packed, sizeof packed}, {a_data, sizeof a_data}};
+    ck_assert_int_eq(cdc_msg_decode(frames, 2, &msg), CDC_OK);
+    ck_assert_int_eq(msg.payload_count, 1);
+    ck_assert_ptr_eq(msg.payload[0].data, a_data);
+    ck_assert_uint_eq(msg.header.request_id, 4);
+
+    cdc_msg_header_init(&h, CDC_MSG_PING);
+    cdc_msg_header_pack(&h, packed);
+    ck_assert_int_eq(cdc_msg_decode(frames, 1, &msg), CDC_OK);
+    ck_assert_int_eq(msg.payload_count, 0);
+
+    cdc_msg_header_init(&h, CDC_MSG_ERROR);
+    h.error_code = CDC_EPROTO;
+    cdc_msg_header_pack(&h, packed);
+    frames[1] = (cdc_frame_t){"bad", 3};
+    ck_assert_int_eq(cdc_msg_decode(frames, 2, &msg), CDC_OK);
+    ck_assert_int_eq(msg.header.error_code, CDC_EPROTO);
+}
+END_TEST
+
+START_TEST(test_bad_header)
+{
+    cdc_msg_header_t h;
+    gemm_header(&h);
+    cdc_msg_header_pack(&h, packed);
+    cdc_msg_t msg;
+    cdc_frame_t frames[3] = {{packed, sizeof packed - 1}, {a_data, sizeof a_data},
+                             {bt_data, sizeof bt_data}};
+    /* Truncated header frame. */
+    ck_assert_int_eq(cdc_msg_decode(frames, 3, &msg), CDC_EPROTO);
+    ck_assert_ptr_nonnull(strstr(cdc_last_error(), "header"));
+    /* Too long. */
+    uint8_t longer[CDC_PROTO_HEADER_SIZE + 8] = {0};
+    memcpy(longer, packed, sizeof packed);
+    frames[0] = (cdc_frame_t){longer, sizeof longer};
+    ck_assert_int_eq(cdc_msg_decode(frames, 3, &msg), CDC_EPROTO);
+
+    gemm_header(&h);
+    h.magic = 0xdeadbeef;
+    ck_assert_int_eq(decode_gemm(&h, sizeof a_data, sizeof bt_data), CDC_EPROTO);
+    ck_assert_ptr_nonnull(strstr(cdc_last_error(), "magic"));
+
+    gemm_header(&h);
+    h.version = CDC_PROTO_VERSION + 1;
+    ck_assert_int_eq(decode_gemm(&h, sizeof a_data, sizeof bt_data), CDC_EPROTO);
+    ck_assert_ptr_nonnull(strstr(cdc_last_error(), "version"));
+
+    gemm_header(&h);
+    h.type = 99;
+    ck_assert_int_eq(decode_gemm(&h, sizeof a_data, sizeof bt_data), CDC_EPROTO);
+    ck_assert_ptr_nonnull(strstr(cdc_last_error(), "unknown message type"));
+    h.type = 0;
+    ck_assert_int_eq(decode_gemm(&h, sizeof a_data, sizeof bt_data), CDC_EPROTO);
+
+    gemm_header(&h);
+    h.dtype = 2;
+    ck_assert_int_eq(decode_gemm(&h, sizeof a_data, sizeof bt_data), CDC_EPROTO);
+    ck_assert_ptr_nonnull(strstr(cdc_last_error(), "dtype"));
+
+    gemm_header(&h);
+    h.shard = -1;
+    ck_assert_int_eq(decode_gemm(&h, sizeof a_data, sizeof bt_data), CDC_EPROTO);
+}
+END_TEST
+
+START_TEST(test_frame_count)
+{
+    cdc_msg_header_t h;
+    gemm_header(&h);
+    cdc_msg_header_pack(&h, packed);
+    cdc_frame_t frames[4] = {{packed, sizeof packed}, {a_data, sizeof a_data},
+                             {bt_data, sizeof bt_data}, {bt_data, 4}};
+    cdc_msg_t msg;
+    ck_assert_int_eq(cdc_msg_decode(frames, 2, &msg), CDC_EPROTO); /* truncated */
+    ck_assert_ptr_nonnull(strstr(cdc_last_error(), "frames"));
+    ck_assert_int_eq(cdc_msg_decode(frames, 4, &msg), CDC_EPROTO); /* extra */
+    ck_assert_int_eq(cdc_msg_decode(frames, 0, &msg), CDC_EPROTO);
+    ck_assert_int_eq(cdc_msg_decode(NULL, 3, &msg), CDC_EPROTO);
+    cdc_msg_header_init(&h, CDC_MSG_PING);
+    cdc_msg_header_pack(&h, packed);
+    ck_assert_int_eq(cdc_msg_decode(frames, 2, &msg), CDC_EPROTO);
+}
+END_TEST
+
+START_TEST(test_shape_mismatch)
+{
+    cdc_msg_header_t h;
+    gemm_header(&h);
+    ck_assert_int_eq(decode_gemm(&h, sizeof a_data - 4, sizeof bt_data), CDC_EPROTO);
+    ck_assert_ptr_nonnull(strstr(cdc_last_error(), "expected 24"));
+    ck_assert_int_eq(decode_gemm(&h, sizeof a_data, sizeof bt_data + 4), CDC_EPROTO);
+    ck_assert_int_eq(decode_gemm(&h, 0, sizeof bt_data), CDC_EPROTO); /* no key, no a */
+    h.a_key = 3; /* keyed operand must not also carry a payload */
+    ck_assert_int_eq(decode_gemm(&h, sizeof a_data, sizeof bt_data), CDC_EPROTO);
+
+    gemm_header(&h);
+    h.rows = 0;
+    ck_assert_int_eq(decode_gemm(&h, 0, sizeof bt_data), CDC_EPROTO);
+    gemm_header(&h);
+    h.k = -3;
+    ck_assert_int_eq(decode_gemm(&h, sizeof a_data, sizeof bt_data), CDC_EPROTO);
+
+    conv_header(&h);
+    ck_assert_int_eq(decode_conv(&h, sizeof conv_input - 4), CDC_EPROTO);
+    conv_header(&h);
+    h.k = 26; /* not channels x kh x kw */
+    ck_assert_int_eq(decode_conv(&h, sizeof conv_input), CDC_EPROTO);
+    conv_header(&h);
+    h.cols = 2 * 8 * 8 + 1; /* not batch x out_h x out_w */
+    ck_assert_int_eq(decode_conv(&h, sizeof conv_input), CDC_EPROTO);
+    conv_header(&h);
+    h.geometry.stride_h = 0;
+    ck_assert_int_eq(decode_conv(&h, sizeof conv_input), CDC_EPROTO);
+    conv_header(&h);
+    h.geometry.pad_h = 0;
+    h.geometry.kernel_h = 9; /* larger than the unpadded image: empty output */
+    h.k = 3 * 9 * 3;
+    ck_assert_int_eq(decode_conv(&h, sizeof conv_input), CDC_EPROTO);
+    conv_header(&h);
+    h.geometry.pad_w = -1;
+    ck_assert_int_eq(decode_conv(&h, sizeof conv_input), CDC_EPROTO);
+}
+END_TEST
+
+START_TEST(test_huge_dims)
+{
+    cdc_msg_header_t h;
+    gemm_header(&h);
+    h.rows = INT64_C(1) << 40;
+    ck_assert_int_eq(decode_gemm(&h, sizeof a_data, sizeof bt_data), CDC_EPROTO);
+    gemm_header(&h);
+    h.rows = CDC_PROTO_MAX_DIM;
+    h.cols = CDC_PROTO_MAX_DIM; /* each within bounds, the result is not */
+    h.a_key = h.bt_key = 1;
+    ck_assert_int_eq(decode_gemm(&h, 0, 0), CDC_EPROTO);
+    ck_assert_ptr_nonnull(strstr(cdc_last_error(), "exceeds"));
+    gemm_header(&h);
+    h.k = INT64_MAX;
+    ck_assert_int_eq(decode_gemm(&h, sizeof a_data, sizeof bt_data), CDC_EPROTO);
+    conv_header(&h);
+    h.batch = INT64_C(1) << 23;
+    h.geometry.h = h.geometry.w = INT64_C(1) << 20;
+    ck_assert_int_eq(decode_conv(&h, sizeof conv_input), CDC_EPROTO);
+
+    cdc_msg_header_init(&h, CDC_MSG_WEIGHTS);
+    h.a_key = 1;
+    h.rows = INT64_C(1) << 20;
+    h.k = INT64_C(1) << 20;
+    cdc_msg_header_pack(&h, packed);
+    cdc_frame_t frames[2] = {{packed, sizeof packed}, {a_data, sizeof a_data}};
+    cdc_msg_t msg;
+    ck_assert_int_eq(cdc_msg_decode(frames, 2, &msg), CDC_EPROTO);
+    /* WEIGHTS and MISS need a key. */
+    h.rows = 2;
+    h.k = 3;
+    h.a_key = 0;
+    cdc_msg_header_pack(&h, packed);
+    ck_assert_int_eq(cdc_msg_decode(frames, 2, &msg), CDC_EPROTO);
+    h.a_key = 1;
+    cdc_msg_header_pack(&h, packed);
+    ck_assert_int_eq(cdc_msg_decode(frames, 2, &msg), CDC_OK);
+    cdc_msg_header_init(&h, CDC_MSG_MISS);
+    cdc_msg_header_pack(&h, packed);
+    ck_assert_int_eq(cdc_msg_decode(frames, 1, &msg), CDC_EPROTO);
+    /* Over-long error text. */
+    static char text[CDC_PROTO_MAX_TEXT + 1];
+    cdc_msg_header_init(&h, CDC_MSG_ERROR);
+    cdc_msg_header_pack(&h, packed);
+    frames[1] = (cdc_frame_t){text, sizeof text};
+    ck_assert_int_eq(cdc_msg_decode(frames, 2, &msg), CDC_EPROTO);
+}
+END_TEST
+
+START_TEST(test_garbage)
+{
+    /* Random bytes in every frame and random frame counts: always a status. */
+    cdc_test_rng_t rng;
+    cdc_test_rng_seed(&rng, 42);
+    static uint8_t bytes[3][256];
+    int accepted = 0;
+    for (int round = 0; round < 20000; round++) {
+        cdc_frame_t frames[3];
+        for (int f = 0; f < 3; f++) {
+            size_t size = round % 2 ? CDC_PROTO_HEADER_SIZE
+                                    : (size_t) cdc_test_rng_int(&rng, 0, 255);
+            for (size_t i = 0; i < size; i++)
+                bytes[f][i] = (uint8_t) cdc_test_rng_next(&rng);
+            /* Half the rounds keep a valid magic/version so deeper checks run. */
+            if (f == 0 && round % 4 == 1) {
+                memcpy(bytes[f], "CDCG", 4);
+                bytes[f][4] = CDC_PROTO_VERSION;
+                bytes[f][5] = 0;
+                bytes[f][6] = (uint8_t) cdc_test_rng_int(&rng, 0, 9);
+                bytes[f][7] = 0;
+            }
+            frames[f] = (cdc_frame_t){bytes[f], size};
+        }
+        cdc_msg_t msg;
+        int rc = cdc_msg_decode(frames, (int) cdc_test_rng_int(&rng, 1, 3), &msg);
+        ck_assert(rc == CDC_OK || rc == CDC_EPROTO);
+        accepted += rc == CDC_OK;
+    }
+    /* Random 168-byte headers with a valid prefix are almost never valid
+       messages; a PING/PONG with the right frame count can be. */
+    ck_assert_int_lt(accepted, 2000);
+}
+END_TEST
+
+static Suite *protocol_suite(void)
+{
+    Suite *suite = suite_create("protocol");
+    TCase *round_trip = tcase_create("round_trip");
+    tcase_add_test(round_trip, test_header_round_trip);
+    tcase_add_test(round_trip, test_valid_messages_decode);
+    suite_add_tcase(suite, round_trip);
+    TCase *malformed = tcase_create("malformed");
+    tcase_add_test(malformed, test_bad_header);
+    tcase_add_test(malformed, test_frame_count);
+    tcase_add_test(malformed, test_shape_mismatch);
+    tcase_add_test(malformed, test_huge_dims);
+    tcase_add_test(malformed, test_garbage);
+    suite_add_tcase(suite, malformed);
+    return suite;
+}
+
+int main(void)
+{
+    return cdc_test_run_suite(protocol_suite());
+}

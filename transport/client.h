@@ -1,0 +1,38 @@
+/* client.h - the coordinator's side of the wire: one DEALER per worker.
+ *
+ * Plain C (no zmq types) so src/executor_zmq.c can use it. */
+#ifndef CDC_CLIENT_H_INCLUDED
+#define CDC_CLIENT_H_INCLUDED
+
+#include "executor.h"
+
+typedef struct cdc_client cdc_client_t;
+
+/* Connect to the comma-separated endpoints (at most CDC_MAX_WORKERS) and wait
+   up to connect_wait_ms for each to answer a PING. Unanswered workers are kept
+   (libzmq reconnects in the background). Caller owns *client_p and must
+   destroy it with cdc_client_destroy. */
+int cdc_client_new(const char *endpoints, int connect_wait_ms, cdc_client_t **client_p);
+
+/* Close every socket; accepts NULL and *NULL; nulls *client_p. */
+void cdc_client_destroy(cdc_client_t **client_p);
+
+/* W, the number of endpoints. */
+int cdc_client_worker_count(const cdc_client_t *self);
+
+/* Send tasks[t] to worker tasks[t].shard mod W (weights once per worker per
+   key; re-sent on MISS) and collect results into tasks[t].result; bit t of
+   *arrived marks each result that came back whole. Returns once every
+   dispatched task has answered; or once needed results are in and either the
+   data shards (shard < needed) are all in or wait_ms more have passed; or when
+   timeout_ms has passed since the call began. Replies to earlier calls are
+   dropped and counted. CDC_OK even when results are missing (the caller
+   decodes or computes them); another status only for a broken socket or OOM.
+   Thread-safe (calls are serialised). */
+int cdc_client_run(cdc_client_t *self, cdc_shard_task_t *tasks, int count, int needed,
+                   int wait_ms, int timeout_ms, uint64_t *arrived);
+
+/* Copy the counters. Thread-safe. */
+void cdc_client_counters(cdc_client_t *self, cdc_remote_counters_t *counters);
+
+#endif

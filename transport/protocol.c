@@ -1,0 +1,312 @@
+/* protocol.c - packing, unpacking and strict validation of wire messages. */
+#include "protocol.h"
+
+#include "error.h"
+
+#include <string.h>
+
+/* Byte offsets of the header fields (little-endian, no padding). */
+enum {
+    OFF_MAGIC = 0,
+    OFF_VERSION = 4,
+    OFF_TYPE = 6,
+    OFF_REQUEST = 8,
+    OFF_SHARD = 16,
+    OFF_DTYPE = 20,
+    OFF_ROWS = 24,
+    OFF_K = 32,
+    OFF_COLS = 40,
+    OFF_A_KEY = 48,
+    OFF_BT_KEY = 56,
+    OFF_BATCH = 64,
+    OFF_GEOMETRY = 72, /* 11 x int64: channels h w kh kw sh sw ph pw dh dw */
+    OFF_ERROR = 160,
+    OFF_RESERVED = 164
+};
+
+static void put_u(uint8_t *p, uint64_t v, int bytes)
+{
+    for (int i = 0; i < bytes; i++)
+        p[i] = (uint8_t) (v >> (8 * i));
+}
+
+static uint64_t get_u(const uint8_t *p, int bytes)
+{
+    uint64_t v = 0;
+    for (int i = 0; i < bytes; i++)
+        v |= (uint64_t) p[i] << (8 * i);
+    return v;
+}
+
+/* The geometry fields in wire order, so pack and unpack cannot disagree. */
+static int64_t *geometry_field(cdc_conv_geometry_t *g, int i)
+{
+    int64_t *fields[11] = {&g->channels, &g->h,        &g->w,        &g->kernel_h,
+                           &g->kernel_w, &g->stride_h, &g->stride_w, &g->pad_h,
+                           &g->pad_w,    &g->dilation_h, &g->dilation_w};
+    return fields[i];
+}
+
+static int type_has_matrix(int type)
+{
+    return type == CDC_MSG_TASK_GEMM || type == CDC_MSG_TASK_CONV ||
+           type == CDC_MSG_WEIGHTS || type == CDC_MSG_RESULT;
+}
+
+void cdc_msg_header_init(cdc_msg_header_t *header, cdc_msg_type_t type)
+{
+    memset(header, 0, sizeof *header);
+    header->magic = CDC_PROTO_MAGIC;
+    header->version = CDC_PROTO_VERSION;
+    header->type = (uint16_t) type;
+    header->dtype = type_has_matrix(type) ? CDC_PROTO_DTYPE_F32 : 0;
+}
+
+void cdc_msg_header_pack(const cdc_msg_header_t *header, uint8_t *out)
+{
+    cdc_conv_geometry_t g = header->geometry;
+    put_u(out + OFF_MAGIC, header->magic, 4);
+    put_u(out + OFF_VERSION, header->version, 2);
+    put_u(out + OFF_TYPE, header->type, 2);
+    put_u(out + OFF_REQUEST, header->request_id, 8);
+    put_u(out + OFF_SHARD, (uint32_t) header->shard, 4);
+    put_u(out + OFF_DTYPE, header->dtype, 4);
+    put_u(out + OFF_ROWS, (uint64_t) header->rows, 8);
+    put_u(out + OFF_K, (uint64_t) header->k, 8);
+    put_u(out + OFF_COLS, (uint64_t) header->cols, 8);
+    put_u(out + OFF_A_KEY, header->a_key, 8);
+    put_u(out + OFF_BT_KEY, header->bt_key, 8);
+    put_u(out + OFF_BATCH, (uint64_t) header->batch, 8);
+    for (int i = 0; i < 11; i++)
+        put_u(out + OFF_GEOMETRY + 8 * i, (uint64_t) *geometry_field(&g, i), 8);
+    put_u(out + OFF_ERROR, (uint32_t) header->error_code, 4);
+    put_u(out + OFF_RESERVED, 0, 4);
+}
+
+int cdc_msg_header_unpack(const void *data, size_t size, cdc_msg_header_t *header)
+{
+    if (!data || size != CDC_PROTO_HEADER_SIZE)
+        return cdc__fail(CDC_EPROTO, "header frame is %zu bytes, expected %d", size,
+                         CDC_PROTO_HEADER_SIZE);
+    const uint8_t *p = data;
+    memset(header, 0, sizeof *header);
+    header->magic = (uint32_t) get_u(p + OFF_MAGIC, 4);
+    header->version = (uint16_t) get_u(p + OFF_VERSION, 2);
+    header->type = (uint16_t) get_u(p + OFF_TYPE, 2);
+    header->request_id = get_u(p + OFF_REQUEST, 8);
+    header->shard = (int32_t) (uint32_t) get_u(p + OFF_SHARD, 4);
+    header->dtype = (uint32_t) get_u(p + OFF_DTYPE, 4);
+    header->rows = (int64_t) get_u(p + OFF_ROWS, 8);
+    header->k = (int64_t) get_u(p + OFF_K, 8);
+    header->cols = (int64_t) get_u(p + OFF_COLS, 8);
+    header->a_key = get_u(p + OFF_A_KEY, 8);
+    header->bt_key = get_u(p + OFF_BT_KEY, 8);
+    header->batch = (int64_t) get_u(p + OFF_BATCH, 8);
+    for (int i = 0; i < 11; i++)
+        *geometry_field(&header->geometry, i) = (int64_t) get_u(p + OFF_GEOMETRY + 8 * i, 8);
+    header->error_code = (int32_t) (uint32_t) get_u(p + OFF_ERROR, 4);
+    return CDC_OK;
+}
+
+int cdc_msg_frame_count(cdc_msg_type_t type)
+{
+    switch (type) {
+    case CDC_MSG_TASK_GEMM:
+    case CDC_MSG_TASK_CONV:
+        return 3;
+    case CDC_MSG_WEIGHTS:
+    case CDC_MSG_RESULT:
+    case CDC_MSG_ERROR:
+        return 2;
+    case CDC_MSG_MISS:
+    case CDC_MSG_PING:
+    case CDC_MSG_PONG:
+        return 1;
+    }
+    return 0;
+}
+
+const char *cdc_msg_type_name(int type)
+{
+    static const char *const names[] = {"UNKNOWN", "TASK_GEMM", "TASK_CONV", "WEIGHTS",
+                                        "RESULT",  "ERROR",     "MISS",      "PING",
+                                        "PONG"};
+    return type >= 1 && type <= 8 ? names[type] : names[0];
+}
+
+static int check_dim(const char *type, const char *name, int64_t value)
+{
+    if (value < 1 || value > CDC_PROTO_MAX_DIM)
+        return cdc__fail(CDC_EPROTO, "%s: %s = %lld outside [1, %lld]", type, name,
+                         (long long) value, (long long) CDC_PROTO_MAX_DIM);
+    return CDC_OK;
+}
+
+/* a x b floats (both already within CDC_PROTO_MAX_DIM, so no overflow) must stay
+   under CDC_PROTO_MAX_FLOATS; *floats gets the product. */
+static int check_product(const char *type, const char *what, int64_t a, int64_t b,
+                         int64_t *floats)
+{
+    if (a > CDC_PROTO_MAX_FLOATS / b)
+        return cdc__fail(CDC_EPROTO, "%s: %s = %lld x %lld floats exceeds %lld", type, what,
+                         (long long) a, (long long) b, (long long) CDC_PROTO_MAX_FLOATS);
+    *floats = a * b;
+    return CDC_OK;
+}
+
+static int check_payload(const char *type, const char *what, const cdc_frame_t *frame,
+                         int64_t floats)
+{
+    uint64_t want = (uint64_t) floats * sizeof(float);
+    if ((uint64_t) frame->size != want)
+        return cdc__fail(CDC_EPROTO, "%s: %s frame is %zu bytes, expected %llu", type,
+                         what, frame->size, (unsigned long long) want);
+    return CDC_OK;
+}
+
+static int check_inline_or_key(const char *type, const char *what, uint64_t key,
+                               const cdc_frame_t *frame, int64_t floats)
+{
+    if (key != 0) {
+        if (frame->size != 0)
+            return cdc__fail(CDC_EPROTO, "%s: %s has key %016llx and a %zu-byte payload",
+                             type, what, (unsigned long long) key, frame->size);
+        return CDC_OK;
+    }
+    return check_payload(type, what, frame, floats);
+}
+
+static int validate_gemm(const cdc_msg_header_t *h, const cdc_frame_t *frames)
+{
+    const char *t = "TASK_GEMM";
+    int64_t a_floats = 0, bt_floats = 0, result_floats = 0;
+    int rc;
+    if ((rc = check_dim(t, "rows", h->rows)) || (rc = check_dim(t, "k", h->k)) ||
+        (rc = check_dim(t, "cols", h->cols)) ||
+        (rc = check_product(t, "a", h->rows, h->k, &a_floats)) ||
+        (rc = check_product(t, "bt", h->cols, h->k, &bt_floats)) ||
+        (rc = check_product(t, "result", h->rows, h->cols, &result_floats)) ||
+        (rc = check_inline_or_key(t, "a", h->a_key, &frames[1], a_floats)) ||
+        (rc = check_inline_or_key(t, "bt", h->bt_key, &frames[2], bt_floats)))
+        return rc;
+    return CDC_OK;
+}
+
+static int validate_conv(const cdc_msg_header_t *h, const cdc_frame_t *frames)
+{
+    const char *t = "TASK_CONV";
+    cdc_conv_geometry_t g = h->geometry;
+    int64_t a_floats = 0, result_floats = 0, image = 0, input_floats = 0, kernel = 0;
+    int rc;
+    if ((rc = check_dim(t, "rows", h->rows)) || (rc = check_dim(t, "k", h->k)) ||
+        (rc = check_dim(t, "cols", h->cols)) || (rc = check_dim(t, "batch", h->batch)) ||
+        (rc = check_dim(t, "channels", g.channels)) || (rc = check_dim(t, "h", g.h)) ||
+        (rc = check_dim(t, "w", g.w)) || (rc = check_dim(t, "kernel_h", g.kernel_h)) ||
+        (rc = check_dim(t, "kernel_w", g.kernel_w)) ||
+        (rc = check_dim(t, "stride_h", g.stride_h)) ||
+        (rc = check_dim(t, "stride_w", g.stride_w)) ||
+        (rc = check_dim(t, "dilation_h", g.dilation_h)) ||
+        (rc = check_dim(t, "dilation_w", g.dilation_w)))
+        return rc;
+    if (g.pad_h < 0 || g.pad_h > CDC_PROTO_MAX_DIM || g.pad_w < 0 ||
+        g.pad_w > CDC_PROTO_MAX_DIM)
+        return cdc__fail(CDC_EPROTO, "%s: padding %lld x %lld out of range", t,
+                         (long long) g.pad_h, (long long) g.pad_w);
+    if (cdc_conv_geometry_finish(&g) != CDC_OK)
+        return cdc__fail(CDC_EPROTO, "%s: invalid conv geometry (%s)", t, cdc_last_error());
+    if ((rc = check_product(t, "image", g.h, g.w, &image)) ||
+        (rc = check_product(t, "image", image, g.channels, &image)) ||
+        (rc = check_product(t, "input", image, h->batch, &input_floats)) ||
+        (rc = check_product(t, "kernel", g.kernel_h, g.kernel_w, &kernel)) ||
+        (rc = check_product(t, "kernel", kernel, g.channels, &kernel)))
+        return rc;
+    if (kernel != h->k)
+        return cdc__fail(CDC_EPROTO, "%s: k = %lld but channels x kh x kw = %lld", t,
+                         (long long) h->k, (long long) kernel);
+    int64_t spatial = 0, cols = 0;
+    if ((rc = check_product(t, "output", g.out_h, g.out_w, &spatial)) ||
+        (rc = check_product(t, "output", spatial, h->batch, &cols)))
+        return rc;
+    if (cols != h->cols)
+        return cdc__fail(CDC_EPROTO, "%s: cols = %lld but batch x out_h x out_w = %lld", t,
+                         (long long) h->cols, (long long) cols);
+    /* The worker's im2col buffer is k x cols; bound it like any matrix. */
+    int64_t unfolded = 0;
+    if ((rc = check_product(t, "im2col", h->k, h->cols, &unfolded)) ||
+        (rc = check_product(t, "a", h->rows, h->k, &a_floats)) ||
+        (rc = check_product(t, "result", h->rows, h->cols, &result_floats)) ||
+        (rc = check_inline_or_key(t, "a", h->a_key, &frames[1], a_floats)) ||
+        (rc = check_payload(t, "input", &frames[2], input_floats)))
+        return rc;
+    if (h->bt_key != 0)
+        return cdc__fail(CDC_EPROTO, "%s: bt_key must be 0", t);
+    return CDC_OK;
+}
+
+int cdc_msg_decode(const cdc_frame_t *frames, int count, cdc_msg_t *msg)
+{
+    if (!frames || !msg || count < 1)
+        return cdc__fail(CDC_EPROTO, "empty message (%d frames)", count);
+    memset(msg, 0, sizeof *msg);
+    cdc_msg_header_t *h = &msg->header;
+    int rc = cdc_msg_header_unpack(frames[0].data, frames[0].size, h);
+    if (rc != CDC_OK)
+        return rc;
+    if (h->magic != CDC_PROTO_MAGIC)
+        return cdc__fail(CDC_EPROTO, "bad magic %08x, expected %08x", (unsigned) h->magic,
+                         (unsigned) CDC_PROTO_MAGIC);
+    if (h->version != CDC_PROTO_VERSION)
+        return cdc__fail(CDC_EPROTO, "protocol version %u, this build speaks %d",
+                         (unsigned) h->version, CDC_PROTO_VERSION);
+    int expected = cdc_msg_frame_count((cdc_msg_type_t) h->type);
+    if (expected == 0)
+        return cdc__fail(CDC_EPROTO, "unknown message type %u", (unsigned) h->type);
+    const char *t = cdc_msg_type_name(h->type);
+    if (count != expected)
+        return cdc__fail(CDC_EPROTO, "%s: %d frames, expected %d", t, count, expected);
+    if (type_has_matrix(h->type) && h->dtype != CDC_PROTO_DTYPE_F32)
+        return cdc__fail(CDC_EPROTO, "%s: dtype %u, only float32 (%d) is supported", t,
+                         (unsigned) h->dtype, CDC_PROTO_DTYPE_F32);
+    if (h->shard < 0 || h->shard >= 64)
+        return cdc__fail(CDC_EPROTO, "%s: shard %d outside [0, 63]", t, (int) h->shard);
+
+    int64_t floats = 0;
+    switch ((cdc_msg_type_t) h->type) {
+    case CDC_MSG_TASK_GEMM:
+        rc = validate_gemm(h, frames);
+        break;
+    case CDC_MSG_TASK_CONV:
+        rc = validate_conv(h, frames);
+        break;
+    case CDC_MSG_WEIGHTS:
+        if (h->a_key == 0)
+            rc = cdc__fail(CDC_EPROTO, "WEIGHTS: key must be nonzero");
+        else if (!(rc = check_dim(t, "rows", h->rows)) && !(rc = check_dim(t, "k", h->k)) &&
+                 !(rc = check_product(t, "weights", h->rows, h->k, &floats)))
+            rc = check_payload(t, "weights", &frames[1], floats);
+        break;
+    case CDC_MSG_RESULT:
+        if (!(rc = check_dim(t, "rows", h->rows)) && !(rc = check_dim(t, "cols", h->cols)) &&
+            !(rc = check_product(t, "result", h->rows, h->cols, &floats)))
+            rc = check_payload(t, "result", &frames[1], floats);
+        break;
+    case CDC_MSG_ERROR:
+        if (frames[1].size > CDC_PROTO_MAX_TEXT)
+            rc = cdc__fail(CDC_EPROTO, "ERROR: text is %zu bytes, limit %d",
+                           frames[1].size, CDC_PROTO_MAX_TEXT);
+        break;
+    case CDC_MSG_MISS:
+        if (h->a_key == 0)
+            rc = cdc__fail(CDC_EPROTO, "MISS: key must be nonzero");
+        break;
+    case CDC_MSG_PING:
+    case CDC_MSG_PONG:
+        break;
+    }
+    if (rc != CDC_OK)
+        return rc;
+    msg->payload_count = count - 1;
+    for (int i = 1; i < count; i++)
+        msg->payload[i - 1] = frames[i];
+    return CDC_OK;
+}

@@ -1,0 +1,37 @@
+/* worker.h - the worker daemon's serving loop (used by cdcgemm-worker). */
+#ifndef CDC_WORKER_H_INCLUDED
+#define CDC_WORKER_H_INCLUDED
+
+#include <signal.h>
+#include <stddef.h>
+#include <stdint.h>
+
+typedef struct {
+    const char *bind;    /* ZeroMQ endpoint to bind (tcp://HOST:PORT, ipc://PATH) */
+    size_t max_memory;   /* bound on cached weight bytes; LRU eviction        */
+    int threads;         /* OpenBLAS threads (>= 1)                           */
+} cdc_worker_options_t;
+
+/* What a worker did; printed at exit and used by tests. */
+typedef struct {
+    uint64_t messages;        /* messages received                           */
+    uint64_t tasks;           /* GEMM/conv tasks computed                    */
+    uint64_t weights_cached;  /* WEIGHTS messages accepted                   */
+    uint64_t misses;          /* MISS replies (task named an unknown key)    */
+    uint64_t invalid;         /* invalid messages answered with ERROR        */
+    uint64_t evictions;       /* cache entries evicted for memory            */
+    uint64_t pings;           /* PING answered                               */
+} cdc_worker_counters_t;
+
+/* Defaults: no endpoint, 1 GiB cache, 1 thread. */
+void cdc_worker_options_init(cdc_worker_options_t *options);
+
+/* Bind options->bind with a ROUTER socket and serve until *stop becomes
+   nonzero (checked at least every 100 ms, and at once on EINTR). Invalid
+   messages get an ERROR reply and are counted; the loop keeps serving.
+   Returns CDC_OK after a clean stop, or a status when the socket could not be
+   bound (detail in cdc_last_error). counters may be NULL. Blocks the thread. */
+int cdc_worker_run(const cdc_worker_options_t *options, volatile sig_atomic_t *stop,
+                   cdc_worker_counters_t *counters);
+
+#endif
