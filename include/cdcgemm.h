@@ -81,6 +81,9 @@ typedef struct {
     char stats_path[CDC_CONFIG_STR]; /* JSON counters at exit; "" = none       */
     cdc_log_level_t log_level;    /* default warn                               */
     char code[32];                /* code scheme for r >= 2; "" = default      */
+    int in_process;               /* 1: run the shards in this process on
+                                     local_workers virtual workers (no worker
+                                     processes); 0: workers (default)          */
 } cdc_config_t;
 
 /* Fill *config with the documented defaults. Never fails. */
@@ -126,6 +129,7 @@ typedef struct {
     uint64_t weight_encodes;   /* weight matrices encoded (once per plan)     */
     uint64_t bytes_out;        /* payload bytes sent to workers               */
     uint64_t bytes_in;         /* payload bytes received from workers         */
+    uint64_t weight_hits;      /* BLAS calls that reused cached weights       */
 } cdc_stats_t;
 
 /* Copy the counters into *stats. Thread-safe. */

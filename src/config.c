@@ -119,6 +119,8 @@ int cdc_config_from_env(cdc_config_t *config)
                            "CDCGEMM_SPLIT='%s': expected auto, output, channel or spatial",
                            value);
     }
+    if (rc == CDC_OK && (value = getenv("CDCGEMM_IN_PROCESS")))
+        rc = parse_int("CDCGEMM_IN_PROCESS", value, 0, 1, &parsed.in_process);
     if (rc == CDC_OK && (value = getenv("CDCGEMM_WAIT_MS")))
         rc = parse_int("CDCGEMM_WAIT_MS", value, 0, 600000, &parsed.wait_ms);
     if (rc == CDC_OK && (value = getenv("CDCGEMM_TIMEOUT_MS")))

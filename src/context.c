@@ -69,8 +69,8 @@ int cdc_context_new(const cdc_config_t *config, cdc_context_t **context_p)
         if (rc != CDC_OK)
             goto fail_config;
     } else {
-        /* TODO(issue 3): spawn config->local_workers cdcgemm-worker processes
-           here and use the ZeroMQ executor; until then shards run in process. */
+        /* In process (config->in_process), and until local worker spawning
+           lands also the embedded default: shards run on this thread. */
         self->executor = cdc__executor_local_new();
         if (!self->executor) {
             rc = cdc__fail(CDC_ENOMEM, "executor");

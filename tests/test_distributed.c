@@ -113,6 +113,7 @@ static cdc_context_t *reference_context(void)
     cdc_config_init(&config);
     config.parity = 0;
     config.local_workers = WORKERS;
+    config.in_process = 1;
     config.log_level = CDC_LOG_ERROR;
     cdc_context_t *context = NULL;
     ck_assert_int_eq(cdc_context_new(&config, &context), CDC_OK);

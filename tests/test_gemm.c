@@ -18,6 +18,7 @@ static cdc_context_t *make_context(int parity, cdc_split_t split)
 {
     cdc_config_t config;
     cdc_config_init(&config);
+    config.in_process = 1; /* the math, without worker processes */
     config.parity = parity;
     config.split = split;
     cdc_context_t *ctx = NULL;

@@ -85,6 +85,7 @@ START_TEST(test_golden_layers)
     cdc_config_t config;
     cdc_context_t *ctx = NULL;
     cdc_config_init(&config);
+    config.in_process = 1; /* the math, without worker processes */
     config.local_workers = LOCAL_WORKERS;
     config.parity = parity;
     config.min_flops = 0.0; /* small golden layers must still take the coded path */

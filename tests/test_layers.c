@@ -15,6 +15,7 @@ static cdc_context_t *make_context(int workers, int parity)
 {
     cdc_config_t config;
     cdc_config_init(&config);
+    config.in_process = 1; /* the math, without worker processes */
     config.local_workers = workers;
     config.parity = parity;
     cdc_context_t *ctx = NULL;
