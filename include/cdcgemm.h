@@ -135,6 +135,22 @@ typedef struct {
 /* Copy the counters into *stats. Thread-safe. */
 CDC_EXPORT int cdc_context_stats(cdc_context_t *context, cdc_stats_t *stats);
 
+/* What the last coded call on a context did (for benchmarks and tests). */
+typedef struct {
+    int n, r;            /* data and parity shards of the call                 */
+    int erased;          /* shards dropped by cdc_context_erase_next           */
+    int arrived;         /* shard results that came back                       */
+    int decoded;         /* data shards rebuilt from parity                    */
+    int fallback;        /* data shards computed locally                       */
+    double shard_ms[CDC_MAX_WORKERS]; /* per shard: dispatch to result, < 0 none */
+    double oracle_ms;    /* the n-th fastest shard result: the earliest any
+                            decoder could have finished; < 0 if < n arrived   */
+    double executor_ms;  /* time the call spent waiting on the executor        */
+} cdc_call_report_t;
+
+/* Copy the report of the last coded call. Thread-safe. */
+CDC_EXPORT int cdc_context_last_call(cdc_context_t *context, cdc_call_report_t *report);
+
 /* ---------------------------------------------------------------------------
  * GEMM: C = alpha * op(A) * op(B) + beta * C with full BLAS semantics
  * (CBLAS argument order; beta = 0 overwrites C, NaN included).

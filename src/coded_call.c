@@ -6,6 +6,7 @@
 
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 int cdc__coded_call_init(cdc_coded_call_t *call, const cdc_code_t *code, int n,
                          int64_t rows, int64_t cols)
@@ -53,6 +54,30 @@ static int popcount64(uint64_t x)
     return count;
 }
 
+static double now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double) ts.tv_sec * 1e3 + (double) ts.tv_nsec * 1e-6;
+}
+
+/* The k-th smallest non-negative time among count, or -1 if fewer than k. */
+static double nth_fastest(const double *ms, int count, int k)
+{
+    double sorted[CDC_MAX_SHARDS];
+    int have = 0;
+    for (int i = 0; i < count && i < CDC_MAX_WORKERS; i++)
+        if (ms[i] >= 0.0) {
+            int at = have++;
+            while (at > 0 && sorted[at - 1] > ms[i]) {
+                sorted[at] = sorted[at - 1];
+                at--;
+            }
+            sorted[at] = ms[i];
+        }
+    return have >= k ? sorted[k - 1] : -1.0;
+}
+
 int cdc__coded_call_run(cdc_context_t *context, cdc_coded_call_t *call)
 {
     int n = call->n, shards = call->n + call->r;
@@ -75,15 +100,29 @@ int cdc__coded_call_run(cdc_context_t *context, cdc_coded_call_t *call)
         out_bytes += task_bytes_out(&call->tasks[s]);
     }
     uint64_t arrived_tasks = 0;
+    double started = now_ms();
     int rc = count ? context->executor->ops->run(context->executor, sent, count, n,
                                                  &arrived_tasks)
                    : CDC_OK;
     if (rc != CDC_OK)
         return rc;
+    cdc_call_report_t report;
+    memset(&report, 0, sizeof report);
+    report.n = n;
+    report.r = call->r;
+    report.executor_ms = now_ms() - started;
+    report.erased = popcount64(erased);
+    for (int s = 0; s < CDC_MAX_WORKERS; s++)
+        report.shard_ms[s] = -1.0;
     uint64_t present = 0;
     for (int t = 0; t < count; t++)
-        if (arrived_tasks & (UINT64_C(1) << t))
+        if (arrived_tasks & (UINT64_C(1) << t)) {
             present |= UINT64_C(1) << sent[t].shard;
+            if (sent[t].shard < CDC_MAX_WORKERS)
+                report.shard_ms[sent[t].shard] = sent[t].elapsed_ms;
+        }
+    report.arrived = popcount64(present);
+    report.oracle_ms = nth_fastest(report.shard_ms, shards, n);
 
     uint64_t missing_data = data_mask & ~present;
     int decoded = 0, fallback = 0;
@@ -107,15 +146,18 @@ int cdc__coded_call_run(cdc_context_t *context, cdc_coded_call_t *call)
         rc = cdc__task_run_local(&call->tasks[s]);
         if (rc != CDC_OK)
             return rc;
-        fallback = 1;
+        fallback++;
     }
 
+    report.decoded = decoded;
+    report.fallback = fallback;
     pthread_mutex_lock(&context->lock);
+    context->last_call = report;
     context->stats.coded_calls += call->r > 0;
     context->stats.shards_sent += (uint64_t) count;
     context->stats.shards_erased += (uint64_t) popcount64(all & ~present);
     context->stats.results_decoded += (uint64_t) decoded;
-    context->stats.fallbacks += (uint64_t) fallback;
+    context->stats.fallbacks += fallback > 0;
     context->stats.bytes_out += out_bytes;
     context->stats.bytes_in += (uint64_t) popcount64(present) * (uint64_t) call->rows *
                                (uint64_t) call->cols * sizeof(float);

@@ -141,6 +141,16 @@ int cdc_context_stats(cdc_context_t *context, cdc_stats_t *stats)
     return CDC_OK;
 }
 
+int cdc_context_last_call(cdc_context_t *context, cdc_call_report_t *report)
+{
+    if (!context || !report)
+        return cdc__fail(CDC_EINVAL, "cdc_context_last_call: NULL argument");
+    pthread_mutex_lock(&context->lock);
+    *report = context->last_call;
+    pthread_mutex_unlock(&context->lock);
+    return CDC_OK;
+}
+
 int cdc__context_parity(const cdc_context_t *context, int parity_override)
 {
     return parity_override >= 0 ? parity_override : context->config.parity;

@@ -13,6 +13,7 @@ struct cdc_context {
     pthread_mutex_t lock; /* serialises calls and guards stats / erase_next */
     cdc_stats_t stats;
     uint64_t erase_next;  /* shards the next coded call treats as lost       */
+    cdc_call_report_t last_call;
     int workers;          /* W: shards a call can be spread over             */
     cdc_executor_t *executor;
     cdc_code_t *codes[CDC_CODE_MAX_R + 1][CDC_CODE_MAX_N + 1]; /* [r][n], lazily */

@@ -29,6 +29,8 @@ typedef struct {
     const float *input;  /* CONV: batch x channels x h x w                    */
     int64_t cols;        /* result columns (GEMM: rows of bt; CONV: batch*out_h*out_w) */
     float *result;       /* a_rows x cols, contiguous, written by the executor */
+    double elapsed_ms;   /* set by the executor: dispatch of the call to this
+                            result's arrival                                 */
 } cdc_shard_task_t;
 
 typedef struct cdc_executor cdc_executor_t;

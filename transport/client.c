@@ -298,7 +298,7 @@ int cdc_client_run(cdc_client_t *self, cdc_shard_task_t *tasks, int count, int n
     if (count < 1 || count > 64)
         return count == 0 ? CDC_OK : cdc__fail(CDC_EINVAL, "%d tasks, at most 64", count);
     pthread_mutex_lock(&self->lock);
-    int64_t deadline = now_ms() + timeout_ms, wait_deadline = -1;
+    int64_t started = now_ms(), deadline = started + timeout_ms, wait_deadline = -1;
     uint64_t request_id = ++self->next_request;
     task_state_t state[64];
     int worker_of[64], retries[64], pending = 0, done = 0, rc = CDC_OK;
@@ -383,6 +383,7 @@ int cdc_client_run(cdc_client_t *self, cdc_shard_task_t *tasks, int count, int n
                     self->counters.results++;
                     self->counters.bytes_in += msg.payload[0].size;
                     state[t] = TASK_DONE;
+                    tasks[t].elapsed_ms = (double) (now_ms() - started);
                     *arrived |= UINT64_C(1) << t;
                     done++;
                     pending--;
