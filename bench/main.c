@@ -2,6 +2,7 @@
 #include "bench_codes.h"
 #include "bench_core.h"
 #include "bench_im2col.h"
+#include "bench_run.h"
 #include "demo.h"
 
 #include <stdio.h>
@@ -10,8 +11,9 @@
 static void usage(FILE *out)
 {
     fprintf(out,
-            "usage: cdcgemm-bench [COMMAND [OPTIONS]]\n"
+            "usage: cdcgemm-bench [COMMAND [OPTIONS]] | [--model M | --layer S] [OPTIONS]\n"
             "  (no command)  demo: coded AlexNet layers with a shard erased\n"
+            "  --model/--layer ...  the benchmark driver, options below\n"
             "  core          encode/decode/im2col costs beside the GEMM (AlexNet, VGG-16)\n"
             "  codes         encode/decode throughput and generator conditioning\n"
             "  im2col        im2col throughput beside the GEMM per conv layer\n"
@@ -23,6 +25,8 @@ int main(int argc, char **argv)
     if (argc < 2)
         return cdc_bench_demo(argc, argv);
     const char *command = argv[1];
+    if (strncmp(command, "--", 2) == 0 && strcmp(command, "--help") != 0)
+        return cdc_bench_run(argc, argv);
     if (strcmp(command, "core") == 0)
         return cdc_bench_core(argc - 1, argv + 1);
     if (strcmp(command, "codes") == 0)
@@ -33,6 +37,7 @@ int main(int argc, char **argv)
         return cdc_bench_demo(argc - 1, argv + 1);
     if (strcmp(command, "help") == 0 || strcmp(command, "--help") == 0) {
         usage(stdout);
+        cdc_bench_run_usage(stdout);
         return 0;
     }
     fprintf(stderr, "cdcgemm-bench: unknown command '%s'\n", command);

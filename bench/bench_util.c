@@ -1,0 +1,65 @@
+/* bench_util.c - clock, data, error norm and percentiles for the benchmarks. */
+#include "bench_util.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+double cdc_bench_now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double) ts.tv_sec * 1e3 + (double) ts.tv_nsec * 1e-6;
+}
+
+void cdc_bench_fill(float *x, size_t count, unsigned *seed)
+{
+    for (size_t i = 0; i < count; i++) {
+        *seed = *seed * 1664525u + 1013904223u;
+        x[i] = (float) ((*seed >> 8) * (1.0 / 16777216.0) - 0.5);
+    }
+}
+
+void *cdc_bench_xmalloc(size_t bytes)
+{
+    void *p = malloc(bytes ? bytes : 1);
+    if (!p) {
+        fprintf(stderr, "cdcgemm-bench: out of memory (%zu bytes)\n", bytes);
+        exit(1);
+    }
+    return p;
+}
+
+double cdc_bench_rel_error(const float *got, const float *want, size_t count)
+{
+    double diff = 0.0, norm = 0.0;
+    for (size_t i = 0; i < count; i++) {
+        double d = (double) got[i] - (double) want[i];
+        diff += d * d;
+        norm += (double) want[i] * (double) want[i];
+    }
+    if (norm == 0.0)
+        return diff == 0.0 ? 0.0 : INFINITY;
+    return sqrt(diff / norm);
+}
+
+static int compare_doubles(const void *a, const void *b)
+{
+    double x = *(const double *) a, y = *(const double *) b;
+    return (x > y) - (x < y);
+}
+
+double cdc_bench_percentile(const double *values, size_t count, double p)
+{
+    if (count == 0)
+        return 0.0;
+    double *sorted = cdc_bench_xmalloc(count * sizeof *sorted);
+    memcpy(sorted, values, count * sizeof *sorted);
+    qsort(sorted, count, sizeof *sorted, compare_doubles);
+    size_t rank = (size_t) ceil(p / 100.0 * (double) count);
+    double v = sorted[rank > 0 ? rank - 1 : 0];
+    free(sorted);
+    return v;
+}

@@ -1,0 +1,22 @@
+/* bench_util.h - small helpers shared by the benchmark commands. */
+#ifndef CDC_BENCH_UTIL_H_INCLUDED
+#define CDC_BENCH_UTIL_H_INCLUDED
+
+#include <stddef.h>
+
+/* Monotonic clock in milliseconds. */
+double cdc_bench_now_ms(void);
+
+/* Deterministic uniform fill in [-0.5, 0.5) from *seed (an LCG). */
+void cdc_bench_fill(float *x, size_t count, unsigned *seed);
+
+/* malloc or exit(1) with a message: benchmarks have no partial results. */
+void *cdc_bench_xmalloc(size_t bytes);
+
+/* ||got - want|| / ||want|| (Frobenius). */
+double cdc_bench_rel_error(const float *got, const float *want, size_t count);
+
+/* p-th percentile (0..100, nearest rank) of count values; sorts a copy. */
+double cdc_bench_percentile(const double *values, size_t count, double p);
+
+#endif

@@ -1,0 +1,43 @@
+/* run.h - one benchmark run: a workload, a configuration, N requests. */
+#ifndef CDC_RUN_H_INCLUDED
+#define CDC_RUN_H_INCLUDED
+
+#include "workload.h"
+
+typedef enum {
+    CDC_OUTCOME_OK,        /* every shard in time, nothing to rebuild        */
+    CDC_OUTCOME_RECOVERED, /* some data shard rebuilt from parity            */
+    CDC_OUTCOME_FALLBACK,  /* some data shard computed on the coordinator    */
+    CDC_OUTCOME_LOST,      /* a call failed                                  */
+    CDC_OUTCOME_WRONG      /* an output differs from the uncoded reference   */
+} cdc_outcome_t;
+
+typedef struct {
+    double latency_ms; /* the whole request: every layer                     */
+    double oracle_ms;  /* sum over layers of the n-th fastest shard response */
+    double rel_error;  /* worst layer output error vs the reference          */
+    int decoded;       /* data shards rebuilt from parity                    */
+    cdc_outcome_t outcome;
+} cdc_request_record_t;
+
+typedef struct {
+    const char *label;     /* "coded", "uncoded", "local"                  */
+    cdc_config_t config;   /* the configuration the run used               */
+    int requests;
+    int crash_at;          /* request index of an injected crash, or -1    */
+    cdc_request_record_t *records;
+    cdc_stats_t stats;     /* context counters at the end of the run       */
+} cdc_run_t;
+
+/* Wrong when a layer's relative Frobenius error exceeds this. */
+#define CDC_BENCH_WRONG_TOLERANCE 1e-4
+
+/* Run requests (after warmup unrecorded ones) of the workload on a context made
+   from config; layers use split and the config's parity. Fills *run (caller
+   frees run->records). Nonzero when the context or layers cannot be made. */
+int cdc_run_execute(const cdc_workload_t *workload, const cdc_config_t *config,
+                    cdc_split_t split, int requests, int warmup, cdc_run_t *run);
+
+const char *cdc_outcome_name(cdc_outcome_t outcome);
+
+#endif
