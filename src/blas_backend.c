@@ -18,10 +18,14 @@ enum { CBLAS_ROW_MAJOR = 101, CBLAS_COL_MAJOR = 102, CBLAS_NO_TRANS = 111, CBLAS
 typedef void (*cblas_sgemm_fn)(int layout, int trans_a, int trans_b, int m, int n,
                                int k, float alpha, const float *a, int lda,
                                const float *b, int ldb, float beta, float *c, int ldc);
+typedef void (*cblas_sgemv_fn)(int layout, int trans, int m, int n, float alpha,
+                               const float *a, int lda, const float *x, int incx,
+                               float beta, float *y, int incy);
 typedef void (*set_threads_fn)(int threads);
 
 static pthread_once_t resolve_once = PTHREAD_ONCE_INIT;
 static cblas_sgemm_fn openblas_sgemm;
+static cblas_sgemv_fn openblas_sgemv;
 static set_threads_fn openblas_set_threads;
 static char resolve_error[256];
 
@@ -39,10 +43,13 @@ static void resolve_openblas(void)
     }
     /* The handle is kept for the life of the process: OpenBLAS owns threads. */
     *(void **) &openblas_sgemm = dlsym(handle, "cblas_sgemm");
+    *(void **) &openblas_sgemv = dlsym(handle, "cblas_sgemv");
     *(void **) &openblas_set_threads = dlsym(handle, "openblas_set_num_threads");
-    if (!openblas_sgemm)
+    if (!openblas_sgemm || !openblas_sgemv) {
+        openblas_sgemm = NULL;
         snprintf(resolve_error, sizeof resolve_error,
-                 "libopenblas.so.0 has no cblas_sgemm");
+                 "libopenblas.so.0 has no cblas_sgemm/cblas_sgemv");
+    }
 }
 
 int cdc__blas_ready(void)
@@ -78,6 +85,14 @@ void cdc__blas_sgemm_cm(int trans_a, int trans_b, int64_t m, int64_t n, int64_t 
 {
     blas_sgemm(CBLAS_COL_MAJOR, trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta,
                c, ldc);
+}
+
+void cdc__blas_sgemv_rm(int64_t m, int64_t n, const float *a, int64_t lda, const float *x,
+                        float *y)
+{
+    pthread_once(&resolve_once, resolve_openblas);
+    openblas_sgemv(CBLAS_ROW_MAJOR, CBLAS_NO_TRANS, (int) m, (int) n, 1.0f, a, (int) lda, x,
+                   1, 0.0f, y, 1);
 }
 
 void cdc__blas_set_threads(int threads)

@@ -17,6 +17,11 @@ void cdc__blas_sgemm_cm(int trans_a, int trans_b, int64_t m, int64_t n, int64_t 
                         float alpha, const float *a, int64_t lda, const float *b,
                         int64_t ldb, float beta, float *c, int64_t ldc);
 
+/* Row-major y (m) = A (m x n, lda) · x (n), on OpenBLAS. GEMMs with one row
+   or one column go here: OpenBLAS's sgemm is several times slower on them. */
+void cdc__blas_sgemv_rm(int64_t m, int64_t n, const float *a, int64_t lda, const float *x,
+                        float *y);
+
 /* Set OpenBLAS's thread count (workers sharing few cores use 1). */
 void cdc__blas_set_threads(int threads);
 

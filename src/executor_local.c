@@ -10,8 +10,15 @@
 int cdc__task_run_local(const cdc_shard_task_t *task)
 {
     if (task->kind == CDC_TASK_GEMM) {
-        cdc__blas_sgemm_rm(0, 1, task->a_rows, task->cols, task->k, 1.0f, task->a,
-                           task->k, task->bt, task->k, 0.0f, task->result, task->cols);
+        /* One row or one column (FC at batch 1): a matrix-vector product. */
+        if (task->a_rows == 1)
+            cdc__blas_sgemv_rm(task->cols, task->k, task->bt, task->k, task->a, task->result);
+        else if (task->cols == 1)
+            cdc__blas_sgemv_rm(task->a_rows, task->k, task->a, task->k, task->bt,
+                               task->result);
+        else
+            cdc__blas_sgemm_rm(0, 1, task->a_rows, task->cols, task->k, 1.0f, task->a,
+                               task->k, task->bt, task->k, 0.0f, task->result, task->cols);
         return CDC_OK;
     }
     const cdc_conv_geometry_t *g = task->geometry;

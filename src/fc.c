@@ -8,6 +8,9 @@
 #include <limits.h>
 #include <string.h>
 
+/* Samples per shard below which auto keeps an FC layer on the output split. */
+enum { CDC_FC_BATCH_SPLIT_MIN = 64 };
+
 int cdc_fc_new(cdc_context_t *context, int64_t out_features, int64_t in_features,
                const float *weights, const float *bias,
                const cdc_layer_options_t *options, cdc_layer_t **layer_p)
@@ -55,9 +58,13 @@ int cdc_fc_forward(cdc_layer_t *layer, int64_t batch, const float *x, float *y)
                             ? layer->options.split
                             : context->config.split;
     /* T = x · Wᵀ: A = x (batch x in), Bt = W (out x in). Output split = W's rows. */
+    /* A batch split makes every worker stream the whole weight matrix per
+       call (n times the memory traffic of an output split): auto takes it
+       only when each shard gets enough samples to be compute bound. */
     if (split == CDC_SPLIT_AUTO)
-        split = cdc__plan_matmul_split(layer->rows, batch, layer->k, n, r, 1, 0) ==
-                        CDC_SPLIT_COLUMNS
+        split = (batch + n - 1) / n >= CDC_FC_BATCH_SPLIT_MIN &&
+                        cdc__plan_matmul_split(layer->rows, batch, layer->k, n, r, 1, 0) ==
+                            CDC_SPLIT_COLUMNS
                     ? CDC_SPLIT_COLUMNS
                     : CDC_SPLIT_ROWS;
 
