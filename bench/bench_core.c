@@ -2,6 +2,8 @@
    measured beside the uncoded GEMM for AlexNet and VGG-16 layers (n = 4). */
 #include "bench_core.h"
 
+#include "bench_util.h"
+
 #include "blas_backend.h"
 #include "code.h"
 #include "im2col.h"
@@ -17,32 +19,6 @@
 
 enum { DATA_SHARDS = 4 };
 
-static double now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
-}
-
-static void fill(float *x, size_t count)
-{
-    unsigned seed = 12345u;
-    for (size_t i = 0; i < count; i++) {
-        seed = seed * 1664525u + 1013904223u;
-        x[i] = (float) ((seed >> 8) * (1.0 / 16777216.0) - 0.5);
-    }
-}
-
-static void *xmalloc(size_t bytes)
-{
-    void *p = malloc(bytes ? bytes : 1);
-    if (!p) {
-        fprintf(stderr, "bench core: out of memory (%zu bytes)\n", bytes);
-        exit(1);
-    }
-    return p;
-}
-
 typedef struct {
     double gemm, weight_encode, input_encode, im2col, decode[CDC_CODE_MAX_R + 1];
     double decode_bytes[CDC_CODE_MAX_R + 1];
@@ -55,20 +31,21 @@ static void time_decode(const cdc_code_t *code, int64_t rows, int64_t cols, int 
 {
     int n = cdc_code_n(code), r = cdc_code_r(code);
     size_t block = (size_t) rows * (size_t) cols;
-    float *storage = xmalloc((size_t) (n + r) * block * sizeof(float));
+    float *storage = cdc_bench_xmalloc((size_t) (n + r) * block * sizeof(float));
     float *shards[CDC_MAX_SHARDS];
     for (int s = 0; s < n + r; s++)
         shards[s] = storage + (size_t) s * block;
-    fill(storage, (size_t) n * block);
+    unsigned seed = 12345u;
+    cdc_bench_fill(storage, (size_t) n * block, &seed);
     cdc_code_encode(code, rows, cols, (const float *const *) shards, cols, shards + n, cols);
     for (int lost = 1; lost <= r; lost++) {
         uint64_t all = (UINT64_C(1) << (n + r)) - 1;
         uint64_t present = all & ~((UINT64_C(1) << lost) - 1); /* data 0..lost-1 gone */
         double best = 1e30;
         for (int i = 0; i < repeat; i++) {
-            double t0 = now_ms();
+            double t0 = cdc_bench_now_ms();
             cdc_code_decode(code, rows, cols, shards, cols, present);
-            double t = now_ms() - t0;
+            double t = cdc_bench_now_ms() - t0;
             best = t < best ? t : best;
         }
         costs->decode[lost] = best;
@@ -99,18 +76,18 @@ typedef struct {
 static double run_im2col(void *p)
 {
     conv_args_t *a = p;
-    double t0 = now_ms();
+    double t0 = cdc_bench_now_ms();
     cdc_im2col(a->g, a->x, a->cols, a->ncols);
-    return now_ms() - t0;
+    return cdc_bench_now_ms() - t0;
 }
 
 static double run_gemm(void *p)
 {
     conv_args_t *a = p;
-    double t0 = now_ms();
+    double t0 = cdc_bench_now_ms();
     cdc__blas_sgemm_rm(0, 0, a->rows, a->ncols, a->k, 1.0f, a->w, a->k, a->cols, a->ncols,
                        0.0f, a->out, a->ncols);
-    return now_ms() - t0;
+    return cdc_bench_now_ms() - t0;
 }
 
 static double run_weight_encode(void *p)
@@ -119,9 +96,9 @@ static double run_weight_encode(void *p)
     cdc_shard_set_t *set = NULL;
     /* The set aliases the weights; copying the full blocks too would be the
        cost a worker pays when it receives them, not the encoder's. */
-    double t0 = now_ms();
+    double t0 = cdc_bench_now_ms();
     cdc__shard_set_new(a->code, DATA_SHARDS, a->w, a->rows, a->k, &set);
-    double t = now_ms() - t0;
+    double t = cdc_bench_now_ms() - t0;
     cdc__shard_set_destroy(&set);
     return t;
 }
@@ -132,10 +109,10 @@ static double run_band_encode(void *p)
     cdc_conv_geometry_t band_g;
     float *bands = NULL;
     size_t band_size;
-    double t0 = now_ms();
+    double t0 = cdc_bench_now_ms();
     cdc__conv_bands_encode(a->code, DATA_SHARDS, a->g, 1, a->x, &band_g, &bands,
                            &band_size);
-    double t = now_ms() - t0;
+    double t = cdc_bench_now_ms() - t0;
     free(bands);
     return t;
 }
@@ -154,12 +131,13 @@ static void bench_layer(const char *model, const cdc_model_layer_t *m, int r, in
                              m->stride,      m->stride, m->pad, m->pad, 1, 1, 0, 0};
     cdc_conv_geometry_finish(&g);
     int64_t k = cdc_model_layer_inner(m), spatial = g.out_h * g.out_w;
-    float *w = xmalloc((size_t) (m->out_channels * k) * sizeof(float));
-    float *x = xmalloc((size_t) (m->in_channels * m->h * m->w) * sizeof(float));
-    float *cols = xmalloc((size_t) (k * spatial) * sizeof(float));
-    float *out = xmalloc((size_t) (m->out_channels * spatial) * sizeof(float));
-    fill(w, (size_t) (m->out_channels * k));
-    fill(x, (size_t) (m->in_channels * m->h * m->w));
+    float *w = cdc_bench_xmalloc((size_t) (m->out_channels * k) * sizeof(float));
+    float *x = cdc_bench_xmalloc((size_t) (m->in_channels * m->h * m->w) * sizeof(float));
+    float *cols = cdc_bench_xmalloc((size_t) (k * spatial) * sizeof(float));
+    float *out = cdc_bench_xmalloc((size_t) (m->out_channels * spatial) * sizeof(float));
+    unsigned seed = 12345u;
+    cdc_bench_fill(w, (size_t) (m->out_channels * k), &seed);
+    cdc_bench_fill(x, (size_t) (m->in_channels * m->h * m->w), &seed);
     conv_args_t args = {&g, x, w, cols, out, m->out_channels, k, spatial, code};
 
     int64_t block_rows, block_cols;

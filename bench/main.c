@@ -1,6 +1,8 @@
 /* main.c - cdcgemm-bench: the demo (no arguments) and the benchmark commands. */
+#include "bench_blas.h"
 #include "bench_codes.h"
 #include "bench_core.h"
+#include "bench_failover.h"
 #include "bench_im2col.h"
 #include "bench_run.h"
 #include "demo.h"
@@ -17,6 +19,8 @@ static void usage(FILE *out)
             "  core          encode/decode/im2col costs beside the GEMM (AlexNet, VGG-16)\n"
             "  codes         encode/decode throughput and generator conditioning\n"
             "  im2col        im2col throughput beside the GEMM per conv layer\n"
+            "  blas          BLAS entry points: local-call overhead, threshold, hash\n"
+            "  failover      coded vs uncoded latency on local workers; recovery from a SIGKILL\n"
             "  help          this text\n");
 }
 
@@ -33,6 +37,10 @@ int main(int argc, char **argv)
         return cdc_bench_codes(argc - 1, argv + 1);
     if (strcmp(command, "im2col") == 0)
         return cdc_bench_im2col(argc - 1, argv + 1);
+    if (strcmp(command, "blas") == 0)
+        return cdc_bench_blas(argc - 1, argv + 1);
+    if (strcmp(command, "failover") == 0)
+        return cdc_bench_failover(argc - 1, argv + 1);
     if (strcmp(command, "demo") == 0)
         return cdc_bench_demo(argc - 1, argv + 1);
     if (strcmp(command, "help") == 0 || strcmp(command, "--help") == 0) {

@@ -84,6 +84,9 @@ typedef struct {
     int in_process;               /* 1: run the shards in this process on
                                      local_workers virtual workers (no worker
                                      processes); 0: workers (default)          */
+    int verify;                   /* 1: check shard results against the parity
+                                     equations when redundancy allows and
+                                     rebuild a corrupted shard (default 1)     */
 } cdc_config_t;
 
 /* Fill *config with the documented defaults. Never fails. */
@@ -116,6 +119,12 @@ CDC_EXPORT const cdc_config_t *cdc_context_config(const cdc_context_t *context);
    as lost. Cleared after that call. */
 CDC_EXPORT int cdc_context_erase_next(cdc_context_t *context, uint64_t mask);
 
+/* Silent-corruption injection, the in-process twin of the `corrupt` fault: in
+   the next coded call, one element of each arrived result whose bit is set in
+   mask is changed by 1% of that result's largest magnitude. The
+   parity check (config.verify) is what catches it. Cleared after that call. */
+CDC_EXPORT int cdc_context_corrupt_next(cdc_context_t *context, uint64_t mask);
+
 /* Counters since the context was created. */
 typedef struct {
     uint64_t calls;            /* coded or local calls completed              */
@@ -130,6 +139,15 @@ typedef struct {
     uint64_t bytes_out;        /* payload bytes sent to workers               */
     uint64_t bytes_in;         /* payload bytes received from workers         */
     uint64_t weight_hits;      /* BLAS calls that reused cached weights       */
+    /* Worker transport (ZeroMQ executor; 0 in process). */
+    uint64_t late_replies;      /* replies to finished calls, dropped         */
+    uint64_t heartbeats_missed; /* PINGs to a live worker left unanswered     */
+    uint64_t worker_deaths;     /* workers taken out: connection dropped or
+                                   silent for 300 ms                          */
+    uint64_t worker_rejoins;    /* dead workers that answered again           */
+    uint64_t invalid_messages;  /* malformed or unmatched replies, dropped     */
+    uint64_t weights_sent;      /* weight shards sent to workers              */
+    uint64_t weight_bytes;      /* payload bytes of those (in bytes_out too)  */
 } cdc_stats_t;
 
 /* Copy the counters into *stats. Thread-safe. */
@@ -142,6 +160,7 @@ typedef struct {
     int arrived;         /* shard results that came back                       */
     int decoded;         /* data shards rebuilt from parity                    */
     int fallback;        /* data shards computed locally                       */
+    int corrupt;         /* 1 when a result failed the parity check            */
     double shard_ms[CDC_MAX_WORKERS]; /* per shard: dispatch to result, < 0 none */
     double oracle_ms;    /* the n-th fastest shard result: the earliest any
                             decoder could have finished; < 0 if < n arrived   */

@@ -4,6 +4,7 @@
 #include "error.h"
 #include "log.h"
 
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -78,6 +79,17 @@ static double nth_fastest(const double *ms, int count, int k)
     return have >= k ? sorted[k - 1] : -1.0;
 }
 
+/* cdc_context_corrupt_next: the middle element moves by 1% of the largest
+   magnitude in the block (by 1 in an all-zero block). */
+static void corrupt_one_element(float *block, size_t count)
+{
+    float largest = 0.0f;
+    for (size_t i = 0; i < count; i++)
+        largest = fabsf(block[i]) > largest ? fabsf(block[i]) : largest;
+    if (count > 0)
+        block[count / 2] += largest > 0.0f ? 0.01f * largest : 1.0f;
+}
+
 int cdc__coded_call_run(cdc_context_t *context, cdc_coded_call_t *call)
 {
     int n = call->n, shards = call->n + call->r;
@@ -86,7 +98,9 @@ int cdc__coded_call_run(cdc_context_t *context, cdc_coded_call_t *call)
 
     pthread_mutex_lock(&context->lock);
     uint64_t erased = context->erase_next & all;
+    uint64_t corrupted = context->corrupt_next & all;
     context->erase_next = 0;
+    context->corrupt_next = 0;
     pthread_mutex_unlock(&context->lock);
 
     /* Dispatch every shard not erased; remember which task is which shard. */
@@ -122,8 +136,28 @@ int cdc__coded_call_run(cdc_context_t *context, cdc_coded_call_t *call)
                 report.shard_ms[sent[t].shard] = sent[t].elapsed_ms;
         }
     report.arrived = popcount64(present);
+    for (int s = 0; s < shards; s++)
+        if (corrupted & present & (UINT64_C(1) << s))
+            corrupt_one_element(call->results[s], (size_t) call->rows * (size_t) call->cols);
     report.oracle_ms = nth_fastest(report.shard_ms, shards, n);
 
+    /* Parity check of what arrived: a shard that fails it is dropped and
+       rebuilt (r >= 2 locates it); when it cannot be located every data shard
+       is recomputed here, so a corrupted result never reaches the caller. */
+    int corrupt = 0;
+    if (call->code && call->inner > 0 && context->config.verify) {
+        int bad = -1;
+        int check = cdc_code_check(call->code, call->rows, call->cols,
+                                   (const float *const *) call->results, call->cols, present,
+                                   call->scales, call->inner, &bad);
+        if (check == CDC_ECORRUPT) {
+            corrupt = 1;
+            present &= bad >= 0 ? ~(UINT64_C(1) << bad) : ~data_mask;
+            CDC_LOG_WARNF("shard results fail the parity check (%s shard %d); %s",
+                          bad >= 0 ? "located" : "unlocated", bad,
+                          bad >= 0 ? "rebuilding it" : "recomputing the data shards");
+        }
+    }
     uint64_t missing_data = data_mask & ~present;
     int decoded = 0, fallback = 0;
     int parities = popcount64(present & ~data_mask);
@@ -151,12 +185,14 @@ int cdc__coded_call_run(cdc_context_t *context, cdc_coded_call_t *call)
 
     report.decoded = decoded;
     report.fallback = fallback;
+    report.corrupt = corrupt;
     pthread_mutex_lock(&context->lock);
     context->last_call = report;
     context->stats.coded_calls += call->r > 0;
     context->stats.shards_sent += (uint64_t) count;
     context->stats.shards_erased += (uint64_t) popcount64(all & ~present);
     context->stats.results_decoded += (uint64_t) decoded;
+    context->stats.corrupt_detected += (uint64_t) corrupt;
     context->stats.fallbacks += fallback > 0;
     context->stats.bytes_out += out_bytes;
     context->stats.bytes_in += (uint64_t) popcount64(present) * (uint64_t) call->rows *
@@ -168,6 +204,14 @@ int cdc__coded_call_run(cdc_context_t *context, cdc_coded_call_t *call)
 int cdc__context_code(cdc_context_t *context, int n, int r, const cdc_code_t **code)
 {
     *code = NULL;
+    /* The plan over the live workers: n came from cdc__context_data_shards;
+       lower r so that the n + r shards fit them (r <= n). With no live
+       worker the call is local anyway: keep r. */
+    int live = cdc__context_live_workers(context, NULL);
+    if (live > 0 && n + r > live)
+        r = live - n > 0 ? live - n : 0;
+    if (r > n)
+        r = n;
     if (r == 0)
         return CDC_OK;
     pthread_mutex_lock(&context->lock);

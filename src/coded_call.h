@@ -12,6 +12,11 @@ typedef struct {
     int64_t rows, cols;     /* shape of every shard result                   */
     cdc_shard_task_t tasks[CDC_MAX_SHARDS]; /* n + r, result set by the call */
     float *results[CDC_MAX_SHARDS];         /* n + r result blocks           */
+    /* Parity check of the results (when inner > 0 and the context verifies):
+       per shard, the norms of the operand rows and columns its result came
+       from, and the inner dimension of the products. */
+    cdc_shard_scale_t scales[CDC_MAX_SHARDS];
+    int64_t inner;
     float *storage;                         /* owns the result blocks        */
 } cdc_coded_call_t;
 

@@ -23,6 +23,7 @@ void cdc_config_init(cdc_config_t *config)
     config->timeout_ms = 2000;
     config->min_flops = -1.0;
     config->log_level = CDC_LOG_WARN;
+    config->verify = 1;
 }
 
 int cdc_split_parse(const char *name, cdc_split_t *split)
@@ -119,6 +120,8 @@ int cdc_config_from_env(cdc_config_t *config)
                            "CDCGEMM_SPLIT='%s': expected auto, output, channel or spatial",
                            value);
     }
+    if (rc == CDC_OK && (value = getenv("CDCGEMM_VERIFY")))
+        rc = parse_int("CDCGEMM_VERIFY", value, 0, 1, &parsed.verify);
     if (rc == CDC_OK && (value = getenv("CDCGEMM_IN_PROCESS")))
         rc = parse_int("CDCGEMM_IN_PROCESS", value, 0, 1, &parsed.in_process);
     if (rc == CDC_OK && (value = getenv("CDCGEMM_WAIT_MS")))

@@ -5,6 +5,7 @@
 #include "code.h"
 #include "error.h"
 #include "log.h"
+#include "stats_json.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -64,18 +65,31 @@ int cdc_context_new(const cdc_config_t *config, cdc_context_t **context_p)
     if (rc != CDC_OK)
         goto fail_config;
     if (config->workers[0]) {
-        /* W = the endpoints given: one shard per worker. */
-        rc = cdc__executor_zmq_new(config, &self->executor);
+        /* W = the endpoints given: one shard per live worker. */
+        int wait = config->timeout_ms < 1000 ? config->timeout_ms : 1000;
+        rc = cdc__executor_zmq_new(config, NULL, wait, &self->executor);
         if (rc != CDC_OK)
             goto fail_config;
-    } else {
-        /* In process (config->in_process), and until local worker spawning
-           lands also the embedded default: shards run on this thread. */
+    } else if (config->in_process) {
+        /* Shards run on this thread, on local_workers virtual workers. */
         self->executor = cdc__executor_local_new();
         if (!self->executor) {
             rc = cdc__fail(CDC_ENOMEM, "executor");
             goto fail_config;
         }
+    } else {
+        /* The embedded default: spawn the workers, then talk to them like
+           any others. They answer within ms of binding; the bound is only
+           for a machine under heavy load. */
+        rc = cdc__local_workers_new(config->local_workers, config->faults,
+                                    config->log_level, &self->local);
+        if (rc != CDC_OK)
+            goto fail_config;
+        int wait = config->timeout_ms > 5000 ? config->timeout_ms : 5000;
+        rc = cdc__executor_zmq_new(config, cdc__local_workers_endpoints(self->local), wait,
+                                   &self->executor);
+        if (rc != CDC_OK)
+            goto fail_local;
     }
     if (pthread_mutex_init(&self->lock, NULL) != 0) {
         rc = cdc__fail(CDC_ENOMEM, "context mutex");
@@ -87,6 +101,8 @@ int cdc_context_new(const cdc_config_t *config, cdc_context_t **context_p)
 
 fail_executor:
     self->executor->ops->destroy(self->executor);
+fail_local:
+    cdc__local_workers_destroy(&self->local);
 fail_config:
     free(self);
     return rc;
@@ -107,7 +123,14 @@ void cdc_context_destroy(cdc_context_t **context_p)
     if (!context_p || !*context_p)
         return;
     cdc_context_t *self = *context_p;
+    if (self->config.stats_path[0]) {
+        cdc_stats_t stats;
+        cdc_context_stats(self, &stats);
+        if (cdc__stats_write_json(&stats, self->config.stats_path) != CDC_OK)
+            CDC_LOG_WARNF("CDCGEMM_STATS: %s", cdc_last_error());
+    }
     self->executor->ops->destroy(self->executor);
+    cdc__local_workers_destroy(&self->local); /* after the sockets are closed */
     for (int r = 0; r <= CDC_CODE_MAX_R; r++)
         for (int n = 0; n <= CDC_CODE_MAX_N; n++)
             cdc_code_destroy(&self->codes[r][n]);
@@ -131,6 +154,16 @@ int cdc_context_erase_next(cdc_context_t *context, uint64_t mask)
     return CDC_OK;
 }
 
+int cdc_context_corrupt_next(cdc_context_t *context, uint64_t mask)
+{
+    if (!context)
+        return cdc__fail(CDC_EINVAL, "cdc_context_corrupt_next: context is NULL");
+    pthread_mutex_lock(&context->lock);
+    context->corrupt_next = mask;
+    pthread_mutex_unlock(&context->lock);
+    return CDC_OK;
+}
+
 int cdc_context_stats(cdc_context_t *context, cdc_stats_t *stats)
 {
     if (!context || !stats)
@@ -138,6 +171,19 @@ int cdc_context_stats(cdc_context_t *context, cdc_stats_t *stats)
     pthread_mutex_lock(&context->lock);
     *stats = context->stats;
     pthread_mutex_unlock(&context->lock);
+    cdc_remote_counters_t remote;
+    if (cdc__executor_remote_counters(context->executor, &remote) == CDC_OK) {
+        /* What really crossed the wire (payloads; 168-byte headers aside). */
+        stats->bytes_out = remote.bytes_out;
+        stats->bytes_in = remote.bytes_in;
+        stats->late_replies = remote.late_replies;
+        stats->heartbeats_missed = remote.heartbeats_missed;
+        stats->worker_deaths = remote.worker_deaths;
+        stats->worker_rejoins = remote.worker_rejoins;
+        stats->invalid_messages = remote.invalid_replies;
+        stats->weights_sent = remote.weights_sent;
+        stats->weight_bytes = remote.weight_bytes;
+    }
     return CDC_OK;
 }
 
@@ -167,6 +213,23 @@ int cdc__context_data_shards(const cdc_context_t *context, int parity, int *n)
                          "parity r = %d with %d workers leaves n = %d data shards "
                          "(need n >= 1 and r <= n)",
                          parity, context->workers, data);
-    *n = data;
+    int live = cdc__context_live_workers(context, NULL);
+    if (live == 0) {
+        *n = data; /* nothing will be sent: every shard is computed here */
+        return CDC_OK;
+    }
+    int r = parity <= live / 2 ? parity : live / 2;
+    *n = live - r;
     return CDC_OK;
+}
+
+int cdc__context_live_workers(const cdc_context_t *context, uint64_t *mask)
+{
+    int live = context->executor ? cdc__executor_live(context->executor, mask) : -1;
+    if (live < 0 || live > context->workers) {
+        live = context->workers;
+        if (mask)
+            *mask = live == 64 ? ~UINT64_C(0) : (UINT64_C(1) << live) - 1;
+    }
+    return live;
 }

@@ -5,6 +5,7 @@
 #include "cdcgemm.h"
 #include "code.h"
 #include "executor.h"
+#include "local_workers.h"
 
 #include <pthread.h>
 
@@ -13,15 +14,24 @@ struct cdc_context {
     pthread_mutex_t lock; /* serialises calls and guards stats / erase_next */
     cdc_stats_t stats;
     uint64_t erase_next;  /* shards the next coded call treats as lost       */
+    uint64_t corrupt_next; /* shards whose next results get one bad element  */
     cdc_call_report_t last_call;
-    int workers;          /* W: shards a call can be spread over             */
+    int workers;          /* W: workers configured (live ones: the executor) */
     cdc_executor_t *executor;
+    cdc_local_workers_t *local; /* spawned workers (embedded default), or NULL */
     cdc_code_t *codes[CDC_CODE_MAX_R + 1][CDC_CODE_MAX_N + 1]; /* [r][n], lazily */
 };
 
-/* Data shards for parity r on this context: W - r. CDC_ECONFIG when r is out
-   of range for the worker count (r > n or n < 1). */
+/* Data shards for parity r on this context: n = L - r' over the L live
+   workers (all W without heartbeats), where r' = min(r, L / 2) keeps
+   r' <= n and n >= 1 (one live worker: r' = 0); cdc__context_code applies
+   the same r'. With no live worker, n = W - r (the call then runs locally).
+   CDC_ECONFIG when r is out of range for W (r > W - r or W - r < 1). */
 int cdc__context_data_shards(const cdc_context_t *context, int parity, int *n);
+
+/* Live workers now (bit w of *mask, may be NULL): W and all bits for an
+   executor without heartbeats. Thread-safe. */
+int cdc__context_live_workers(const cdc_context_t *context, uint64_t *mask);
 
 /* The layer/call parity: the context's unless overridden (>= 0). */
 int cdc__context_parity(const cdc_context_t *context, int parity_override);

@@ -2,6 +2,7 @@
 #include "layer.h"
 
 #include "error.h"
+#include "norms.h"
 #include "plan.h"
 
 #include <limits.h>
@@ -82,6 +83,13 @@ static int conv_channel_split(cdc_layer_t *layer, const cdc_code_t *code, int n,
     rc = cdc__coded_call_init(&call, code, n, filters->block_rows, cols);
     if (rc != CDC_OK)
         return rc;
+    /* Every shard reads the same im2col columns: one set of patch norms. */
+    double *patch_norms = NULL;
+    if (code && layer->context->config.verify &&
+        (patch_norms = malloc((size_t) cols * sizeof *patch_norms))) {
+        cdc__patch_norms(g, batch, x, patch_norms);
+        call.inner = layer->k;
+    }
     for (int s = 0; s < filters->n + filters->r; s++) {
         cdc_shard_task_t *task = &call.tasks[s];
         task->kind = CDC_TASK_CONV;
@@ -92,6 +100,8 @@ static int conv_channel_split(cdc_layer_t *layer, const cdc_code_t *code, int n,
         task->geometry = g;
         task->batch = batch;
         task->input = x;
+        call.scales[s].row = filters->row_norms[s];
+        call.scales[s].col = patch_norms;
     }
     rc = cdc__coded_call_run(layer->context, &call);
     if (rc == CDC_OK) {
@@ -106,6 +116,7 @@ static int conv_channel_split(cdc_layer_t *layer, const cdc_code_t *code, int n,
         }
     }
     cdc__coded_call_release(&call);
+    free(patch_norms);
     return rc;
 }
 
@@ -190,6 +201,17 @@ static int conv_spatial_split(cdc_layer_t *layer, const cdc_code_t *code, int n,
         free(bands);
         return rc;
     }
+    /* Each band (parity bands too) has its own im2col columns. */
+    double *patch_norms = NULL;
+    const double *filter_norms = NULL;
+    if (code && layer->context->config.verify &&
+        (filter_norms = cdc__layer_weight_norms(layer)) &&
+        (patch_norms = malloc((size_t) shards * (size_t) cols * sizeof *patch_norms))) {
+        for (int s = 0; s < shards; s++)
+            cdc__patch_norms(&band_g, batch, bands + (size_t) s * band_size,
+                             patch_norms + (size_t) s * (size_t) cols);
+        call.inner = layer->k;
+    }
     for (int s = 0; s < shards; s++) {
         cdc_shard_task_t *task = &call.tasks[s];
         task->kind = CDC_TASK_CONV;
@@ -200,6 +222,8 @@ static int conv_spatial_split(cdc_layer_t *layer, const cdc_code_t *code, int n,
         task->geometry = &band_g;
         task->batch = batch;
         task->input = bands + (size_t) s * band_size;
+        call.scales[s].row = filter_norms;
+        call.scales[s].col = patch_norms ? patch_norms + (size_t) s * (size_t) cols : NULL;
     }
     rc = cdc__coded_call_run(layer->context, &call);
     if (rc == CDC_OK) {
@@ -217,6 +241,7 @@ static int conv_spatial_split(cdc_layer_t *layer, const cdc_code_t *code, int n,
         }
     }
     cdc__coded_call_release(&call);
+    free(patch_norms);
     free(bands);
     return rc;
 }

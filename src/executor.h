@@ -45,6 +45,9 @@ typedef struct {
     int (*run)(cdc_executor_t *self, cdc_shard_task_t *tasks, int count, int needed,
                uint64_t *arrived);
     void (*destroy)(cdc_executor_t *self);
+    /* Workers believed live now (heartbeats); NULL = every worker, always.
+       *mask (may be NULL) gets bit w for each live worker w. Thread-safe. */
+    int (*live)(cdc_executor_t *self, uint64_t *mask);
 } cdc_executor_ops_t;
 
 struct cdc_executor {
@@ -69,14 +72,23 @@ typedef struct {
     uint64_t timeouts;        /* calls that hit timeout_ms                   */
     uint64_t bytes_out;       /* payload bytes sent (weights included)       */
     uint64_t bytes_in;        /* payload bytes of accepted results           */
+    uint64_t heartbeats_missed; /* PINGs to a live worker unanswered at the next */
+    uint64_t worker_deaths;   /* live -> dead: connection dropped or silent  */
+    uint64_t worker_rejoins;  /* dead -> live again (answered a PING)        */
+    uint64_t dead_skipped;    /* tasks not sent or given up: worker dead     */
 } cdc_remote_counters_t;
 
-/* ZeroMQ executor over the endpoints in config->workers (W = their count):
-   task t of a call goes to worker tasks[t].shard mod W. Waits up to
-   min(timeout_ms, 1000) for the workers to answer a first PING; workers that
-   do not are still used once they come up. Caller owns *executor_p and
-   destroys it with ops->destroy. */
-int cdc__executor_zmq_new(const cdc_config_t *config, cdc_executor_t **executor_p);
+/* ZeroMQ executor over the comma-separated endpoints (W = their count; NULL
+   = config->workers): a background thread heartbeats every worker; task t of
+   a call goes to the (tasks[t].shard mod L)-th of the L live workers. Waits
+   up to connect_wait_ms for the workers to answer a first PING; workers that
+   do not are used once they come up. Caller owns *executor_p and destroys it
+   with ops->destroy. */
+int cdc__executor_zmq_new(const cdc_config_t *config, const char *endpoints,
+                          int connect_wait_ms, cdc_executor_t **executor_p);
+
+/* Live workers of an executor (every worker when it has no heartbeats). */
+int cdc__executor_live(cdc_executor_t *executor, uint64_t *mask);
 
 /* The transport counters of a ZeroMQ executor; CDC_EINVAL for another kind.
    Thread-safe. */

@@ -63,7 +63,7 @@ static void local_destroy(cdc_executor_t *self)
     free(self);
 }
 
-static const cdc_executor_ops_t local_ops = {"local", local_run, local_destroy};
+static const cdc_executor_ops_t local_ops = {"local", local_run, local_destroy, NULL};
 
 cdc_executor_t *cdc__executor_local_new(void)
 {

@@ -27,9 +27,15 @@ static void zmq_destroy(cdc_executor_t *base)
     free(self);
 }
 
-static const cdc_executor_ops_t zmq_ops = {"zmq", zmq_run, zmq_destroy};
+static int zmq_live(cdc_executor_t *base, uint64_t *mask)
+{
+    return cdc_client_live(((zmq_executor_t *) base)->client, mask);
+}
 
-int cdc__executor_zmq_new(const cdc_config_t *config, cdc_executor_t **executor_p)
+static const cdc_executor_ops_t zmq_ops = {"zmq", zmq_run, zmq_destroy, zmq_live};
+
+int cdc__executor_zmq_new(const cdc_config_t *config, const char *endpoints,
+                          int connect_wait_ms, cdc_executor_t **executor_p)
 {
     zmq_executor_t *self = calloc(1, sizeof *self);
     if (!self)
@@ -37,8 +43,8 @@ int cdc__executor_zmq_new(const cdc_config_t *config, cdc_executor_t **executor_
     self->base.ops = &zmq_ops;
     self->wait_ms = config->wait_ms;
     self->timeout_ms = config->timeout_ms;
-    int connect_wait = config->timeout_ms < 1000 ? config->timeout_ms : 1000;
-    int rc = cdc_client_new(config->workers, connect_wait, &self->client);
+    int rc = cdc_client_new(endpoints ? endpoints : config->workers, connect_wait_ms,
+                            &self->client);
     if (rc != CDC_OK) {
         free(self);
         return rc;
@@ -53,4 +59,13 @@ int cdc__executor_remote_counters(cdc_executor_t *executor, cdc_remote_counters_
         return cdc__fail(CDC_EINVAL, "not a ZeroMQ executor");
     cdc_client_counters(((zmq_executor_t *) executor)->client, counters);
     return CDC_OK;
+}
+
+int cdc__executor_live(cdc_executor_t *executor, uint64_t *mask)
+{
+    if (executor->ops->live)
+        return executor->ops->live(executor, mask);
+    if (mask)
+        *mask = ~UINT64_C(0);
+    return -1; /* every worker */
 }

@@ -81,9 +81,11 @@ int cdc_fc_forward(cdc_layer_t *layer, int64_t batch, const float *x, float *y)
         cdc_shard_set_t *samples = NULL;
         rc = cdc__shard_set_new(code, n, x, batch, layer->k, &samples);
         if (rc == CDC_OK)
-            rc = cdc__matmul_coded(context, code, CDC_SHARD_A, samples, 0,
-                                   layer->weights_key, x, batch, layer->weights,
-                                   layer->rows, layer->k, y, layer->rows);
+            rc = cdc__matmul_coded_normed(
+                context, code, CDC_SHARD_A, samples, 0, layer->weights_key, x, batch,
+                layer->weights, layer->rows, layer->k,
+                code && context->config.verify ? cdc__layer_weight_norms(layer) : NULL, y,
+                layer->rows);
         cdc__shard_set_destroy(&samples);
     }
     if (rc != CDC_OK)

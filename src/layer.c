@@ -2,6 +2,7 @@
 #include "layer.h"
 
 #include "error.h"
+#include "norms.h"
 
 #include <limits.h>
 #include <stdlib.h>
@@ -126,6 +127,16 @@ int cdc__layer_weight_shards(cdc_layer_t *layer, const cdc_code_t *code, int n,
     return CDC_OK;
 }
 
+const double *cdc__layer_weight_norms(cdc_layer_t *layer)
+{
+    if (!layer->weight_norms) {
+        layer->weight_norms = malloc((size_t) layer->rows * sizeof(double));
+        if (layer->weight_norms)
+            cdc__row_norms(layer->weights, layer->rows, layer->k, layer->weight_norms);
+    }
+    return layer->weight_norms;
+}
+
 void cdc__context_count_call(cdc_context_t *context)
 {
     pthread_mutex_lock(&context->lock);
@@ -146,6 +157,7 @@ void cdc_layer_destroy(cdc_layer_t **layer_p)
     cdc__shard_set_destroy(&layer->weight_shards);
     free(layer->weights);
     free(layer->bias);
+    free(layer->weight_norms);
     free(layer);
     *layer_p = NULL;
 }

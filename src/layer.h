@@ -21,6 +21,7 @@ struct cdc_layer {
     cdc_shard_set_t *weight_shards;
     const cdc_code_t *weight_code;
     cdc_split_t last_split;
+    double *weight_norms; /* row norms of the weights, computed on first use */
 };
 
 /* Validate options and copy weights/bias into a new layer. */
@@ -31,6 +32,10 @@ int cdc__layer_new(cdc_context_t *context, cdc_layer_kind_t kind, int64_t rows,
 /* The weight row blocks for (code, n), encoding them on first use. */
 int cdc__layer_weight_shards(cdc_layer_t *layer, const cdc_code_t *code, int n,
                              const cdc_shard_set_t **set);
+
+/* Row norms of the whole weight matrix (scale of the parity check), computed
+   once; NULL when out of memory (the check is then skipped). */
+const double *cdc__layer_weight_norms(cdc_layer_t *layer);
 
 /* Resolve the layer's parity, data shard count and code for this call. */
 int cdc__layer_plan_code(cdc_layer_t *layer, int *n, int *r, const cdc_code_t **code);

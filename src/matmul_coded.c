@@ -1,13 +1,17 @@
 /* matmul_coded.c - coded products of plain matrices (FC layers, the GEMM API). */
 #include "matmul_coded.h"
 
+#include "error.h"
+#include "norms.h"
+
+#include <stdlib.h>
 #include <string.h>
 
-int cdc__matmul_coded(cdc_context_t *context, const cdc_code_t *code,
-                      cdc_shard_side_t side, const cdc_shard_set_t *set, uint64_t set_key,
-                      uint64_t whole_key,
-                      const float *a, int64_t m, const float *bt, int64_t ncols,
-                      int64_t k, float *t, int64_t ldt)
+int cdc__matmul_coded_normed(cdc_context_t *context, const cdc_code_t *code,
+                             cdc_shard_side_t side, const cdc_shard_set_t *set,
+                             uint64_t set_key, uint64_t whole_key, const float *a, int64_t m,
+                             const float *bt, int64_t ncols, int64_t k,
+                             const double *whole_norms, float *t, int64_t ldt)
 {
     int n = set->n, shards = set->n + set->r;
     int64_t result_rows = side == CDC_SHARD_A ? set->block_rows : m;
@@ -25,7 +29,10 @@ int cdc__matmul_coded(cdc_context_t *context, const cdc_code_t *code,
         task->bt = side == CDC_SHARD_A ? bt : set->blocks[s];
         task->a_key = side == CDC_SHARD_A ? set_key : whole_key;
         task->bt_key = side == CDC_SHARD_A ? whole_key : set_key;
+        call.scales[s].row = side == CDC_SHARD_A ? set->row_norms[s] : whole_norms;
+        call.scales[s].col = side == CDC_SHARD_A ? whole_norms : set->row_norms[s];
     }
+    call.inner = whole_norms ? k : 0;
     rc = cdc__coded_call_run(context, &call);
     if (rc == CDC_OK) {
         for (int s = 0; s < n; s++) {
@@ -44,5 +51,25 @@ int cdc__matmul_coded(cdc_context_t *context, const cdc_code_t *code,
         }
     }
     cdc__coded_call_release(&call);
+    return rc;
+}
+
+int cdc__matmul_coded(cdc_context_t *context, const cdc_code_t *code,
+                      cdc_shard_side_t side, const cdc_shard_set_t *set, uint64_t set_key,
+                      uint64_t whole_key, const float *a, int64_t m, const float *bt,
+                      int64_t ncols, int64_t k, float *t, int64_t ldt)
+{
+    const float *whole = side == CDC_SHARD_A ? bt : a;
+    int64_t whole_rows = side == CDC_SHARD_A ? ncols : m;
+    double *norms = NULL;
+    if (code && context->config.verify) {
+        norms = malloc((size_t) whole_rows * sizeof *norms);
+        if (!norms)
+            return cdc__fail(CDC_ENOMEM, "norms of %lld rows", (long long) whole_rows);
+        cdc__row_norms(whole, whole_rows, k, norms);
+    }
+    int rc = cdc__matmul_coded_normed(context, code, side, set, set_key, whole_key, a, m, bt,
+                                      ncols, k, norms, t, ldt);
+    free(norms);
     return rc;
 }

@@ -2,6 +2,7 @@
 #include "shard_set.h"
 
 #include "error.h"
+#include "norms.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -69,6 +70,16 @@ int cdc__shard_set_new(const cdc_code_t *code, int n, const float *src, int64_t 
             return rc;
         }
     }
+    set->norms = malloc((size_t) (n + r) * (size_t) set->block_rows * sizeof(double));
+    if (!set->norms) {
+        cdc__shard_set_destroy(&set);
+        return cdc__fail(CDC_ENOMEM, "shard set norms");
+    }
+    for (int s = 0; s < n + r; s++) {
+        double *norms = set->norms + (size_t) s * (size_t) set->block_rows;
+        cdc__row_norms(set->blocks[s], set->block_rows, k, norms);
+        set->row_norms[s] = norms;
+    }
     *set_p = set;
     return CDC_OK;
 }
@@ -78,6 +89,7 @@ void cdc__shard_set_destroy(cdc_shard_set_t **set_p)
     if (!set_p || !*set_p)
         return;
     free((*set_p)->owned);
+    free((*set_p)->norms);
     free(*set_p);
     *set_p = NULL;
 }

@@ -14,7 +14,10 @@ typedef struct {
     int64_t block_rows;     /* ceil(rows / n): rows of every block             */
     int64_t k;              /* columns of every block                          */
     const float *blocks[CDC_MAX_SHARDS]; /* n data then r parity, block_rows x k */
+    const double *row_norms[CDC_MAX_SHARDS]; /* 2-norm of every block row: the
+                                               scale of the parity check       */
     float *owned;           /* zero-padded tail blocks and the parity blocks   */
+    double *norms;          /* storage of row_norms                            */
 } cdc_shard_set_t;
 
 /* Cut src (rows x k, row-major, contiguous) into n blocks of ceil(rows/n) rows

@@ -1,5 +1,7 @@
 /* worker_main.c - cdcgemm-worker: command line and signals around the serving loop. */
 #include "cdcgemm.h"
+#include "faults.h"
+#include "log.h"
 #include "worker.h"
 
 #include <errno.h>
@@ -20,6 +22,8 @@ static void usage(FILE *out)
 {
     fprintf(out,
             "usage: cdcgemm-worker --bind ENDPOINT [--max-memory BYTES] [--threads N]\n"
+            "                      [--faults SPEC] [--index N] [--parent-pid PID]\n"
+            "                      [--log LEVEL]\n"
             "\n"
             "Serve coded GEMM shard tasks for the cdcgemm coordinator over ZeroMQ.\n"
             "\n"
@@ -31,10 +35,21 @@ static void usage(FILE *out)
             "  --threads N         OpenBLAS threads for this worker (1..256). Default 1:\n"
             "                      several workers sharing a machine must not\n"
             "                      oversubscribe its cores.\n"
+            "  --faults SPEC       fault-injection schedule (the CDCGEMM_FAULTS grammar,\n"
+            "                      docs/faults.md) applied by this worker as real\n"
+            "                      behaviour: crash, hang, delay, drop, corrupt, slow,\n"
+            "                      link. Default: none.\n"
+            "  --index N           this worker's index in the coordinator's worker list\n"
+            "                      (0..63): which wN rules apply. Default 0.\n"
+            "  --parent-pid PID    exit when the process PID is no longer this worker's\n"
+            "                      parent (its coordinator died); checked every 100 ms.\n"
+            "                      The library passes it to the workers it spawns.\n"
+            "  --log LEVEL         error, warn, info or debug (stderr). Default info;\n"
+            "                      the counters are printed at exit from info up.\n"
             "  --help              print this help and exit\n"
             "\n"
             "SIGTERM or SIGINT stops the worker cleanly; it prints its counters to\n"
-            "stderr on exit.\n");
+            "stderr on exit (at --log info and above).\n");
 }
 
 static int parse_bytes(const char *text, size_t *out)
@@ -61,6 +76,7 @@ static int parse_bytes(const char *text, size_t *out)
 
 int main(int argc, char **argv)
 {
+    cdc__log_level = CDC_LOG_INFO;
     cdc_worker_options_t options;
     cdc_worker_options_init(&options);
     for (int i = 1; i < argc; i++) {
@@ -86,6 +102,42 @@ int main(int argc, char **argv)
                 return 2;
             }
             options.threads = (int) threads;
+        } else if (strcmp(arg, "--faults") == 0 && value) {
+            cdc_fault_plan_t plan;
+            if (cdc_fault_plan_parse(value, &plan) != CDC_OK) {
+                fprintf(stderr, "cdcgemm-worker: --faults: %s\n", cdc_last_error());
+                return 2;
+            }
+            options.faults = value;
+        } else if (strcmp(arg, "--index") == 0 && value) {
+            char *end = NULL;
+            long index = strtol(value, &end, 10);
+            if (end == value || *end != '\0' || index < 0 || index >= CDC_MAX_WORKERS) {
+                fprintf(stderr, "cdcgemm-worker: --index '%s': expected 0..%d\n", value,
+                        CDC_MAX_WORKERS - 1);
+                return 2;
+            }
+            options.index = (int) index;
+        } else if (strcmp(arg, "--log") == 0 && value) {
+            static const char *const levels[] = {"error", "warn", "info", "debug"};
+            int found = -1;
+            for (int l = 0; l < 4; l++)
+                if (strcmp(value, levels[l]) == 0)
+                    found = l;
+            if (found < 0) {
+                fprintf(stderr, "cdcgemm-worker: --log '%s': expected error, warn, info "
+                                "or debug\n", value);
+                return 2;
+            }
+            cdc__log_level = found;
+        } else if (strcmp(arg, "--parent-pid") == 0 && value) {
+            char *end = NULL;
+            long pid = strtol(value, &end, 10);
+            if (end == value || *end != '\0' || pid < 1) {
+                fprintf(stderr, "cdcgemm-worker: --parent-pid '%s': expected a pid\n", value);
+                return 2;
+            }
+            options.parent_pid = pid;
         } else {
             fprintf(stderr, "cdcgemm-worker: unknown or incomplete argument '%s'\n", arg);
             usage(stderr);
@@ -113,12 +165,18 @@ int main(int argc, char **argv)
         fprintf(stderr, "cdcgemm-worker: %s: %s\n", cdc_strerror(rc), cdc_last_error());
         return 1;
     }
+    if (cdc__log_level < CDC_LOG_INFO)
+        return 0;
     fprintf(stderr,
-            "cdcgemm-worker: stopped (messages %llu, tasks %llu, weights %llu, "
-            "misses %llu, invalid %llu, evictions %llu, pings %llu)\n",
-            (unsigned long long) counters.messages, (unsigned long long) counters.tasks,
+            "cdcgemm-worker %d: stopped (messages %llu, tasks %llu, weights %llu, "
+            "misses %llu, invalid %llu, evictions %llu, pings %llu, delayed %llu, "
+            "dropped %llu, corrupted %llu, hangs %llu)\n",
+            options.index, (unsigned long long) counters.messages,
+            (unsigned long long) counters.tasks,
             (unsigned long long) counters.weights_cached,
             (unsigned long long) counters.misses, (unsigned long long) counters.invalid,
-            (unsigned long long) counters.evictions, (unsigned long long) counters.pings);
+            (unsigned long long) counters.evictions, (unsigned long long) counters.pings,
+            (unsigned long long) counters.delayed, (unsigned long long) counters.dropped,
+            (unsigned long long) counters.corrupted, (unsigned long long) counters.hangs);
     return 0;
 }

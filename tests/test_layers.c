@@ -61,14 +61,14 @@ static void case_free(layer_case_t *lc)
     free(lc->x);
 }
 
-static cdc_layer_t *case_layer(cdc_context_t *ctx, const layer_case_t *lc, int parity,
-                               cdc_split_t split)
+static cdc_layer_t *case_layer_relu(cdc_context_t *ctx, const layer_case_t *lc, int parity,
+                                    cdc_split_t split, int relu)
 {
     cdc_layer_options_t options;
     cdc_layer_options_init(&options);
     options.parity = parity;
     options.split = split;
-    options.relu = 1;
+    options.relu = relu;
     cdc_layer_t *layer = NULL;
     const cdc_model_layer_t *s = lc->shape;
     int rc;
@@ -83,6 +83,12 @@ static cdc_layer_t *case_layer(cdc_context_t *ctx, const layer_case_t *lc, int p
     }
     ck_assert_msg(rc == CDC_OK, "%s: %s", s->name, cdc_last_error());
     return layer;
+}
+
+static cdc_layer_t *case_layer(cdc_context_t *ctx, const layer_case_t *lc, int parity,
+                               cdc_split_t split)
+{
+    return case_layer_relu(ctx, lc, parity, split, 1);
 }
 
 static void case_forward(const layer_case_t *lc, cdc_layer_t *layer, float *y)
@@ -388,6 +394,100 @@ START_TEST(test_bad_layer_input)
 }
 END_TEST
 
+/* A silently wrong shard result (1% of its largest value, in one element) is
+   caught by the parity check: rebuilt from parity with r = 2, recomputed with
+   r = 1; with the check off the output is wrong, which shows the test bites. */
+START_TEST(test_corrupt_shard_caught)
+{
+    static const cdc_model_layer_t shapes[] = {
+        {"fc", CDC_MODEL_FC, 2304, 1, 1, 512, 1, 1, 0},
+        {"conv", CDC_MODEL_CONV, 32, 27, 27, 64, 5, 1, 2},
+    };
+    static const cdc_split_t splits[] = {CDC_SPLIT_ROWS, CDC_SPLIT_COLUMNS};
+    const cdc_model_layer_t *shape = &shapes[_i / 2];
+    cdc_split_t split = splits[_i % 2];
+    layer_case_t lc;
+    case_init(&lc, shape, 900 + (uint64_t) _i);
+    float *ref = cdc_test_alloc(lc.out_count * sizeof(float));
+    float *y = cdc_test_alloc(lc.out_count * sizeof(float));
+    for (int parity = 1; parity <= 2; parity++) {
+        cdc_context_t *ctx = make_context(4 + 2 * parity, parity);
+        int n = 4 + parity;
+        cdc_layer_t *plain = case_layer(ctx, &lc, 0, CDC_SPLIT_ROWS);
+        case_forward(&lc, plain, ref);
+        cdc_layer_destroy(&plain);
+        cdc_layer_t *coded = case_layer(ctx, &lc, parity, split);
+        for (int shard = 0; shard < n + parity; shard++) {
+            cdc_stats_t before, after;
+            cdc_call_report_t report;
+            cdc_context_stats(ctx, &before);
+            cdc_context_corrupt_next(ctx, UINT64_C(1) << shard);
+            case_forward(&lc, coded, y);
+            cdc_context_stats(ctx, &after);
+            cdc_context_last_call(ctx, &report);
+            double err = cdc_test_rel_error_ff(y, ref, lc.out_count);
+            ck_assert_msg(err <= 1e-5, "%s split %d r %d shard %d: error %g", shape->name,
+                          (int) split, parity, shard, err);
+            ck_assert_msg(after.corrupt_detected == before.corrupt_detected + 1,
+                          "%s split %d r %d shard %d not detected", shape->name, (int) split,
+                          parity, shard);
+            ck_assert_int_eq(report.corrupt, 1);
+            if (parity == 2 && shard < n)
+                ck_assert_int_eq(report.decoded, 1); /* located and rebuilt */
+            if (parity == 1 && shard < n)
+                ck_assert_int_gt(report.fallback, 0); /* cannot locate: recomputed */
+        }
+        cdc_layer_destroy(&coded);
+        cdc_context_destroy(&ctx);
+    }
+    /* Without the check the corruption reaches the output (no ReLU, which
+       could hide a perturbed negative value). */
+    cdc_config_t config;
+    cdc_config_init(&config);
+    config.in_process = 1;
+    config.verify = 0;
+    cdc_context_t *ctx = NULL;
+    ck_assert_int_eq(cdc_context_new(&config, &ctx), CDC_OK);
+    cdc_layer_t *coded = case_layer_relu(ctx, &lc, 1, split, 0);
+    case_forward(&lc, coded, ref);
+    cdc_context_corrupt_next(ctx, UINT64_C(1) << 0); /* shard 0 holds real output */
+    case_forward(&lc, coded, y);
+    ck_assert(cdc_test_rel_error_ff(y, ref, lc.out_count) > 1e-6);
+    cdc_layer_destroy(&coded);
+    cdc_context_destroy(&ctx);
+    free(ref);
+    free(y);
+    case_free(&lc);
+}
+END_TEST
+
+/* Clean calls never raise a false alarm. */
+START_TEST(test_verify_no_false_alarm)
+{
+    cdc_context_t *ctx = make_context(6, 2);
+    size_t count;
+    const cdc_model_layer_t *layers = cdc_model_layers("alexnet", &count);
+    for (size_t l = 0; l < count; l++) {
+        layer_case_t lc;
+        case_init(&lc, &layers[l], 3000 + l);
+        float *y = cdc_test_alloc(lc.out_count * sizeof(float));
+        for (int split = CDC_SPLIT_ROWS; split <= CDC_SPLIT_COLUMNS; split++) {
+            cdc_layer_t *coded = case_layer(ctx, &lc, 2, (cdc_split_t) split);
+            for (int call = 0; call < 3; call++)
+                case_forward(&lc, coded, y);
+            cdc_layer_destroy(&coded);
+        }
+        free(y);
+        case_free(&lc);
+    }
+    cdc_stats_t stats;
+    cdc_context_stats(ctx, &stats);
+    ck_assert_uint_eq(stats.corrupt_detected, 0);
+    ck_assert_uint_eq(stats.fallbacks, 0);
+    cdc_context_destroy(&ctx);
+}
+END_TEST
+
 static Suite *layers_suite(void)
 {
     Suite *suite = suite_create("layers");
@@ -405,6 +505,11 @@ static Suite *layers_suite(void)
     TCase *caching = tcase_create("caching");
     tcase_add_test(caching, test_weights_encoded_once);
     suite_add_tcase(suite, caching);
+    TCase *verify = tcase_create("verify");
+    tcase_set_timeout(verify, 300);
+    tcase_add_loop_test(verify, test_corrupt_shard_caught, 0, 4);
+    tcase_add_test(verify, test_verify_no_false_alarm);
+    suite_add_tcase(suite, verify);
     TCase *bad = tcase_create("bad_input");
     tcase_add_test(bad, test_bad_layer_input);
     suite_add_tcase(suite, bad);

@@ -8,9 +8,10 @@
 
 typedef struct cdc_client cdc_client_t;
 
-/* Connect to the comma-separated endpoints (at most CDC_MAX_WORKERS) and wait
-   up to connect_wait_ms for each to answer a PING. Unanswered workers are kept
-   (libzmq reconnects in the background). Caller owns *client_p and must
+/* Connect to the comma-separated endpoints (at most CDC_MAX_WORKERS), start
+   the heartbeat thread, and wait up to connect_wait_ms for each worker to
+   answer a PING. Unanswered workers are kept (libzmq reconnects in the
+   background) and join when they answer. Caller owns *client_p and must
    destroy it with cdc_client_destroy. */
 int cdc_client_new(const char *endpoints, int connect_wait_ms, cdc_client_t **client_p);
 
@@ -20,8 +21,10 @@ void cdc_client_destroy(cdc_client_t **client_p);
 /* W, the number of endpoints. */
 int cdc_client_worker_count(const cdc_client_t *self);
 
-/* Send tasks[t] to worker tasks[t].shard mod W (weights once per worker per
-   key; re-sent on MISS) and collect results into tasks[t].result; bit t of
+/* Send tasks[t] to the (tasks[t].shard mod L)-th of the L live workers
+   (weights once per worker per key; re-sent on MISS); with no live worker
+   nothing is sent and the call returns at once. A task whose worker dies
+   while it is pending is given up at once and collect results into tasks[t].result; bit t of
    *arrived marks each result that came back whole. Returns once every
    dispatched task has answered; or once needed results are in and either the
    data shards (shard < needed) are all in or wait_ms more have passed; or when
@@ -31,6 +34,10 @@ int cdc_client_worker_count(const cdc_client_t *self);
    Thread-safe (calls are serialised). */
 int cdc_client_run(cdc_client_t *self, cdc_shard_task_t *tasks, int count, int needed,
                    int wait_ms, int timeout_ms, uint64_t *arrived);
+
+/* Live workers now (bit w of *mask, which may be NULL); returns their count.
+   Thread-safe; never waits for a call in progress. */
+int cdc_client_live(cdc_client_t *self, uint64_t *mask);
 
 /* Copy the counters. Thread-safe. */
 void cdc_client_counters(cdc_client_t *self, cdc_remote_counters_t *counters);

@@ -10,6 +10,11 @@ typedef struct {
     const char *bind;    /* ZeroMQ endpoint to bind (tcp://HOST:PORT, ipc://PATH) */
     size_t max_memory;   /* bound on cached weight bytes; LRU eviction        */
     int threads;         /* OpenBLAS threads (>= 1)                           */
+    const char *faults;  /* CDCGEMM_FAULTS schedule applied to this worker; NULL
+                            or "" = none (docs/faults.md)                     */
+    int index;           /* this worker's index in the worker list (faults)  */
+    long parent_pid;     /* > 0: exit when getppid() is no longer this (the
+                            coordinator that spawned it died)                 */
 } cdc_worker_options_t;
 
 /* What a worker did; printed at exit and used by tests. */
@@ -21,16 +26,26 @@ typedef struct {
     uint64_t invalid;         /* invalid messages answered with ERROR        */
     uint64_t evictions;       /* cache entries evicted for memory            */
     uint64_t pings;           /* PING answered                               */
+    uint64_t delayed;         /* results sent late by a delay/slow/link fault */
+    uint64_t dropped;         /* results never sent (drop fault)             */
+    uint64_t corrupted;       /* results sent with one element changed       */
+    uint64_t hangs;           /* hang faults started                         */
 } cdc_worker_counters_t;
 
 /* Defaults: no endpoint, 1 GiB cache, 1 thread. */
 void cdc_worker_options_init(cdc_worker_options_t *options);
 
 /* Bind options->bind with a ROUTER socket and serve until *stop becomes
-   nonzero (checked at least every 100 ms, and at once on EINTR). Invalid
-   messages get an ERROR reply and are counted; the loop keeps serving.
-   Returns CDC_OK after a clean stop, or a status when the socket could not be
-   bound (detail in cdc_last_error). counters may be NULL. Blocks the thread. */
+   nonzero (checked at least every 100 ms, and at once on EINTR). The calling
+   thread answers PING and forwards results; shard tasks and weights go to a
+   compute thread over an inproc PAIR, so heartbeats are answered while a long
+   shard computes. Invalid messages get an ERROR reply and are counted; the
+   loop keeps serving. Faults from options->faults are applied to results as
+   real behaviour (crash: _exit(3) before replying; hang; delayed, dropped or
+   corrupted replies). Returns CDC_OK after a clean stop (or when the parent
+   died), or a status when the socket could not be bound or the fault
+   schedule is invalid (detail in cdc_last_error). counters may be NULL.
+   Blocks the thread. */
 int cdc_worker_run(const cdc_worker_options_t *options, volatile sig_atomic_t *stop,
                    cdc_worker_counters_t *counters);
 

@@ -1,0 +1,402 @@
+/* local_workers.c - spawn, watch over and stop the local cdcgemm-worker processes. */
+#define _GNU_SOURCE /* dladdr */
+#include "local_workers.h"
+
+#include "error.h"
+#include "log.h"
+
+#include <dirent.h>
+#include <dlfcn.h>
+#include <errno.h>
+#include <limits.h>
+#include <pthread.h>
+#include <signal.h>
+#include <spawn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+extern char **environ;
+
+#define WORKER_NAME "cdcgemm-worker"
+#define BIND_WAIT_MS 5000
+#define STOP_WAIT_MS 1000
+#define IPC_PATH_MAX 107
+
+struct cdc_local_workers {
+    int count;
+    pid_t pids[CDC_MAX_WORKERS];
+    char dir[PATH_MAX];
+    char endpoints[CDC_CONFIG_STR];
+    int registered; /* in the atexit list */
+    pid_t owner;    /* the process that spawned them: only it stops them */
+};
+
+/* Every live set, so an exiting process stops workers it never destroyed. */
+static pthread_mutex_t registry_lock = PTHREAD_MUTEX_INITIALIZER;
+static cdc_local_workers_t *registry[64];
+static pthread_once_t atexit_once = PTHREAD_ONCE_INIT;
+static const char anchor; /* an address inside this library, for dladdr */
+
+static void sleep_ms(long ms)
+{
+    struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
+    while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
+        ;
+}
+
+static int64_t now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t) ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static int executable(const char *path)
+{
+    struct stat st;
+    return stat(path, &st) == 0 && S_ISREG(st.st_mode) && access(path, X_OK) == 0;
+}
+
+static int try_candidate(const char *dir, const char *suffix, char *path, size_t size)
+{
+    int len = snprintf(path, size, "%s%s/" WORKER_NAME, dir, suffix);
+    return len > 0 && (size_t) len < size && executable(path);
+}
+
+int cdc__worker_binary_find(char *path, size_t size)
+{
+    const char *env = getenv("CDCGEMM_WORKER_BIN");
+    if (env && *env) {
+        if (!executable(env))
+            return cdc__fail(CDC_ECONFIG, "CDCGEMM_WORKER_BIN='%s': not an executable file",
+                             env);
+        if (strlen(env) >= size)
+            return cdc__fail(CDC_ECONFIG, "CDCGEMM_WORKER_BIN: path too long");
+        memcpy(path, env, strlen(env) + 1);
+        return CDC_OK;
+    }
+    /* Next to the object holding this code: libcdcgemm.so, or the executable
+       it is linked into statically. */
+    char self[PATH_MAX] = "";
+    Dl_info info;
+    if (dladdr(&anchor, &info) && info.dli_fname &&
+        strchr(info.dli_fname, '/') && realpath(info.dli_fname, self)) {
+        /* found */
+    } else {
+        ssize_t len = readlink("/proc/self/exe", self, sizeof self - 1);
+        self[len > 0 ? len : 0] = '\0';
+    }
+    char *slash = strrchr(self, '/');
+    if (slash) {
+        *slash = '\0';
+        if (try_candidate(self, "", path, size) || try_candidate(self, "/../bin", path, size))
+            return CDC_OK;
+    }
+    const char *search = getenv("PATH");
+    while (search && *search) {
+        const char *colon = strchr(search, ':');
+        size_t len = colon ? (size_t) (colon - search) : strlen(search);
+        char dir[PATH_MAX];
+        if (len > 0 && len < sizeof dir) {
+            memcpy(dir, search, len);
+            dir[len] = '\0';
+            if (try_candidate(dir, "", path, size))
+                return CDC_OK;
+        }
+        search += len + (colon ? 1 : 0);
+    }
+    return cdc__fail(CDC_ECONFIG,
+                     WORKER_NAME " not found (looked next to %s, in its ../bin and on "
+                     "PATH); set CDCGEMM_WORKER_BIN, or CDCGEMM_WORKERS to running "
+                     "workers, or CDCGEMM_IN_PROCESS=1",
+                     *self ? self : "this program");
+}
+
+/* Stop (SIGTERM, bounded wait, SIGKILL), reap, remove the directory. Safe to
+   call twice: reaped pids are zeroed. Used from atexit too, so it only uses
+   async-tolerant calls and never frees. */
+static void workers_stop(cdc_local_workers_t *self)
+{
+    if (getpid() != self->owner)
+        return; /* a forked child exiting must not stop its parent's workers */
+    for (int i = 0; i < self->count; i++)
+        if (self->pids[i] > 0) {
+            kill(self->pids[i], SIGCONT); /* a stopped worker cannot act on SIGTERM */
+            kill(self->pids[i], SIGTERM);
+        }
+    int64_t deadline = now_ms() + STOP_WAIT_MS;
+    for (;;) {
+        int running = 0;
+        for (int i = 0; i < self->count; i++) {
+            if (self->pids[i] <= 0)
+                continue;
+            pid_t got = waitpid(self->pids[i], NULL, WNOHANG);
+            if (got == self->pids[i] || (got < 0 && errno == ECHILD))
+                self->pids[i] = 0; /* ECHILD: SIGCHLD ignored, reaped by the kernel */
+            else
+                running++;
+        }
+        if (running == 0 || now_ms() >= deadline)
+            break;
+        sleep_ms(5);
+    }
+    for (int i = 0; i < self->count; i++)
+        if (self->pids[i] > 0) {
+            kill(self->pids[i], SIGKILL);
+            while (waitpid(self->pids[i], NULL, 0) < 0 && errno == EINTR)
+                ;
+            self->pids[i] = 0;
+        }
+    if (self->dir[0]) {
+        DIR *dir = opendir(self->dir);
+        if (dir) {
+            struct dirent *entry;
+            while ((entry = readdir(dir))) {
+                if (strcmp(entry->d_name, ".") == 0 || strcmp(entry->d_name, "..") == 0)
+                    continue;
+                char file[PATH_MAX + 256];
+                snprintf(file, sizeof file, "%s/%s", self->dir, entry->d_name);
+                unlink(file);
+            }
+            closedir(dir);
+        }
+        rmdir(self->dir);
+        self->dir[0] = '\0';
+    }
+}
+
+static void stop_all_at_exit(void)
+{
+    pthread_mutex_lock(&registry_lock);
+    for (size_t i = 0; i < sizeof registry / sizeof *registry; i++)
+        if (registry[i])
+            workers_stop(registry[i]);
+    pthread_mutex_unlock(&registry_lock);
+}
+
+static void register_atexit(void)
+{
+    atexit(stop_all_at_exit);
+}
+
+static void registry_set(cdc_local_workers_t *self, int add)
+{
+    pthread_mutex_lock(&registry_lock);
+    for (size_t i = 0; i < sizeof registry / sizeof *registry; i++) {
+        if (add && !registry[i]) {
+            registry[i] = self;
+            self->registered = 1;
+            break;
+        }
+        if (!add && registry[i] == self) {
+            registry[i] = NULL;
+            self->registered = 0;
+            break;
+        }
+    }
+    pthread_mutex_unlock(&registry_lock);
+}
+
+/* The workers' environment: ours, without LD_PRELOAD (a preloaded
+   libcdcgemm must not turn a worker into a coordinator) and with OpenBLAS
+   held to the worker's thread count from the moment it loads. */
+static char **child_environment(int threads, char *threads_var, size_t size)
+{
+    size_t count = 0;
+    while (environ[count])
+        count++;
+    char **env = calloc(count + 2, sizeof *env);
+    if (!env)
+        return NULL;
+    size_t kept = 0;
+    for (size_t i = 0; i < count; i++)
+        if (strncmp(environ[i], "LD_PRELOAD=", 11) != 0 &&
+            strncmp(environ[i], "OPENBLAS_NUM_THREADS=", 21) != 0)
+            env[kept++] = environ[i];
+    snprintf(threads_var, size, "OPENBLAS_NUM_THREADS=%d", threads);
+    env[kept++] = threads_var;
+    env[kept] = NULL;
+    return env;
+}
+
+static const char *log_name(cdc_log_level_t level)
+{
+    static const char *const names[] = {"error", "warn", "info", "debug"};
+    return level >= CDC_LOG_ERROR && level <= CDC_LOG_DEBUG ? names[level] : "warn";
+}
+
+/* Wait until every worker's socket file exists; fail if one exits first. */
+static int wait_bound(cdc_local_workers_t *self)
+{
+    int64_t deadline = now_ms() + BIND_WAIT_MS;
+    for (;;) {
+        int bound = 0;
+        for (int i = 0; i < self->count; i++) {
+            char file[PATH_MAX + 16];
+            struct stat st;
+            snprintf(file, sizeof file, "%s/w%d", self->dir, i);
+            bound += stat(file, &st) == 0;
+            int status;
+            if (waitpid(self->pids[i], &status, WNOHANG) == self->pids[i]) {
+                self->pids[i] = 0;
+                return cdc__fail(CDC_ECONFIG, "local worker %d exited at start-up (%s %d)",
+                                 i, WIFEXITED(status) ? "status" : "signal",
+                                 WIFEXITED(status) ? WEXITSTATUS(status)
+                                                   : WTERMSIG(status));
+            }
+        }
+        if (bound == self->count)
+            return CDC_OK;
+        if (now_ms() >= deadline)
+            return cdc__fail(CDC_ETIMEDOUT, "local workers did not bind within %d ms",
+                             BIND_WAIT_MS);
+        sleep_ms(2);
+    }
+}
+
+int cdc__local_workers_new(int count, const char *faults, cdc_log_level_t log_level,
+                           cdc_local_workers_t **self_p)
+{
+    if (count < 1 || count > CDC_MAX_WORKERS || !self_p)
+        return cdc__fail(CDC_EINVAL, "local workers: count = %d, expected 1..%d", count,
+                         CDC_MAX_WORKERS);
+    char binary[PATH_MAX];
+    int rc = cdc__worker_binary_find(binary, sizeof binary);
+    if (rc != CDC_OK)
+        return rc;
+    cdc_local_workers_t *self = calloc(1, sizeof *self);
+    if (!self)
+        return cdc__fail(CDC_ENOMEM, "local workers");
+    self->owner = getpid();
+    const char *tmp = getenv("TMPDIR");
+    snprintf(self->dir, sizeof self->dir, "%s/cdcgemm-XXXXXX", tmp && *tmp ? tmp : "/tmp");
+    if (!mkdtemp(self->dir)) {
+        rc = cdc__fail(CDC_ECONFIG, "local workers: mkdtemp %s: %s", self->dir,
+                       strerror(errno));
+        free(self);
+        return rc;
+    }
+    long cores = sysconf(_SC_NPROCESSORS_ONLN);
+    int threads = cores > count ? (int) (cores / count) : 1; /* never oversubscribe */
+    char threads_var[64], threads_arg[16], index_arg[16], parent_arg[24];
+    char **env = child_environment(threads, threads_var, sizeof threads_var);
+    posix_spawnattr_t attr;
+    int attr_ready = 0;
+    if (!env) {
+        rc = cdc__fail(CDC_ENOMEM, "local workers: environment");
+        goto fail;
+    }
+    /* Default signal dispositions and an empty mask whatever the host set up,
+       and a process group of their own so a terminal's Ctrl-C reaches only
+       the coordinator (which then stops them). */
+    sigset_t none, defaults;
+    sigemptyset(&none);
+    sigemptyset(&defaults);
+    sigaddset(&defaults, SIGTERM);
+    sigaddset(&defaults, SIGINT);
+    sigaddset(&defaults, SIGPIPE);
+    if (posix_spawnattr_init(&attr) != 0) {
+        rc = cdc__fail(CDC_ENOMEM, "local workers: posix_spawnattr_init");
+        goto fail;
+    }
+    attr_ready = 1;
+    posix_spawnattr_setsigmask(&attr, &none);
+    posix_spawnattr_setsigdefault(&attr, &defaults);
+    posix_spawnattr_setpgroup(&attr, 0);
+    posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF |
+                                        POSIX_SPAWN_SETPGROUP);
+    snprintf(threads_arg, sizeof threads_arg, "%d", threads);
+    snprintf(parent_arg, sizeof parent_arg, "%ld", (long) getpid());
+    char *cursor = self->endpoints;
+    size_t left = sizeof self->endpoints;
+    for (int i = 0; i < count; i++) {
+        char endpoint[PATH_MAX + 16];
+        int len = snprintf(endpoint, sizeof endpoint, "ipc://%s/w%d", self->dir, i);
+        /* An ipc path must fit a sockaddr_un (107 bytes). */
+        if (len - 6 > IPC_PATH_MAX || (size_t) len + 2 > left) {
+            rc = cdc__fail(CDC_ECONFIG, "local workers: endpoint '%s' too long (TMPDIR)",
+                           endpoint);
+            goto fail;
+        }
+        cursor += sprintf(cursor, "%s%s", i ? "," : "", endpoint);
+        left = sizeof self->endpoints - (size_t) (cursor - self->endpoints);
+        snprintf(index_arg, sizeof index_arg, "%d", i);
+        char *argv[16];
+        int argc = 0;
+        argv[argc++] = WORKER_NAME;
+        argv[argc++] = "--bind";
+        argv[argc++] = endpoint;
+        argv[argc++] = "--threads";
+        argv[argc++] = threads_arg;
+        argv[argc++] = "--index";
+        argv[argc++] = index_arg;
+        argv[argc++] = "--parent-pid";
+        argv[argc++] = parent_arg;
+        argv[argc++] = "--log";
+        argv[argc++] = (char *) log_name(log_level);
+        if (faults && *faults) {
+            argv[argc++] = "--faults";
+            argv[argc++] = (char *) faults;
+        }
+        argv[argc] = NULL;
+        int err = posix_spawn(&self->pids[i], binary, NULL, &attr, argv, env);
+        if (err != 0) {
+            self->pids[i] = 0;
+            rc = cdc__fail(CDC_ECONFIG, "local workers: posix_spawn %s: %s", binary,
+                           strerror(err));
+            goto fail;
+        }
+        self->count = i + 1;
+    }
+    posix_spawnattr_destroy(&attr);
+    attr_ready = 0;
+    free(env);
+    env = NULL;
+    pthread_once(&atexit_once, register_atexit);
+    registry_set(self, 1);
+    if ((rc = wait_bound(self)) != CDC_OK)
+        goto fail;
+    CDC_LOG_INFOF("spawned %d local workers (%s, %d OpenBLAS thread%s each) in %s", count,
+                  binary, threads, threads == 1 ? "" : "s", self->dir);
+    *self_p = self;
+    return CDC_OK;
+
+fail:
+    if (attr_ready)
+        posix_spawnattr_destroy(&attr);
+    free(env);
+    cdc__local_workers_destroy(&self);
+    return rc;
+}
+
+const char *cdc__local_workers_endpoints(const cdc_local_workers_t *self)
+{
+    return self ? self->endpoints : "";
+}
+
+const char *cdc__local_workers_dir(const cdc_local_workers_t *self)
+{
+    return self ? self->dir : "";
+}
+
+pid_t cdc__local_workers_pid(const cdc_local_workers_t *self, int i)
+{
+    return self && i >= 0 && i < self->count ? self->pids[i] : 0;
+}
+
+void cdc__local_workers_destroy(cdc_local_workers_t **self_p)
+{
+    if (!self_p || !*self_p)
+        return;
+    cdc_local_workers_t *self = *self_p;
+    if (self->registered)
+        registry_set(self, 0);
+    workers_stop(self);
+    free(self);
+    *self_p = NULL;
+}

@@ -1,0 +1,368 @@
+/* operand_cache.c - weight detection by repetition, exact by full content hash. */
+#include "operand_cache.h"
+
+#include "error.h"
+#include "norms.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+struct cdc_operand_cache {
+    cdc_operand_entry_t *entries;
+    int count, max_entries;
+    size_t bytes, max_bytes; /* packed copies + shard set storage */
+    uint64_t clock;
+};
+
+enum { HASH_LANES = 4 };
+static const uint64_t HASH_MUL = 0x9E3779B97F4A7C15ull;
+
+/* Each step is a bijection of h for a fixed word: xor, odd multiply, xorshift. */
+static inline uint64_t hash_step(uint64_t h, uint64_t word)
+{
+    h ^= word;
+    h *= HASH_MUL;
+    h ^= h >> 32;
+    return h;
+}
+
+static inline uint64_t hash_final(uint64_t h)
+{
+    h ^= h >> 33;
+    h *= 0xff51afd7ed558ccdull;
+    h ^= h >> 33;
+    h *= 0xc4ceb9fe1a85ec53ull;
+    h ^= h >> 33;
+    return h;
+}
+
+/* count floats at p into the lanes; independent lanes keep the multiplier
+   pipelines busy (one lane alone is latency bound). */
+static void hash_line(uint64_t lanes[HASH_LANES], const float *p, size_t count)
+{
+    const unsigned char *bytes = (const unsigned char *) p;
+    size_t size = count * sizeof(float), i = 0;
+    uint64_t l0 = lanes[0], l1 = lanes[1], l2 = lanes[2], l3 = lanes[3];
+    for (; i + 32 <= size; i += 32) {
+        uint64_t w[4];
+        memcpy(w, bytes + i, 32);
+        l0 = hash_step(l0, w[0]);
+        l1 = hash_step(l1, w[1]);
+        l2 = hash_step(l2, w[2]);
+        l3 = hash_step(l3, w[3]);
+    }
+    for (; i + 8 <= size; i += 8) {
+        uint64_t w;
+        memcpy(&w, bytes + i, 8);
+        l0 = hash_step(l0, w);
+    }
+    if (i < size) {
+        uint32_t tail;
+        memcpy(&tail, bytes + i, 4);
+        l0 = hash_step(l0, (uint64_t) tail | (UINT64_C(1) << 32));
+    }
+    lanes[0] = l0;
+    lanes[1] = l1;
+    lanes[2] = l2;
+    lanes[3] = l3;
+}
+
+uint64_t cdc__operand_hash(const cdc_operand_t *op)
+{
+    /* Stored lines: rows lines of k floats, or k lines of rows when transposed. */
+    int64_t lines = op->transposed ? op->k : op->rows;
+    int64_t line = op->transposed ? op->rows : op->k;
+    uint64_t lanes[HASH_LANES];
+    for (int l = 0; l < HASH_LANES; l++)
+        lanes[l] = hash_final((uint64_t) (l + 1) * HASH_MUL ^ (uint64_t) op->rows);
+    if (op->ld == line) {
+        hash_line(lanes, op->src, (size_t) lines * (size_t) line);
+    } else {
+        for (int64_t i = 0; i < lines; i++)
+            hash_line(lanes, op->src + i * op->ld, (size_t) line);
+    }
+    uint64_t h = hash_final((uint64_t) op->k ^ ((uint64_t) op->transposed << 63));
+    for (int l = 0; l < HASH_LANES; l++)
+        h = hash_final(h ^ lanes[l]);
+    return h ? h : 1;
+}
+
+void cdc__operand_pack(const cdc_operand_t *op, float *dst)
+{
+    int64_t rows = op->rows, cols = op->k, ld = op->ld;
+    const float *src = op->src;
+    if (!op->transposed) {
+        for (int64_t i = 0; i < rows; i++)
+            memcpy(dst + i * cols, src + i * ld, (size_t) cols * sizeof(float));
+        return;
+    }
+    /* Blocked transpose keeps both sides in cache. */
+    enum { TILE = 32 };
+    for (int64_t i0 = 0; i0 < rows; i0 += TILE)
+        for (int64_t j0 = 0; j0 < cols; j0 += TILE)
+            for (int64_t i = i0; i < rows && i < i0 + TILE; i++)
+                for (int64_t j = j0; j < cols && j < j0 + TILE; j++)
+                    dst[i * cols + j] = src[j * ld + i];
+}
+
+static size_t packed_bytes(const cdc_operand_entry_t *e)
+{
+    return (size_t) e->desc.rows * (size_t) e->desc.k * sizeof(float);
+}
+
+static size_t set_bytes(const cdc_shard_set_t *set)
+{
+    if (!set)
+        return 0;
+    int padded = 0;
+    for (int i = 0; i < set->n; i++)
+        padded += cdc__shard_set_valid_rows(set, i) < set->block_rows;
+    /* Owned blocks (padded tails, parity) and the row norms of every block. */
+    return (size_t) (padded + set->r) * (size_t) set->block_rows * (size_t) set->k *
+               sizeof(float) +
+           (size_t) (set->n + set->r) * (size_t) set->block_rows * sizeof(double);
+}
+
+static size_t norms_bytes(const cdc_operand_entry_t *e)
+{
+    return e->whole_norms ? (size_t) e->desc.rows * sizeof(double) : 0;
+}
+
+/* Back to a candidate: forget the copy and its shards (stale or evicted). */
+static void entry_demote(cdc_operand_cache_t *cache, cdc_operand_entry_t *e)
+{
+    cache->bytes -= set_bytes(e->set);
+    cdc__shard_set_destroy(&e->set);
+    if (e->packed)
+        cache->bytes -= packed_bytes(e);
+    cache->bytes -= norms_bytes(e);
+    free(e->packed);
+    free(e->whole_norms);
+    e->packed = NULL;
+    e->whole_norms = NULL;
+    e->key = 0;
+    e->set_code = NULL;
+    e->set_n = 0;
+    e->whole_ready = 0;
+}
+
+static int same_desc(const cdc_operand_t *x, const cdc_operand_t *y)
+{
+    return x->src == y->src && x->rows == y->rows && x->k == y->k && x->ld == y->ld &&
+           x->transposed == y->transposed;
+}
+
+int cdc__operand_cache_new(int max_entries, size_t max_bytes, cdc_operand_cache_t **cache_p)
+{
+    if (max_entries < 2 || !cache_p)
+        return cdc__fail(CDC_EINVAL, "operand cache: max_entries = %d (need >= 2)",
+                         max_entries);
+    cdc_operand_cache_t *cache = calloc(1, sizeof *cache);
+    if (!cache)
+        return cdc__fail(CDC_ENOMEM, "operand cache");
+    cache->entries = calloc((size_t) max_entries, sizeof *cache->entries);
+    if (!cache->entries) {
+        free(cache);
+        return cdc__fail(CDC_ENOMEM, "operand cache of %d entries", max_entries);
+    }
+    cache->max_entries = max_entries;
+    cache->max_bytes = max_bytes;
+    *cache_p = cache;
+    return CDC_OK;
+}
+
+void cdc__operand_cache_destroy(cdc_operand_cache_t **cache_p)
+{
+    if (!cache_p || !*cache_p)
+        return;
+    cdc_operand_cache_t *cache = *cache_p;
+    for (int i = 0; i < cache->max_entries; i++)
+        if (cache->entries[i].in_use)
+            entry_demote(cache, &cache->entries[i]);
+    free(cache->entries);
+    free(cache);
+    *cache_p = NULL;
+}
+
+static cdc_operand_entry_t *cache_find(cdc_operand_cache_t *cache, const cdc_operand_t *op)
+{
+    for (int i = 0; i < cache->max_entries; i++)
+        if (cache->entries[i].in_use && same_desc(&cache->entries[i].desc, op))
+            return &cache->entries[i];
+    return NULL;
+}
+
+/* Drop least recently used entries other than keep/keep2 (in use by this
+   call) until the bytes fit and, with need_slot, a slot is free. Slots never
+   move, so pointers to kept entries stay valid. */
+static void cache_evict(cdc_operand_cache_t *cache, const cdc_operand_entry_t *keep,
+                        const cdc_operand_entry_t *keep2, int need_slot)
+{
+    while ((need_slot && cache->count >= cache->max_entries) ||
+           cache->bytes > cache->max_bytes) {
+        int only_bytes = !(need_slot && cache->count >= cache->max_entries);
+        cdc_operand_entry_t *victim = NULL;
+        for (int i = 0; i < cache->max_entries; i++) {
+            cdc_operand_entry_t *e = &cache->entries[i];
+            if (!e->in_use || e == keep || e == keep2)
+                continue;
+            if (only_bytes && !e->packed)
+                continue; /* candidates hold no bytes */
+            if (!victim || e->last_use < victim->last_use)
+                victim = e;
+        }
+        if (!victim)
+            return;
+        entry_demote(cache, victim);
+        victim->in_use = 0;
+        cache->count--;
+    }
+}
+
+/* Record op (hash h) as a candidate; the slot it takes may evict the LRU. */
+static cdc_operand_entry_t *cache_insert(cdc_operand_cache_t *cache, const cdc_operand_t *op,
+                                         uint64_t h, const cdc_operand_entry_t *keep)
+{
+    cache_evict(cache, keep, NULL, 1);
+    for (int i = 0; i < cache->max_entries; i++) {
+        cdc_operand_entry_t *e = &cache->entries[i];
+        if (e->in_use)
+            continue;
+        memset(e, 0, sizeof *e);
+        e->desc = *op;
+        e->hash = h;
+        e->last_use = ++cache->clock;
+        e->in_use = 1;
+        cache->count++;
+        return e;
+    }
+    return NULL;
+}
+
+/* Packed copy and key for an entry seen again unchanged. */
+static int entry_promote(cdc_operand_cache_t *cache, cdc_operand_entry_t *e)
+{
+    if (e->packed)
+        return CDC_OK;
+    size_t bytes = packed_bytes(e);
+    e->packed = malloc(bytes);
+    if (!e->packed)
+        return cdc__fail(CDC_ENOMEM, "weights copy of %zu bytes", bytes);
+    cdc__operand_pack(&e->desc, e->packed);
+    cache->bytes += bytes;
+    /* The key names content and shape, not the address: the same weights at
+       another address (or after a fork) reuse what workers hold. */
+    uint64_t key = hash_final(e->hash ^ hash_final((uint64_t) e->desc.rows * HASH_MUL ^
+                                                   (uint64_t) e->desc.k));
+    e->key = key ? key : 1;
+    return CDC_OK;
+}
+
+/* Descriptor match: hash now, and drop what the entry held if it changed. */
+static int entry_check(cdc_operand_cache_t *cache, cdc_operand_entry_t *e,
+                       const cdc_operand_t *op)
+{
+    uint64_t h = cdc__operand_hash(op);
+    e->last_use = ++cache->clock;
+    if (h == e->hash) {
+        e->repeats++;
+        return 1;
+    }
+    entry_demote(cache, e);
+    e->hash = h;
+    e->repeats = 0;
+    return 0;
+}
+
+int cdc__operand_cache_match(cdc_operand_cache_t *cache, const cdc_operand_t *a,
+                             const cdc_operand_t *bt, int *side,
+                             cdc_operand_entry_t **entry)
+{
+    *side = 0;
+    *entry = NULL;
+    cdc_operand_entry_t *ea = cache_find(cache, a), *eb = cache_find(cache, bt);
+    if (a->src == bt->src && same_desc(a, bt))
+        eb = NULL; /* A·Aᵀ with one buffer: one entry, side a */
+    int a_same = ea ? entry_check(cache, ea, a) : 0;
+    int b_same = eb ? entry_check(cache, eb, bt) : 0;
+
+    cdc_operand_entry_t *chosen = NULL;
+    if (a_same && ea->packed)
+        chosen = ea, *side = 1;
+    else if (b_same && eb->packed)
+        chosen = eb, *side = 2;
+    else if (a_same && b_same) {
+        /* Both unchanged: an input passed twice looks like weights once;
+           wait for the operand that keeps repeating. */
+        if (ea->repeats >= 3 && eb->repeats >= 3)
+            chosen = ea, *side = 1;
+    } else if (a_same)
+        chosen = ea, *side = 1;
+    else if (b_same)
+        chosen = eb, *side = 2;
+
+    if (chosen) {
+        int rc = entry_promote(cache, chosen);
+        if (rc != CDC_OK) {
+            *side = 0;
+            return rc;
+        }
+        cache_evict(cache, chosen, NULL, 0);
+        *entry = chosen;
+        return CDC_OK;
+    }
+    /* Neither repeats (yet): remember both, to recognise the weights next time. */
+    if (!ea)
+        ea = cache_insert(cache, a, cdc__operand_hash(a), eb);
+    if (!eb && !(a->src == bt->src && same_desc(a, bt)))
+        cache_insert(cache, bt, cdc__operand_hash(bt), ea);
+    return CDC_OK;
+}
+
+int cdc__operand_entry_shards(cdc_operand_cache_t *cache, cdc_operand_entry_t *entry,
+                              const cdc_code_t *code, int n, const cdc_shard_set_t **set,
+                              int *encoded)
+{
+    *encoded = 0;
+    if (!entry->packed)
+        return cdc__fail(CDC_ESTATE, "operand entry has no packed copy");
+    if (!entry->set || entry->set_code != (const void *) code || entry->set_n != n) {
+        cache->bytes -= set_bytes(entry->set);
+        cdc__shard_set_destroy(&entry->set);
+        int rc = cdc__shard_set_new(code, n, entry->packed, entry->desc.rows,
+                                    entry->desc.k, &entry->set);
+        if (rc != CDC_OK)
+            return rc;
+        cache->bytes += set_bytes(entry->set);
+        entry->set_code = code;
+        entry->set_n = n;
+        *encoded = 1;
+        cache_evict(cache, entry, NULL, 0);
+    }
+    *set = entry->set;
+    return CDC_OK;
+}
+
+int cdc__operand_entry_norms(cdc_operand_cache_t *cache, cdc_operand_entry_t *entry,
+                             const double **norms)
+{
+    if (!entry->packed)
+        return cdc__fail(CDC_ESTATE, "operand entry has no packed copy");
+    if (!entry->whole_norms) {
+        entry->whole_norms = malloc((size_t) entry->desc.rows * sizeof(double));
+        if (!entry->whole_norms)
+            return cdc__fail(CDC_ENOMEM, "row norms of %lld rows",
+                             (long long) entry->desc.rows);
+        cdc__row_norms(entry->packed, entry->desc.rows, entry->desc.k, entry->whole_norms);
+        cache->bytes += norms_bytes(entry);
+        cache_evict(cache, entry, NULL, 0);
+    }
+    *norms = entry->whole_norms;
+    return CDC_OK;
+}
+
+void cdc__operand_cache_usage(const cdc_operand_cache_t *cache, int *entries, size_t *bytes)
+{
+    *entries = cache->count;
+    *bytes = cache->bytes;
+}

@@ -1,0 +1,86 @@
+/* operand_cache.h - which GEMM operand is the weights: the one that repeats.
+ *
+ * A BLAS call does not say which operand is the weight matrix. The cache
+ * remembers operands by where they are (address, shape, leading dimension,
+ * transposition) and what they hold (a 64-bit hash of every element of the
+ * view, padding excluded). An operand seen a second time with the same
+ * descriptor and the same hash is the weights: it is packed into a private
+ * copy and, per plan, cut and parity-encoded once; later calls reuse that.
+ * A changed operand (any element) gets a new hash, so its stale copy is
+ * dropped instead of used. Not thread-safe: the caller serialises. */
+#ifndef CDC_OPERAND_CACHE_H_INCLUDED
+#define CDC_OPERAND_CACHE_H_INCLUDED
+
+#include "shard_set.h"
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* A rows x k operand as the caller stores it: element (i, j) is
+   src[i * ld + j], or src[j * ld + i] when transposed. */
+typedef struct {
+    const float *src;
+    int64_t rows, k, ld;
+    int transposed;
+} cdc_operand_t;
+
+/* 64-bit hash of the rows x k elements of op (never the padding between
+   lines) and of its shape. A difference in any single 8-byte word always
+   changes the hash (every step is a bijection of the lane state); other
+   differences collide with probability about 2^-64. Never 0. */
+uint64_t cdc__operand_hash(const cdc_operand_t *op);
+
+/* dst (rows x k, row-major, contiguous) = the elements of op. */
+void cdc__operand_pack(const cdc_operand_t *op, float *dst);
+
+typedef struct {
+    cdc_operand_t desc;   /* where the operand is (the caller's memory)     */
+    uint64_t hash;        /* what it held when last seen                    */
+    uint64_t key;         /* names the packed copy on workers; 0 = candidate */
+    float *packed;        /* rows x k private copy once promoted            */
+    cdc_shard_set_t *set; /* row blocks + parity of packed for (code, n)    */
+    const void *set_code; /* the code set was encoded with                  */
+    int set_n;
+    int whole_ready;      /* packed was handed out whole (counted once)     */
+    double *whole_norms;  /* row norms of packed (parity check scale), lazily */
+    uint64_t last_use;    /* LRU clock                                      */
+    int in_use;           /* slot holds an operand (slots never move)       */
+    int repeats;          /* calls in a row that found it unchanged         */
+} cdc_operand_entry_t;
+
+typedef struct cdc_operand_cache cdc_operand_cache_t;
+
+/* A cache of at most max_entries operands whose packed copies and shard sets
+   take at most max_bytes together (the entry in use may exceed it alone).
+   Caller owns *cache_p and destroys it with cdc__operand_cache_destroy. */
+int cdc__operand_cache_new(int max_entries, size_t max_bytes, cdc_operand_cache_t **cache_p);
+/* Accepts NULL and *NULL; nulls *cache_p. */
+void cdc__operand_cache_destroy(cdc_operand_cache_t **cache_p);
+
+/* Which of a call's operands is the weights. *side is 0 (neither: both are
+   recorded as candidates), 1 (a) or 2 (bt); when nonzero *entry holds the
+   weights' packed copy, valid until the next call on the cache. An operand is
+   the weights when its descriptor and hash match an entry (a candidate seen
+   before, or an entry already promoted); a promoted entry wins over a
+   candidate, a over bt when both are promoted. When both are unpromoted
+   candidates that repeat (the same input passed twice), the call waits for
+   the one that keeps repeating; after 3 such calls in a row, a is taken.
+   Returns CDC_OK or CDC_ENOMEM. */
+int cdc__operand_cache_match(cdc_operand_cache_t *cache, const cdc_operand_t *a,
+                             const cdc_operand_t *bt, int *side,
+                             cdc_operand_entry_t **entry);
+
+/* The entry's row blocks and parity for (code, n), encoded on first use
+   (*encoded = 1 then). The set aliases entry->packed. */
+int cdc__operand_entry_shards(cdc_operand_cache_t *cache, cdc_operand_entry_t *entry,
+                              const cdc_code_t *code, int n, const cdc_shard_set_t **set,
+                              int *encoded);
+
+/* The row norms of the entry's packed copy, computed on first use. */
+int cdc__operand_entry_norms(cdc_operand_cache_t *cache, cdc_operand_entry_t *entry,
+                             const double **norms);
+
+/* Counters: entries held, bytes of packed copies and shard sets. */
+void cdc__operand_cache_usage(const cdc_operand_cache_t *cache, int *entries, size_t *bytes);
+
+#endif

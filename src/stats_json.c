@@ -1,0 +1,62 @@
+/* stats_json.c - write cdc_stats_t as JSON for CDCGEMM_STATS. */
+#include "stats_json.h"
+
+#include "error.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+int cdc__stats_write_json(const cdc_stats_t *stats, const char *path)
+{
+    if (!stats || !path || !*path)
+        return cdc__fail(CDC_EINVAL, "stats: NULL stats or empty path");
+    char tmp[CDC_CONFIG_STR + 32];
+    int len = snprintf(tmp, sizeof tmp, "%s.tmp.%ld", path, (long) getpid());
+    if (len < 0 || (size_t) len >= sizeof tmp)
+        return cdc__fail(CDC_EINVAL, "stats: path '%s' too long", path);
+    FILE *out = fopen(tmp, "w");
+    if (!out)
+        return cdc__fail(CDC_EINVAL, "stats: cannot write %s: %s", tmp, strerror(errno));
+    const struct {
+        const char *name;
+        uint64_t value;
+    } fields[] = {
+        {"calls", stats->calls},
+        {"coded_calls", stats->coded_calls},
+        {"local_calls", stats->local_calls},
+        {"shards_sent", stats->shards_sent},
+        {"shards_erased", stats->shards_erased},
+        {"results_decoded", stats->results_decoded},
+        {"corrupt_detected", stats->corrupt_detected},
+        {"fallbacks", stats->fallbacks},
+        {"weight_encodes", stats->weight_encodes},
+        {"weight_hits", stats->weight_hits},
+        {"bytes_out", stats->bytes_out},
+        {"bytes_in", stats->bytes_in},
+        {"late_replies", stats->late_replies},
+        {"heartbeats_missed", stats->heartbeats_missed},
+        {"worker_deaths", stats->worker_deaths},
+        {"worker_rejoins", stats->worker_rejoins},
+        {"invalid_messages", stats->invalid_messages},
+        {"weights_sent", stats->weights_sent},
+        {"weight_bytes", stats->weight_bytes},
+    };
+    fputs("{", out);
+    for (size_t i = 0; i < sizeof fields / sizeof *fields; i++)
+        fprintf(out, "%s\"%s\": %llu", i ? ", " : "", fields[i].name,
+                (unsigned long long) fields[i].value);
+    fputs("}\n", out);
+    int failed = ferror(out);
+    if (fclose(out) != 0 || failed) {
+        remove(tmp);
+        return cdc__fail(CDC_EINVAL, "stats: write error on %s", tmp);
+    }
+    if (rename(tmp, path) != 0) {
+        int err = errno;
+        remove(tmp);
+        return cdc__fail(CDC_EINVAL, "stats: rename to %s: %s", path, strerror(err));
+    }
+    return CDC_OK;
+}

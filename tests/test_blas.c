@@ -1,0 +1,583 @@
+/* test_blas.c - the BLAS entry points (cblas_sgemm, sgemm_): semantics on the
+   local and the coded path, error exits, and weight detection (operand_cache). */
+#include "blas_context.h"
+#include "cdcgemm.h"
+#include "operand_cache.h"
+#include "testutil.h"
+
+#include <math.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* The entry points compiled into this program (see CMakeLists.txt). */
+void cblas_sgemm(int layout, int trans_a, int trans_b, int m, int n, int k, float alpha,
+                 const float *a, int lda, const float *b, int ldb, float beta, float *c,
+                 int ldc);
+void sgemm_(const char *transa, const char *transb, const int *m, const int *n,
+            const int *k, const float *alpha, const float *a, const int *lda,
+            const float *b, const int *ldb, const float *beta, float *c, const int *ldc,
+            size_t transa_len, size_t transb_len);
+
+enum { ROW = 101, COL = 102, NT = 111, TR = 112, CT = 113 };
+
+/* ---- error handlers the entry points must find (exported: ENABLE_EXPORTS) -- */
+static int xerbla_calls, xerbla_info;
+static char xerbla_name[8];
+static int cblas_xerbla_calls, cblas_xerbla_info;
+static char cblas_xerbla_rout[32];
+
+__attribute__((visibility("default"))) void xerbla_(const char *srname, const int *info,
+                                                    size_t len)
+{
+    xerbla_calls++;
+    xerbla_info = *info;
+    memset(xerbla_name, 0, sizeof xerbla_name);
+    memcpy(xerbla_name, srname, len < 7 ? len : 7);
+}
+
+__attribute__((visibility("default"))) void cblas_xerbla(int info, const char *rout,
+                                                         const char *form, ...)
+{
+    (void) form;
+    cblas_xerbla_calls++;
+    cblas_xerbla_info = info;
+    snprintf(cblas_xerbla_rout, sizeof cblas_xerbla_rout, "%s", rout);
+}
+
+/* Each test runs in its own process (Check's fork mode), so each can choose
+   the threshold before the first call reads the environment. */
+static void use_threshold(const char *value)
+{
+    setenv("CDCGEMM_MIN_FLOPS", value, 1);
+    setenv("CDCGEMM_LOCAL_WORKERS", "5", 1);
+    /* Semantics, not transport: in process every shard arrives. */
+    setenv("CDCGEMM_IN_PROCESS", "1", 1);
+    unsetenv("CDCGEMM_WORKERS");
+    ck_assert_msg(cdc__blas_min_flops() == atof(value),
+                  "threshold already read: run this suite in fork mode");
+}
+
+/* ---- semantics against a double reference -------------------------------- */
+
+/* Stored element (i, j) of op(X) where X has ld and is transposed or not,
+   in layout (row: X[r*ld+c], col: X[c*ld+r]). */
+static double op_at(const float *x, int ld, int transposed, int row_major, int i, int j)
+{
+    int r = transposed ? j : i, c = transposed ? i : j;
+    return row_major ? x[(size_t) r * ld + c] : x[(size_t) c * ld + r];
+}
+
+typedef struct {
+    int layout, ta, tb;
+} form_t;
+
+static form_t form_of(int index)
+{
+    static const int trans[] = {NT, TR, CT};
+    form_t f = {index < 9 ? ROW : COL, trans[(index / 3) % 3], trans[index % 3]};
+    return f;
+}
+
+/* One call of cblas_sgemm (or sgemm_ for column-major when fortran) against
+   the reference; ld padding must stay bit-identical. */
+static void check_call(form_t f, int fortran, int m, int n, int k, float alpha, float beta,
+                       int nan_c, uint64_t seed)
+{
+    cdc_test_rng_t rng;
+    cdc_test_rng_seed(&rng, seed);
+    int row = f.layout == ROW, at = f.ta != NT, bt = f.tb != NT;
+    int a_rows = at ? k : m, a_cols = at ? m : k, b_rows = bt ? n : k, b_cols = bt ? k : n;
+    int lda = (row ? a_cols : a_rows) + 2, ldb = (row ? b_cols : b_rows) + 3;
+    int ldc = (row ? n : m) + 1;
+    if (lda < 1) lda = 1;
+    size_t a_size = (size_t) lda * (size_t) (row ? a_rows : a_cols) + 1;
+    size_t b_size = (size_t) ldb * (size_t) (row ? b_rows : b_cols) + 1;
+    size_t c_size = (size_t) ldc * (size_t) (row ? m : n) + 1;
+    float *a = cdc_test_alloc(a_size * sizeof *a), *b = cdc_test_alloc(b_size * sizeof *b);
+    float *c = cdc_test_alloc(c_size * sizeof *c), *c0 = cdc_test_alloc(c_size * sizeof *c);
+    cdc_test_fill_uniform(&rng, a, a_size);
+    cdc_test_fill_uniform(&rng, b, b_size);
+    cdc_test_fill_uniform(&rng, c, c_size);
+    if (nan_c)
+        for (size_t i = 0; i < c_size; i++)
+            c[i] = NAN;
+    memcpy(c0, c, c_size * sizeof *c);
+
+    if (fortran) {
+        /* Mixed case: LSAME is case-insensitive. */
+        char ta = f.ta == NT ? 'n' : f.ta == TR ? 'T' : 'c';
+        char tb = f.tb == NT ? 'N' : f.tb == TR ? 't' : 'C';
+        sgemm_(&ta, &tb, &m, &n, &k, &alpha, a, &lda, b, &ldb, &beta, c, &ldc, 1, 1);
+    } else {
+        cblas_sgemm(f.layout, f.ta, f.tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+    }
+    double diff = 0.0, norm = 0.0;
+    for (int i = 0; i < m; i++)
+        for (int j = 0; j < n; j++) {
+            double s = 0.0;
+            for (int p = 0; p < k; p++)
+                s += op_at(a, lda, at, row, i, p) * op_at(b, ldb, bt, row, p, j);
+            size_t idx = row ? (size_t) i * ldc + j : (size_t) j * ldc + i;
+            double want = alpha * s + (beta == 0.0f ? 0.0 : beta * (double) c0[idx]);
+            if (alpha == 0.0f && beta == 1.0f)
+                want = c0[idx];
+            ck_assert_msg(!isnan(c[idx]), "NaN at (%d, %d)", i, j);
+            diff += (c[idx] - want) * (c[idx] - want);
+            norm += want * want;
+        }
+    double err = norm > 0 ? sqrt(diff / norm) : sqrt(diff);
+    ck_assert_msg(err <= 2e-6, "layout %d ta %d tb %d fortran %d m %d n %d k %d alpha %g "
+                  "beta %g: rel error %g", f.layout, f.ta, f.tb, fortran, m, n, k, alpha,
+                  beta, err);
+    /* Outside the m x n view: untouched, bit for bit. */
+    for (int line = 0; line < (row ? m : n); line++)
+        for (int i = row ? n : m; i < ldc; i++) {
+            size_t idx = (size_t) line * ldc + i;
+            ck_assert_msg(memcmp(&c[idx], &c0[idx], sizeof(float)) == 0, "padding at %zu", idx);
+        }
+    free(a);
+    free(b);
+    free(c);
+    free(c0);
+}
+
+static void check_all_shapes(int index)
+{
+    form_t f = form_of(index);
+    static const int shapes[][3] = {{1, 1, 1}, {2, 3, 1}, {9, 5, 3}, {37, 29, 41}, {64, 3, 130},
+                                    {5, 70, 9}, {0, 4, 3}, {4, 0, 3}, {6, 4, 0}};
+    static const float ab[][2] = {{1, 0}, {0.7f, 1.3f}, {0, 1}, {0, 0}, {-2, 1}};
+    for (size_t s = 0; s < sizeof shapes / sizeof *shapes; s++)
+        for (size_t v = 0; v < sizeof ab / sizeof *ab; v++) {
+            uint64_t seed = 1000 * (uint64_t) index + 10 * s + v;
+            check_call(f, 0, shapes[s][0], shapes[s][1], shapes[s][2], ab[v][0], ab[v][1],
+                       v == 0 || v == 3, seed);
+            if (f.layout == COL)
+                check_call(f, 1, shapes[s][0], shapes[s][1], shapes[s][2], ab[v][0],
+                           ab[v][1], v == 0 || v == 3, seed + 7);
+        }
+}
+
+START_TEST(test_local_path_semantics)
+{
+    use_threshold("1e15");
+    check_all_shapes(_i);
+    cdc_stats_t stats;
+    ck_assert_int_eq(cdc__blas_context_stats(&stats), CDC_ESTATE); /* never created */
+}
+END_TEST
+
+START_TEST(test_coded_path_semantics)
+{
+    use_threshold("0");
+    check_all_shapes(_i);
+    cdc_stats_t stats;
+    ck_assert_int_eq(cdc__blas_context_stats(&stats), CDC_OK);
+    ck_assert_uint_gt(stats.coded_calls, 0);
+    cdc__blas_context_shutdown();
+}
+END_TEST
+
+START_TEST(test_threshold_splits_calls)
+{
+    use_threshold("100000"); /* 2·M·N·K: 30x30x30 = 54000 local, 50x50x50 coded */
+    check_call(form_of(0), 0, 30, 30, 30, 1.0f, 0.0f, 1, 1);
+    cdc_stats_t stats;
+    ck_assert_int_eq(cdc__blas_context_stats(&stats), CDC_ESTATE);
+    check_call(form_of(0), 0, 50, 50, 50, 1.0f, 0.0f, 1, 2);
+    ck_assert_int_eq(cdc__blas_context_stats(&stats), CDC_OK);
+    ck_assert_uint_eq(stats.coded_calls, 1);
+    cdc__blas_context_shutdown();
+}
+END_TEST
+
+/* ---- error exits ---------------------------------------------------------- */
+
+static void reset_handlers(void)
+{
+    xerbla_calls = cblas_xerbla_calls = 0;
+    xerbla_info = cblas_xerbla_info = 0;
+}
+
+static void fortran_error(const char *ta, const char *tb, int m, int n, int k, int lda,
+                          int ldb, int ldc, int want)
+{
+    float a[64], b[64], c[64], alpha = 1.0f, beta = 0.0f;
+    for (int i = 0; i < 64; i++)
+        a[i] = b[i] = c[i] = 1.0f;
+    reset_handlers();
+    sgemm_(ta, tb, &m, &n, &k, &alpha, a, &lda, b, &ldb, &beta, c, &ldc, 1, 1);
+    ck_assert_int_eq(xerbla_calls, 1);
+    ck_assert_int_eq(xerbla_info, want);
+    ck_assert_str_eq(xerbla_name, "SGEMM ");
+    for (int i = 0; i < 64; i++)
+        ck_assert_float_eq(c[i], 1.0f); /* untouched */
+}
+
+START_TEST(test_fortran_error_exits)
+{
+    use_threshold(_i ? "0" : "1e15");
+    fortran_error("X", "N", 2, 2, 2, 2, 2, 2, 1);
+    fortran_error("N", "/", 2, 2, 2, 2, 2, 2, 2);
+    fortran_error("N", "N", -1, 2, 2, 2, 2, 2, 3);
+    fortran_error("N", "N", 2, -1, 2, 2, 2, 2, 4);
+    fortran_error("N", "N", 2, 2, -1, 2, 2, 2, 5);
+    fortran_error("N", "N", 3, 2, 2, 2, 2, 3, 8);  /* lda < M */
+    fortran_error("T", "N", 2, 2, 3, 2, 3, 2, 8);  /* lda < K */
+    fortran_error("N", "N", 2, 2, 3, 2, 2, 2, 10); /* ldb < K */
+    fortran_error("N", "t", 2, 3, 2, 2, 2, 2, 10); /* ldb < N */
+    fortran_error("N", "N", 3, 2, 2, 3, 2, 2, 13); /* ldc < M */
+    /* Several bad: the first in reference order wins. */
+    fortran_error("N", "N", -1, -1, -1, 0, 0, 0, 3);
+    fortran_error("N", "N", 2, 2, 2, 0, 0, 0, 8);
+    /* Valid calls do not call it. */
+    reset_handlers();
+    float a[4] = {1, 2, 3, 4}, c[4], alpha = 1.0f, beta = 0.0f;
+    int two = 2;
+    sgemm_("N", "N", &two, &two, &two, &alpha, a, &two, a, &two, &beta, c, &two, 1, 1);
+    ck_assert_int_eq(xerbla_calls, 0);
+    ck_assert_float_eq(c[0], 7.0f);
+}
+END_TEST
+
+static void cblas_error(int layout, int ta, int tb, int m, int n, int k, int lda, int ldb,
+                        int ldc, int want)
+{
+    float a[64], b[64], c[64];
+    for (int i = 0; i < 64; i++)
+        a[i] = b[i] = c[i] = 1.0f;
+    reset_handlers();
+    cblas_sgemm(layout, ta, tb, m, n, k, 1.0f, a, lda, b, ldb, 0.0f, c, ldc);
+    ck_assert_int_eq(cblas_xerbla_calls, 1);
+    ck_assert_int_eq(cblas_xerbla_info, want);
+    ck_assert_str_eq(cblas_xerbla_rout, "cblas_sgemm");
+    ck_assert_int_eq(xerbla_calls, 0);
+    for (int i = 0; i < 64; i++)
+        ck_assert_float_eq(c[i], 1.0f);
+}
+
+START_TEST(test_cblas_error_exits)
+{
+    use_threshold(_i ? "0" : "1e15");
+    cblas_error(7, NT, NT, 2, 2, 2, 2, 2, 2, 1);
+    cblas_error(COL, 0, NT, 2, 2, 2, 2, 2, 2, 2);
+    cblas_error(COL, NT, 114, 2, 2, 2, 2, 2, 2, 3);
+    cblas_error(ROW, 0, NT, 2, 2, 2, 2, 2, 2, 2);
+    cblas_error(ROW, NT, 0, 2, 2, 2, 2, 2, 2, 3);
+    /* Column-major: the Fortran numbers + 1. */
+    cblas_error(COL, NT, NT, -1, 2, 2, 2, 2, 2, 4);
+    cblas_error(COL, NT, NT, 2, -1, 2, 2, 2, 2, 5);
+    cblas_error(COL, NT, NT, 2, 2, -1, 2, 2, 2, 6);
+    cblas_error(COL, NT, NT, 3, 2, 2, 2, 2, 3, 9);
+    cblas_error(COL, NT, NT, 2, 2, 3, 2, 2, 2, 11);
+    cblas_error(COL, NT, NT, 3, 2, 2, 3, 2, 2, 14);
+    /* Row-major: the reference CBLAS calls Fortran sgemm with the operands
+       swapped, so M and N, lda and ldb trade numbers. */
+    cblas_error(ROW, NT, NT, -1, 2, 2, 2, 2, 2, 5);
+    cblas_error(ROW, NT, NT, 2, -1, 2, 2, 2, 2, 4);
+    cblas_error(ROW, NT, NT, 2, 2, -1, 2, 2, 2, 6);
+    cblas_error(ROW, NT, NT, 2, 2, 3, 2, 2, 2, 11); /* lda < K */
+    cblas_error(ROW, NT, NT, 2, 3, 2, 2, 2, 3, 9);  /* ldb < N */
+    cblas_error(ROW, NT, NT, 2, 3, 2, 2, 3, 2, 14); /* ldc < N */
+    cblas_error(ROW, TR, NT, 3, 2, 2, 2, 2, 2, 11); /* lda < M (A is K x M) */
+}
+END_TEST
+
+/* ---- weight detection ----------------------------------------------------- */
+
+START_TEST(test_hash_sees_every_word_not_padding)
+{
+    enum { R = 7, K = 9, LD = 12 };
+    float x[R * LD];
+    cdc_test_rng_t rng;
+    cdc_test_rng_seed(&rng, 5);
+    cdc_test_fill_uniform(&rng, x, R * LD);
+    for (int t = 0; t < 2; t++) {
+        cdc_operand_t op = {x, t ? K : R, t ? R : K, LD, t};
+        uint64_t h = cdc__operand_hash(&op);
+        ck_assert_uint_ne(h, 0);
+        for (int i = 0; i < R; i++)
+            for (int j = 0; j < LD; j++) {
+                float saved = x[i * LD + j];
+                x[i * LD + j] = nextafterf(saved, 2.0f); /* one ulp */
+                uint64_t changed = cdc__operand_hash(&op);
+                x[i * LD + j] = saved;
+                if (j < K)
+                    ck_assert_msg(changed != h, "change at (%d, %d) not seen", i, j);
+                else
+                    ck_assert_msg(changed == h, "padding (%d, %d) changed the hash", i, j);
+            }
+        /* Shape is part of the hash: same bytes, other view. */
+        cdc_operand_t other = {x, t ? K - 1 : R - 1, t ? R : K, LD, t};
+        ck_assert_uint_ne(cdc__operand_hash(&other), h);
+    }
+}
+END_TEST
+
+START_TEST(test_pack_matches_view)
+{
+    enum { R = 5, K = 7, LD = 9 };
+    float x[LD * LD], packed[R * K];
+    for (int i = 0; i < LD * LD; i++)
+        x[i] = (float) i;
+    cdc_operand_t op = {x, R, K, LD, 0};
+    cdc__operand_pack(&op, packed);
+    for (int i = 0; i < R; i++)
+        for (int j = 0; j < K; j++)
+            ck_assert_float_eq(packed[i * K + j], x[i * LD + j]);
+    cdc_operand_t opt = {x, R, K, LD, 1};
+    cdc__operand_pack(&opt, packed);
+    for (int i = 0; i < R; i++)
+        for (int j = 0; j < K; j++)
+            ck_assert_float_eq(packed[i * K + j], x[j * LD + i]);
+}
+END_TEST
+
+START_TEST(test_cache_detects_repeats_and_changes)
+{
+    enum { M = 6, N = 5, K = 4 };
+    float w[M * K], x[N * K];
+    cdc_test_rng_t rng;
+    cdc_test_rng_seed(&rng, 9);
+    cdc_test_fill_uniform(&rng, w, M * K);
+    cdc_operand_cache_t *cache = NULL;
+    ck_assert_int_eq(cdc__operand_cache_new(8, 1 << 20, &cache), CDC_OK);
+    cdc_operand_t a = {w, M, K, K, 0}, bt = {x, N, K, K, 0};
+    int side;
+    cdc_operand_entry_t *entry;
+    /* First call: nothing known. */
+    cdc_test_fill_uniform(&rng, x, N * K);
+    ck_assert_int_eq(cdc__operand_cache_match(cache, &a, &bt, &side, &entry), CDC_OK);
+    ck_assert_int_eq(side, 0);
+    /* Same weights, new input: a is the weights, packed exactly. */
+    cdc_test_fill_uniform(&rng, x, N * K);
+    ck_assert_int_eq(cdc__operand_cache_match(cache, &a, &bt, &side, &entry), CDC_OK);
+    ck_assert_int_eq(side, 1);
+    ck_assert_ptr_nonnull(entry->packed);
+    ck_assert_int_eq(memcmp(entry->packed, w, sizeof w), 0);
+    uint64_t key = entry->key;
+    ck_assert_uint_ne(key, 0);
+    /* Weights changed in place (one element): never the stale copy. */
+    w[13] += 1.0f;
+    cdc_test_fill_uniform(&rng, x, N * K);
+    ck_assert_int_eq(cdc__operand_cache_match(cache, &a, &bt, &side, &entry), CDC_OK);
+    ck_assert_int_eq(side, 0);
+    /* Seen again unchanged: promoted again, with the new contents and key. */
+    cdc_test_fill_uniform(&rng, x, N * K);
+    ck_assert_int_eq(cdc__operand_cache_match(cache, &a, &bt, &side, &entry), CDC_OK);
+    ck_assert_int_eq(side, 1);
+    ck_assert_int_eq(memcmp(entry->packed, w, sizeof w), 0);
+    ck_assert_uint_ne(entry->key, key);
+    /* Weights as bt (column-major callers): found on that side. */
+    cdc_operand_t a2 = {x, N, K, K, 0}, bt2 = {w, M, K, K, 0};
+    cdc_test_fill_uniform(&rng, x, N * K);
+    ck_assert_int_eq(cdc__operand_cache_match(cache, &a2, &bt2, &side, &entry), CDC_OK);
+    ck_assert_int_eq(side, 2);
+    cdc__operand_cache_destroy(&cache);
+    ck_assert_ptr_null(cache);
+}
+END_TEST
+
+START_TEST(test_cache_waits_when_both_repeat)
+{
+    enum { M = 6, N = 5, K = 4 };
+    float w[M * K], x[N * K];
+    cdc_test_rng_t rng;
+    cdc_test_rng_seed(&rng, 10);
+    cdc_test_fill_uniform(&rng, w, M * K);
+    cdc_test_fill_uniform(&rng, x, N * K);
+    cdc_operand_cache_t *cache = NULL;
+    ck_assert_int_eq(cdc__operand_cache_new(8, 1 << 20, &cache), CDC_OK);
+    cdc_operand_t a = {x, N, K, K, 0}, bt = {w, M, K, K, 0};
+    int side;
+    cdc_operand_entry_t *entry;
+    /* The same input twice (row- then column-major form of one product):
+       not enough to tell which is the weights. */
+    ck_assert_int_eq(cdc__operand_cache_match(cache, &a, &bt, &side, &entry), CDC_OK);
+    ck_assert_int_eq(cdc__operand_cache_match(cache, &a, &bt, &side, &entry), CDC_OK);
+    ck_assert_int_eq(side, 0);
+    /* The input changes, the weights repeat: bt. */
+    cdc_test_fill_uniform(&rng, x, N * K);
+    ck_assert_int_eq(cdc__operand_cache_match(cache, &a, &bt, &side, &entry), CDC_OK);
+    ck_assert_int_eq(side, 2);
+    /* A loop on one unchanged product settles on a after three repeats. */
+    cdc_operand_t c1 = {w, M, K, K, 1}, c2 = {x, N, K, N, 1};
+    for (int call = 0; call < 4; call++) {
+        ck_assert_int_eq(cdc__operand_cache_match(cache, &c1, &c2, &side, &entry), CDC_OK);
+        ck_assert_int_eq(side, call < 3 ? 0 : 1);
+    }
+    cdc__operand_cache_destroy(&cache);
+}
+END_TEST
+
+START_TEST(test_cache_is_bounded)
+{
+    enum { K = 16, ROWS = 16, MATS = 12 };
+    static float w[MATS][ROWS * K], x[ROWS * K];
+    cdc_operand_cache_t *cache = NULL;
+    /* 6 entries, room for two packed 1 KiB copies. */
+    ck_assert_int_eq(cdc__operand_cache_new(6, 2 * ROWS * K * sizeof(float), &cache), CDC_OK);
+    int side, entries;
+    size_t bytes;
+    cdc_operand_entry_t *entry;
+    for (int round = 0; round < 3; round++)
+        for (int i = 0; i < MATS; i++) {
+            for (int j = 0; j < ROWS * K; j++)
+                x[j] = (float) (round * 1000 + i * 10 + j);
+            cdc_operand_t a = {w[i], ROWS, K, K, 0}, bt = {x, ROWS, K, K, 0};
+            ck_assert_int_eq(cdc__operand_cache_match(cache, &a, &bt, &side, &entry), CDC_OK);
+            cdc__operand_cache_usage(cache, &entries, &bytes);
+            ck_assert_int_le(entries, 6);
+            ck_assert_uint_le(bytes, 2 * ROWS * K * sizeof(float));
+        }
+    /* Two alternating weights fit and keep hitting. */
+    for (int round = 0; round < 6; round++) {
+        x[0] = (float) round;
+        cdc_operand_t a = {w[round % 2], ROWS, K, K, 0}, bt = {x, ROWS, K, K, 0};
+        ck_assert_int_eq(cdc__operand_cache_match(cache, &a, &bt, &side, &entry), CDC_OK);
+        if (round >= 2)
+            ck_assert_int_eq(side, 1);
+    }
+    cdc__operand_cache_destroy(&cache);
+}
+END_TEST
+
+/* Repeated calls with one weight matrix: encoded once, then reused; a change
+   in place is seen and re-encoded; every result right. */
+START_TEST(test_weights_encoded_once)
+{
+    use_threshold("0");
+    form_t f = form_of(_i * 9); /* row-major, then column-major */
+    enum { M = 40, N = 24, K = 33 };
+    float w[M * K], x[K * N], c[M * N];
+    cdc_test_rng_t rng;
+    cdc_test_rng_seed(&rng, 77);
+    cdc_test_fill_uniform(&rng, w, M * K);
+    cdc_stats_t stats;
+    for (int call = 0; call < 8; call++) {
+        if (call == 5)
+            w[7] = 3.0f; /* new weights at the same address */
+        cdc_test_fill_uniform(&rng, x, K * N);
+        /* Row-major C = W·X; column-major the same memory as Cᵀ = Xᵀ·Wᵀ. */
+        if (f.layout == ROW)
+            cblas_sgemm(ROW, NT, NT, M, N, K, 1.0f, w, K, x, N, 0.0f, c, N);
+        else
+            cblas_sgemm(COL, NT, NT, N, M, K, 1.0f, x, N, w, K, 0.0f, c, N);
+        for (int i = 0; i < M; i++)
+            for (int j = 0; j < N; j++) {
+                double s = 0.0;
+                for (int p = 0; p < K; p++)
+                    s += (double) w[i * K + p] * x[p * N + j];
+                ck_assert_msg(fabs(c[i * N + j] - s) <= 1e-4 * (1 + fabs(s)),
+                              "call %d (%d, %d): %g vs %g", call, i, j, c[i * N + j], s);
+            }
+        ck_assert_int_eq(cdc__blas_context_stats(&stats), CDC_OK);
+        /* Call 1 promotes (encode 1); call 6 sees the change, call 7 re-encodes. */
+        uint64_t want = call < 1 ? 0 : call < 6 ? 1 : 2;
+        ck_assert_msg(stats.weight_encodes == want, "call %d: %llu encodes, want %llu", call,
+                      (unsigned long long) stats.weight_encodes, (unsigned long long) want);
+    }
+    ck_assert_uint_eq(stats.weight_hits, 4); /* calls 2..4 and 7 */
+    ck_assert_uint_eq(stats.coded_calls, 8);
+    cdc__blas_context_shutdown();
+}
+END_TEST
+
+/* A lost shard (data or parity) is rebuilt: the BLAS result stays right. */
+START_TEST(test_coded_path_with_erasures)
+{
+    use_threshold("0");
+    static const uint64_t masks[] = {1u << 0, 1u << 2, 1u << 4, 0};
+    for (int form = 0; form < 18; form += 4)
+        for (size_t e = 0; e < sizeof masks / sizeof *masks; e++) {
+            ck_assert_int_eq(cdc__blas_context_erase_next(masks[e]), CDC_OK);
+            check_call(form_of(form), 0, 37, 29, 41, 0.7f, 1.3f, 0, 500 + form * 10 + e);
+        }
+    cdc_stats_t stats;
+    ck_assert_int_eq(cdc__blas_context_stats(&stats), CDC_OK);
+    ck_assert_uint_ge(stats.results_decoded, 10);
+    ck_assert_uint_ge(stats.shards_erased, 15);
+    cdc__blas_context_shutdown();
+}
+END_TEST
+
+/* Host threads calling at once, each with its own weights: coded calls are
+   serialised, local ones run side by side; every result right. */
+static void *thread_calls(void *arg)
+{
+    int id = *(const int *) arg, bad = 0;
+    enum { M = 24, N = 20, K = 16 };
+    float w[M * K], x[K * N], c[M * N];
+    cdc_test_rng_t rng;
+    cdc_test_rng_seed(&rng, 900 + (uint64_t) id);
+    cdc_test_fill_uniform(&rng, w, M * K);
+    for (int call = 0; call < 20; call++) {
+        cdc_test_fill_uniform(&rng, x, K * N);
+        int m = call % 2 ? M : 4; /* 4x20x16 stays local under the threshold */
+        cblas_sgemm(ROW, NT, NT, m, N, K, 1.0f, w, K, x, N, 0.0f, c, N);
+        for (int i = 0; i < m; i++)
+            for (int j = 0; j < N; j++) {
+                double s = 0.0;
+                for (int p = 0; p < K; p++)
+                    s += (double) w[i * K + p] * x[p * N + j];
+                bad += fabs(c[i * N + j] - s) > 1e-4 * (1 + fabs(s));
+            }
+    }
+    *(int *) arg = bad;
+    return NULL;
+}
+
+START_TEST(test_threads)
+{
+    use_threshold("10000"); /* 2·24·20·16 = 15360 coded, 2·4·20·16 = 2560 local */
+    enum { THREADS = 4 };
+    pthread_t threads[THREADS];
+    int args[THREADS];
+    for (int t = 0; t < THREADS; t++) {
+        args[t] = t;
+        ck_assert_int_eq(pthread_create(&threads[t], NULL, thread_calls, &args[t]), 0);
+    }
+    for (int t = 0; t < THREADS; t++) {
+        ck_assert_int_eq(pthread_join(threads[t], NULL), 0);
+        ck_assert_msg(args[t] == 0, "thread %d: %d wrong elements", t, args[t]);
+    }
+    cdc_stats_t stats;
+    ck_assert_int_eq(cdc__blas_context_stats(&stats), CDC_OK);
+    ck_assert_uint_eq(stats.coded_calls, THREADS * 10);
+    ck_assert_uint_eq(stats.weight_encodes, THREADS);
+    cdc__blas_context_shutdown();
+}
+END_TEST
+
+static Suite *blas_suite(void)
+{
+    Suite *s = suite_create("blas");
+    TCase *tc = tcase_create("semantics");
+    tcase_add_loop_test(tc, test_local_path_semantics, 0, 18);
+    tcase_add_loop_test(tc, test_coded_path_semantics, 0, 18);
+    tcase_add_test(tc, test_threshold_splits_calls);
+    tcase_add_test(tc, test_coded_path_with_erasures);
+    tcase_add_test(tc, test_threads);
+    tcase_set_timeout(tc, 120);
+    suite_add_tcase(s, tc);
+    tc = tcase_create("errors");
+    tcase_add_loop_test(tc, test_fortran_error_exits, 0, 2);
+    tcase_add_loop_test(tc, test_cblas_error_exits, 0, 2);
+    suite_add_tcase(s, tc);
+    tc = tcase_create("weights");
+    tcase_add_test(tc, test_hash_sees_every_word_not_padding);
+    tcase_add_test(tc, test_pack_matches_view);
+    tcase_add_test(tc, test_cache_detects_repeats_and_changes);
+    tcase_add_test(tc, test_cache_waits_when_both_repeat);
+    tcase_add_test(tc, test_cache_is_bounded);
+    tcase_add_loop_test(tc, test_weights_encoded_once, 0, 2);
+    suite_add_tcase(s, tc);
+    return s;
+}
+
+int main(void)
+{
+    return cdc_test_run_suite(blas_suite());
+}
