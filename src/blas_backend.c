@@ -15,16 +15,13 @@
 
 enum { CBLAS_ROW_MAJOR = 101, CBLAS_COL_MAJOR = 102, CBLAS_NO_TRANS = 111, CBLAS_TRANS = 112 };
 
-typedef void (*cblas_sgemm_fn)(int layout, int trans_a, int trans_b, int m, int n,
-                               int k, float alpha, const float *a, int lda,
-                               const float *b, int ldb, float beta, float *c, int ldc);
 typedef void (*cblas_sgemv_fn)(int layout, int trans, int m, int n, float alpha,
                                const float *a, int lda, const float *x, int incx,
                                float beta, float *y, int incy);
 typedef void (*set_threads_fn)(int threads);
 
 static pthread_once_t resolve_once = PTHREAD_ONCE_INIT;
-static cblas_sgemm_fn openblas_sgemm;
+static cdc_openblas_sgemm_fn openblas_sgemm;
 static cblas_sgemv_fn openblas_sgemv;
 static set_threads_fn openblas_set_threads;
 static char resolve_error[256];
@@ -93,6 +90,12 @@ void cdc__blas_sgemv_rm(int64_t m, int64_t n, const float *a, int64_t lda, const
     pthread_once(&resolve_once, resolve_openblas);
     openblas_sgemv(CBLAS_ROW_MAJOR, CBLAS_NO_TRANS, (int) m, (int) n, 1.0f, a, (int) lda, x,
                    1, 0.0f, y, 1);
+}
+
+cdc_openblas_sgemm_fn cdc__blas_openblas_sgemm(void)
+{
+    pthread_once(&resolve_once, resolve_openblas);
+    return openblas_sgemm;
 }
 
 void cdc__blas_set_threads(int threads)

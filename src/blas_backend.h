@@ -22,6 +22,15 @@ void cdc__blas_sgemm_cm(int trans_a, int trans_b, int64_t m, int64_t n, int64_t 
 void cdc__blas_sgemv_rm(int64_t m, int64_t n, const float *a, int64_t lda, const float *x,
                         float *y);
 
+/* OpenBLAS's own cblas_sgemm (CBLAS layout/transpose codes 101/102, 111/112),
+   resolved once; NULL when OpenBLAS could not be loaded. For the hottest path
+   only, the BLAS entry points' local calls: one indirect call, no wrapper. */
+typedef void (*cdc_openblas_sgemm_fn)(int layout, int trans_a, int trans_b, int m, int n,
+                                      int k, float alpha, const float *a, int lda,
+                                      const float *b, int ldb, float beta, float *c,
+                                      int ldc);
+cdc_openblas_sgemm_fn cdc__blas_openblas_sgemm(void);
+
 /* Set OpenBLAS's thread count (workers sharing few cores use 1). */
 void cdc__blas_set_threads(int threads);
 

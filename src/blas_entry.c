@@ -122,10 +122,20 @@ static inline void gemm_dispatch(int col_major, int ta, int tb, int m, int n, in
     if (__builtin_expect(flops >= cdc__blas_min_flops_fast(), 0) &&
         gemm_coded(col_major, ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc) == 0)
         return;
-    if (col_major)
-        cdc__blas_sgemm_cm(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
-    else
-        cdc__blas_sgemm_rm(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+    /* Straight to OpenBLAS's own function: the local path is the common one
+       and must cost next to nothing over calling OpenBLAS directly. */
+    static cdc_openblas_sgemm_fn openblas;
+    cdc_openblas_sgemm_fn sgemm = __atomic_load_n(&openblas, __ATOMIC_ACQUIRE);
+    if (__builtin_expect(!sgemm, 0)) {
+        sgemm = cdc__blas_openblas_sgemm();
+        if (!sgemm) {
+            CDC_LOG_ERRORF("cdcgemm: OpenBLAS unavailable: %s", cdc_last_error());
+            return;
+        }
+        __atomic_store_n(&openblas, sgemm, __ATOMIC_RELEASE);
+    }
+    sgemm(col_major ? 102 : 101, ta ? 112 : 111, tb ? 112 : 111, m, n, k, alpha, a, lda, b,
+          ldb, beta, c, ldc);
 }
 
 /* 0 = N, 1 = T or C (real), -1 = invalid; case-insensitive as LSAME. */
