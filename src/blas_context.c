@@ -158,6 +158,11 @@ static int state_ready_locked(void)
         return cdc__fail(CDC_ESTATE, "BLAS context could not be created");
     pthread_once(&hooks_once, hooks_install);
     int rc = cdc_context_new(&env_config, &state_context);
+    /* BLAS callers are owed BLAS accuracy: a shard rebuilt from parity may be
+       used only where its rounding error stays within a few times a direct
+       product's (the reference tests allow 16 ulps of |A||B|). */
+    if (rc == CDC_OK)
+        state_context->decode_guard = CDC_BLAS_DECODE_GUARD;
     if (rc == CDC_OK)
         rc = cdc__operand_cache_new(CACHE_ENTRIES, CACHE_BYTES, &state_cache);
     if (rc != CDC_OK) {

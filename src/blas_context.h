@@ -10,6 +10,13 @@
    config.min_flops < 0; chosen by measurement (docs/drop-in.md). */
 #define CDC_BLAS_MIN_FLOPS_DEFAULT 2.0e8
 
+/* A BLAS call accepts a shard rebuilt from parity only where its error
+   amplification (the sum of the used shards' |a||b| over its own) is at most
+   this times sqrt(k): the rebuilt error, ~sqrt(k) eps per shard, then stays
+   within the standard GEMM bound k eps |a||b|. Otherwise the shard is
+   computed locally (context decode_guard). */
+#define CDC_BLAS_DECODE_GUARD 1.0
+
 /* The threshold below which BLAS calls run on local OpenBLAS. The CDCGEMM_*
    environment is read once (a bad value is reported on stderr once and every
    call then stays local); afterwards this is a plain load. Thread-safe. */

@@ -90,6 +90,32 @@ static void corrupt_one_element(float *block, size_t count)
         block[count / 2] += largest > 0.0f ? 0.01f * largest : 1.0f;
 }
 
+/* How much larger the rounding error of rebuilt shard `lost` can be than that
+   of computing it directly: the largest ratio, over its elements, of the sum
+   of the used shards' operand-norm products to its own. Elements whose own
+   operands are zero are exactly zero: they are set so, not counted. */
+static double decode_amplification(const cdc_coded_call_t *call, uint64_t used, int lost)
+{
+    const int shards = call->n + call->r;
+    const cdc_shard_scale_t *own = &call->scales[lost];
+    float *block = call->results[lost];
+    double worst = 0.0;
+    for (int64_t p = 0; p < call->rows; p++)
+        for (int64_t q = 0; q < call->cols; q++) {
+            double mine = own->row[p] * own->col[q];
+            if (mine == 0.0) {
+                block[p * call->cols + q] = 0.0f;
+                continue;
+            }
+            double sum = 0.0;
+            for (int s = 0; s < shards; s++)
+                if (used & (UINT64_C(1) << s))
+                    sum += call->scales[s].row[p] * call->scales[s].col[q];
+            worst = sum / mine > worst ? sum / mine : worst;
+        }
+    return worst;
+}
+
 int cdc__coded_call_run(cdc_context_t *context, cdc_coded_call_t *call)
 {
     int n = call->n, shards = call->n + call->r;
@@ -166,7 +192,19 @@ int cdc__coded_call_run(cdc_context_t *context, cdc_coded_call_t *call)
                              call->cols, present);
         if (rc == CDC_OK) {
             decoded = popcount64(missing_data);
+            /* Accuracy guard (BLAS callers): a rebuilt shard carries the
+               rounding errors of every shard it came from, ~sqrt(k) eps each;
+               where their sum could exceed the standard GEMM error bound,
+               ~k eps |a||b|, of its own elements, compute it here instead. */
+            uint64_t rebuilt = missing_data;
+            double limit = context->decode_guard * sqrt((double) call->inner);
             missing_data = 0;
+            for (int s = 0; s < n && context->decode_guard > 0.0 && call->inner > 0; s++)
+                if ((rebuilt & (UINT64_C(1) << s)) &&
+                    decode_amplification(call, present, s) > limit) {
+                    missing_data |= UINT64_C(1) << s;
+                    decoded--;
+                }
         } else {
             CDC_LOG_WARNF("decode failed (%s); computing missing shards locally",
                           cdc_last_error());

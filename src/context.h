@@ -16,6 +16,9 @@ struct cdc_context {
     uint64_t erase_next;  /* shards the next coded call treats as lost       */
     uint64_t corrupt_next; /* shards whose next results get one bad element  */
     cdc_call_report_t last_call;
+    double decode_guard;  /* > 0: a rebuilt shard whose error amplification
+                             exceeds decode_guard * sqrt(k) is computed
+                             locally instead (BLAS entry points)            */
     int workers;          /* W: workers configured (live ones: the executor) */
     cdc_executor_t *executor;
     cdc_local_workers_t *local; /* spawned workers (embedded default), or NULL */

@@ -50,8 +50,12 @@ fi
 # arrives, nothing is decoded. With worker processes a late data shard is
 # rebuilt from parity, whose float rounding is relative to the sum of all
 # blocks, not to the lost block: see docs/drop-in.md ("Accuracy").
+# CDCGEMM_IN_PROCESS=0 with CDCGEMM_FAULTS from the caller runs the same test on
+# real worker processes with faults (a late or crashed worker's shard rebuilt
+# from parity where accurate enough, else computed locally).
 env -u CDCGEMM_WORKERS LD_LIBRARY_PATH="$libpath" LD_PRELOAD="$preload" CDCGEMM_MIN_FLOPS=0 \
-  CDCGEMM_PARITY=1 CDCGEMM_LOCAL_WORKERS=5 CDCGEMM_IN_PROCESS=1 CDCGEMM_STATS="$work/stats.json" \
+  CDCGEMM_PARITY=1 CDCGEMM_LOCAL_WORKERS=5 CDCGEMM_IN_PROCESS="${CDCGEMM_IN_PROCESS:-1}" \
+  CDCGEMM_FAULTS="${CDCGEMM_FAULTS:-}" CDCGEMM_STATS="$work/stats.json" \
   "$prog" < test.in > stdout.txt 2> stderr.txt
 rc=$?
 summary=stdout.txt
@@ -76,5 +80,11 @@ if [ -z "$coded" ] || [ "$coded" -lt 1 ]; then
   echo "FAIL: no call went through the coded path (coded_calls = '${coded}')"
   status=1
 fi
-[ "$status" -eq 0 ] && echo "PASS: $name (coded_calls = $coded)"
+# With a fault schedule the faults must have bitten: shard results went missing.
+erased=$(sed -n 's/.*"shards_erased": \([0-9][0-9]*\).*/\1/p' stats.json 2>/dev/null)
+if [ -n "${CDCGEMM_FAULTS:-}" ] && { [ -z "$erased" ] || [ "$erased" -lt 1 ]; }; then
+  echo "FAIL: CDCGEMM_FAULTS='$CDCGEMM_FAULTS' but no shard result went missing"
+  status=1
+fi
+[ "$status" -eq 0 ] && echo "PASS: $name (coded_calls = $coded, shards_erased = ${erased:-0})"
 exit $status
