@@ -227,9 +227,9 @@ static void *watch_main(void *arg)
 {
     watch_t *w = arg;
     while (!w->stop) {
-        uint64_t mask;
-        cdc__context_live_workers(w->context, &mask);
-        if (!(mask & (UINT64_C(1) << w->worker))) {
+        cdc_remote_counters_t counters;
+        cdc__executor_remote_counters(w->context->executor, &counters);
+        if (!(counters.live_mask & (UINT64_C(1) << w->worker))) {
             w->detected_at = now_ms();
             break;
         }
@@ -259,6 +259,14 @@ static int kill_one(bench_layer_t *b, int workers, int parity, int requests, int
     watch_t watch = {context, victim, 0.0, -1.0, 0};
     pthread_t thread;
     pid_t pid = cdc__local_workers_pid(context->local, victim);
+    if (pid <= 0) { /* never kill(0): that is our own process group */
+        fprintf(stderr, "cdcgemm-bench failover: no worker %d\n", victim);
+        free(before);
+        free(after);
+        cdc_layer_destroy(&b->layer);
+        cdc_context_destroy(&context);
+        return 1;
+    }
     watch.killed_at = now_ms();
     kill(pid, SIGKILL);
     int watching = pthread_create(&thread, NULL, watch_main, &watch) == 0;

@@ -242,10 +242,10 @@ int cdc__coded_call_run(cdc_context_t *context, cdc_coded_call_t *call)
 int cdc__context_code(cdc_context_t *context, int n, int r, const cdc_code_t **code)
 {
     *code = NULL;
-    /* The plan over the live workers: n came from cdc__context_data_shards;
-       lower r so that the n + r shards fit them (r <= n). With no live
-       worker the call is local anyway: keep r. */
-    int live = cdc__context_live_workers(context, NULL);
+    /* The plan over the workers in it: n came from cdc__context_data_shards;
+       lower r so that the n + r shards fit them (r <= n). With none the
+       call is local anyway: keep r. */
+    int live = cdc__context_plan_workers(context, NULL);
     if (live > 0 && n + r > live)
         r = live - n > 0 ? live - n : 0;
     if (r > n)

@@ -213,7 +213,7 @@ int cdc__context_data_shards(const cdc_context_t *context, int parity, int *n)
                          "parity r = %d with %d workers leaves n = %d data shards "
                          "(need n >= 1 and r <= n)",
                          parity, context->workers, data);
-    int live = cdc__context_live_workers(context, NULL);
+    int live = cdc__context_plan_workers(context, NULL);
     if (live == 0) {
         *n = data; /* nothing will be sent: every shard is computed here */
         return CDC_OK;
@@ -223,7 +223,7 @@ int cdc__context_data_shards(const cdc_context_t *context, int parity, int *n)
     return CDC_OK;
 }
 
-int cdc__context_live_workers(const cdc_context_t *context, uint64_t *mask)
+int cdc__context_plan_workers(const cdc_context_t *context, uint64_t *mask)
 {
     int live = context->executor ? cdc__executor_live(context->executor, mask) : -1;
     if (live < 0 || live > context->workers) {

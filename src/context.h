@@ -25,16 +25,17 @@ struct cdc_context {
     cdc_code_t *codes[CDC_CODE_MAX_R + 1][CDC_CODE_MAX_N + 1]; /* [r][n], lazily */
 };
 
-/* Data shards for parity r on this context: n = L - r' over the L live
+/* Data shards for parity r on this context: n = L - r' over the L planned
    workers (all W without heartbeats), where r' = min(r, L / 2) keeps
    r' <= n and n >= 1 (one live worker: r' = 0); cdc__context_code applies
    the same r'. With no live worker, n = W - r (the call then runs locally).
    CDC_ECONFIG when r is out of range for W (r > W - r or W - r < 1). */
 int cdc__context_data_shards(const cdc_context_t *context, int parity, int *n);
 
-/* Live workers now (bit w of *mask, may be NULL): W and all bits for an
-   executor without heartbeats. Thread-safe. */
-int cdc__context_live_workers(const cdc_context_t *context, uint64_t *mask);
+/* Workers in the plan now (bit w of *mask, may be NULL): those answering
+   heartbeats, plus any silent for less than the grace period (docs/workers.md);
+   W and all bits for an executor without heartbeats. Thread-safe. */
+int cdc__context_plan_workers(const cdc_context_t *context, uint64_t *mask);
 
 /* The layer/call parity: the context's unless overridden (>= 0). */
 int cdc__context_parity(const cdc_context_t *context, int parity_override);

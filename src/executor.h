@@ -1,4 +1,4 @@
-/* executor.h - runs shard tasks somewhere (in process now, on workers later).
+/* executor.h - runs shard tasks somewhere: in process, or on ZeroMQ workers.
  *
  * The coordinator hands an executor a batch of shard tasks and learns which
  * results arrived; it never knows how or where they ran. The math (encode,
@@ -45,8 +45,9 @@ typedef struct {
     int (*run)(cdc_executor_t *self, cdc_shard_task_t *tasks, int count, int needed,
                uint64_t *arrived);
     void (*destroy)(cdc_executor_t *self);
-    /* Workers believed live now (heartbeats); NULL = every worker, always.
-       *mask (may be NULL) gets bit w for each live worker w. Thread-safe. */
+    /* Workers in the plan now (live by heartbeats, or silent for less than
+       a grace period); NULL = every worker, always. *mask (may be NULL) gets
+       bit w for each. Thread-safe. */
     int (*live)(cdc_executor_t *self, uint64_t *mask);
 } cdc_executor_ops_t;
 
@@ -76,6 +77,7 @@ typedef struct {
     uint64_t worker_deaths;   /* live -> dead: connection dropped or silent  */
     uint64_t worker_rejoins;  /* dead -> live again (answered a PING)        */
     uint64_t dead_skipped;    /* tasks not sent or given up: worker dead     */
+    uint64_t live_mask;       /* bit w: worker w answers heartbeats now      */
 } cdc_remote_counters_t;
 
 /* ZeroMQ executor over the comma-separated endpoints (W = their count; NULL
@@ -87,7 +89,9 @@ typedef struct {
 int cdc__executor_zmq_new(const cdc_config_t *config, const char *endpoints,
                           int connect_wait_ms, cdc_executor_t **executor_p);
 
-/* Live workers of an executor (every worker when it has no heartbeats). */
+/* Workers in an executor's plan and their bits in *mask (may be NULL); -1
+   with every bit set for an executor without heartbeats (all its workers
+   always count). Thread-safe. */
 int cdc__executor_live(cdc_executor_t *executor, uint64_t *mask);
 
 /* The transport counters of a ZeroMQ executor; CDC_EINVAL for another kind.

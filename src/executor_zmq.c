@@ -29,7 +29,7 @@ static void zmq_destroy(cdc_executor_t *base)
 
 static int zmq_live(cdc_executor_t *base, uint64_t *mask)
 {
-    return cdc_client_live(((zmq_executor_t *) base)->client, mask);
+    return cdc_client_planned(((zmq_executor_t *) base)->client, mask);
 }
 
 static const cdc_executor_ops_t zmq_ops = {"zmq", zmq_run, zmq_destroy, zmq_live};

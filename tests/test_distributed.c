@@ -294,7 +294,7 @@ START_TEST(test_worker_killed_between_calls)
     fc_check(&fc); /* at once: decoded, or planned around it if already seen */
     sleep_ms(100);
     /* The dropped connection took it out of the plan: n = 4 live - 1. */
-    ck_assert_int_eq(cdc__context_live_workers(context, NULL), WORKERS - 1);
+    ck_assert_int_eq(cdc__context_plan_workers(context, NULL), WORKERS - 1);
     for (int call = 0; call < 3; call++)
         fc_check(&fc);
     conv_check(context, CDC_SPLIT_ROWS, 6);
@@ -337,10 +337,13 @@ START_TEST(test_worker_stopped)
     }
     cdc_context_stats(context, &after);
     ck_assert_uint_eq(after.fallbacks, before.fallbacks);
-    /* Then it is out of the plan (no PONG for 300 ms). */
+    /* Then it is dead (no PONG for 300 ms), and out of the plan after the
+       1 s grace. */
     sleep_ms(400);
-    ck_assert_int_eq(cdc__context_live_workers(context, NULL), WORKERS - 1);
-    ck_assert_int_eq(cdc__context_live_workers(patient, NULL), WORKERS - 1);
+    ck_assert_uint_eq(remote_counters(context).live_mask & 2, 0);
+    ck_assert_uint_eq(remote_counters(patient).live_mask & 2, 0);
+    sleep_ms(1000);
+    ck_assert_int_eq(cdc__context_plan_workers(context, NULL), WORKERS - 1);
     fc_check(&fc);
     fc_case_free(&fc2);
     cdc_context_destroy(&patient);

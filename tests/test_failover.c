@@ -54,7 +54,8 @@ static cdc_context_t *local_context(int workers, int parity, const char *faults,
     config.parity = parity;
     config.wait_ms = wait_ms;
     config.timeout_ms = timeout_ms;
-    config.log_level = CDC_LOG_ERROR;
+    /* CDC_TEST_LOG=1 shows deaths, rejoins and re-plans while debugging. */
+    config.log_level = getenv("CDC_TEST_LOG") ? CDC_LOG_INFO : CDC_LOG_ERROR;
     if (faults)
         snprintf(config.faults, sizeof config.faults, "%s", faults);
     cdc_context_t *context = NULL;
@@ -63,7 +64,7 @@ static cdc_context_t *local_context(int workers, int parity, const char *faults,
                   cdc_last_error());
     ck_assert_str_eq(context->executor->ops->name, "zmq");
     ck_assert_ptr_nonnull(context->local);
-    ck_assert_int_eq(cdc__context_live_workers(context, NULL), workers);
+    ck_assert_int_eq(cdc__context_plan_workers(context, NULL), workers);
     return context;
 }
 
@@ -74,11 +75,13 @@ static pid_t worker_pid(cdc_context_t *context, int i)
     return pid;
 }
 
+/* Whether worker w answers heartbeats now (the plan may keep a silent one
+   for a grace period; see test_stop_and_continue). */
 static int is_live(cdc_context_t *context, int w)
 {
-    uint64_t mask;
-    cdc__context_live_workers(context, &mask);
-    return (mask & (UINT64_C(1) << w)) != 0;
+    cdc_remote_counters_t counters;
+    cdc__executor_remote_counters(context->executor, &counters);
+    return (counters.live_mask & (UINT64_C(1) << w)) != 0;
 }
 
 /* Seconds until worker w's liveness becomes `live` (polling), or -1 after limit_s. */
@@ -325,7 +328,7 @@ START_TEST(test_kill_between_calls)
     ck_assert_int_eq(report.fallback, 0);
     cdc_stats_t stats = stats_of(context);
     ck_assert_uint_eq(stats.fallbacks, 0);
-    ck_assert_uint_eq(stats.worker_deaths, 1);
+    ck_assert_uint_ge(stats.worker_deaths, 1); /* more only if load stalls one */
     case_free(&fc);
     case_free(&conv);
     cdc_context_destroy(&context);
@@ -417,6 +420,14 @@ START_TEST(test_stop_and_continue)
     pthread_join(thread, NULL);
     ck_assert_msg(watch.changed_after >= 0 && watch.changed_after <= 0.35,
                   "hung worker detected after %.3f s", watch.changed_after);
+    /* Dead, it gets nothing; still in the plan for the 1 s grace, its shard
+       is an erasure, decoded. */
+    case_check(&fc);
+    cdc_call_report_t report = last_call(context);
+    ck_assert_int_eq(report.n, 4);
+    ck_assert_int_eq(report.decoded, 1);
+    /* After the grace the plan shrinks: n = 4 live - 1. */
+    sleep_ms(1100);
     case_check(&fc);
     case_check(&conv);
     ck_assert_int_eq(last_call(context).n, 3);
@@ -426,11 +437,11 @@ START_TEST(test_stop_and_continue)
     ck_assert_msg(wait_live(context, 1, 1, 1.0) >= 0, "no rejoin within 1 s of SIGCONT");
     case_check(&fc);
     case_check(&conv);
-    cdc_call_report_t report = last_call(context);
+    report = last_call(context);
     ck_assert_int_eq(report.n, 4);
     cdc_stats_t stats = stats_of(context);
-    ck_assert_uint_eq(stats.worker_deaths, 1);
-    ck_assert_uint_eq(stats.worker_rejoins, 1);
+    ck_assert_uint_ge(stats.worker_deaths, 1); /* more only if load stalls one */
+    ck_assert_uint_ge(stats.worker_rejoins, 1);
     ck_assert_uint_eq(stats.fallbacks, 0);
     case_free(&fc);
     case_free(&conv);
@@ -486,6 +497,36 @@ START_TEST(test_all_dead)
     cdc_stats_t after = stats_of(context);
     ck_assert_uint_eq(after.fallbacks - before.fallbacks, 4);
     ck_assert_uint_eq(after.worker_deaths, 5);
+    case_free(&fc);
+    case_free(&conv);
+    cdc_context_destroy(&context);
+}
+END_TEST
+
+START_TEST(test_one_left)
+{
+    /* 3 workers, r = 1: two die, the plan shrinks to n = 1, r = 0. */
+    cdc_context_t *context = local_context(3, 1, NULL, 0, TIMEOUT_MS);
+    layer_case_t fc, conv;
+    fc_case(&fc, context, 1024, 2304, 4, 20);
+    conv_case(&conv, context, 2, CDC_SPLIT_ROWS, 21);
+    case_check(&fc);
+    ck_assert_int_eq(last_call(context).n, 2);
+    ck_assert_int_eq(kill(worker_pid(context, 0), SIGKILL), 0);
+    ck_assert(wait_live(context, 0, 0, 0.2) >= 0);
+    case_check(&fc);
+    cdc_call_report_t report = last_call(context);
+    ck_assert_int_eq(report.n, 1); /* 2 live: n = 1, r = 1 */
+    ck_assert_int_eq(report.r, 1);
+    ck_assert_int_eq(kill(worker_pid(context, 2), SIGKILL), 0);
+    ck_assert(wait_live(context, 2, 0, 0.2) >= 0);
+    case_check(&fc);
+    case_check(&conv);
+    report = last_call(context);
+    ck_assert_int_eq(report.n, 1); /* 1 live: r = 0 */
+    ck_assert_int_eq(report.r, 0);
+    ck_assert_int_eq(report.arrived, 1);
+    ck_assert_uint_eq(stats_of(context).fallbacks, 0);
     case_free(&fc);
     case_free(&conv);
     cdc_context_destroy(&context);
@@ -565,10 +606,10 @@ START_TEST(test_faults_through_coordinator)
     ck_assert_int_eq(last_call(context).decoded, 2); /* shards 1 and 3 */
     ck_assert(wait_live(context, 3, 0, 0.4) >= 0);
     case_check_within(&fc, 0.5);
-    /* n = 3 over workers 0, 1, 2 (+ parity on 4, 5): worker 1 still drops,
-       so shard 1 is decoded. */
-    ck_assert_int_eq(last_call(context).n, 3);
-    ck_assert_int_eq(last_call(context).decoded, 1);
+    /* Hung, it gets nothing but stays in the plan (grace 1 s > the 800 ms
+       hang): shards 1 (dropped) and 3 (not sent) are decoded. */
+    ck_assert_int_eq(last_call(context).n, 4);
+    ck_assert_int_eq(last_call(context).decoded, 2);
     ck_assert_msg(wait_live(context, 3, 1, 1.5) >= 0, "no rejoin after the hang");
     ck_assert(now_s() - start >= 0.7);
     case_check(&fc);
@@ -706,7 +747,7 @@ START_TEST(test_garbage_to_coordinator)
     config.log_level = CDC_LOG_ERROR;
     cdc_context_t *context = NULL;
     ck_assert_int_eq(cdc_context_new(&config, &context), CDC_OK);
-    ck_assert_int_eq(cdc__context_live_workers(context, NULL), 5); /* the fake PONGs */
+    ck_assert_int_eq(cdc__context_plan_workers(context, NULL), 5); /* the fake PONGs */
     layer_case_t fc, conv;
     fc_case(&fc, context, 1024, 2304, 4, 16);
     conv_case(&conv, context, 2, CDC_SPLIT_ROWS, 17);
@@ -968,7 +1009,7 @@ START_TEST(test_embedded_default)
     cdc_context_t *context = NULL;
     ck_assert_int_eq(cdc_context_new_from_env(&context), CDC_OK);
     ck_assert_str_eq(context->executor->ops->name, "zmq");
-    ck_assert_int_eq(cdc__context_live_workers(context, NULL), 5);
+    ck_assert_int_eq(cdc__context_plan_workers(context, NULL), 5);
     pid_t pids[5];
     for (int i = 0; i < 5; i++)
         pids[i] = worker_pid(context, i);
@@ -1085,6 +1126,7 @@ static Suite *failover_suite(void)
     tcase_add_test(scenario(suite, "stop_continue", 30), test_stop_and_continue);
     tcase_add_test(scenario(suite, "two_dead_r2", 60), test_two_dead_r2);
     tcase_add_test(scenario(suite, "all_dead", 60), test_all_dead);
+    tcase_add_test(scenario(suite, "one_left", 30), test_one_left);
     tcase_add_test(scenario(suite, "restart", 30), test_restart_same_endpoint);
     tcase_add_test(scenario(suite, "faults", 30), test_faults_through_coordinator);
     tcase_add_test(scenario(suite, "garbage", 30), test_garbage_to_coordinator);

@@ -12,7 +12,12 @@
  * socket on each. It PINGs every worker every CDC_HEARTBEAT_MS; a worker is
  * dead when its connection drops (ZMQ_EVENT_DISCONNECTED, at once) or when
  * it has been silent for CDC_HEARTBEAT_DEAD_MS, and live again when it
- * answers. Calls spread their shards over the live workers only. */
+ * answers. Nothing is sent to a dead worker. The plan (which workers the
+ * shards are spread over) drops a crashed worker at once, a silent one only
+ * after PLAN_GRACE_MS more: on a loaded machine a live worker can miss 300 ms
+ * of heartbeats, and re-planning (new weight shards for the new n, shipped to
+ * every worker) is what would turn that hiccup into real load. Meanwhile its
+ * shard is simply erased and decoded from parity. */
 #include "client.h"
 
 #include "error.h"
@@ -31,6 +36,8 @@
 #define CDC_HEARTBEAT_DEAD_MS 300 /* silence that makes a live worker dead       */
 #define CDC_HEARTBEAT_RETRY_MS 20 /* PING period to a worker not (yet) live      */
 #define LIVENESS_SLICE_MS 5       /* a waiting call re-reads liveness this often */
+#define PLAN_GRACE_MS 1000        /* a silent worker stays in the plan (its shard
+                                     erased, not sent) this long before n shrinks */
 
 typedef struct {
     void *socket;
@@ -58,6 +65,8 @@ struct cdc_client {
 
     pthread_mutex_t state_lock; /* guards live and the heartbeat counters */
     uint64_t live;              /* bit w: worker w is live               */
+    uint64_t silent;            /* bit w: dead by silence, not by a drop */
+    int64_t dead_since[CDC_MAX_WORKERS]; /* ms, for the plan's grace   */
     uint64_t heartbeats_missed, worker_deaths, worker_rejoins, heartbeat_invalid;
     heartbeat_peer_t peers[CDC_MAX_WORKERS];
     void *stop_pipe;            /* main side of the heartbeat thread's stop pipe */
@@ -130,19 +139,26 @@ static void worker_remember(remote_worker_t *w, uint64_t key)
     w->keys[w->key_count++] = key;
 }
 
-static void set_live(cdc_client_t *self, int w, int live, const char *why)
+/* silent: dead because it stopped answering (else: its connection dropped). */
+static void set_live(cdc_client_t *self, int w, int live, int silent, const char *why)
 {
     uint64_t bit = UINT64_C(1) << w;
     pthread_mutex_lock(&self->state_lock);
     int was = (self->live & bit) != 0;
     if (live && !was) {
         self->live |= bit;
+        self->silent &= ~bit;
         if (self->peers[w].ever_live)
             self->worker_rejoins++;
         self->peers[w].ever_live = 1;
     } else if (!live && was) {
         self->live &= ~bit;
         self->worker_deaths++;
+        self->dead_since[w] = now_ms();
+        if (silent)
+            self->silent |= bit;
+    } else if (!live && !silent) {
+        self->silent &= ~bit; /* a silent worker whose connection dropped: crashed */
     }
     pthread_mutex_unlock(&self->state_lock);
     if (live != was && self->peers[w].ever_live)
@@ -184,7 +200,7 @@ static void *heartbeat_main(void *arg)
                 heartbeat_ping(self, w, now);
             int live = (self->live & (UINT64_C(1) << w)) != 0;
             if (live && now - peer->last_pong > CDC_HEARTBEAT_DEAD_MS)
-                set_live(self, w, 0, "no PONG");
+                set_live(self, w, 0, 1, "no PONG");
             live = (self->live & (UINT64_C(1) << w)) != 0;
             if (peer->next_ping < next)
                 next = peer->next_ping;
@@ -211,7 +227,7 @@ static void *heartbeat_main(void *arg)
                     if (id == ZMQ_EVENT_DISCONNECTED) {
                         peer->outstanding = 0;
                         peer->next_ping = now; /* probe the reconnection at once */
-                        set_live(self, w, 0, "connection dropped");
+                        set_live(self, w, 0, 0, "connection dropped");
                     }
                 }
                 cdc_wire_msg_close(&event);
@@ -225,7 +241,7 @@ static void *heartbeat_main(void *arg)
                     msg.header.type == CDC_MSG_PONG) {
                     peer->last_pong = now;
                     peer->outstanding = 0;
-                    set_live(self, w, 1, "answered a PING");
+                    set_live(self, w, 1, 0, "answered a PING");
                 } else {
                     /* Never self->lock here: a call holds it for its whole
                        duration and heartbeats must not wait for calls. */
@@ -408,6 +424,28 @@ void cdc_client_destroy(cdc_client_t **client_p)
     *client_p = NULL;
 }
 
+static int popcount(uint64_t x)
+{
+    int count = 0;
+    for (; x; x &= x - 1)
+        count++;
+    return count;
+}
+
+int cdc_client_planned(cdc_client_t *self, uint64_t *mask)
+{
+    int64_t now = now_ms();
+    pthread_mutex_lock(&self->state_lock);
+    uint64_t planned = self->live;
+    for (int w = 0; w < self->count; w++)
+        if ((self->silent & (UINT64_C(1) << w)) && now - self->dead_since[w] < PLAN_GRACE_MS)
+            planned |= UINT64_C(1) << w;
+    pthread_mutex_unlock(&self->state_lock);
+    if (mask)
+        *mask = planned;
+    return popcount(planned);
+}
+
 int cdc_client_live(cdc_client_t *self, uint64_t *mask)
 {
     pthread_mutex_lock(&self->state_lock);
@@ -415,10 +453,7 @@ int cdc_client_live(cdc_client_t *self, uint64_t *mask)
     pthread_mutex_unlock(&self->state_lock);
     if (mask)
         *mask = live;
-    int count = 0;
-    for (; live; live &= live - 1)
-        count++;
-    return count;
+    return popcount(live);
 }
 
 int cdc_client_worker_count(const cdc_client_t *self)
@@ -436,6 +471,7 @@ void cdc_client_counters(cdc_client_t *self, cdc_remote_counters_t *counters)
     counters->worker_deaths = self->worker_deaths;
     counters->worker_rejoins = self->worker_rejoins;
     counters->invalid_replies += self->heartbeat_invalid;
+    counters->live_mask = self->live;
     pthread_mutex_unlock(&self->state_lock);
 }
 
@@ -524,22 +560,24 @@ int cdc_client_run(cdc_client_t *self, cdc_shard_task_t *tasks, int count, int n
     task_state_t state[64];
     int worker_of[64], retries[64], pending = 0, done = 0, rc = CDC_OK;
 
-    /* Shard s goes to the (s mod L)-th of the L live workers. */
-    uint64_t live_mask;
-    int live[CDC_MAX_WORKERS], live_count = 0;
+    /* Shard s goes to the (s mod P)-th of the P workers in the plan; a
+       planned worker that is not live now gets nothing (its shard is an
+       erasure). */
+    uint64_t planned_mask, live_mask;
+    int planned[CDC_MAX_WORKERS], planned_count = 0;
+    cdc_client_planned(self, &planned_mask);
     cdc_client_live(self, &live_mask);
     for (int w = 0; w < self->count; w++)
-        if (live_mask & (UINT64_C(1) << w))
-            live[live_count++] = w;
+        if (planned_mask & (UINT64_C(1) << w))
+            planned[planned_count++] = w;
     for (int t = 0; t < count; t++) {
         retries[t] = 0;
         state[t] = TASK_IDLE;
-        worker_of[t] = -1;
-        if (live_count == 0) {
+        worker_of[t] = planned_count ? planned[tasks[t].shard % planned_count] : -1;
+        if (worker_of[t] < 0 || !(live_mask & (UINT64_C(1) << worker_of[t]))) {
             self->counters.dead_skipped++;
             continue;
         }
-        worker_of[t] = live[tasks[t].shard % live_count];
         int sent = send_task(self, &self->workers[worker_of[t]], &tasks[t], request_id,
                              needed);
         if (sent == CDC_OK) {

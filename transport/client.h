@@ -21,9 +21,10 @@ void cdc_client_destroy(cdc_client_t **client_p);
 /* W, the number of endpoints. */
 int cdc_client_worker_count(const cdc_client_t *self);
 
-/* Send tasks[t] to the (tasks[t].shard mod L)-th of the L live workers
-   (weights once per worker per key; re-sent on MISS); with no live worker
-   nothing is sent and the call returns at once. A task whose worker dies
+/* Send tasks[t] to the (tasks[t].shard mod P)-th of the P workers in the
+   plan (weights once per worker per key; re-sent on MISS), except to a
+   worker not live now; with no live worker nothing is sent and the call
+   returns at once. A task whose worker dies
    while it is pending is given up at once and collect results into tasks[t].result; bit t of
    *arrived marks each result that came back whole. Returns once every
    dispatched task has answered; or once needed results are in and either the
@@ -35,9 +36,15 @@ int cdc_client_worker_count(const cdc_client_t *self);
 int cdc_client_run(cdc_client_t *self, cdc_shard_task_t *tasks, int count, int needed,
                    int wait_ms, int timeout_ms, uint64_t *arrived);
 
-/* Live workers now (bit w of *mask, which may be NULL); returns their count.
-   Thread-safe; never waits for a call in progress. */
+/* Live workers now (bit w of *mask, which may be NULL): answering heartbeats.
+   Returns their count. Thread-safe; never waits for a call in progress. */
 int cdc_client_live(cdc_client_t *self, uint64_t *mask);
+
+/* Workers in the plan (bit w of *mask, may be NULL): the live ones, plus
+   those dead by silence for less than the grace period (1 s; a crashed
+   worker leaves the plan at once). Calls spread their shards over these.
+   Returns their count. Thread-safe. */
+int cdc_client_planned(cdc_client_t *self, uint64_t *mask);
 
 /* Copy the counters. Thread-safe. */
 void cdc_client_counters(cdc_client_t *self, cdc_remote_counters_t *counters);
