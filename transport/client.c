@@ -77,6 +77,13 @@ struct cdc_client {
 
 typedef enum { TASK_IDLE, TASK_PENDING, TASK_DONE } task_state_t;
 
+static double now_ms_precise(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double) ts.tv_sec * 1e3 + (double) ts.tv_nsec * 1e-6;
+}
+
 static int64_t now_ms(void)
 {
     struct timespec ts;
@@ -556,6 +563,7 @@ int cdc_client_run(cdc_client_t *self, cdc_shard_task_t *tasks, int count, int n
         return count == 0 ? CDC_OK : cdc__fail(CDC_EINVAL, "%d tasks, at most 64", count);
     pthread_mutex_lock(&self->lock);
     int64_t started = now_ms(), deadline = started + timeout_ms, wait_deadline = -1;
+    double started_precise = now_ms_precise(); /* response times for the report */
     uint64_t request_id = ++self->next_request;
     task_state_t state[64];
     int worker_of[64], retries[64], pending = 0, done = 0, rc = CDC_OK;
@@ -668,7 +676,7 @@ int cdc_client_run(cdc_client_t *self, cdc_shard_task_t *tasks, int count, int n
                     self->counters.results++;
                     self->counters.bytes_in += msg.payload[0].size;
                     state[t] = TASK_DONE;
-                    tasks[t].elapsed_ms = (double) (now_ms() - started);
+                    tasks[t].elapsed_ms = now_ms_precise() - started_precise;
                     *arrived |= UINT64_C(1) << t;
                     done++;
                     pending--;
