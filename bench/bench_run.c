@@ -21,7 +21,8 @@ void cdc_bench_run_usage(FILE *out)
             "  --split S         auto|output|channel|spatial (default auto)\n"
             "  --faults SPEC     fault schedule (docs/faults.md)\n"
             "  --crash-at Q      crash worker --crash-worker (default 1) at request Q\n"
-            "  --baseline B      also run uncoded (r = 0, same workers) or local (one worker)\n"
+            "  --baseline B      also run uncoded (r = 0, same workers), replicate (2MR:\n"
+            "                    each of the n data shards on two workers) or local (one worker)\n"
             "  --in-process      run shards in this process (no worker processes)\n"
             "  --json F  --csv F  --plot F.png\n");
 }
@@ -102,8 +103,10 @@ int cdc_bench_run(int argc, char **argv)
             snprintf(config.faults, sizeof config.faults, "%s", v);
         } else if (strcmp(a, "--baseline") == 0) {
             baseline = v;
-            if (strcmp(v, "uncoded") != 0 && strcmp(v, "local") != 0) {
-                fprintf(stderr, "cdcgemm-bench: --baseline '%s': expected uncoded or local\n",
+            if (strcmp(v, "uncoded") != 0 && strcmp(v, "local") != 0 &&
+                strcmp(v, "replicate") != 0) {
+                fprintf(stderr,
+                        "cdcgemm-bench: --baseline '%s': expected uncoded, replicate or local\n",
                         v);
                 bad = 1;
             }
@@ -150,6 +153,11 @@ int cdc_bench_run(int argc, char **argv)
         if (strcmp(baseline, "local") == 0) {
             base.local_workers = 1;
             base.workers[0] = '\0';
+        } else if (strcmp(baseline, "replicate") == 0) {
+            /* 2MR over the same n data shards: twice n workers. */
+            int data = config.local_workers - config.parity;
+            base.local_workers = 2 * (data > 0 ? data : 1);
+            base.replicate = 1;
         }
         runs[1].label = baseline;
         runs[1].crash_at = strcmp(baseline, "local") == 0 ? -1 : crash_at;

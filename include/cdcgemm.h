@@ -84,6 +84,9 @@ typedef struct {
     int in_process;               /* 1: run the shards in this process on
                                      local_workers virtual workers (no worker
                                      processes); 0: workers (default)          */
+    int replicate;                /* 1: 2-modular redundancy instead of a code
+                                     (needs parity 0): each of W/2 data shards
+                                     runs on two workers, first copy wins     */
     int verify;                   /* 1: check shard results against the parity
                                      equations when redundancy allows and
                                      rebuild a corrupted shard (default 1)     */

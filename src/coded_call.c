@@ -27,6 +27,7 @@ int cdc__coded_call_init(cdc_coded_call_t *call, const cdc_code_t *code, int n,
     for (int s = 0; s < shards; s++) {
         call->results[s] = call->storage + (size_t) s * block;
         call->tasks[s].shard = s;
+        call->tasks[s].cover = s < n ? s : -1;
         call->tasks[s].result = call->results[s];
         call->tasks[s].cols = cols;
     }
@@ -116,14 +117,31 @@ static double decode_amplification(const cdc_coded_call_t *call, uint64_t used, 
     return worst;
 }
 
+/* Under 2-modular redundancy: the slowest data shard's faster copy. */
+static double replicated_oracle(const double *ms, int n)
+{
+    double worst = 0.0;
+    for (int s = 0; s < n && s + n < CDC_MAX_WORKERS; s++) {
+        double a = ms[s], b = ms[n + s];
+        double first = a < 0 ? b : b < 0 ? a : (a < b ? a : b);
+        if (first < 0)
+            return -1.0;
+        worst = first > worst ? first : worst;
+    }
+    return worst;
+}
+
 int cdc__coded_call_run(cdc_context_t *context, cdc_coded_call_t *call)
 {
     int n = call->n, shards = call->n + call->r;
     uint64_t all = (shards == 64) ? ~UINT64_C(0) : (UINT64_C(1) << shards) - 1;
     uint64_t data_mask = (UINT64_C(1) << n) - 1;
 
+    int replicate = context->config.replicate && call->r == 0;
+    /* Erasure injection may also name replicas (shards n..2n-1). */
+    uint64_t erasable = replicate && 2 * n < 64 ? (UINT64_C(1) << (2 * n)) - 1 : all;
     pthread_mutex_lock(&context->lock);
-    uint64_t erased = context->erase_next & all;
+    uint64_t erased = context->erase_next & erasable;
     uint64_t corrupted = context->corrupt_next & all;
     context->erase_next = 0;
     context->corrupt_next = 0;
@@ -139,13 +157,33 @@ int cdc__coded_call_run(cdc_context_t *context, cdc_coded_call_t *call)
         sent[count++] = call->tasks[s];
         out_bytes += task_bytes_out(&call->tasks[s]);
     }
+    /* 2-modular redundancy (the baseline coding is measured against): every
+       data shard also goes to a second worker, shard n + s; first copy wins. */
+    float *replicas = NULL;
+    if (replicate) {
+        size_t block = (size_t) call->rows * (size_t) call->cols;
+        replicas = malloc((size_t) n * block * sizeof(float));
+        if (!replicas)
+            return cdc__fail(CDC_ENOMEM, "%d replica results", n);
+        for (int s = 0; s < n; s++) {
+            if (erased & (UINT64_C(1) << (n + s)))
+                continue;
+            cdc_shard_task_t *copy = &sent[count++];
+            *copy = call->tasks[s];
+            copy->shard = n + s;
+            copy->result = replicas + (size_t) s * block;
+            out_bytes += task_bytes_out(copy);
+        }
+    }
     uint64_t arrived_tasks = 0;
     double started = now_ms();
-    int rc = count ? context->executor->ops->run(context->executor, sent, count, n,
-                                                 &arrived_tasks)
+    int rc = count ? context->executor->ops->run(context->executor, sent, count,
+                                                 replicate ? 2 * n : n, &arrived_tasks)
                    : CDC_OK;
-    if (rc != CDC_OK)
+    if (rc != CDC_OK) {
+        free(replicas);
         return rc;
+    }
     cdc_call_report_t report;
     memset(&report, 0, sizeof report);
     report.n = n;
@@ -155,17 +193,29 @@ int cdc__coded_call_run(cdc_context_t *context, cdc_coded_call_t *call)
     for (int s = 0; s < CDC_MAX_WORKERS; s++)
         report.shard_ms[s] = -1.0;
     uint64_t present = 0;
+    int arrived = 0;
     for (int t = 0; t < count; t++)
         if (arrived_tasks & (UINT64_C(1) << t)) {
-            present |= UINT64_C(1) << sent[t].shard;
-            if (sent[t].shard < CDC_MAX_WORKERS)
-                report.shard_ms[sent[t].shard] = sent[t].elapsed_ms;
+            int s = sent[t].shard;
+            arrived++;
+            if (s < CDC_MAX_WORKERS)
+                report.shard_ms[s] = sent[t].elapsed_ms;
+            if (s < shards) {
+                present |= UINT64_C(1) << s;
+            } else if (!(present & (UINT64_C(1) << sent[t].cover))) {
+                /* A replica stands in for a data shard that did not arrive. */
+                memcpy(call->results[sent[t].cover], sent[t].result,
+                       (size_t) call->rows * (size_t) call->cols * sizeof(float));
+                present |= UINT64_C(1) << sent[t].cover;
+            }
         }
-    report.arrived = popcount64(present);
+    free(replicas);
+    report.arrived = arrived;
     for (int s = 0; s < shards; s++)
         if (corrupted & present & (UINT64_C(1) << s))
             corrupt_one_element(call->results[s], (size_t) call->rows * (size_t) call->cols);
-    report.oracle_ms = nth_fastest(report.shard_ms, shards, n);
+    report.oracle_ms = replicate ? replicated_oracle(report.shard_ms, n)
+                                 : nth_fastest(report.shard_ms, shards, n);
 
     /* Parity check of what arrived: a shard that fails it is dropped and
        rebuilt (r >= 2 locates it); when it cannot be located every data shard
@@ -228,7 +278,8 @@ int cdc__coded_call_run(cdc_context_t *context, cdc_coded_call_t *call)
     context->last_call = report;
     context->stats.coded_calls += call->r > 0;
     context->stats.shards_sent += (uint64_t) count;
-    context->stats.shards_erased += (uint64_t) popcount64(all & ~present);
+    context->stats.shards_erased += (uint64_t) (replicate ? popcount64(erased)
+                                                          : popcount64(all & ~present));
     context->stats.results_decoded += (uint64_t) decoded;
     context->stats.corrupt_detected += (uint64_t) corrupt;
     context->stats.fallbacks += fallback > 0;

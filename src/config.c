@@ -120,6 +120,8 @@ int cdc_config_from_env(cdc_config_t *config)
                            "CDCGEMM_SPLIT='%s': expected auto, output, channel or spatial",
                            value);
     }
+    if (rc == CDC_OK && (value = getenv("CDCGEMM_REPLICATE")))
+        rc = parse_int("CDCGEMM_REPLICATE", value, 0, 1, &parsed.replicate);
     if (rc == CDC_OK && (value = getenv("CDCGEMM_VERIFY")))
         rc = parse_int("CDCGEMM_VERIFY", value, 0, 1, &parsed.verify);
     if (rc == CDC_OK && (value = getenv("CDCGEMM_IN_PROCESS")))

@@ -29,6 +29,9 @@ static int config_validate(const cdc_config_t *config)
     if (config->split != CDC_SPLIT_AUTO && config->split != CDC_SPLIT_ROWS &&
         config->split != CDC_SPLIT_COLUMNS)
         return cdc__fail(CDC_ECONFIG, "split = %d: unknown split", (int) config->split);
+    if (config->replicate && config->parity != 0)
+        return cdc__fail(CDC_ECONFIG, "replicate = 1 needs parity = 0 (got %d)",
+                         config->parity);
     if (config->wait_ms < 0 || config->timeout_ms < 1)
         return cdc__fail(CDC_ECONFIG, "wait_ms = %d / timeout_ms = %d out of range",
                          config->wait_ms, config->timeout_ms);
@@ -214,6 +217,12 @@ int cdc__context_data_shards(const cdc_context_t *context, int parity, int *n)
                          "(need n >= 1 and r <= n)",
                          parity, context->workers, data);
     int live = cdc__context_plan_workers(context, NULL);
+    if (context->config.replicate && parity == 0) {
+        /* Two copies of every data shard: half as many shards as workers. */
+        int workers = live > 0 ? live : context->workers;
+        *n = workers >= 2 ? workers / 2 : 1;
+        return CDC_OK;
+    }
     if (live == 0) {
         *n = data; /* nothing will be sent: every shard is computed here */
         return CDC_OK;

@@ -18,7 +18,11 @@ typedef enum {
 
 typedef struct {
     cdc_task_kind_t kind;
-    int shard;           /* 0..n-1 data, n..n+r-1 parity                     */
+    int shard;           /* 0..n-1 data, n..n+r-1 parity (or replicas)       */
+    int cover;           /* the data shard this result provides, -1 for a
+                            parity; a replica (2-modular redundancy) covers
+                            the shard it copies: the call is complete once
+                            every covered index has one result             */
     const float *a;      /* a_rows x k, row-major, contiguous                 */
     int64_t a_rows, k;
     uint64_t a_key;      /* nonzero: a is a cached weight shard with this key */

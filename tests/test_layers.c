@@ -488,6 +488,53 @@ START_TEST(test_verify_no_false_alarm)
 }
 END_TEST
 
+/* 2-modular redundancy: a lost copy is covered by its twin; both copies of a
+   shard lost means a local fallback; results always exact. */
+START_TEST(test_replicate_covers_lost_copies)
+{
+    cdc_config_t config;
+    cdc_config_init(&config);
+    config.in_process = 1;
+    config.local_workers = 8;
+    config.parity = 0;
+    config.replicate = 1;
+    cdc_context_t *ctx = NULL;
+    ck_assert_int_eq(cdc_context_new(&config, &ctx), CDC_OK);
+    layer_case_t lc;
+    case_init(&lc, &(cdc_model_layer_t){"fc", CDC_MODEL_FC, 300, 1, 1, 70, 1, 1, 0}, 77);
+    float *ref = cdc_test_alloc(lc.out_count * sizeof(float));
+    float *y = cdc_test_alloc(lc.out_count * sizeof(float));
+    cdc_layer_t *plain = case_layer(ctx, &lc, 0, CDC_SPLIT_ROWS);
+    case_forward(&lc, plain, ref); /* nothing erased: the first copies */
+    cdc_call_report_t report;
+    cdc_context_last_call(ctx, &report);
+    ck_assert_int_eq(report.n, 4);
+    for (int lost = 0; lost < 8; lost++) {
+        cdc_stats_t before, after;
+        cdc_context_stats(ctx, &before);
+        cdc_context_erase_next(ctx, UINT64_C(1) << lost);
+        case_forward(&lc, plain, y);
+        cdc_context_stats(ctx, &after);
+        ck_assert(memcmp(y, ref, lc.out_count * sizeof(float)) == 0);
+        ck_assert_uint_eq(after.fallbacks, before.fallbacks); /* the twin covered it */
+    }
+    cdc_stats_t before, after;
+    cdc_context_stats(ctx, &before);
+    cdc_context_erase_next(ctx, (UINT64_C(1) << 2) | (UINT64_C(1) << 6)); /* both copies */
+    case_forward(&lc, plain, y);
+    cdc_context_stats(ctx, &after);
+    ck_assert(memcmp(y, ref, lc.out_count * sizeof(float)) == 0);
+    ck_assert_uint_eq(after.fallbacks, before.fallbacks + 1);
+    cdc_layer_destroy(&plain);
+    cdc_context_destroy(&ctx);
+    config.parity = 1; /* replication replaces the code: not both */
+    ck_assert_int_eq(cdc_context_new(&config, &ctx), CDC_ECONFIG);
+    free(ref);
+    free(y);
+    case_free(&lc);
+}
+END_TEST
+
 static Suite *layers_suite(void)
 {
     Suite *suite = suite_create("layers");
@@ -504,6 +551,7 @@ static Suite *layers_suite(void)
     suite_add_tcase(suite, random);
     TCase *caching = tcase_create("caching");
     tcase_add_test(caching, test_weights_encoded_once);
+    tcase_add_test(caching, test_replicate_covers_lost_copies);
     suite_add_tcase(suite, caching);
     TCase *verify = tcase_create("verify");
     tcase_set_timeout(verify, 300);

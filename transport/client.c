@@ -567,6 +567,10 @@ int cdc_client_run(cdc_client_t *self, cdc_shard_task_t *tasks, int count, int n
     uint64_t request_id = ++self->next_request;
     task_state_t state[64];
     int worker_of[64], retries[64], pending = 0, done = 0, rc = CDC_OK;
+    uint64_t cover_mask = 0, covered = 0;
+    for (int t = 0; t < count; t++)
+        if (tasks[t].cover >= 0 && tasks[t].cover < 64)
+            cover_mask |= UINT64_C(1) << tasks[t].cover;
 
     /* Shard s goes to the (s mod P)-th of the P workers in the plan; a
        planned worker that is not live now gets nothing (its shard is an
@@ -600,6 +604,9 @@ int cdc_client_run(cdc_client_t *self, cdc_shard_task_t *tasks, int count, int n
 
     while (pending > 0) {
         int64_t now = now_ms();
+        /* Every data shard in (first copy wins under replication). */
+        if (cover_mask && covered == cover_mask)
+            break;
         if (done >= needed) {
             int data_pending = 0;
             for (int t = 0; t < count; t++)
@@ -677,6 +684,8 @@ int cdc_client_run(cdc_client_t *self, cdc_shard_task_t *tasks, int count, int n
                     self->counters.bytes_in += msg.payload[0].size;
                     state[t] = TASK_DONE;
                     tasks[t].elapsed_ms = now_ms_precise() - started_precise;
+                    if (tasks[t].cover >= 0 && tasks[t].cover < 64)
+                        covered |= UINT64_C(1) << tasks[t].cover;
                     *arrived |= UINT64_C(1) << t;
                     done++;
                     pending--;

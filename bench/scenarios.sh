@@ -1,0 +1,68 @@
+#!/bin/sh
+# scenarios.sh - the fault-injection scenarios of docs/benchmarks.md, one JSON each.
+# usage: bench/scenarios.sh [BUILD_DIR] [OUT_DIR] [SCENARIO...]
+#   scenarios: crash stragglers scaling speedup (default: all)
+set -eu
+build=${1:-build}
+out=${2:-bench-results}
+shift 2 2>/dev/null || shift $#
+bench=$build/cdcgemm-bench
+mkdir -p "$out"
+# Emulated devices: Raspberry-Pi-3-class compute (0.2 GFLOP/s; the thesis measured an
+# FC-2048 layer in 50 ms on one Pi) or Pi-4-class (1 GFLOP/s) where a full model at
+# Pi-3 speed would take too long here; WiFi as measured in the thesis.
+PI3="slow@*:gflops=0.2"
+PI4="slow@*:gflops=1"
+WIFI="link@*:mbit=94,lat=0.3"
+scenarios=${*:-crash stragglers scaling speedup}
+
+for s in $scenarios; do
+  case $s in
+  crash)
+    # AlexNet on 4 + 1 emulated devices; worker 1 crashes at request 100 of 200.
+    "$bench" --model alexnet --workers 5 --parity 1 --requests 200 --crash-at 100 \
+      --faults "$PI4;$WIFI;seed=1" --baseline uncoded --json "$out/crash.json" \
+      --csv "$out/crash.csv" --plot "$out/crash.png"
+    ;;
+  stragglers)
+    # Every worker delays its reply by an exponential draw whose mean equals the
+    # shard's emulated compute time; coded n = 4 + r vs uncoded n = 4.
+    for spec in "fc:2048x2048 $PI3 10.486" "fc:4096x9216 $PI4 18.874"; do
+      set -- $spec
+      layer=$1 dev=$2 mean=$3
+      name=$(echo "$layer" | tr ':x' '__')
+      faults="$dev;delay@*:dist=exp,mean=$mean;seed=7"
+      "$bench" --layer "$layer" --workers 4 --parity 0 --requests 600 --faults "$faults" \
+        --json "$out/stragglers_${name}_r0.json"
+      "$bench" --layer "$layer" --workers 5 --parity 1 --requests 600 --faults "$faults" \
+        --json "$out/stragglers_${name}_r1.json"
+      "$bench" --layer "$layer" --workers 6 --parity 2 --requests 600 --faults "$faults" \
+        --json "$out/stragglers_${name}_r2.json"
+    done
+    ;;
+  scaling)
+    # Straggler mitigation vs n (r = 1), FC 2048x2048 split n ways on Pi-3-class devices.
+    for n in 2 4 8 12; do
+      mean=$(awk "BEGIN { printf \"%.3f\", 2 * 2048 * 2048 / $n / 0.2e6 }")
+      faults="$PI3;delay@*:dist=exp,mean=$mean;seed=11"
+      "$bench" --layer fc:2048x2048 --workers "$n" --parity 0 --requests 300 \
+        --faults "$faults" --json "$out/scaling_n${n}_r0.json"
+      "$bench" --layer fc:2048x2048 --workers $((n + 1)) --parity 1 --requests 300 \
+        --faults "$faults" --json "$out/scaling_n${n}_r1.json"
+    done
+    ;;
+  speedup)
+    # AlexNet's conv layers, fault-free, on 4 emulated devices vs 1.
+    convs="--layer conv:3x224x224:64:11:4:2 --layer conv:64x27x27:192:5:1:2 \
+      --layer conv:192x13x13:384:3:1:1 --layer conv:384x13x13:256:3:1:1 \
+      --layer conv:256x13x13:256:3:1:1"
+    # shellcheck disable=SC2086
+    "$bench" $convs --workers 1 --parity 0 --requests 30 --faults "$PI4;$WIFI" \
+      --json "$out/speedup_1.json"
+    # shellcheck disable=SC2086
+    "$bench" $convs --workers 4 --parity 0 --requests 30 --faults "$PI4;$WIFI" \
+      --json "$out/speedup_4.json"
+    ;;
+  *) echo "unknown scenario '$s'" >&2; exit 2 ;;
+  esac
+done
