@@ -144,7 +144,7 @@ int cdc_bench_run(int argc, char **argv)
     cdc_run_t runs[2];
     int count = 0, failed = 0;
     memset(runs, 0, sizeof runs);
-    runs[0].label = config.parity > 0 ? "coded" : "uncoded";
+    runs[0].label = config.parity > 0 ? "coded" : config.replicate ? "replicate" : "uncoded";
     runs[0].crash_at = crash_at;
     failed = cdc_run_execute(&workload, &config, split, requests, warmup, &runs[count++]);
     if (!failed && baseline) {

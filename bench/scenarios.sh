@@ -38,6 +38,9 @@ for s in $scenarios; do
         --json "$out/stragglers_${name}_r1.json"
       "$bench" --layer "$layer" --workers 6 --parity 2 --requests 600 --faults "$faults" \
         --json "$out/stragglers_${name}_r2.json"
+      # Cost vs replication: the same 4 data shards, each on two of 8 workers.
+      CDCGEMM_REPLICATE=1 "$bench" --layer "$layer" --workers 8 --parity 0 --requests 600 \
+        --faults "$faults" --json "$out/stragglers_${name}_2mr.json"
     done
     ;;
   scaling)

@@ -65,6 +65,12 @@ typedef enum {
     CDC_LOG_DEBUG = 3
 } cdc_log_level_t;
 
+/* What a re-plan gives up when workers die (config.replan). */
+typedef enum {
+    CDC_REPLAN_KEEP_SHARDS = 0, /* n stays, r drops: latency first (default)     */
+    CDC_REPLAN_KEEP_PARITY = 1  /* r stays, n drops: fault tolerance first      */
+} cdc_replan_t;
+
 #define CDC_MAX_WORKERS 64
 #define CDC_MAX_PARITY 3
 #define CDC_CONFIG_STR 1024
@@ -84,6 +90,7 @@ typedef struct {
     int in_process;               /* 1: run the shards in this process on
                                      local_workers virtual workers (no worker
                                      processes); 0: workers (default)          */
+    cdc_replan_t replan;          /* when workers die (default keep shards)     */
     int replicate;                /* 1: 2-modular redundancy instead of a code
                                      (needs parity 0): each of W/2 data shards
                                      runs on two workers, first copy wins     */

@@ -120,6 +120,15 @@ int cdc_config_from_env(cdc_config_t *config)
                            "CDCGEMM_SPLIT='%s': expected auto, output, channel or spatial",
                            value);
     }
+    if (rc == CDC_OK && (value = getenv("CDCGEMM_REPLAN"))) {
+        if (strcmp(value, "keep-shards") == 0)
+            parsed.replan = CDC_REPLAN_KEEP_SHARDS;
+        else if (strcmp(value, "keep-parity") == 0)
+            parsed.replan = CDC_REPLAN_KEEP_PARITY;
+        else
+            rc = cdc__fail(CDC_ECONFIG,
+                           "CDCGEMM_REPLAN='%s': expected keep-shards or keep-parity", value);
+    }
     if (rc == CDC_OK && (value = getenv("CDCGEMM_REPLICATE")))
         rc = parse_int("CDCGEMM_REPLICATE", value, 0, 1, &parsed.replicate);
     if (rc == CDC_OK && (value = getenv("CDCGEMM_VERIFY")))

@@ -29,6 +29,8 @@ static int config_validate(const cdc_config_t *config)
     if (config->split != CDC_SPLIT_AUTO && config->split != CDC_SPLIT_ROWS &&
         config->split != CDC_SPLIT_COLUMNS)
         return cdc__fail(CDC_ECONFIG, "split = %d: unknown split", (int) config->split);
+    if (config->replan != CDC_REPLAN_KEEP_SHARDS && config->replan != CDC_REPLAN_KEEP_PARITY)
+        return cdc__fail(CDC_ECONFIG, "replan = %d: unknown policy", (int) config->replan);
     if (config->replicate && config->parity != 0)
         return cdc__fail(CDC_ECONFIG, "replicate = 1 needs parity = 0 (got %d)",
                          config->parity);
@@ -225,6 +227,13 @@ int cdc__context_data_shards(const cdc_context_t *context, int parity, int *n)
     }
     if (live == 0) {
         *n = data; /* nothing will be sent: every shard is computed here */
+        return CDC_OK;
+    }
+    if (context->config.replan == CDC_REPLAN_KEEP_SHARDS) {
+        /* Latency first: shards keep their size while enough workers live;
+           the dead ones come out of the parity (cdc__context_code lowers r
+           to fit), so a call costs what it cost before. */
+        *n = live < data ? live : data;
         return CDC_OK;
     }
     int r = parity <= live / 2 ? parity : live / 2;

@@ -52,6 +52,7 @@ static cdc_context_t *local_context(int workers, int parity, const char *faults,
     cdc_config_init(&config);
     config.local_workers = workers;
     config.parity = parity;
+    config.replan = CDC_REPLAN_KEEP_PARITY; /* the re-plan assertions below */
     config.wait_ms = wait_ms;
     config.timeout_ms = timeout_ms;
     /* CDC_TEST_LOG=1 shows deaths, rejoins and re-plans while debugging. */
@@ -330,6 +331,36 @@ START_TEST(test_kill_between_calls)
     ck_assert_uint_eq(stats.fallbacks, 0);
     ck_assert_uint_ge(stats.worker_deaths, 1); /* more only if load stalls one */
     case_free(&fc);
+    case_free(&conv);
+    cdc_context_destroy(&context);
+}
+END_TEST
+
+/* The default policy, keep-shards: after a death n stays 4 and the parity
+   goes (r = 0), so a call costs what it did; results stay exact. */
+START_TEST(test_kill_keeps_shards)
+{
+    call_bound_s = BIG_TIMEOUT_MS / 1000.0 + 1.0;
+    cdc_config_t config;
+    cdc_config_init(&config);
+    config.local_workers = 5;
+    config.parity = 1;
+    config.timeout_ms = BIG_TIMEOUT_MS;
+    config.log_level = CDC_LOG_ERROR;
+    ck_assert_int_eq(config.replan, CDC_REPLAN_KEEP_SHARDS);
+    cdc_context_t *context = NULL;
+    ck_assert_int_eq(cdc_context_new(&config, &context), CDC_OK);
+    layer_case_t conv;
+    conv_case(&conv, context, 2, CDC_SPLIT_ROWS, 5);
+    case_check(&conv);
+    ck_assert_int_eq(kill(worker_pid(context, 2), SIGKILL), 0);
+    ck_assert_msg(wait_live(context, 2, 0, 0.2) >= 0, "death not seen in 200 ms");
+    for (int i = 0; i < 3; i++)
+        case_check(&conv);
+    cdc_call_report_t report = last_call(context);
+    ck_assert_int_eq(report.n, 4);
+    ck_assert_int_eq(report.r, 0);
+    ck_assert_int_eq(report.fallback, 0);
     case_free(&conv);
     cdc_context_destroy(&context);
 }
@@ -1123,6 +1154,7 @@ static Suite *failover_suite(void)
     tcase_add_test(scenario(suite, "no_fault", 60), test_no_fault_and_bytes);
     tcase_add_loop_test(scenario(suite, "kill_between", 60), test_kill_between_calls, 0, 2);
     tcase_add_loop_test(scenario(suite, "kill_in_flight", 60), test_kill_in_flight, 0, 2);
+    tcase_add_test(scenario(suite, "kill_keeps_shards", 60), test_kill_keeps_shards);
     tcase_add_test(scenario(suite, "stop_continue", 30), test_stop_and_continue);
     tcase_add_test(scenario(suite, "two_dead_r2", 60), test_two_dead_r2);
     tcase_add_test(scenario(suite, "all_dead", 60), test_all_dead);
