@@ -156,8 +156,8 @@ int cdc_report_plot(const char *path, const cdc_run_t *runs, int count, const ch
                         "set terminal pngcairo size 900,500; set output '%s';"
                         "set title '%s'; set xlabel 'request latency (ms)';"
                         "set ylabel 'requests'; set style fill transparent solid 0.5;"
-                        "bin(x)=%g*floor(x/%g)+%g/2; plot ",
-                        path, title, bin, bin, bin);
+                        "set boxwidth %g absolute; bin(x)=%g*floor(x/%g)+%g/2; plot ",
+                        path, title, bin, bin, bin, bin);
     for (int i = 0; i < count && used < (int) sizeof script; i++)
         used += snprintf(script + used, sizeof script - (size_t) used,
                          "%s'%s' index %d using (bin($1)):(1) smooth frequency with boxes "

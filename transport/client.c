@@ -582,10 +582,33 @@ int cdc_client_run(cdc_client_t *self, cdc_shard_task_t *tasks, int count, int n
     for (int w = 0; w < self->count; w++)
         if (planned_mask & (UINT64_C(1) << w))
             planned[planned_count++] = w;
+    /* Stable placement: shard s stays on worker s while that worker is in the
+       plan (it already holds shard s's weights); only the shards of workers
+       that left move, to planned workers no shard claims. */
+    uint64_t claimed = 0;
+    for (int t = 0; t < count; t++) {
+        int s = tasks[t].shard;
+        worker_of[t] = -1;
+        if (s < self->count && (planned_mask & (UINT64_C(1) << s)) &&
+            !(claimed & (UINT64_C(1) << s))) {
+            worker_of[t] = s;
+            claimed |= UINT64_C(1) << s;
+        }
+    }
+    for (int t = 0, spare = 0; t < count && planned_count; t++) {
+        if (worker_of[t] >= 0)
+            continue;
+        while (spare < planned_count && (claimed & (UINT64_C(1) << planned[spare])))
+            spare++;
+        /* More shards than free planned workers: wrap around (a worker then
+           computes two shards, as before). */
+        worker_of[t] = spare < planned_count ? planned[spare] : planned[t % planned_count];
+        if (spare < planned_count)
+            claimed |= UINT64_C(1) << planned[spare];
+    }
     for (int t = 0; t < count; t++) {
         retries[t] = 0;
         state[t] = TASK_IDLE;
-        worker_of[t] = planned_count ? planned[tasks[t].shard % planned_count] : -1;
         if (worker_of[t] < 0 || !(live_mask & (UINT64_C(1) << worker_of[t]))) {
             self->counters.dead_skipped++;
             continue;
