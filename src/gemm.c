@@ -5,6 +5,7 @@
 #include "error.h"
 #include "layer.h"
 #include "matmul_coded.h"
+#include "operand_cache.h"
 #include "plan.h"
 
 #include <limits.h>
@@ -50,25 +51,6 @@ static int gemm_validate(cdc_layout_t layout, cdc_transpose_t ta, cdc_transpose_
         return cdc__fail(CDC_ELD, "cdc_sgemm: ldc = %lld < max(1, %lld)", (long long) ldc,
                          (long long) need_c);
     return CDC_OK;
-}
-
-/* dst (rows x cols, contiguous) = src viewed as rows x cols with ld, or its
-   transpose when src is stored cols x rows. */
-static void pack(const float *src, int64_t ld, int transposed, int64_t rows, int64_t cols,
-                 float *dst)
-{
-    if (!transposed) {
-        for (int64_t i = 0; i < rows; i++)
-            memcpy(dst + i * cols, src + i * ld, (size_t) cols * sizeof(float));
-        return;
-    }
-    /* Blocked transpose keeps both sides in cache. */
-    enum { TILE = 32 };
-    for (int64_t i0 = 0; i0 < rows; i0 += TILE)
-        for (int64_t j0 = 0; j0 < cols; j0 += TILE)
-            for (int64_t i = i0; i < rows && i < i0 + TILE; i++)
-                for (int64_t j = j0; j < cols && j < j0 + TILE; j++)
-                    dst[i * cols + j] = src[j * ld + i];
 }
 
 /* C = beta * C over a row-major m x n view (beta = 0 overwrites, NaN included). */
@@ -139,8 +121,8 @@ int cdc_sgemm(cdc_context_t *context, cdc_layout_t layout, cdc_transpose_t trans
         return cdc__fail(CDC_ENOMEM, "cdc_sgemm: packing %lld x %lld x %lld",
                          (long long) m, (long long) n, (long long) k);
     float *a_packed = packed, *bt_packed = packed + a_count, *t = bt_packed + bt_count;
-    pack(a, lda, a_t, m, k, a_packed);
-    pack(b, ldb, !b_t, n, k, bt_packed);
+    cdc__operand_pack(&(cdc_operand_t){a, m, k, lda, a_t}, a_packed);
+    cdc__operand_pack(&(cdc_operand_t){b, n, k, ldb, !b_t}, bt_packed);
 
     cdc_split_t split = context->config.split;
     if (split == CDC_SPLIT_AUTO)
