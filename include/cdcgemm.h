@@ -139,7 +139,6 @@ CDC_EXPORT int cdc_context_corrupt_next(cdc_context_t *context, uint64_t mask);
 typedef struct {
     uint64_t calls;            /* coded or local calls completed              */
     uint64_t coded_calls;      /* calls that ran through the coded path       */
-    uint64_t local_calls;      /* calls run uncoded on local OpenBLAS         */
     uint64_t shards_sent;      /* shard tasks dispatched                      */
     uint64_t shards_erased;    /* shard results missing when decoding         */
     uint64_t results_decoded;  /* data shard results rebuilt from parity      */

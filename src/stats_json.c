@@ -25,7 +25,6 @@ int cdc__stats_write_json(const cdc_stats_t *stats, const char *path)
     } fields[] = {
         {"calls", stats->calls},
         {"coded_calls", stats->coded_calls},
-        {"local_calls", stats->local_calls},
         {"shards_sent", stats->shards_sent},
         {"shards_erased", stats->shards_erased},
         {"results_decoded", stats->results_decoded},
