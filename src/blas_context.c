@@ -280,24 +280,10 @@ int cdc__blas_context_sgemm(int col_major, int trans_a, int trans_b, int64_t m,
                             float *c, int64_t ldc)
 {
     pthread_once(&env_once, env_read_once);
-    if (col_major) {
-        /* Column-major C = op(A)op(B) is row-major Cᵀ = op(B)ᵀop(A)ᵀ. */
-        const float *tp = a;
-        a = b;
-        b = tp;
-        int64_t ti = m;
-        m = n;
-        n = ti;
-        ti = lda;
-        lda = ldb;
-        ldb = ti;
-        int tt = trans_a;
-        trans_a = trans_b;
-        trans_b = tt;
-    }
-    /* T = A'·Bt'ᵀ with A' = op(A) (m x k) and Bt' = op(B)ᵀ (n x k). */
-    cdc_operand_t op_a = {a, m, k, lda, trans_a != 0};
-    cdc_operand_t op_bt = {b, n, k, ldb, trans_b == 0};
+    cdc_operand_t op_a, op_bt;
+    cdc__gemm_operands(col_major, trans_a, trans_b, m, n, k, a, lda, b, ldb, &op_a, &op_bt);
+    m = op_a.rows; /* T's rows and columns (swapped for a column-major call) */
+    n = op_bt.rows;
     float *t = malloc((size_t) m * (size_t) n * sizeof(float));
     if (!t)
         return cdc__fail(CDC_ENOMEM, "result of %lld x %lld", (long long) m, (long long) n);

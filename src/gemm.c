@@ -84,22 +84,12 @@ int cdc_sgemm(cdc_context_t *context, cdc_layout_t layout, cdc_transpose_t trans
     if (compute && (!a || !b))
         return cdc__fail(CDC_EINVAL, "cdc_sgemm: %s is NULL", a ? "b" : "a");
 
-    /* Column-major C = op(A)op(B) is row-major Cᵀ = op(B)ᵀop(A)ᵀ: swap operands. */
-    int a_t = trans_a != CDC_NO_TRANS, b_t = trans_b != CDC_NO_TRANS;
-    if (layout == CDC_COL_MAJOR) {
-        const float *tp = a;
-        a = b;
-        b = tp;
-        int64_t ti = m;
-        m = n;
-        n = ti;
-        ti = lda;
-        lda = ldb;
-        ldb = ti;
-        int tt = a_t;
-        a_t = b_t;
-        b_t = tt;
-    }
+    /* T = A'·Bt'ᵀ over the caller's memory; column-major calls compute Cᵀ. */
+    cdc_operand_t op_a, op_bt;
+    cdc__gemm_operands(layout == CDC_COL_MAJOR, trans_a != CDC_NO_TRANS,
+                       trans_b != CDC_NO_TRANS, m, n, k, a, lda, b, ldb, &op_a, &op_bt);
+    m = op_a.rows;
+    n = op_bt.rows;
     if (!compute) {
         scale_c(c, m, n, ldc, beta);
         cdc__context_count_call(context);
@@ -114,15 +104,15 @@ int cdc_sgemm(cdc_context_t *context, cdc_layout_t layout, cdc_transpose_t trans
     if (rc != CDC_OK)
         return rc;
 
-    /* Canonical operands: A' = op(A) (m x k), Bt' = op(B)ᵀ (n x k), T = A'·Bt'ᵀ. */
+    /* Packed contiguous copies: the shards are cut from them. */
     size_t a_count = (size_t) m * (size_t) k, bt_count = (size_t) n * (size_t) k;
     float *packed = malloc((a_count + bt_count + (size_t) m * (size_t) n) * sizeof(float));
     if (!packed)
         return cdc__fail(CDC_ENOMEM, "cdc_sgemm: packing %lld x %lld x %lld",
                          (long long) m, (long long) n, (long long) k);
     float *a_packed = packed, *bt_packed = packed + a_count, *t = bt_packed + bt_count;
-    cdc__operand_pack(&(cdc_operand_t){a, m, k, lda, a_t}, a_packed);
-    cdc__operand_pack(&(cdc_operand_t){b, n, k, ldb, !b_t}, bt_packed);
+    cdc__operand_pack(&op_a, a_packed);
+    cdc__operand_pack(&op_bt, bt_packed);
 
     cdc_split_t split = context->config.split;
     if (split == CDC_SPLIT_AUTO)

@@ -105,6 +105,19 @@ void cdc__operand_pack(const cdc_operand_t *op, float *dst)
                     dst[i * cols + j] = src[j * ld + i];
 }
 
+void cdc__gemm_operands(int col_major, int trans_a, int trans_b, int64_t m, int64_t n,
+                        int64_t k, const float *a, int64_t lda, const float *b,
+                        int64_t ldb, cdc_operand_t *op_a, cdc_operand_t *op_bt)
+{
+    if (col_major) {
+        *op_a = (cdc_operand_t){b, n, k, ldb, trans_b != 0};
+        *op_bt = (cdc_operand_t){a, m, k, lda, trans_a == 0};
+    } else {
+        *op_a = (cdc_operand_t){a, m, k, lda, trans_a != 0};
+        *op_bt = (cdc_operand_t){b, n, k, ldb, trans_b == 0};
+    }
+}
+
 static size_t packed_bytes(const cdc_operand_entry_t *e)
 {
     return (size_t) e->desc.rows * (size_t) e->desc.k * sizeof(float);

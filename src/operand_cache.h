@@ -33,6 +33,14 @@ uint64_t cdc__operand_hash(const cdc_operand_t *op);
 /* dst (rows x k, row-major, contiguous) = the elements of op. */
 void cdc__operand_pack(const cdc_operand_t *op, float *dst);
 
+/* The canonical operands of C = op(A)·op(B) (m x n, inner k): T = A'·Bt'ᵀ with
+   A' = op(A) (T's rows x k) and Bt' = op(B)ᵀ (T's columns x k), as views of the
+   caller's memory. A column-major call is the row-major Cᵀ = op(B)ᵀ·op(A)ᵀ: A
+   and B swap roles and T is Cᵀ (n x m). */
+void cdc__gemm_operands(int col_major, int trans_a, int trans_b, int64_t m, int64_t n,
+                        int64_t k, const float *a, int64_t lda, const float *b,
+                        int64_t ldb, cdc_operand_t *op_a, cdc_operand_t *op_bt);
+
 typedef struct {
     cdc_operand_t desc;   /* where the operand is (the caller's memory)     */
     uint64_t hash;        /* what it held when last seen                    */
