@@ -26,19 +26,6 @@ static pid_t runner_pid; /* the process that spawned the workers */
 static char worker_paths[WORKERS][96];
 static char endpoints[CDC_CONFIG_STR];
 
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double) ts.tv_sec + ts.tv_nsec * 1e-9;
-}
-
-static void sleep_ms(long ms)
-{
-    struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
-    while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
-        ;
-}
 
 static void workers_stop(void)
 {
@@ -85,7 +72,7 @@ static void workers_start(void)
             ready += stat(worker_paths[i], &st) == 0;
         if (ready == WORKERS)
             return;
-        sleep_ms(10);
+        cdc_test_sleep_ms(10);
     }
     fprintf(stderr, "workers did not bind within 5 s\n");
 }
@@ -167,9 +154,9 @@ static void fc_case_init(fc_case_t *fc, cdc_context_t *context, uint64_t seed)
 static double fc_check(fc_case_t *fc)
 {
     memset(fc->got, 0, sizeof(float) * FC_BATCH * FC_OUT);
-    double start = now_s();
+    double start = cdc_test_now_s();
     ck_assert_int_eq(cdc_fc_forward(fc->layer, FC_BATCH, fc->x, fc->got), CDC_OK);
-    double elapsed = now_s() - start;
+    double elapsed = cdc_test_now_s() - start;
     double err = cdc_test_rel_error_ff(fc->got, fc->want, (size_t) FC_BATCH * FC_OUT);
     ck_assert_msg(err <= 1e-5, "FC relative error %g", err);
     ck_assert_msg(elapsed < TIMEOUT_MS / 1000.0 + 1.0, "FC call took %.3f s", elapsed);
@@ -219,9 +206,9 @@ static void conv_check(cdc_context_t *context, cdc_split_t split, uint64_t seed)
     ck_assert_int_eq(cdc_conv2d_new(context, &desc, weights, NULL, &options, &layer), CDC_OK);
     for (int call = 0; call < 2; call++) {
         memset(got, 0, out_count * sizeof(float));
-        double start = now_s();
+        double start = cdc_test_now_s();
         ck_assert_int_eq(cdc_conv2d_forward(layer, batch, h, w, x, got), CDC_OK);
-        ck_assert(now_s() - start < TIMEOUT_MS / 1000.0 + 1.0);
+        ck_assert(cdc_test_now_s() - start < TIMEOUT_MS / 1000.0 + 1.0);
         double err = cdc_test_rel_error_ff(got, want, out_count);
         ck_assert_msg(err <= 1e-5, "conv (split %d) relative error %g", (int) split, err);
     }
@@ -292,7 +279,7 @@ START_TEST(test_worker_killed_between_calls)
     cdc_stats_t before, after;
     cdc_context_stats(context, &before);
     fc_check(&fc); /* at once: decoded, or planned around it if already seen */
-    sleep_ms(100);
+    cdc_test_sleep_ms(100);
     /* The dropped connection took it out of the plan. */
     ck_assert_int_eq(cdc__context_plan_workers(context, NULL), WORKERS - 1);
     for (int call = 0; call < 3; call++)
@@ -341,10 +328,10 @@ START_TEST(test_worker_stopped)
     ck_assert_uint_eq(after.fallbacks, before.fallbacks);
     /* Then it is dead (no PONG for 300 ms), and out of the plan after the
        1 s grace. */
-    sleep_ms(400);
+    cdc_test_sleep_ms(400);
     ck_assert_uint_eq(remote_counters(context).live_mask & 2, 0);
     ck_assert_uint_eq(remote_counters(patient).live_mask & 2, 0);
-    sleep_ms(1000);
+    cdc_test_sleep_ms(1000);
     ck_assert_int_eq(cdc__context_plan_workers(context, NULL), WORKERS - 1);
     fc_check(&fc);
     fc_case_free(&fc2);
@@ -352,7 +339,7 @@ START_TEST(test_worker_stopped)
 
     ck_assert_int_eq(kill(worker_pids[1], SIGCONT), 0);
     /* The stale answers to the calls it missed arrive and must be dropped. */
-    sleep_ms(300);
+    cdc_test_sleep_ms(300);
     for (int call = 0; call < 3; call++)
         fc_check(&fc);
     cdc_remote_counters_t counters = remote_counters(context);
@@ -371,7 +358,7 @@ START_TEST(test_all_workers_dead)
     fc_check(&fc);
     for (int i = 0; i < WORKERS; i++)
         ck_assert_int_eq(kill(worker_pids[i], SIGKILL), 0);
-    sleep_ms(100);
+    cdc_test_sleep_ms(100);
     cdc_stats_t before, after;
     cdc_context_stats(context, &before);
     fc_check(&fc);

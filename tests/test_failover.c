@@ -30,19 +30,6 @@ extern char **environ;
 
 static double call_bound_s = TIMEOUT_MS / 1000.0 + 1.0; /* per test (fork) */
 
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double) ts.tv_sec + ts.tv_nsec * 1e-9;
-}
-
-static void sleep_ms(long ms)
-{
-    struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
-    while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
-        ;
-}
 
 /* A context over `workers` spawned local workers (the embedded default). */
 static cdc_context_t *local_context(int workers, int parity, const char *faults, int wait_ms,
@@ -88,11 +75,11 @@ static int is_live(cdc_context_t *context, int w)
 /* Seconds until worker w's liveness becomes `live` (polling), or -1 after limit_s. */
 static double wait_live(cdc_context_t *context, int w, int live, double limit_s)
 {
-    double start = now_s();
-    while (now_s() - start < limit_s) {
+    double start = cdc_test_now_s();
+    while (cdc_test_now_s() - start < limit_s) {
         if (is_live(context, w) == live)
-            return now_s() - start;
-        sleep_ms(2);
+            return cdc_test_now_s() - start;
+        cdc_test_sleep_ms(2);
     }
     return -1.0;
 }
@@ -214,10 +201,10 @@ static void conv_case(layer_case_t *c, cdc_context_t *context, int alexnet_layer
 static double case_check_within(layer_case_t *c, double bound_s)
 {
     memset(c->got, 0, c->out_count * sizeof(float));
-    double start = now_s();
+    double start = cdc_test_now_s();
     int rc = c->is_conv ? cdc_conv2d_forward(c->layer, c->batch, c->h, c->w, c->x, c->got)
                         : cdc_fc_forward(c->layer, c->batch, c->x, c->got);
-    double elapsed = now_s() - start;
+    double elapsed = cdc_test_now_s() - start;
     ck_assert_msg(rc == CDC_OK, "forward: %s (%s)", cdc_err_name(rc), cdc_last_error());
     double err = cdc_test_rel_error_ff(c->got, c->want, c->out_count);
     ck_assert_msg(err <= REL_TOL, "%s relative error %g", c->is_conv ? "conv" : "FC", err);
@@ -374,7 +361,7 @@ typedef struct {
 static void *kill_later(void *arg)
 {
     delayed_kill_t *k = arg;
-    sleep_ms(k->after_ms);
+    cdc_test_sleep_ms(k->after_ms);
     kill(k->pid, SIGKILL);
     return NULL;
 }
@@ -421,12 +408,12 @@ typedef struct {
 static void *live_watch_main(void *arg)
 {
     live_watch_t *watch = arg;
-    while (!watch->stop && now_s() - watch->started < 2.0) {
+    while (!watch->stop && cdc_test_now_s() - watch->started < 2.0) {
         if (!is_live(watch->context, watch->worker)) {
-            watch->changed_after = now_s() - watch->started;
+            watch->changed_after = cdc_test_now_s() - watch->started;
             break;
         }
-        sleep_ms(1);
+        cdc_test_sleep_ms(1);
     }
     return NULL;
 }
@@ -442,7 +429,7 @@ START_TEST(test_stop_and_continue)
     pid_t pid = worker_pid(context, 1);
     live_watch_t watch = {context, 1, 0.0, -1.0, 0};
     pthread_t thread;
-    watch.started = now_s();
+    watch.started = cdc_test_now_s();
     ck_assert_int_eq(kill(pid, SIGSTOP), 0);
     ck_assert_int_eq(pthread_create(&thread, NULL, live_watch_main, &watch), 0);
     /* Calls go on while it is hung: none waits for it. */
@@ -458,7 +445,7 @@ START_TEST(test_stop_and_continue)
     ck_assert_int_eq(report.n, 4);
     ck_assert_int_eq(report.decoded, 1);
     /* After the grace the plan shrinks: n = 4 live - 1. */
-    sleep_ms(1100);
+    cdc_test_sleep_ms(1100);
     case_check(&fc);
     case_check(&conv);
     ck_assert_int_eq(last_call(context).n, 3);
@@ -601,15 +588,15 @@ START_TEST(test_restart_same_endpoint)
     ck_assert_int_eq(last_call(context).n, 3);
 
     pid_t pid = spawn_worker(endpoint, 3, NULL);
-    double started = now_s(), back = -1.0;
-    while (now_s() - started < 2.5) {
+    double started = cdc_test_now_s(), back = -1.0;
+    while (cdc_test_now_s() - started < 2.5) {
         case_check(&fc);
         cdc_call_report_t report = last_call(context);
         if (report.n == 4 && report.shard_ms[3] >= 0) {
-            back = now_s() - started;
+            back = cdc_test_now_s() - started;
             break;
         }
-        sleep_ms(10);
+        cdc_test_sleep_ms(10);
     }
     ck_assert_msg(back >= 0 && back <= 2.0, "restarted worker used again after %.3f s", back);
     cdc_stats_t stats = stats_of(context);
@@ -632,7 +619,7 @@ START_TEST(test_faults_through_coordinator)
     fc_case(&fc, context, 1024, 2304, 4, 15);
     case_check(&fc);
     ck_assert_int_eq(last_call(context).decoded, 1); /* shard 1 never comes */
-    double start = now_s();
+    double start = cdc_test_now_s();
     case_check_within(&fc, 0.5); /* worker 3's second task: it hangs */
     ck_assert_int_eq(last_call(context).decoded, 2); /* shards 1 and 3 */
     ck_assert(wait_live(context, 3, 0, 0.4) >= 0);
@@ -642,7 +629,7 @@ START_TEST(test_faults_through_coordinator)
     ck_assert_int_eq(last_call(context).n, 4);
     ck_assert_int_eq(last_call(context).decoded, 2);
     ck_assert_msg(wait_live(context, 3, 1, 1.5) >= 0, "no rejoin after the hang");
-    ck_assert(now_s() - start >= 0.7);
+    ck_assert(cdc_test_now_s() - start >= 0.7);
     case_check(&fc);
     cdc_stats_t stats = stats_of(context);
     ck_assert_uint_eq(stats.fallbacks, 0);
@@ -915,13 +902,13 @@ START_TEST(test_worker_pongs_while_computing)
     cdc_test_rng_seed(&rng, 18);
     cdc_test_fill_uniform(&rng, a, (size_t) (d * d));
     solo_task(&s, 2, d, d, d, a, a);
-    sleep_ms(300); /* the 46 MB request is in; the GEMM runs */
-    double pinged = now_s();
+    cdc_test_sleep_ms(300); /* the 46 MB request is in; the GEMM runs */
+    double pinged = cdc_test_now_s();
     solo_ping(&s, 3);
     cdc_msg_header_t first = solo_recv(&s, 10000, NULL, 0);
-    double pong_after = now_s() - pinged;
+    double pong_after = cdc_test_now_s() - pinged;
     cdc_msg_header_t second = solo_recv(&s, 20000, NULL, 0);
-    double result_after = now_s() - pinged;
+    double result_after = cdc_test_now_s() - pinged;
     ck_assert_uint_eq(first.type, CDC_MSG_PONG);
     ck_assert_uint_eq(first.request_id, 3);
     ck_assert_uint_eq(second.type, CDC_MSG_RESULT);
@@ -981,16 +968,16 @@ START_TEST(test_worker_fault_behaviour)
     solo_start(&s, "delay@w0:ms=400");
     solo_ping(&s, 1);
     ck_assert_uint_eq(solo_recv(&s, 5000, NULL, 0).type, CDC_MSG_PONG);
-    double start = now_s();
+    double start = cdc_test_now_s();
     solo_task(&s, 2, SOLO_ROWS, SOLO_K, SOLO_COLS, a, bt);
-    sleep_ms(50);
+    cdc_test_sleep_ms(50);
     solo_ping(&s, 3);
     h = solo_recv(&s, 2000, NULL, 0);
     ck_assert_uint_eq(h.type, CDC_MSG_PONG);
-    ck_assert_msg(now_s() - start < 0.2, "PONG during a delay after %.3f s", now_s() - start);
+    ck_assert_msg(cdc_test_now_s() - start < 0.2, "PONG during a delay after %.3f s", cdc_test_now_s() - start);
     h = solo_recv(&s, 2000, got, floats);
     ck_assert_uint_eq(h.type, CDC_MSG_RESULT);
-    ck_assert_msg(now_s() - start >= 0.39, "delayed result after %.3f s", now_s() - start);
+    ck_assert_msg(cdc_test_now_s() - start >= 0.39, "delayed result after %.3f s", cdc_test_now_s() - start);
     ck_assert_int_eq(memcmp(got, want, sizeof want), 0);
     solo_stop(&s);
 
@@ -998,14 +985,14 @@ START_TEST(test_worker_fault_behaviour)
     solo_start(&s, "hang@w0:after=0,for=500");
     solo_ping(&s, 1);
     ck_assert_uint_eq(solo_recv(&s, 5000, NULL, 0).type, CDC_MSG_PONG);
-    start = now_s();
+    start = cdc_test_now_s();
     solo_task(&s, 2, SOLO_ROWS, SOLO_K, SOLO_COLS, a, bt);
-    sleep_ms(50);
+    cdc_test_sleep_ms(50);
     solo_ping(&s, 3);
     h = solo_recv(&s, 2000, NULL, 0);
     ck_assert_uint_ne(h.type, 0);
-    ck_assert_msg(now_s() - start >= 0.45, "answered %.3f s into a 500 ms hang",
-                  now_s() - start);
+    ck_assert_msg(cdc_test_now_s() - start >= 0.45, "answered %.3f s into a 500 ms hang",
+                  cdc_test_now_s() - start);
     solo_stop(&s);
 
     /* crash after one task: the first is answered, the second kills it. */
@@ -1017,7 +1004,7 @@ START_TEST(test_worker_fault_behaviour)
     ck_assert_uint_eq(solo_recv(&s, 500, NULL, 0).type, 0);
     int status = 0;
     for (int i = 0; i < 100 && waitpid(s.pid, &status, WNOHANG) == 0; i++)
-        sleep_ms(10);
+        cdc_test_sleep_ms(10);
     ck_assert(WIFEXITED(status) && WEXITSTATUS(status) == 3);
     s.pid = 0;
     solo_stop(&s);
@@ -1104,7 +1091,7 @@ START_TEST(test_worker_dies_with_its_coordinator)
     pid_t shell;
     ck_assert_int_eq(posix_spawnp(&shell, "sh", NULL, NULL, argv, environ), 0);
     ck_assert_int_eq(waitpid(shell, NULL, 0), shell);
-    double gone_at = now_s();
+    double gone_at = cdc_test_now_s();
     char path[128];
     snprintf(path, sizeof path, "%s/pid", dir);
     FILE *file = fopen(path, "r");
@@ -1114,7 +1101,7 @@ START_TEST(test_worker_dies_with_its_coordinator)
     fclose(file);
     unlink(path);
     int alive = 1;
-    while (now_s() - gone_at < 2.0) {
+    while (cdc_test_now_s() - gone_at < 2.0) {
         char stat_path[64], line[256] = "";
         snprintf(stat_path, sizeof stat_path, "/proc/%ld/stat", pid);
         FILE *proc = fopen(stat_path, "r");
@@ -1128,9 +1115,9 @@ START_TEST(test_worker_dies_with_its_coordinator)
             alive = 0; /* exited; a zombie until init reaps it */
             break;
         }
-        sleep_ms(10);
+        cdc_test_sleep_ms(10);
     }
-    double took = now_s() - gone_at;
+    double took = cdc_test_now_s() - gone_at;
     if (alive)
         kill((pid_t) pid, SIGKILL);
     ck_assert_msg(!alive, "orphaned worker still running after %.3f s", took);

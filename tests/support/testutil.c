@@ -1,8 +1,10 @@
 /* testutil.c - deterministic random data, error norms, suite runner. */
 #include "testutil.h"
 
+#include <errno.h>
 #include <math.h>
 #include <stdlib.h>
+#include <time.h>
 
 void cdc_test_rng_seed(cdc_test_rng_t *rng, uint64_t seed)
 {
@@ -77,6 +79,20 @@ void *cdc_test_alloc(size_t bytes)
     void *p = calloc(1, bytes ? bytes : 1);
     ck_assert_msg(p != NULL, "out of memory allocating %zu bytes", bytes);
     return p;
+}
+
+double cdc_test_now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double) ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+void cdc_test_sleep_ms(long ms)
+{
+    struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
+    while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
+        ;
 }
 
 int cdc_test_run_suite(Suite *suite)

@@ -31,6 +31,11 @@ double cdc_test_rel_error_ff(const float *got, const float *want, size_t count);
 /* Allocate or abort the test (Check marks it failed). Zeroed. */
 void *cdc_test_alloc(size_t bytes);
 
+/* Monotonic clock in seconds. */
+double cdc_test_now_s(void);
+/* Sleep ms milliseconds, resuming after signals. */
+void cdc_test_sleep_ms(long ms);
+
 /* Run a suite with CK_NORMAL output; the process exit status for main(). */
 int cdc_test_run_suite(Suite *suite);
 
