@@ -2,6 +2,7 @@
 #include "coded_call.h"
 
 #include "error.h"
+#include "scratch.h"
 #include "log.h"
 
 #include <math.h>
@@ -20,7 +21,7 @@ int cdc__coded_call_init(cdc_coded_call_t *call, const cdc_code_t *code, int n,
     call->cols = cols;
     size_t block = (size_t) rows * (size_t) cols;
     int shards = n + call->r;
-    call->storage = malloc((size_t) shards * block * sizeof(float));
+    call->storage = cdc__scratch(CDC_SCRATCH_RESULTS, (size_t) shards * block);
     if (!call->storage)
         return cdc__fail(CDC_ENOMEM, "%d shard results of %lld x %lld floats", shards,
                          (long long) rows, (long long) cols);
@@ -36,8 +37,7 @@ int cdc__coded_call_init(cdc_coded_call_t *call, const cdc_code_t *code, int n,
 
 void cdc__coded_call_release(cdc_coded_call_t *call)
 {
-    free(call->storage);
-    call->storage = NULL;
+    call->storage = NULL; /* the thread's scratch buffer, kept for the next call */
 }
 
 static uint64_t task_bytes_out(const cdc_shard_task_t *task)

@@ -17,7 +17,8 @@ typedef struct {
        from, and the inner dimension of the products. */
     cdc_shard_scale_t scales[CDC_MAX_SHARDS];
     int64_t inner;
-    float *storage;                         /* owns the result blocks        */
+    float *storage;                         /* the result blocks: this
+                                               thread's scratch buffer        */
 } cdc_coded_call_t;
 
 /* Prepare a call of n data and r parity shard results of rows x cols: allocates

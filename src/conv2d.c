@@ -3,6 +3,7 @@
 
 #include "error.h"
 #include "norms.h"
+#include "scratch.h"
 #include "plan.h"
 
 #include <limits.h>
@@ -153,7 +154,7 @@ int cdc__conv_bands_encode(const cdc_code_t *code, int n, const cdc_conv_geometr
     if (rc != CDC_OK)
         return rc;
     size_t band_size = (size_t) batch * (size_t) (g->channels * band_g->h * g->w);
-    float *bands = malloc((size_t) shards * band_size * sizeof(float));
+    float *bands = cdc__scratch(CDC_SCRATCH_BANDS, (size_t) shards * band_size);
     if (!bands)
         return cdc__fail(CDC_ENOMEM, "%d input bands of %zu floats", shards, band_size);
     /* Cut and encode one (image, channel) plane of every band at a time, so
@@ -170,10 +171,8 @@ int cdc__conv_bands_encode(const cdc_code_t *code, int n, const cdc_conv_geometr
             rc = cdc_code_encode(code, band_g->h, g->w, (const float *const *) plane_ptr,
                                  g->w, plane_ptr + n, g->w);
     }
-    if (rc != CDC_OK) {
-        free(bands);
+    if (rc != CDC_OK)
         return rc;
-    }
     *bands_p = bands;
     *band_size_p = band_size;
     return CDC_OK;
@@ -197,10 +196,8 @@ static int conv_spatial_split(cdc_layer_t *layer, const cdc_code_t *code, int n,
     int64_t spatial = band_rows * g->out_w, cols = batch * spatial;
     cdc_coded_call_t call;
     rc = cdc__coded_call_init(&call, code, n, layer->rows, cols);
-    if (rc != CDC_OK) {
-        free(bands);
+    if (rc != CDC_OK)
         return rc;
-    }
     /* Each band (parity bands too) has its own im2col columns. */
     double *patch_norms = NULL;
     const double *filter_norms = NULL;
@@ -242,7 +239,6 @@ static int conv_spatial_split(cdc_layer_t *layer, const cdc_code_t *code, int n,
     }
     cdc__coded_call_release(&call);
     free(patch_norms);
-    free(bands);
     return rc;
 }
 

@@ -3,56 +3,10 @@
 
 #include "blas_backend.h"
 #include "error.h"
+#include "scratch.h"
 
-#include <pthread.h>
 #include <stdlib.h>
 #include <time.h>
-
-/* The im2col matrix of a shard is reused from call to call, one per thread:
-   freshly mapped pages cost more than the im2col itself (a 115 MB buffer for
-   VGG-16 conv1_2 took ~10x the GEMM's time in page faults here). */
-typedef struct {
-    float *data;
-    size_t count;
-} im2col_scratch_t;
-
-static pthread_key_t scratch_key;
-static pthread_once_t scratch_once = PTHREAD_ONCE_INIT;
-
-static void scratch_free(void *p)
-{
-    im2col_scratch_t *scratch = p;
-    free(scratch->data);
-    free(scratch);
-}
-
-static void scratch_key_create(void)
-{
-    pthread_key_create(&scratch_key, scratch_free);
-}
-
-/* This thread's buffer of at least count floats, or NULL (out of memory). */
-static float *scratch_get(size_t count)
-{
-    pthread_once(&scratch_once, scratch_key_create);
-    im2col_scratch_t *scratch = pthread_getspecific(scratch_key);
-    if (!scratch) {
-        scratch = calloc(1, sizeof *scratch);
-        if (!scratch || pthread_setspecific(scratch_key, scratch) != 0) {
-            free(scratch);
-            return NULL;
-        }
-    }
-    if (scratch->count < count) {
-        float *grown = malloc(count * sizeof *grown);
-        if (!grown)
-            return NULL;
-        free(scratch->data);
-        scratch->data = grown;
-        scratch->count = count;
-    }
-    return scratch->data;
-}
 
 int cdc__task_run_local(const cdc_shard_task_t *task)
 {
@@ -73,7 +27,7 @@ int cdc__task_run_local(const cdc_shard_task_t *task)
     int64_t image_size = g->channels * g->h * g->w;
     /* One im2col matrix for the whole batch (images side by side) so the
        shard is a single GEMM. */
-    float *cols = scratch_get((size_t) task->k * (size_t) task->cols);
+    float *cols = cdc__scratch(CDC_SCRATCH_IM2COL, (size_t) task->k * (size_t) task->cols);
     if (!cols)
         return cdc__fail(CDC_ENOMEM, "im2col buffer of %lld x %lld floats",
                          (long long) task->k, (long long) task->cols);

@@ -45,8 +45,9 @@ int cdc__check_product(int64_t a, int64_t b, int64_t limit, const char *what);
 
 /* Spatial split input: cut the n bands of input rows (each with its halo, in
    zero-padded row coordinates) that the n output-row bands need, and encode r
-   parity bands. *bands_p (caller frees) holds n + r bands of *band_size_p
-   floats; *band_g is the geometry of one band (pad_h = 0). */
+   parity bands. *bands_p (this thread's scratch buffer: valid until the
+   thread's next call) holds n + r bands of *band_size_p floats; *band_g is
+   the geometry of one band (pad_h = 0). */
 int cdc__conv_bands_encode(const cdc_code_t *code, int n, const cdc_conv_geometry_t *g,
                            int64_t batch, const float *x, cdc_conv_geometry_t *band_g,
                            float **bands_p, size_t *band_size_p);
