@@ -296,18 +296,8 @@ int cdc__blas_context_sgemm(int col_major, int trans_a, int trans_b, int64_t m,
         cdc__context_count_call(state_context);
     pthread_mutex_unlock(&state_lock);
 
-    if (rc == CDC_OK) {
-        for (int64_t i = 0; i < m; i++) {
-            float *row = c + i * ldc;
-            const float *trow = t + i * n;
-            if (beta == 0.0f) /* overwrite: NaN in C must not survive */
-                for (int64_t j = 0; j < n; j++)
-                    row[j] = alpha * trow[j];
-            else
-                for (int64_t j = 0; j < n; j++)
-                    row[j] = alpha * trow[j] + beta * row[j];
-        }
-    }
+    if (rc == CDC_OK)
+        cdc__gemm_store(c, ldc, t, m, n, alpha, beta);
     free(t);
     return rc;
 }

@@ -5,7 +5,7 @@
 #include "error.h"
 #include "layer.h"
 #include "matmul_coded.h"
-#include "operand_cache.h"
+#include "gemm_operands.h"
 #include "plan.h"
 
 #include <limits.h>
@@ -126,16 +126,7 @@ int cdc_sgemm(cdc_context_t *context, cdc_layout_t layout, cdc_transpose_t trans
                                split == CDC_SPLIT_COLUMNS ? CDC_SHARD_BT : CDC_SHARD_A, set,
                                0, 0, a_packed, m, bt_packed, n, k, t, n);
     if (rc == CDC_OK) {
-        for (int64_t i = 0; i < m; i++) {
-            float *row = c + i * ldc;
-            const float *trow = t + i * n;
-            if (beta == 0.0f)
-                for (int64_t j = 0; j < n; j++)
-                    row[j] = alpha * trow[j];
-            else
-                for (int64_t j = 0; j < n; j++)
-                    row[j] = alpha * trow[j] + beta * row[j];
-        }
+        cdc__gemm_store(c, ldc, t, m, n, alpha, beta);
         cdc__context_count_call(context);
     }
     cdc__shard_set_destroy(&set);

@@ -11,35 +11,17 @@
 #ifndef CDC_OPERAND_CACHE_H_INCLUDED
 #define CDC_OPERAND_CACHE_H_INCLUDED
 
+#include "gemm_operands.h"
 #include "shard_set.h"
 
 #include <stddef.h>
 #include <stdint.h>
-
-/* A rows x k operand as the caller stores it: element (i, j) is
-   src[i * ld + j], or src[j * ld + i] when transposed. */
-typedef struct {
-    const float *src;
-    int64_t rows, k, ld;
-    int transposed;
-} cdc_operand_t;
 
 /* 64-bit hash of the rows x k elements of op (never the padding between
    lines) and of its shape. A difference in any single 8-byte word always
    changes the hash (every step is a bijection of the lane state); other
    differences collide with probability about 2^-64. Never 0. */
 uint64_t cdc__operand_hash(const cdc_operand_t *op);
-
-/* dst (rows x k, row-major, contiguous) = the elements of op. */
-void cdc__operand_pack(const cdc_operand_t *op, float *dst);
-
-/* The canonical operands of C = op(A)·op(B) (m x n, inner k): T = A'·Bt'ᵀ with
-   A' = op(A) (T's rows x k) and Bt' = op(B)ᵀ (T's columns x k), as views of the
-   caller's memory. A column-major call is the row-major Cᵀ = op(B)ᵀ·op(A)ᵀ: A
-   and B swap roles and T is Cᵀ (n x m). */
-void cdc__gemm_operands(int col_major, int trans_a, int trans_b, int64_t m, int64_t n,
-                        int64_t k, const float *a, int64_t lda, const float *b,
-                        int64_t ldb, cdc_operand_t *op_a, cdc_operand_t *op_bt);
 
 typedef struct {
     cdc_operand_t desc;   /* where the operand is (the caller's memory)     */
