@@ -1,13 +1,14 @@
 /* bench_failover.c - coded vs uncoded latency on local workers, and recovery from a SIGKILL. */
 #include "bench_failover.h"
 
+#include "bench_util.h"
 #include "cdcgemm.h"
 #include "context.h"
 #include "local_workers.h"
 #include "models.h"
+#include "run.h"
+#include "workload.h"
 
-#include <errno.h>
-#include <math.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
@@ -15,158 +16,53 @@
 #include <string.h>
 #include <time.h>
 
+/* One layer under test: its data and reference (a one-layer workload), the
+   layer object on the context being measured, and the output buffer. */
 typedef struct {
-    const cdc_model_layer_t *shape;
+    cdc_workload_t data;
     cdc_layer_t *layer;
-    float *weights, *bias, *x, *want, *got;
-    size_t in_count, out_count, w_count;
-    int64_t out_h, out_w;
+    float *got;
 } bench_layer_t;
 
-static double now_ms(void)
+static const cdc_bench_layer_t *bench_data(const bench_layer_t *b)
 {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double) ts.tv_sec * 1e3 + (double) ts.tv_nsec * 1e-6;
-}
-
-static void sleep_ms(long ms)
-{
-    struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
-    while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
-        ;
-}
-
-static void *xmalloc(size_t bytes)
-{
-    void *p = malloc(bytes ? bytes : 1);
-    if (!p) {
-        fprintf(stderr, "cdcgemm-bench failover: out of memory (%zu bytes)\n", bytes);
-        exit(1);
-    }
-    return p;
-}
-
-static void fill(float *x, size_t count, unsigned *seed)
-{
-    for (size_t i = 0; i < count; i++) {
-        *seed = *seed * 1664525u + 1013904223u;
-        x[i] = (float) (*seed >> 8) / 16777216.0f - 0.5f;
-    }
-}
-
-static int compare_double(const void *a, const void *b)
-{
-    double x = *(const double *) a, y = *(const double *) b;
-    return (x > y) - (x < y);
-}
-
-/* Nearest-rank percentile of count values (sorts values in place). */
-static double percentile(double *values, size_t count, double p)
-{
-    if (count == 0)
-        return NAN;
-    qsort(values, count, sizeof *values, compare_double);
-    size_t rank = (size_t) ceil(p / 100.0 * (double) count);
-    return values[rank ? rank - 1 : 0];
-}
-
-static double rel_error(const float *got, const float *want, size_t count)
-{
-    double diff = 0.0, norm = 0.0;
-    for (size_t i = 0; i < count; i++) {
-        double d = (double) got[i] - (double) want[i];
-        diff += d * d;
-        norm += (double) want[i] * (double) want[i];
-    }
-    return norm > 0 ? sqrt(diff / norm) : sqrt(diff);
-}
-
-static cdc_conv2d_desc_t conv_desc(const cdc_model_layer_t *s)
-{
-    cdc_conv2d_desc_t d = {s->in_channels, s->out_channels, s->kernel, s->kernel, s->stride,
-                           s->stride, s->pad, s->pad, 1, 1};
-    return d;
-}
-
-static int layer_new(cdc_context_t *context, bench_layer_t *b)
-{
-    cdc_layer_options_t options;
-    cdc_layer_options_init(&options);
-    if (b->shape->kind == CDC_MODEL_FC) {
-        options.split = CDC_SPLIT_ROWS;
-        return cdc_fc_new(context, b->shape->out_channels, b->shape->in_channels, b->weights,
-                          b->bias, &options, &b->layer);
-    }
-    cdc_conv2d_desc_t desc = conv_desc(b->shape);
-    return cdc_conv2d_new(context, &desc, b->weights, b->bias, &options, &b->layer);
-}
-
-static int layer_forward(bench_layer_t *b, float *y)
-{
-    if (b->shape->kind == CDC_MODEL_FC)
-        return cdc_fc_forward(b->layer, 1, b->x, y);
-    return cdc_conv2d_forward(b->layer, 1, b->shape->h, b->shape->w, b->x, y);
+    return &b->data.layers[0];
 }
 
 /* Operands and the uncoded in-process answer. */
 static int layer_prepare(bench_layer_t *b, const cdc_model_layer_t *shape, unsigned seed)
 {
     memset(b, 0, sizeof *b);
-    b->shape = shape;
-    if (shape->kind == CDC_MODEL_FC) {
-        b->in_count = (size_t) shape->in_channels;
-        b->out_count = (size_t) shape->out_channels;
-        b->w_count = (size_t) (shape->out_channels * shape->in_channels);
-    } else {
-        cdc_conv2d_desc_t desc = conv_desc(shape);
-        if (cdc_conv2d_output_size(&desc, shape->h, shape->w, &b->out_h, &b->out_w) != CDC_OK)
-            return -1;
-        b->in_count = (size_t) (shape->in_channels * shape->h * shape->w);
-        b->out_count = (size_t) (shape->out_channels * b->out_h * b->out_w);
-        b->w_count = (size_t) (shape->out_channels * cdc_model_layer_inner(shape));
-    }
-    b->weights = xmalloc(b->w_count * sizeof(float));
-    b->bias = xmalloc((size_t) shape->out_channels * sizeof(float));
-    b->x = xmalloc(b->in_count * sizeof(float));
-    b->want = xmalloc(b->out_count * sizeof(float));
-    b->got = xmalloc(b->out_count * sizeof(float));
-    fill(b->weights, b->w_count, &seed);
-    fill(b->bias, (size_t) shape->out_channels, &seed);
-    fill(b->x, b->in_count, &seed);
-    cdc_config_t config;
-    cdc_config_init(&config);
-    config.in_process = 1;
-    config.local_workers = 1;
-    config.parity = 0;
-    cdc_context_t *reference = NULL;
-    int rc = cdc_context_new(&config, &reference);
-    if (rc == CDC_OK)
-        rc = layer_new(reference, b);
-    if (rc == CDC_OK)
-        rc = layer_forward(b, b->want);
-    cdc_layer_destroy(&b->layer);
-    cdc_context_destroy(&reference);
-    return rc;
+    if (cdc_workload_add_layer(&b->data, shape) || cdc_workload_prepare(&b->data, seed))
+        return -1;
+    b->got = cdc_bench_xmalloc(bench_data(b)->out_count * sizeof(float));
+    return CDC_OK;
+}
+
+static int layer_new(cdc_context_t *context, bench_layer_t *b)
+{
+    return cdc_workload_layers_new(&b->data, context, CDC_SPLIT_AUTO, CDC_PARITY_DEFAULT,
+                                   &b->layer)
+               ? -1
+               : CDC_OK;
 }
 
 static void layer_free(bench_layer_t *b)
 {
     cdc_layer_destroy(&b->layer);
-    free(b->weights);
-    free(b->bias);
-    free(b->x);
-    free(b->want);
+    cdc_workload_free(&b->data);
     free(b->got);
 }
 
-/* One timed call; counts a wrong answer (rel. error > 1e-4) in *wrong. */
+/* One timed call; counts a wrong answer (beyond CDC_BENCH_WRONG_TOLERANCE) in *wrong. */
 static double timed_call(bench_layer_t *b, int *wrong)
 {
-    double start = now_ms();
-    int rc = layer_forward(b, b->got);
-    double elapsed = now_ms() - start;
-    if (rc != CDC_OK || rel_error(b->got, b->want, b->out_count) > 1e-4)
+    const cdc_bench_layer_t *l = bench_data(b);
+    double start = cdc_bench_now_ms();
+    int rc = cdc_workload_forward(l, b->layer, b->got);
+    double elapsed = cdc_bench_now_ms() - start;
+    if (rc != CDC_OK ||
+        cdc_bench_rel_error(b->got, l->reference, l->out_count) > CDC_BENCH_WRONG_TOLERANCE)
         (*wrong)++;
     return elapsed;
 }
@@ -199,15 +95,15 @@ static int fault_free(bench_layer_t *b, int workers, int parity, int requests)
     int wrong = 0;
     for (int i = 0; i < 3; i++)
         timed_call(b, &wrong); /* warm-up: weights out */
-    double *ms = xmalloc((size_t) requests * sizeof *ms), sum = 0.0;
+    double *ms = cdc_bench_xmalloc((size_t) requests * sizeof *ms), sum = 0.0;
     for (int i = 0; i < requests; i++)
         sum += ms[i] = timed_call(b, &wrong);
     cdc_call_report_t report;
     cdc_context_last_call(context, &report);
-    double p50 = percentile(ms, (size_t) requests, 50), p99 = percentile(ms, (size_t) requests, 99);
+    double p50 = cdc_bench_percentile(ms, (size_t) requests, 50), p99 = cdc_bench_percentile(ms, (size_t) requests, 99);
     printf("failover layer=%s workers=%d r=%d n=%d requests=%d p50_ms=%.3f p99_ms=%.3f "
            "mean_ms=%.3f wrong=%d\n",
-           b->shape->name, workers, parity, report.n, requests, p50, p99, sum / requests,
+           bench_data(b)->name, workers, parity, report.n, requests, p50, p99, sum / requests,
            wrong);
     fflush(stdout);
     free(ms);
@@ -230,7 +126,7 @@ static void *watch_main(void *arg)
         cdc_remote_counters_t counters;
         cdc__executor_remote_counters(w->context->executor, &counters);
         if (!(counters.live_mask & (UINT64_C(1) << w->worker))) {
-            w->detected_at = now_ms();
+            w->detected_at = cdc_bench_now_ms();
             break;
         }
         struct timespec ts = {0, 200000L};
@@ -249,8 +145,8 @@ static int kill_one(bench_layer_t *b, int workers, int parity, int requests, int
     int wrong = 0;
     for (int i = 0; i < 3; i++)
         timed_call(b, &wrong);
-    double *before = xmalloc((size_t) requests * sizeof *before);
-    double *after = xmalloc((size_t) requests * sizeof *after);
+    double *before = cdc_bench_xmalloc((size_t) requests * sizeof *before);
+    double *after = cdc_bench_xmalloc((size_t) requests * sizeof *after);
     for (int i = 0; i < requests; i++)
         before[i] = timed_call(b, &wrong);
     cdc_stats_t stats_before, stats_after;
@@ -267,7 +163,7 @@ static int kill_one(bench_layer_t *b, int workers, int parity, int requests, int
         cdc_context_destroy(&context);
         return 1;
     }
-    watch.killed_at = now_ms();
+    watch.killed_at = cdc_bench_now_ms();
     kill(pid, SIGKILL);
     int watching = pthread_create(&thread, NULL, watch_main, &watch) == 0;
     double replanned_at = -1.0, first_call = -1.0, worst = 0.0;
@@ -281,19 +177,19 @@ static int kill_one(bench_layer_t *b, int workers, int parity, int requests, int
         cdc_call_report_t report;
         cdc_context_last_call(context, &report);
         if (replanned_at < 0 && report.n + report.r == workers - 1)
-            replanned_at = now_ms();
+            replanned_at = cdc_bench_now_ms();
     }
     watch.stop = 1;
     if (watching)
         pthread_join(thread, NULL);
     cdc_context_stats(context, &stats_after);
-    double p50_before = percentile(before, (size_t) requests, 50);
-    double p50_after = percentile(after, (size_t) requests, 50);
+    double p50_before = cdc_bench_percentile(before, (size_t) requests, 50);
+    double p50_after = cdc_bench_percentile(after, (size_t) requests, 50);
     printf("failover-kill layer=%s workers=%d r=%d n_before=%d victim=%d requests=%d "
            "detect_ms=%.1f replan_ms=%.1f first_call_ms=%.3f worst_after_ms=%.3f "
            "p50_before_ms=%.3f p50_after_ms=%.3f after_over_before=%.3f fallbacks=%llu "
            "decoded=%llu wrong=%d\n",
-           b->shape->name, workers, parity, planned_n, victim, requests,
+           bench_data(b)->name, workers, parity, planned_n, victim, requests,
            watch.detected_at >= 0 ? watch.detected_at - watch.killed_at : -1.0,
            replanned_at >= 0 ? replanned_at - watch.killed_at : -1.0, first_call, worst,
            p50_before, p50_after, p50_after / p50_before,
@@ -360,7 +256,7 @@ int cdc_bench_failover(int argc, char **argv)
         failed |= kill_one(&b, workers, 1, requests, 1);
         failed |= kill_one(&b, workers, 0, requests, 1);
         layer_free(&b);
-        sleep_ms(50);
+        cdc_bench_sleep_ms(50);
     }
     return failed;
 }

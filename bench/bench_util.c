@@ -1,6 +1,7 @@
 /* bench_util.c - clock, data, error norm and percentiles for the benchmarks. */
 #include "bench_util.h"
 
+#include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -12,6 +13,13 @@ double cdc_bench_now_ms(void)
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (double) ts.tv_sec * 1e3 + (double) ts.tv_nsec * 1e-6;
+}
+
+void cdc_bench_sleep_ms(long ms)
+{
+    struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
+    while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
+        ;
 }
 
 void cdc_bench_fill(float *x, size_t count, unsigned *seed)

@@ -7,6 +7,9 @@
 /* Monotonic clock in milliseconds. */
 double cdc_bench_now_ms(void);
 
+/* Sleep ms milliseconds, resuming after signals. */
+void cdc_bench_sleep_ms(long ms);
+
 /* Deterministic uniform fill in [-0.5, 0.5) from *seed (an LCG). */
 void cdc_bench_fill(float *x, size_t count, unsigned *seed);
 

@@ -23,6 +23,11 @@ static int add_layer(cdc_workload_t *workload, const cdc_model_layer_t *shape,
     return 0;
 }
 
+int cdc_workload_add_layer(cdc_workload_t *workload, const cdc_model_layer_t *shape)
+{
+    return add_layer(workload, shape, 1, shape->name);
+}
+
 int cdc_workload_add_model(cdc_workload_t *workload, const char *model)
 {
     size_t count;
@@ -32,7 +37,7 @@ int cdc_workload_add_model(cdc_workload_t *workload, const char *model)
         return 1;
     }
     for (size_t i = 0; i < count; i++)
-        if (add_layer(workload, &layers[i], 1, layers[i].name))
+        if (cdc_workload_add_layer(workload, &layers[i]))
             return 1;
     return 0;
 }

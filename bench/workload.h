@@ -27,6 +27,9 @@ typedef struct {
 /* Add a model's layers ("alexnet", "vgg16"); nonzero on an unknown name. */
 int cdc_workload_add_model(cdc_workload_t *workload, const char *model);
 
+/* Add one model layer (batch 1); nonzero when the workload is full. */
+int cdc_workload_add_layer(cdc_workload_t *workload, const cdc_model_layer_t *shape);
+
 /* Add "fc:OUTxIN[:batch]" or "conv:CxHxW:COUT:K:STRIDE:PAD"; nonzero with a
    message on stderr when the spec is malformed. */
 int cdc_workload_add_spec(cdc_workload_t *workload, const char *spec);
