@@ -13,6 +13,8 @@
 #define _GNU_SOURCE /* dladdr */
 #include "bench_blas.h"
 
+#include "bench_util.h"
+
 #include "operand_cache.h"
 
 #include <cblas.h>
@@ -49,24 +51,6 @@ static double median(double *v, int count)
     return count % 2 ? v[count / 2] : 0.5 * (v[count / 2 - 1] + v[count / 2]);
 }
 
-static void *xmalloc(size_t bytes)
-{
-    void *p = malloc(bytes ? bytes : 1);
-    if (!p) {
-        fprintf(stderr, "bench blas: out of memory (%zu bytes)\n", bytes);
-        exit(1);
-    }
-    return p;
-}
-
-static void fill(float *x, size_t count, unsigned seed)
-{
-    for (size_t i = 0; i < count; i++) {
-        seed = seed * 1664525u + 1013904223u;
-        x[i] = (float) ((seed >> 8) * (1.0 / 16777216.0) - 0.5);
-    }
-}
-
 /* The library's cblas_sgemm; the CDCGEMM_MIN_FLOPS it will read is set first. */
 static sgemm_fn load_library(const char *path, const char *min_flops)
 {
@@ -101,11 +85,11 @@ static int bench_overhead(sgemm_fn ours, int reps)
     static const int sizes[] = {8, 16, 24, 32, 48, 64};
     for (size_t s = 0; s < sizeof sizes / sizeof *sizes; s++) {
         int n = sizes[s];
-        float *a = xmalloc(sizeof(float) * (size_t) (n * n));
-        float *b = xmalloc(sizeof(float) * (size_t) (n * n));
-        float *c = xmalloc(sizeof(float) * (size_t) (n * n));
-        fill(a, (size_t) (n * n), 1);
-        fill(b, (size_t) (n * n), 2);
+        float *a = cdc_bench_xmalloc(sizeof(float) * (size_t) (n * n));
+        float *b = cdc_bench_xmalloc(sizeof(float) * (size_t) (n * n));
+        float *c = cdc_bench_xmalloc(sizeof(float) * (size_t) (n * n));
+        cdc_bench_fill(a, (size_t) (n * n), &(unsigned){1u});
+        cdc_bench_fill(b, (size_t) (n * n), &(unsigned){2u});
         /* Warm both paths up, then size samples to about 200 us. */
         for (int i = 0; i < 2000; i++) {
             cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n, n, n, 1.0f, a, n, b,
@@ -119,8 +103,8 @@ static int bench_overhead(sgemm_fn ours, int reps)
                         n, 0.0f, c, n);
         double per_call = (now_ns() - t0) / 100;
         int batch = per_call > 0 ? (int) (200e3 / per_call) + 1 : 1000;
-        double *direct = xmalloc(sizeof(double) * (size_t) reps);
-        double *via = xmalloc(sizeof(double) * (size_t) reps);
+        double *direct = cdc_bench_xmalloc(sizeof(double) * (size_t) reps);
+        double *via = cdc_bench_xmalloc(sizeof(double) * (size_t) reps);
         for (int r = 0; r < reps; r++) {
             t0 = now_ns();
             for (int i = 0; i < batch; i++)
@@ -147,12 +131,13 @@ static int bench_overhead(sgemm_fn ours, int reps)
     /* The loop of the acceptance: every size in turn, as a network's small
        layers would call them. */
     enum { SIZES = sizeof sizes / sizeof *sizes, MAX = 64 };
-    float *a = xmalloc(sizeof(float) * MAX * MAX), *b = xmalloc(sizeof(float) * MAX * MAX);
-    float *c = xmalloc(sizeof(float) * MAX * MAX);
-    fill(a, MAX * MAX, 1);
-    fill(b, MAX * MAX, 2);
-    double *direct = xmalloc(sizeof(double) * (size_t) reps);
-    double *via = xmalloc(sizeof(double) * (size_t) reps);
+    float *a = cdc_bench_xmalloc(sizeof(float) * MAX * MAX);
+    float *b = cdc_bench_xmalloc(sizeof(float) * MAX * MAX);
+    float *c = cdc_bench_xmalloc(sizeof(float) * MAX * MAX);
+    cdc_bench_fill(a, MAX * MAX, &(unsigned){1u});
+    cdc_bench_fill(b, MAX * MAX, &(unsigned){2u});
+    double *direct = cdc_bench_xmalloc(sizeof(double) * (size_t) reps);
+    double *via = cdc_bench_xmalloc(sizeof(double) * (size_t) reps);
     for (int r = 0; r < reps; r++) {
         double t0 = now_ns();
         for (int rep = 0; rep < 10; rep++)
@@ -189,15 +174,15 @@ static int bench_threshold(sgemm_fn ours, int reps)
                                     {1000, 4, 4096}};
     for (size_t s = 0; s < sizeof shapes / sizeof *shapes; s++) {
         int m = shapes[s][0], n = shapes[s][1], k = shapes[s][2];
-        float *a = xmalloc(sizeof(float) * (size_t) m * (size_t) k);
-        float *b = xmalloc(sizeof(float) * (size_t) k * (size_t) n);
-        float *c = xmalloc(sizeof(float) * (size_t) m * (size_t) n);
-        fill(a, (size_t) m * (size_t) k, 3);
-        fill(b, (size_t) k * (size_t) n, 4);
+        float *a = cdc_bench_xmalloc(sizeof(float) * (size_t) m * (size_t) k);
+        float *b = cdc_bench_xmalloc(sizeof(float) * (size_t) k * (size_t) n);
+        float *c = cdc_bench_xmalloc(sizeof(float) * (size_t) m * (size_t) n);
+        cdc_bench_fill(a, (size_t) m * (size_t) k, &(unsigned){3u});
+        cdc_bench_fill(b, (size_t) k * (size_t) n, &(unsigned){4u});
         double flops = 2.0 * m * n * k;
         int count = reps < 5 ? 5 : reps;
-        double *local = xmalloc(sizeof(double) * (size_t) count);
-        double *coded = xmalloc(sizeof(double) * (size_t) count);
+        double *local = cdc_bench_xmalloc(sizeof(double) * (size_t) count);
+        double *coded = cdc_bench_xmalloc(sizeof(double) * (size_t) count);
         for (int w = 0; w < 3; w++) { /* warm up; the weights get cached */
             b[w] += 1.0f;
             ours(CblasRowMajor, CblasNoTrans, CblasNoTrans, m, n, k, 1.0f, a, k, b, n, 0.0f,
@@ -236,13 +221,14 @@ static int bench_hash(int reps)
     for (size_t s = 0; s < sizeof sizes_kib / sizeof *sizes_kib; s++) {
         size_t count = sizes_kib[s] * 1024 / sizeof(float);
         int64_t k = 1024, rows = (int64_t) (count / 1024);
-        float *x = xmalloc(count * sizeof(float)), *dst = xmalloc(count * sizeof(float));
-        fill(x, count, 5);
+        float *x = cdc_bench_xmalloc(count * sizeof(float));
+        float *dst = cdc_bench_xmalloc(count * sizeof(float));
+        cdc_bench_fill(x, count, &(unsigned){5u});
         memset(dst, 0, count * sizeof(float));
         cdc_operand_t op = {x, rows, k, k, 0};
         int count_reps = reps < 5 ? 5 : reps;
-        double *th = xmalloc(sizeof(double) * (size_t) count_reps);
-        double *tp = xmalloc(sizeof(double) * (size_t) count_reps);
+        double *th = cdc_bench_xmalloc(sizeof(double) * (size_t) count_reps);
+        double *tp = cdc_bench_xmalloc(sizeof(double) * (size_t) count_reps);
         volatile uint64_t sink = 0;
         for (int r = 0; r < count_reps; r++) {
             double t0 = now_ns();
