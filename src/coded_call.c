@@ -38,6 +38,19 @@ int cdc__coded_call_init(cdc_coded_call_t *call, const cdc_code_t *code, int n,
 void cdc__coded_call_release(cdc_coded_call_t *call)
 {
     call->storage = NULL; /* the thread's scratch buffer, kept for the next call */
+    free(call->scale_storage);
+    call->scale_storage = NULL;
+}
+
+/* Whether scales[] and inner are there, computing them now if they are lazy. */
+static int call_scales_ready(cdc_coded_call_t *call)
+{
+    if (call->inner > 0)
+        return 1;
+    if (call->scales_fill && call->scales_fill(call) != CDC_OK)
+        CDC_LOG_WARNF("parity-check scales unavailable (%s); not checking", cdc_last_error());
+    call->scales_fill = NULL;
+    return call->inner > 0;
 }
 
 static uint64_t task_bytes_out(const cdc_shard_task_t *task)
@@ -221,7 +234,8 @@ int cdc__coded_call_run(cdc_context_t *context, cdc_coded_call_t *call)
        rebuilt (r >= 2 locates it); when it cannot be located every data shard
        is recomputed here, so a corrupted result never reaches the caller. */
     int corrupt = 0;
-    if (call->code && call->inner > 0 && context->config.verify) {
+    if (call->code && context->config.verify && popcount64(present) > n &&
+        call_scales_ready(call)) {
         int bad = -1;
         int check = cdc_code_check(call->code, call->rows, call->cols,
                                    (const float *const *) call->results, call->cols, present,
@@ -247,14 +261,16 @@ int cdc__coded_call_run(cdc_context_t *context, cdc_coded_call_t *call)
                where their sum could exceed the standard GEMM error bound,
                ~k eps |a||b|, of its own elements, compute it here instead. */
             uint64_t rebuilt = missing_data;
-            double limit = context->decode_guard * sqrt((double) call->inner);
             missing_data = 0;
-            for (int s = 0; s < n && context->decode_guard > 0.0 && call->inner > 0; s++)
-                if ((rebuilt & (UINT64_C(1) << s)) &&
-                    decode_amplification(call, present, s) > limit) {
-                    missing_data |= UINT64_C(1) << s;
-                    decoded--;
-                }
+            if (context->decode_guard > 0.0 && call_scales_ready(call)) {
+                double limit = context->decode_guard * sqrt((double) call->inner);
+                for (int s = 0; s < n; s++)
+                    if ((rebuilt & (UINT64_C(1) << s)) &&
+                        decode_amplification(call, present, s) > limit) {
+                        missing_data |= UINT64_C(1) << s;
+                        decoded--;
+                    }
+            }
         } else {
             CDC_LOG_WARNF("decode failed (%s); computing missing shards locally",
                           cdc_last_error());

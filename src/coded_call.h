@@ -6,7 +6,7 @@
 #include "context.h"
 #include "shard_set.h"
 
-typedef struct {
+typedef struct cdc_coded_call {
     const cdc_code_t *code; /* NULL when r = 0                               */
     int n, r;
     int64_t rows, cols;     /* shape of every shard result                   */
@@ -17,6 +17,13 @@ typedef struct {
        from, and the inner dimension of the products. */
     cdc_shard_scale_t scales[CDC_MAX_SHARDS];
     int64_t inner;
+    /* Or: fill scales[] and inner when first needed (the parity check, the
+       BLAS accuracy guard), so a call that can check nothing computes no
+       operand norms. It may keep what it allocates in scale_storage (freed by
+       cdc__coded_call_release) and reads scales_job. */
+    int (*scales_fill)(struct cdc_coded_call *call);
+    const void *scales_job;
+    double *scale_storage;
     float *storage;                         /* the result blocks: this
                                                thread's scratch buffer        */
 } cdc_coded_call_t;

@@ -70,6 +70,42 @@ int cdc_conv2d_new(cdc_context_t *context, const cdc_conv2d_desc_t *desc,
     return rc;
 }
 
+/* What the parity check's scales of a conv call are made from, computed only
+   when the check or the accuracy guard runs: filter row norms (per block for a
+   channel split, of all filters for a spatial one) and the im2col column
+   norms of each shard's input (the whole input, or each band). */
+typedef struct {
+    cdc_layer_t *layer;
+    const cdc_shard_set_t *filters; /* channel split; NULL: spatial split */
+    const cdc_conv_geometry_t *g;   /* of one input (image or band)      */
+    int64_t batch;
+    const float *inputs;            /* `count` inputs, input_size apart   */
+    size_t input_size;
+    int count;
+} conv_scales_job_t;
+
+static int conv_scales_fill(cdc_coded_call_t *call)
+{
+    const conv_scales_job_t *job = call->scales_job;
+    const double *filter_norms = job->filters ? NULL : cdc__layer_weight_norms(job->layer);
+    size_t cols = (size_t) call->cols;
+    if (!job->filters && !filter_norms)
+        return cdc__fail(CDC_ENOMEM, "filter norms");
+    call->scale_storage = malloc((size_t) job->count * cols * sizeof(double));
+    if (!call->scale_storage)
+        return cdc__fail(CDC_ENOMEM, "%d x %zu patch norms", job->count, cols);
+    for (int i = 0; i < job->count; i++)
+        cdc__patch_norms(job->g, job->batch, job->inputs + (size_t) i * job->input_size,
+                         call->scale_storage + (size_t) i * cols);
+    for (int s = 0; s < call->n + call->r; s++) {
+        call->scales[s].row = job->filters ? job->filters->row_norms[s] : filter_norms;
+        /* A channel split has one input for every shard. */
+        call->scales[s].col = call->scale_storage + (size_t) (job->count > 1 ? s : 0) * cols;
+    }
+    call->inner = job->layer->k;
+    return CDC_OK;
+}
+
 /* Channel split: shard s holds a block of filters and gets the whole input. */
 static int conv_channel_split(cdc_layer_t *layer, const cdc_code_t *code, int n,
                               const cdc_conv_geometry_t *g, int64_t batch,
@@ -84,12 +120,10 @@ static int conv_channel_split(cdc_layer_t *layer, const cdc_code_t *code, int n,
     rc = cdc__coded_call_init(&call, code, n, filters->block_rows, cols);
     if (rc != CDC_OK)
         return rc;
-    /* Every shard reads the same im2col columns: one set of patch norms. */
-    double *patch_norms = NULL;
-    if (code && layer->context->config.verify &&
-        (patch_norms = malloc((size_t) cols * sizeof *patch_norms))) {
-        cdc__patch_norms(g, batch, x, patch_norms);
-        call.inner = layer->k;
+    conv_scales_job_t job = {layer, filters, g, batch, x, 0, 1};
+    if (code) {
+        call.scales_fill = conv_scales_fill;
+        call.scales_job = &job;
     }
     for (int s = 0; s < filters->n + filters->r; s++) {
         cdc_shard_task_t *task = &call.tasks[s];
@@ -101,8 +135,6 @@ static int conv_channel_split(cdc_layer_t *layer, const cdc_code_t *code, int n,
         task->geometry = g;
         task->batch = batch;
         task->input = x;
-        call.scales[s].row = filters->row_norms[s];
-        call.scales[s].col = patch_norms;
     }
     rc = cdc__coded_call_run(layer->context, &call);
     if (rc == CDC_OK) {
@@ -117,7 +149,6 @@ static int conv_channel_split(cdc_layer_t *layer, const cdc_code_t *code, int n,
         }
     }
     cdc__coded_call_release(&call);
-    free(patch_norms);
     return rc;
 }
 
@@ -198,16 +229,10 @@ static int conv_spatial_split(cdc_layer_t *layer, const cdc_code_t *code, int n,
     rc = cdc__coded_call_init(&call, code, n, layer->rows, cols);
     if (rc != CDC_OK)
         return rc;
-    /* Each band (parity bands too) has its own im2col columns. */
-    double *patch_norms = NULL;
-    const double *filter_norms = NULL;
-    if (code && layer->context->config.verify &&
-        (filter_norms = cdc__layer_weight_norms(layer)) &&
-        (patch_norms = malloc((size_t) shards * (size_t) cols * sizeof *patch_norms))) {
-        for (int s = 0; s < shards; s++)
-            cdc__patch_norms(&band_g, batch, bands + (size_t) s * band_size,
-                             patch_norms + (size_t) s * (size_t) cols);
-        call.inner = layer->k;
+    conv_scales_job_t job = {layer, NULL, &band_g, batch, bands, band_size, shards};
+    if (code) {
+        call.scales_fill = conv_scales_fill;
+        call.scales_job = &job;
     }
     for (int s = 0; s < shards; s++) {
         cdc_shard_task_t *task = &call.tasks[s];
@@ -219,8 +244,6 @@ static int conv_spatial_split(cdc_layer_t *layer, const cdc_code_t *code, int n,
         task->geometry = &band_g;
         task->batch = batch;
         task->input = bands + (size_t) s * band_size;
-        call.scales[s].row = filter_norms;
-        call.scales[s].col = patch_norms ? patch_norms + (size_t) s * (size_t) cols : NULL;
     }
     rc = cdc__coded_call_run(layer->context, &call);
     if (rc == CDC_OK) {
@@ -238,7 +261,6 @@ static int conv_spatial_split(cdc_layer_t *layer, const cdc_code_t *code, int n,
         }
     }
     cdc__coded_call_release(&call);
-    free(patch_norms);
     return rc;
 }
 

@@ -14,7 +14,8 @@ typedef enum {
    cdc__shard_set_new with the same code; the other operand goes whole to every
    shard. set_key / whole_key are nonzero when that operand is a cached weight
    matrix (workers keep it; it is not sent per call). The parity check's scale
-   for the whole operand (its row norms) is computed per call. */
+   for the whole operand (its row norms) is computed in the call, and only when
+   the parity check or the accuracy guard runs. */
 int cdc__matmul_coded(cdc_context_t *context, const cdc_code_t *code,
                       cdc_shard_side_t side, const cdc_shard_set_t *set, uint64_t set_key,
                       uint64_t whole_key, const float *a, int64_t m, const float *bt,
