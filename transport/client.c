@@ -20,7 +20,10 @@
  * shard is simply erased and decoded from parity. */
 #include "client.h"
 
+#include "bits.h"
+#include "clock.h"
 #include "error.h"
+#include "hash.h"
 #include "log.h"
 #include "wire.h"
 
@@ -28,7 +31,6 @@
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #define MAX_KEYS_PER_WORKER 256 /* remembered keys; forgetting one costs a re-send */
 #define MAX_MISS_RETRIES 2
@@ -77,29 +79,6 @@ struct cdc_client {
 
 typedef enum { TASK_IDLE, TASK_PENDING, TASK_DONE } task_state_t;
 
-static double now_ms_precise(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double) ts.tv_sec * 1e3 + (double) ts.tv_nsec * 1e-6;
-}
-
-static int64_t now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t) ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
-static uint64_t mix64(uint64_t h, uint64_t v)
-{
-    h ^= v + UINT64_C(0x9e3779b97f4a7c15) + (h << 6) + (h >> 2);
-    h ^= h >> 33;
-    h *= UINT64_C(0xff51afd7ed558ccd);
-    h ^= h >> 33;
-    return h;
-}
-
 /* The key a shard operand is cached under on a worker. The layer's key names
    the whole weight matrix; its shard s differs with the shard index, the
    split (needed = n) and the code, so mix those in, plus a 16-value sample of
@@ -107,15 +86,15 @@ static uint64_t mix64(uint64_t h, uint64_t v)
 static uint64_t wire_key(uint64_t key, int shard, int needed, int64_t rows, int64_t k,
                          const float *data)
 {
-    uint64_t h = mix64(key, (uint64_t) shard);
-    h = mix64(h, (uint64_t) needed);
-    h = mix64(h, (uint64_t) rows);
-    h = mix64(h, (uint64_t) k);
+    uint64_t h = cdc__hash_mix(key, (uint64_t) shard);
+    h = cdc__hash_mix(h, (uint64_t) needed);
+    h = cdc__hash_mix(h, (uint64_t) rows);
+    h = cdc__hash_mix(h, (uint64_t) k);
     size_t total = (size_t) rows * (size_t) k;
     for (int i = 0; i < 16; i++) {
         uint32_t bits;
         memcpy(&bits, data + (total - 1) * (size_t) i / 15, sizeof bits);
-        h = mix64(h, bits);
+        h = cdc__hash_mix(h, bits);
     }
     return h ? h : 1; /* 0 means "inline" on the wire */
 }
@@ -161,7 +140,7 @@ static void set_live(cdc_client_t *self, int w, int live, int silent, const char
     } else if (!live && was) {
         self->live &= ~bit;
         self->worker_deaths++;
-        self->dead_since[w] = now_ms();
+        self->dead_since[w] = (int64_t) cdc__clock_ms();
         if (silent)
             self->silent |= bit;
     } else if (!live && !silent) {
@@ -200,7 +179,7 @@ static void *heartbeat_main(void *arg)
         items[1 + count + w] = (zmq_pollitem_t){self->peers[w].monitor, 0, ZMQ_POLLIN, 0};
     }
     for (;;) {
-        int64_t now = now_ms(), next = now + CDC_HEARTBEAT_MS;
+        int64_t now = (int64_t) cdc__clock_ms(), next = now + CDC_HEARTBEAT_MS;
         for (int w = 0; w < count; w++) {
             heartbeat_peer_t *peer = &self->peers[w];
             if (now >= peer->next_ping)
@@ -222,7 +201,7 @@ static void *heartbeat_main(void *arg)
         }
         if (items[0].revents & ZMQ_POLLIN)
             break; /* stop */
-        now = now_ms();
+        now = (int64_t) cdc__clock_ms();
         for (int w = 0; w < count; w++) {
             heartbeat_peer_t *peer = &self->peers[w];
             if (items[1 + count + w].revents & ZMQ_POLLIN) {
@@ -384,16 +363,15 @@ int cdc_client_new(const char *endpoints, int connect_wait_ms, cdc_client_t **cl
 
     /* Connections come up in the background; wait (bounded) until every
        worker has answered a PING so the first call finds them live. */
-    int64_t deadline = now_ms() + connect_wait_ms;
+    int64_t deadline = (int64_t) cdc__clock_ms() + connect_wait_ms;
     uint64_t all = self->count == 64 ? ~UINT64_C(0) : (UINT64_C(1) << self->count) - 1;
     int live = 0;
-    while (now_ms() < deadline) {
+    while ((int64_t) cdc__clock_ms() < deadline) {
         uint64_t mask;
         live = cdc_client_live(self, &mask);
         if (mask == all)
             break;
-        struct timespec pause = {0, 2 * 1000000L};
-        nanosleep(&pause, NULL);
+        cdc__sleep_ms(2);
     }
     live = cdc_client_live(self, NULL);
     if (live < self->count)
@@ -431,17 +409,9 @@ void cdc_client_destroy(cdc_client_t **client_p)
     *client_p = NULL;
 }
 
-static int popcount(uint64_t x)
-{
-    int count = 0;
-    for (; x; x &= x - 1)
-        count++;
-    return count;
-}
-
 int cdc_client_planned(cdc_client_t *self, uint64_t *mask)
 {
-    int64_t now = now_ms();
+    int64_t now = (int64_t) cdc__clock_ms();
     pthread_mutex_lock(&self->state_lock);
     uint64_t planned = self->live;
     for (int w = 0; w < self->count; w++)
@@ -450,7 +420,7 @@ int cdc_client_planned(cdc_client_t *self, uint64_t *mask)
     pthread_mutex_unlock(&self->state_lock);
     if (mask)
         *mask = planned;
-    return popcount(planned);
+    return cdc__popcount64(planned);
 }
 
 int cdc_client_live(cdc_client_t *self, uint64_t *mask)
@@ -460,7 +430,7 @@ int cdc_client_live(cdc_client_t *self, uint64_t *mask)
     pthread_mutex_unlock(&self->state_lock);
     if (mask)
         *mask = live;
-    return popcount(live);
+    return cdc__popcount64(live);
 }
 
 int cdc_client_worker_count(const cdc_client_t *self)
@@ -562,8 +532,8 @@ int cdc_client_run(cdc_client_t *self, cdc_shard_task_t *tasks, int count, int n
     if (count < 1 || count > 64)
         return count == 0 ? CDC_OK : cdc__fail(CDC_EINVAL, "%d tasks, at most 64", count);
     pthread_mutex_lock(&self->lock);
-    int64_t started = now_ms(), deadline = started + timeout_ms, wait_deadline = -1;
-    double started_precise = now_ms_precise(); /* response times for the report */
+    int64_t started = (int64_t) cdc__clock_ms(), deadline = started + timeout_ms, wait_deadline = -1;
+    double started_precise = cdc__clock_ms(); /* response times for the report */
     uint64_t request_id = ++self->next_request;
     task_state_t state[64];
     int worker_of[64], retries[64], pending = 0, done = 0, rc = CDC_OK;
@@ -626,7 +596,7 @@ int cdc_client_run(cdc_client_t *self, cdc_shard_task_t *tasks, int count, int n
     }
 
     while (pending > 0) {
-        int64_t now = now_ms();
+        int64_t now = (int64_t) cdc__clock_ms();
         /* Every data shard in (first copy wins under replication). */
         if (cover_mask && covered == cover_mask)
             break;
@@ -706,7 +676,7 @@ int cdc_client_run(cdc_client_t *self, cdc_shard_task_t *tasks, int count, int n
                     self->counters.results++;
                     self->counters.bytes_in += msg.payload[0].size;
                     state[t] = TASK_DONE;
-                    tasks[t].elapsed_ms = now_ms_precise() - started_precise;
+                    tasks[t].elapsed_ms = cdc__clock_ms() - started_precise;
                     if (tasks[t].cover >= 0 && tasks[t].cover < 64)
                         covered |= UINT64_C(1) << tasks[t].cover;
                     *arrived |= UINT64_C(1) << t;

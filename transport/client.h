@@ -4,7 +4,30 @@
 #ifndef CDC_CLIENT_H_INCLUDED
 #define CDC_CLIENT_H_INCLUDED
 
-#include "executor.h"
+#include "task.h"
+
+#include <stdint.h>
+
+/* What the client did since it was created. */
+typedef struct {
+    uint64_t tasks_sent;      /* TASK messages sent (retries included)       */
+    uint64_t send_failures;   /* tasks not dispatched: worker unreachable    */
+    uint64_t results;         /* RESULT messages accepted                    */
+    uint64_t weights_sent;    /* WEIGHTS messages sent                       */
+    uint64_t weight_bytes;    /* payload bytes of those                      */
+    uint64_t misses;          /* MISS replies (weights re-sent)              */
+    uint64_t late_replies;    /* replies to an earlier request, dropped      */
+    uint64_t error_replies;   /* ERROR replies from workers                  */
+    uint64_t invalid_replies; /* malformed or unmatched replies, dropped     */
+    uint64_t timeouts;        /* calls that hit timeout_ms                   */
+    uint64_t bytes_out;       /* payload bytes sent (weights included)       */
+    uint64_t bytes_in;        /* payload bytes of accepted results           */
+    uint64_t heartbeats_missed; /* PINGs to a live worker unanswered at the next */
+    uint64_t worker_deaths;   /* live -> dead: connection dropped or silent  */
+    uint64_t worker_rejoins;  /* dead -> live again (answered a PING)        */
+    uint64_t dead_skipped;    /* tasks not sent or given up: worker dead     */
+    uint64_t live_mask;       /* bit w: worker w answers heartbeats now      */
+} cdc_remote_counters_t;
 
 typedef struct cdc_client cdc_client_t;
 

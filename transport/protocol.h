@@ -7,7 +7,7 @@
 #define CDC_PROTOCOL_H_INCLUDED
 
 #include "cdcgemm.h"
-#include "im2col.h"
+#include "geometry.h"
 
 #include <stddef.h>
 #include <stdint.h>

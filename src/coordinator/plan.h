@@ -3,7 +3,7 @@
 #define CDC_PLAN_H_INCLUDED
 
 #include "cdcgemm.h"
-#include "im2col.h"
+#include "geometry.h"
 
 #include <stdint.h>
 

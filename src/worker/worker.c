@@ -2,12 +2,12 @@
 #include "worker.h"
 
 #include "blas_backend.h"
+#include "clock.h"
 #include "error.h"
-#include "executor.h"
-#include "log.h"
-#include "wire.h"
-
 #include "faults.h"
+#include "log.h"
+#include "task_run.h"
+#include "wire.h"
 
 #include <errno.h>
 #include <math.h>
@@ -16,7 +16,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
 typedef struct {
@@ -145,13 +144,6 @@ static void cache_clear(weight_cache_t *cache)
     memset(cache, 0, sizeof *cache);
 }
 
-static double now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double) ts.tv_sec * 1e3 + (double) ts.tv_nsec * 1e-6;
-}
-
 /* A reply from the compute thread to the main loop: the meta frame, then the
    message as the ROUTER will send it (routing id first). */
 static int compute_send(worker_t *self, zmq_msg_t *routing_id, const cdc_msg_header_t *h,
@@ -268,12 +260,12 @@ static int handle_task(worker_t *self, zmq_msg_t *routing_id, const cdc_msg_t *m
         .cols = h->cols,
         .result = result,
     };
-    double started = now_ms();
+    double started = cdc__clock_ms();
     rc = cdc__task_run_local(&task);
     if (rc != CDC_OK)
         goto cleanup;
     self->counters.tasks++;
-    reply_meta_t meta = {now_ms() - started, 2.0 * (double) h->rows * (double) h->k *
+    reply_meta_t meta = {cdc__clock_ms() - started, 2.0 * (double) h->rows * (double) h->k *
                                                  (double) h->cols,
                          (uint64_t) (msg->payload[0].size + msg->payload[1].size)};
     cdc_msg_header_t reply;
@@ -447,7 +439,7 @@ static int schedule(loop_t *loop, cdc_wire_msg_t *wire, double due_ms)
    `cap` when none is sooner). */
 static long flush_due(loop_t *loop, long cap)
 {
-    double now = now_ms(), next = now + (double) cap;
+    double now = cdc__clock_ms(), next = now + (double) cap;
     for (int i = 0; i < loop->queued;) {
         scheduled_t *entry = loop->queue[i];
         if (entry->due_ms <= now) {
@@ -479,7 +471,7 @@ static void handle_reply(loop_t *loop, cdc_wire_msg_t *wire, int index)
                               &h) != CDC_OK)
         return;
     memcpy(&meta, zmq_msg_data(&wire->parts[0]), sizeof meta);
-    double now = now_ms(), due = now;
+    double now = cdc__clock_ms(), due = now;
     if (loop->has_faults && h.type == CDC_MSG_RESULT && wire->count == 4) {
         zmq_msg_t *payload = &wire->parts[3];
         cdc_fault_decision_t d;
@@ -523,12 +515,6 @@ static void handle_reply(loop_t *loop, cdc_wire_msg_t *wire, int index)
 static int parent_gone(const cdc_worker_options_t *options)
 {
     return options->parent_pid > 0 && (long) getppid() != options->parent_pid;
-}
-
-static void sleep_ms(long ms)
-{
-    struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
-    nanosleep(&ts, NULL); /* EINTR: the caller re-checks its stop flag */
 }
 
 static void add_counters(cdc_worker_counters_t *into, const cdc_worker_counters_t *from)
@@ -620,9 +606,9 @@ int cdc_worker_run(const cdc_worker_options_t *options, volatile sig_atomic_t *s
         }
         if (loop.hang_until >= 0) {
             /* Hung: read nothing, answer nothing; the sockets stay open. */
-            double left = loop.hang_until - now_ms();
+            double left = loop.hang_until - cdc__clock_ms();
             if (left > 0) {
-                sleep_ms(left < 50 ? (long) ceil(left) : 50);
+                cdc__sleep_ms(left < 50 ? left : 50);
                 continue;
             }
             loop.hang_until = -1.0;

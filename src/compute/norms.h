@@ -2,7 +2,7 @@
 #ifndef CDC_NORMS_H_INCLUDED
 #define CDC_NORMS_H_INCLUDED
 
-#include "im2col.h"
+#include "geometry.h"
 
 #include <stdint.h>
 

@@ -2,6 +2,7 @@
 #include "operand_cache.h"
 
 #include "error.h"
+#include "hash.h"
 #include "norms.h"
 
 #include <stdlib.h>
@@ -14,77 +15,20 @@ struct cdc_operand_cache {
     uint64_t clock;
 };
 
-enum { HASH_LANES = 4 };
-static const uint64_t HASH_MUL = 0x9E3779B97F4A7C15ull;
-
-/* Each step is a bijection of h for a fixed word: xor, odd multiply, xorshift. */
-static inline uint64_t hash_step(uint64_t h, uint64_t word)
-{
-    h ^= word;
-    h *= HASH_MUL;
-    h ^= h >> 32;
-    return h;
-}
-
-static inline uint64_t hash_final(uint64_t h)
-{
-    h ^= h >> 33;
-    h *= 0xff51afd7ed558ccdull;
-    h ^= h >> 33;
-    h *= 0xc4ceb9fe1a85ec53ull;
-    h ^= h >> 33;
-    return h;
-}
-
-/* count floats at p into the lanes; independent lanes keep the multiplier
-   pipelines busy (one lane alone is latency bound). */
-static void hash_line(uint64_t lanes[HASH_LANES], const float *p, size_t count)
-{
-    const unsigned char *bytes = (const unsigned char *) p;
-    size_t size = count * sizeof(float), i = 0;
-    uint64_t l0 = lanes[0], l1 = lanes[1], l2 = lanes[2], l3 = lanes[3];
-    for (; i + 32 <= size; i += 32) {
-        uint64_t w[4];
-        memcpy(w, bytes + i, 32);
-        l0 = hash_step(l0, w[0]);
-        l1 = hash_step(l1, w[1]);
-        l2 = hash_step(l2, w[2]);
-        l3 = hash_step(l3, w[3]);
-    }
-    for (; i + 8 <= size; i += 8) {
-        uint64_t w;
-        memcpy(&w, bytes + i, 8);
-        l0 = hash_step(l0, w);
-    }
-    if (i < size) {
-        uint32_t tail;
-        memcpy(&tail, bytes + i, 4);
-        l0 = hash_step(l0, (uint64_t) tail | (UINT64_C(1) << 32));
-    }
-    lanes[0] = l0;
-    lanes[1] = l1;
-    lanes[2] = l2;
-    lanes[3] = l3;
-}
-
 uint64_t cdc__operand_hash(const cdc_operand_t *op)
 {
     /* Stored lines: rows lines of k floats, or k lines of rows when transposed. */
     int64_t lines = op->transposed ? op->k : op->rows;
     int64_t line = op->transposed ? op->rows : op->k;
-    uint64_t lanes[HASH_LANES];
-    for (int l = 0; l < HASH_LANES; l++)
-        lanes[l] = hash_final((uint64_t) (l + 1) * HASH_MUL ^ (uint64_t) op->rows);
+    cdc_hash_t hash;
+    cdc__hash_init(&hash, (uint64_t) op->rows);
     if (op->ld == line) {
-        hash_line(lanes, op->src, (size_t) lines * (size_t) line);
+        cdc__hash_update(&hash, op->src, (size_t) lines * (size_t) line * sizeof(float));
     } else {
         for (int64_t i = 0; i < lines; i++)
-            hash_line(lanes, op->src + i * op->ld, (size_t) line);
+            cdc__hash_update(&hash, op->src + i * op->ld, (size_t) line * sizeof(float));
     }
-    uint64_t h = hash_final((uint64_t) op->k ^ ((uint64_t) op->transposed << 63));
-    for (int l = 0; l < HASH_LANES; l++)
-        h = hash_final(h ^ lanes[l]);
-    return h ? h : 1;
+    return cdc__hash_final(&hash, (uint64_t) op->k ^ ((uint64_t) op->transposed << 63));
 }
 
 static size_t packed_bytes(const cdc_operand_entry_t *e)
@@ -234,9 +178,8 @@ static int entry_promote(cdc_operand_cache_t *cache, cdc_operand_entry_t *e)
     cache->bytes += bytes;
     /* The key names content and shape, not the address: the same weights at
        another address (or after a fork) reuse what workers hold. */
-    uint64_t key = hash_final(e->hash ^ hash_final((uint64_t) e->desc.rows * HASH_MUL ^
-                                                   (uint64_t) e->desc.k));
-    e->key = key ? key : 1;
+    e->key = cdc__hash_mix(cdc__hash_mix(e->hash, (uint64_t) e->desc.rows),
+                           (uint64_t) e->desc.k) | 1;
     return CDC_OK;
 }
 

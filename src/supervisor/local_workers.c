@@ -2,6 +2,7 @@
 #define _GNU_SOURCE /* dladdr */
 #include "local_workers.h"
 
+#include "clock.h"
 #include "error.h"
 #include "log.h"
 
@@ -41,20 +42,6 @@ static pthread_mutex_t registry_lock = PTHREAD_MUTEX_INITIALIZER;
 static cdc_local_workers_t *registry[64];
 static pthread_once_t atexit_once = PTHREAD_ONCE_INIT;
 static const char anchor; /* an address inside this library, for dladdr */
-
-static void sleep_ms(long ms)
-{
-    struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
-    while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
-        ;
-}
-
-static int64_t now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t) ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
 
 static int executable(const char *path)
 {
@@ -129,7 +116,7 @@ static void workers_stop(cdc_local_workers_t *self)
             kill(self->pids[i], SIGCONT); /* a stopped worker cannot act on SIGTERM */
             kill(self->pids[i], SIGTERM);
         }
-    int64_t deadline = now_ms() + STOP_WAIT_MS;
+    int64_t deadline = (int64_t) cdc__clock_ms() + STOP_WAIT_MS;
     for (;;) {
         int running = 0;
         for (int i = 0; i < self->count; i++) {
@@ -141,9 +128,9 @@ static void workers_stop(cdc_local_workers_t *self)
             else
                 running++;
         }
-        if (running == 0 || now_ms() >= deadline)
+        if (running == 0 || (int64_t) cdc__clock_ms() >= deadline)
             break;
-        sleep_ms(5);
+        cdc__sleep_ms(5);
     }
     for (int i = 0; i < self->count; i++)
         if (self->pids[i] > 0) {
@@ -233,7 +220,7 @@ static const char *log_name(cdc_log_level_t level)
 /* Wait until every worker's socket file exists; fail if one exits first. */
 static int wait_bound(cdc_local_workers_t *self)
 {
-    int64_t deadline = now_ms() + BIND_WAIT_MS;
+    int64_t deadline = (int64_t) cdc__clock_ms() + BIND_WAIT_MS;
     for (;;) {
         int bound = 0;
         for (int i = 0; i < self->count; i++) {
@@ -252,10 +239,10 @@ static int wait_bound(cdc_local_workers_t *self)
         }
         if (bound == self->count)
             return CDC_OK;
-        if (now_ms() >= deadline)
+        if ((int64_t) cdc__clock_ms() >= deadline)
             return cdc__fail(CDC_ETIMEDOUT, "local workers did not bind within %d ms",
                              BIND_WAIT_MS);
-        sleep_ms(2);
+        cdc__sleep_ms(2);
     }
 }
 

@@ -1,14 +1,16 @@
 /* coded_call.c - the coordinator's core: tasks out, results in, decode, fallback. */
 #include "coded_call.h"
 
+#include "bits.h"
+#include "clock.h"
 #include "error.h"
-#include "scratch.h"
 #include "log.h"
+#include "scratch.h"
+#include "task_run.h"
 
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 int cdc__coded_call_init(cdc_coded_call_t *call, const cdc_code_t *code, int n,
                          int64_t rows, int64_t cols)
@@ -59,21 +61,6 @@ static uint64_t task_bytes_out(const cdc_shard_task_t *task)
         return (uint64_t) task->cols * (uint64_t) task->k * sizeof(float);
     const cdc_conv_geometry_t *g = task->geometry;
     return (uint64_t) task->batch * (uint64_t) (g->channels * g->h * g->w) * sizeof(float);
-}
-
-static int popcount64(uint64_t x)
-{
-    int count = 0;
-    for (; x; x &= x - 1)
-        count++;
-    return count;
-}
-
-static double now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double) ts.tv_sec * 1e3 + (double) ts.tv_nsec * 1e-6;
 }
 
 /* The k-th smallest non-negative time among count, or -1 if fewer than k. */
@@ -189,7 +176,7 @@ int cdc__coded_call_run(cdc_context_t *context, cdc_coded_call_t *call)
         }
     }
     uint64_t arrived_tasks = 0;
-    double started = now_ms();
+    double started = cdc__clock_ms();
     int rc = count ? context->executor->ops->run(context->executor, sent, count,
                                                  replicate ? 2 * n : n, &arrived_tasks)
                    : CDC_OK;
@@ -201,8 +188,8 @@ int cdc__coded_call_run(cdc_context_t *context, cdc_coded_call_t *call)
     memset(&report, 0, sizeof report);
     report.n = n;
     report.r = call->r;
-    report.executor_ms = now_ms() - started;
-    report.erased = popcount64(erased);
+    report.executor_ms = cdc__clock_ms() - started;
+    report.erased = cdc__popcount64(erased);
     for (int s = 0; s < CDC_MAX_WORKERS; s++)
         report.shard_ms[s] = -1.0;
     uint64_t present = 0;
@@ -234,7 +221,7 @@ int cdc__coded_call_run(cdc_context_t *context, cdc_coded_call_t *call)
        rebuilt (r >= 2 locates it); when it cannot be located every data shard
        is recomputed here, so a corrupted result never reaches the caller. */
     int corrupt = 0;
-    if (call->code && context->config.verify && popcount64(present) > n &&
+    if (call->code && context->config.verify && cdc__popcount64(present) > n &&
         call_scales_ready(call)) {
         int bad = -1;
         int check = cdc_code_check(call->code, call->rows, call->cols,
@@ -250,12 +237,12 @@ int cdc__coded_call_run(cdc_context_t *context, cdc_coded_call_t *call)
     }
     uint64_t missing_data = data_mask & ~present;
     int decoded = 0, fallback = 0;
-    int parities = popcount64(present & ~data_mask);
-    if (missing_data && call->code && popcount64(missing_data) <= parities) {
+    int parities = cdc__popcount64(present & ~data_mask);
+    if (missing_data && call->code && cdc__popcount64(missing_data) <= parities) {
         rc = cdc_code_decode(call->code, call->rows, call->cols, call->results,
                              call->cols, present);
         if (rc == CDC_OK) {
-            decoded = popcount64(missing_data);
+            decoded = cdc__popcount64(missing_data);
             /* Accuracy guard (BLAS callers): a rebuilt shard carries the
                rounding errors of every shard it came from, ~sqrt(k) eps each;
                where their sum could exceed the standard GEMM error bound,
@@ -294,13 +281,13 @@ int cdc__coded_call_run(cdc_context_t *context, cdc_coded_call_t *call)
     context->last_call = report;
     context->stats.coded_calls += call->r > 0;
     context->stats.shards_sent += (uint64_t) count;
-    context->stats.shards_erased += (uint64_t) (replicate ? popcount64(erased)
-                                                          : popcount64(all & ~present));
+    context->stats.shards_erased += (uint64_t) (replicate ? cdc__popcount64(erased)
+                                                          : cdc__popcount64(all & ~present));
     context->stats.results_decoded += (uint64_t) decoded;
     context->stats.corrupt_detected += (uint64_t) corrupt;
     context->stats.fallbacks += fallback > 0;
     context->stats.bytes_out += out_bytes;
-    context->stats.bytes_in += (uint64_t) popcount64(present) * (uint64_t) call->rows *
+    context->stats.bytes_in += (uint64_t) cdc__popcount64(present) * (uint64_t) call->rows *
                                (uint64_t) call->cols * sizeof(float);
     pthread_mutex_unlock(&context->lock);
     return CDC_OK;

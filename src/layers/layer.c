@@ -2,6 +2,7 @@
 #include "layer.h"
 
 #include "error.h"
+#include "hash.h"
 #include "norms.h"
 
 #include <limits.h>
@@ -23,23 +24,6 @@ int cdc__check_product(int64_t a, int64_t b, int64_t limit, const char *what)
         return cdc__fail(CDC_EDIM, "%s: %lld x %lld exceeds %lld", what, (long long) a,
                          (long long) b, (long long) limit);
     return CDC_OK;
-}
-
-/* 64-bit content hash (FNV-1a over 8-byte words): names weights on workers. */
-static uint64_t hash_floats(const float *data, size_t count)
-{
-    uint64_t hash = 0xcbf29ce484222325ull;
-    const unsigned char *bytes = (const unsigned char *) data;
-    size_t size = count * sizeof(float), i = 0;
-    for (; i + 8 <= size; i += 8) {
-        uint64_t word;
-        memcpy(&word, bytes + i, 8);
-        hash = (hash ^ word) * 0x100000001b3ull;
-        hash ^= hash >> 29;
-    }
-    for (; i < size; i++)
-        hash = (hash ^ bytes[i]) * 0x100000001b3ull;
-    return hash ? hash : 1;
 }
 
 int cdc__layer_new(cdc_context_t *context, cdc_layer_kind_t kind, int64_t rows,
@@ -92,7 +76,9 @@ int cdc__layer_new(cdc_context_t *context, cdc_layer_kind_t kind, int64_t rows,
     layer->options = opts;
     layer->rows = rows;
     layer->k = k;
-    layer->weights_key = hash_floats(layer->weights, count);
+    /* The content names the weights on workers (and is checked there). */
+    layer->weights_key = cdc__hash_bytes(layer->weights, count * sizeof(float),
+                                         (uint64_t) rows);
     layer->last_split = CDC_SPLIT_AUTO;
     *layer_p = layer;
     return CDC_OK;

@@ -1,12 +1,10 @@
-/* executor_local.c - the in-process executor: shard tasks on local OpenBLAS. */
-#include "executor.h"
+/* task_run.c - one shard task on local OpenBLAS: GEMM (GEMV for a vector), or im2col + GEMM. */
+#include "task_run.h"
 
 #include "blas_backend.h"
 #include "error.h"
+#include "im2col.h"
 #include "scratch.h"
-
-#include <stdlib.h>
-#include <time.h>
 
 int cdc__task_run_local(const cdc_shard_task_t *task)
 {
@@ -36,39 +34,4 @@ int cdc__task_run_local(const cdc_shard_task_t *task)
     cdc__blas_sgemm_rm(0, 0, task->a_rows, task->cols, task->k, 1.0f, task->a, task->k,
                        cols, task->cols, 0.0f, task->result, task->cols);
     return CDC_OK;
-}
-
-static int local_run(cdc_executor_t *self, cdc_shard_task_t *tasks, int count,
-                     int needed, uint64_t *arrived)
-{
-    (void) self;
-    (void) needed; /* every task runs here: all of them always arrive */
-    *arrived = 0;
-    struct timespec start, end;
-    clock_gettime(CLOCK_MONOTONIC, &start);
-    for (int t = 0; t < count; t++) {
-        int rc = cdc__task_run_local(&tasks[t]);
-        if (rc != CDC_OK)
-            return rc;
-        clock_gettime(CLOCK_MONOTONIC, &end);
-        tasks[t].elapsed_ms = (double) (end.tv_sec - start.tv_sec) * 1e3 +
-                              (double) (end.tv_nsec - start.tv_nsec) * 1e-6;
-        *arrived |= UINT64_C(1) << t;
-    }
-    return CDC_OK;
-}
-
-static void local_destroy(cdc_executor_t *self)
-{
-    free(self);
-}
-
-static const cdc_executor_ops_t local_ops = {"local", local_run, local_destroy, NULL};
-
-cdc_executor_t *cdc__executor_local_new(void)
-{
-    cdc_executor_t *self = malloc(sizeof *self);
-    if (self)
-        self->ops = &local_ops;
-    return self;
 }

@@ -1,0 +1,38 @@
+/* task.h - one shard task: what a worker computes, wherever it runs.
+ *
+ * Shared by the coordinator (which fills it), the transport (which puts it on
+ * the wire) and the local compute (which runs it), so it lives in the base. */
+#ifndef CDC_TASK_H_INCLUDED
+#define CDC_TASK_H_INCLUDED
+
+#include "geometry.h"
+
+#include <stdint.h>
+
+typedef enum {
+    CDC_TASK_GEMM, /* result = a · btᵀ                                        */
+    CDC_TASK_CONV  /* result = a · [im2col(input_0) | ... | im2col(input_b-1)] */
+} cdc_task_kind_t;
+
+typedef struct {
+    cdc_task_kind_t kind;
+    int shard;           /* 0..n-1 data, n..n+r-1 parity (or replicas)       */
+    int cover;           /* the data shard this result provides, -1 for a
+                            parity; a replica (2-modular redundancy) covers
+                            the shard it copies: the call is complete once
+                            every covered index has one result             */
+    const float *a;      /* a_rows x k, row-major, contiguous                 */
+    int64_t a_rows, k;
+    uint64_t a_key;      /* nonzero: a is a cached weight shard with this key */
+    uint64_t bt_key;     /* nonzero: bt is a cached weight matrix with this key */
+    const float *bt;     /* GEMM: cols x k, row-major (B transposed)          */
+    const cdc_conv_geometry_t *geometry; /* CONV: one image's geometry        */
+    int64_t batch;       /* CONV: images in input                             */
+    const float *input;  /* CONV: batch x channels x h x w                    */
+    int64_t cols;        /* result columns (GEMM: rows of bt; CONV: batch*out_h*out_w) */
+    float *result;       /* a_rows x cols, contiguous, written by the executor */
+    double elapsed_ms;   /* set by the executor: dispatch of the call to this
+                            result's arrival                                 */
+} cdc_shard_task_t;
+
+#endif

@@ -1,0 +1,60 @@
+/* executor.h - runs shard tasks somewhere: in process, or on ZeroMQ workers.
+ *
+ * The coordinator hands an executor a batch of shard tasks and learns which
+ * results arrived; it never knows how or where they ran. The math (encode,
+ * decode, fallback) stays in coded_call.c whatever the transport. */
+#ifndef CDC_EXECUTOR_H_INCLUDED
+#define CDC_EXECUTOR_H_INCLUDED
+
+#include "cdcgemm.h"
+#include "client.h"
+#include "task.h"
+
+#include <stdint.h>
+
+typedef struct cdc_executor cdc_executor_t;
+
+typedef struct {
+    const char *name;
+    /* Run count tasks; set bit t of *arrived for each task t whose result is
+       complete. needed is the decode threshold n: once any needed results are
+       in, a remote executor may stop waiting for the rest (after the
+       configured wait for data shards, shard < needed). Returns CDC_OK even
+       when some results did not arrive; the caller decodes or falls back. */
+    int (*run)(cdc_executor_t *self, cdc_shard_task_t *tasks, int count, int needed,
+               uint64_t *arrived);
+    void (*destroy)(cdc_executor_t *self);
+    /* Workers in the plan now (live by heartbeats, or silent for less than
+       a grace period); NULL = every worker, always. *mask (may be NULL) gets
+       bit w for each. Thread-safe. */
+    int (*live)(cdc_executor_t *self, uint64_t *mask);
+} cdc_executor_ops_t;
+
+struct cdc_executor {
+    const cdc_executor_ops_t *ops;
+};
+
+/* In-process executor: every task on this thread with OpenBLAS.
+   Caller owns the result and destroys it with ops->destroy. NULL on OOM. */
+cdc_executor_t *cdc__executor_local_new(void);
+
+/* ZeroMQ executor over the comma-separated endpoints (W = their count; NULL
+   = config->workers): a background thread heartbeats every worker; task t of
+   a call goes to the (tasks[t].shard mod L)-th of the L live workers. Waits
+   up to connect_wait_ms for the workers to answer a first PING; workers that
+   do not are used once they come up. Caller owns *executor_p and destroys it
+   with ops->destroy. */
+int cdc__executor_zmq_new(const cdc_config_t *config, const char *endpoints,
+                          int connect_wait_ms, cdc_executor_t **executor_p);
+
+/* Workers in an executor's plan and their bits in *mask (may be NULL); -1
+   with every bit set for an executor without heartbeats (all its workers
+   always count). Thread-safe. */
+int cdc__executor_live(cdc_executor_t *executor, uint64_t *mask);
+
+/* The transport counters of a ZeroMQ executor; CDC_EINVAL for another kind.
+   Thread-safe. */
+int cdc__executor_remote_counters(cdc_executor_t *executor,
+                                  cdc_remote_counters_t *counters);
+
+#endif
