@@ -14,7 +14,9 @@ static void usage(FILE *out)
 {
     fprintf(out,
             "usage: cdcgemm-bench [COMMAND [OPTIONS]] | [--model M | --layer S] [OPTIONS]\n"
-            "  (no command)  demo: coded AlexNet layers with a shard erased\n"
+            "  (no command)  demo: AlexNet on 5 emulated edge devices (4 data + 1 parity worker\n"
+            "                processes), one crashes mid-run, then the same run uncoded;\n"
+            "                prints both and writes cdcgemm-demo.png\n"
             "  --model/--layer ...  the benchmark driver, options below\n"
             "  core          encode/decode/im2col costs beside the GEMM (AlexNet, VGG-16)\n"
             "  codes         encode/decode throughput and generator conditioning\n"

@@ -39,8 +39,8 @@ struct cdc_executor {
 cdc_executor_t *cdc__executor_local_new(void);
 
 /* ZeroMQ executor over the comma-separated endpoints (W = their count; NULL
-   = config->workers): a background thread heartbeats every worker; task t of
-   a call goes to the (tasks[t].shard mod L)-th of the L live workers. Waits
+   = config->workers): a background thread heartbeats every worker; shards are
+   placed stably over the workers in the plan (client.h). Waits
    up to connect_wait_ms for the workers to answer a first PING; workers that
    do not are used once they come up. Caller owns *executor_p and destroys it
    with ops->destroy. */
