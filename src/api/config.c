@@ -98,85 +98,144 @@ static int parse_workers(const char *var, const char *text, char *dst, size_t si
     return parse_copy(var, text, dst, size);
 }
 
+/* One parser per variable: value (set, maybe empty) into *c, or an error
+   naming var. */
+typedef int (*env_parser_t)(const char *var, const char *value, cdc_config_t *c);
+
+static int env_workers(const char *var, const char *value, cdc_config_t *c)
+{
+    return *value ? parse_workers(var, value, c->workers, sizeof c->workers) : CDC_OK;
+}
+
+static int env_local_workers(const char *var, const char *value, cdc_config_t *c)
+{
+    return parse_int(var, value, 1, CDC_MAX_WORKERS, &c->local_workers);
+}
+
+static int env_parity(const char *var, const char *value, cdc_config_t *c)
+{
+    return parse_int(var, value, 0, CDC_MAX_PARITY, &c->parity);
+}
+
+static int env_split(const char *var, const char *value, cdc_config_t *c)
+{
+    if (cdc_split_parse(value, &c->split) != CDC_OK)
+        return cdc__fail(CDC_ECONFIG, "%s='%s': expected auto, output, channel or spatial",
+                         var, value);
+    return CDC_OK;
+}
+
+static int env_replan(const char *var, const char *value, cdc_config_t *c)
+{
+    if (strcmp(value, "keep-shards") == 0)
+        c->replan = CDC_REPLAN_KEEP_SHARDS;
+    else if (strcmp(value, "keep-parity") == 0)
+        c->replan = CDC_REPLAN_KEEP_PARITY;
+    else
+        return cdc__fail(CDC_ECONFIG, "%s='%s': expected keep-shards or keep-parity", var,
+                         value);
+    return CDC_OK;
+}
+
+static int env_replicate(const char *var, const char *value, cdc_config_t *c)
+{
+    return parse_int(var, value, 0, 1, &c->replicate);
+}
+
+static int env_verify(const char *var, const char *value, cdc_config_t *c)
+{
+    return parse_int(var, value, 0, 1, &c->verify);
+}
+
+static int env_in_process(const char *var, const char *value, cdc_config_t *c)
+{
+    return parse_int(var, value, 0, 1, &c->in_process);
+}
+
+static int env_wait_ms(const char *var, const char *value, cdc_config_t *c)
+{
+    return parse_int(var, value, 0, 600000, &c->wait_ms);
+}
+
+static int env_timeout_ms(const char *var, const char *value, cdc_config_t *c)
+{
+    return parse_int(var, value, 1, 3600000, &c->timeout_ms);
+}
+
+static int env_min_flops(const char *var, const char *value, cdc_config_t *c)
+{
+    char *end = NULL;
+    errno = 0;
+    double flops = strtod(value, &end);
+    if (errno != 0 || end == value || *end != '\0' || !isfinite(flops) || flops < 0)
+        return cdc__fail(CDC_ECONFIG, "%s='%s': expected a number >= 0", var, value);
+    c->min_flops = flops;
+    return CDC_OK;
+}
+
+static int env_faults(const char *var, const char *value, cdc_config_t *c)
+{
+    cdc_fault_plan_t plan; /* validated here so a typo fails at start-up */
+    int rc = cdc_fault_plan_parse(value, &plan);
+    return rc == CDC_OK ? parse_copy(var, value, c->faults, sizeof c->faults) : rc;
+}
+
+static int env_stats(const char *var, const char *value, cdc_config_t *c)
+{
+    return parse_copy(var, value, c->stats_path, sizeof c->stats_path);
+}
+
+static int env_log(const char *var, const char *value, cdc_config_t *c)
+{
+    static const char *const levels[] = {"error", "warn", "info", "debug"};
+    for (int i = 0; i < 4; i++) {
+        if (strcmp(value, levels[i]) == 0) {
+            c->log_level = (cdc_log_level_t) i;
+            return CDC_OK;
+        }
+    }
+    return cdc__fail(CDC_ECONFIG, "%s='%s': expected error, warn, info or debug", var,
+                     value);
+}
+
+static int env_code(const char *var, const char *value, cdc_config_t *c)
+{
+    if (!*value)
+        return CDC_OK;
+    if (!cdc_code_find_ops(value))
+        return cdc__fail(CDC_ECONFIG, "%s='%s': unknown code scheme", var, value);
+    return parse_copy(var, value, c->code, sizeof c->code);
+}
+
+/* Every variable the library reads, in the order they are checked. */
+static const struct {
+    const char *name;
+    env_parser_t parse;
+} env_variables[] = {
+    {"CDCGEMM_WORKERS", env_workers},       {"CDCGEMM_LOCAL_WORKERS", env_local_workers},
+    {"CDCGEMM_PARITY", env_parity},         {"CDCGEMM_SPLIT", env_split},
+    {"CDCGEMM_REPLAN", env_replan},         {"CDCGEMM_REPLICATE", env_replicate},
+    {"CDCGEMM_VERIFY", env_verify},         {"CDCGEMM_IN_PROCESS", env_in_process},
+    {"CDCGEMM_WAIT_MS", env_wait_ms},       {"CDCGEMM_TIMEOUT_MS", env_timeout_ms},
+    {"CDCGEMM_MIN_FLOPS", env_min_flops},   {"CDCGEMM_FAULTS", env_faults},
+    {"CDCGEMM_STATS", env_stats},           {"CDCGEMM_LOG", env_log},
+    {"CDCGEMM_CODE", env_code},
+};
+
 int cdc_config_from_env(cdc_config_t *config)
 {
     if (!config)
         return cdc__fail(CDC_EINVAL, "cdc_config_from_env: config is NULL");
     /* Parse into a copy so a bad variable leaves *config as it was. */
     cdc_config_t parsed = *config;
-    const char *value;
-    int rc = CDC_OK;
-
-    if (rc == CDC_OK && (value = getenv("CDCGEMM_WORKERS")) && *value)
-        rc = parse_workers("CDCGEMM_WORKERS", value, parsed.workers, sizeof parsed.workers);
-    if (rc == CDC_OK && (value = getenv("CDCGEMM_LOCAL_WORKERS")))
-        rc = parse_int("CDCGEMM_LOCAL_WORKERS", value, 1, CDC_MAX_WORKERS,
-                       &parsed.local_workers);
-    if (rc == CDC_OK && (value = getenv("CDCGEMM_PARITY")))
-        rc = parse_int("CDCGEMM_PARITY", value, 0, CDC_MAX_PARITY, &parsed.parity);
-    if (rc == CDC_OK && (value = getenv("CDCGEMM_SPLIT"))) {
-        if (cdc_split_parse(value, &parsed.split) != CDC_OK)
-            rc = cdc__fail(CDC_ECONFIG,
-                           "CDCGEMM_SPLIT='%s': expected auto, output, channel or spatial",
-                           value);
+    for (size_t i = 0; i < sizeof env_variables / sizeof *env_variables; i++) {
+        const char *value = getenv(env_variables[i].name);
+        if (!value)
+            continue;
+        int rc = env_variables[i].parse(env_variables[i].name, value, &parsed);
+        if (rc != CDC_OK)
+            return rc;
     }
-    if (rc == CDC_OK && (value = getenv("CDCGEMM_REPLAN"))) {
-        if (strcmp(value, "keep-shards") == 0)
-            parsed.replan = CDC_REPLAN_KEEP_SHARDS;
-        else if (strcmp(value, "keep-parity") == 0)
-            parsed.replan = CDC_REPLAN_KEEP_PARITY;
-        else
-            rc = cdc__fail(CDC_ECONFIG,
-                           "CDCGEMM_REPLAN='%s': expected keep-shards or keep-parity", value);
-    }
-    if (rc == CDC_OK && (value = getenv("CDCGEMM_REPLICATE")))
-        rc = parse_int("CDCGEMM_REPLICATE", value, 0, 1, &parsed.replicate);
-    if (rc == CDC_OK && (value = getenv("CDCGEMM_VERIFY")))
-        rc = parse_int("CDCGEMM_VERIFY", value, 0, 1, &parsed.verify);
-    if (rc == CDC_OK && (value = getenv("CDCGEMM_IN_PROCESS")))
-        rc = parse_int("CDCGEMM_IN_PROCESS", value, 0, 1, &parsed.in_process);
-    if (rc == CDC_OK && (value = getenv("CDCGEMM_WAIT_MS")))
-        rc = parse_int("CDCGEMM_WAIT_MS", value, 0, 600000, &parsed.wait_ms);
-    if (rc == CDC_OK && (value = getenv("CDCGEMM_TIMEOUT_MS")))
-        rc = parse_int("CDCGEMM_TIMEOUT_MS", value, 1, 3600000, &parsed.timeout_ms);
-    if (rc == CDC_OK && (value = getenv("CDCGEMM_MIN_FLOPS"))) {
-        char *end = NULL;
-        errno = 0;
-        double flops = strtod(value, &end);
-        if (errno != 0 || end == value || *end != '\0' || !isfinite(flops) || flops < 0)
-            rc = cdc__fail(CDC_ECONFIG,
-                           "CDCGEMM_MIN_FLOPS='%s': expected a number >= 0", value);
-        else
-            parsed.min_flops = flops;
-    }
-    if (rc == CDC_OK && (value = getenv("CDCGEMM_FAULTS"))) {
-        cdc_fault_plan_t plan; /* validated here so a typo fails at start-up */
-        rc = cdc_fault_plan_parse(value, &plan);
-        if (rc == CDC_OK)
-            rc = parse_copy("CDCGEMM_FAULTS", value, parsed.faults, sizeof parsed.faults);
-    }
-    if (rc == CDC_OK && (value = getenv("CDCGEMM_STATS")))
-        rc = parse_copy("CDCGEMM_STATS", value, parsed.stats_path,
-                        sizeof parsed.stats_path);
-    if (rc == CDC_OK && (value = getenv("CDCGEMM_LOG"))) {
-        static const char *const levels[] = {"error", "warn", "info", "debug"};
-        int found = -1;
-        for (int i = 0; i < 4; i++)
-            if (strcmp(value, levels[i]) == 0)
-                found = i;
-        if (found < 0)
-            rc = cdc__fail(CDC_ECONFIG,
-                           "CDCGEMM_LOG='%s': expected error, warn, info or debug", value);
-        else
-            parsed.log_level = (cdc_log_level_t) found;
-    }
-    if (rc == CDC_OK && (value = getenv("CDCGEMM_CODE")) && *value) {
-        if (!cdc_code_find_ops(value))
-            rc = cdc__fail(CDC_ECONFIG, "CDCGEMM_CODE='%s': unknown code scheme", value);
-        else
-            rc = parse_copy("CDCGEMM_CODE", value, parsed.code, sizeof parsed.code);
-    }
-    if (rc == CDC_OK)
-        *config = parsed;
-    return rc;
+    *config = parsed;
+    return CDC_OK;
 }
