@@ -1,4 +1,15 @@
-/* shard_set.c - row blocks of an operand and their parity (encode once). */
+/* shard_set.c - row blocks of an operand and their parity (encode once).
+ *
+ * The split operand X (rows x k) is cut into n blocks of b = ceil(rows / n)
+ * rows. Codes combine whole blocks, so every block must have the same shape:
+ * a block that runs past the end (the tail, or blocks wholly past it when n
+ * does not divide rows well) is a zero-padded copy, and a full block is not
+ * copied at all but aliases X (weights stay in one place; only the tail and
+ * the r parity blocks P_j = sum_i g_ji X_i are owned). Zero rows in a data
+ * block give zero rows in its result, so padding never changes a real
+ * element; cdc__shard_set_valid_rows says which rows to keep. Each block's
+ * row norms are kept beside it: the parity check scales its rounding
+ * tolerance by them. */
 #include "shard_set.h"
 
 #include "error.h"
