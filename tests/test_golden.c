@@ -2,6 +2,7 @@
    every split, parity 0..2 and every single-shard erasure. Black box: the layer
    computation goes through include/cdcgemm.h only. */
 #include "cdcgemm.h"
+#include "cdcgemm_testing.h"
 #include "golden.h"
 #include "testutil.h"
 
