@@ -14,7 +14,10 @@
 #     LD_PRELOADed: its result and its CDCGEMM_STATS counters.
 # Exit 0: all passed; 1: a check failed; 77: a needed tool is missing.
 set -eu
-[ $# -ge 4 ] || { echo "usage: $0 SOURCE_DIR BUILD_DIR LIBDIR BLAS_CLIENT [CMAKE] [CC]" >&2; exit 2; }
+if [ $# -lt 4 ]; then
+  echo "usage: $0 SOURCE_DIR BUILD_DIR LIBDIR BLAS_CLIENT [CMAKE] [CC]" >&2
+  exit 2
+fi
 src=$1 build=$2 libdir=$3 blas_client=$4 cmake=${5:-cmake} cc=${6:-cc}
 for tool in "$cmake" "$cc" pkg-config nm objdump; do
   command -v "$tool" >/dev/null 2>&1 || { echo "SKIPPED: $tool not found"; exit 77; }
@@ -62,6 +65,17 @@ run_spawning() {
   echo "$stopped worker processes served"
 }
 
+# preload_blas LIBRARY STATS: BLAS_CLIENT with LIBRARY preloaded on spawned
+# workers: its own check passes, and its CDCGEMM_STATS show every call coded.
+preload_blas() {
+  run_spawning "$work/preload.log" env LD_PRELOAD="$1" CDCGEMM_MIN_FLOPS=0 \
+    CDCGEMM_PARITY=1 "$src/tests/run_blas_program.sh" "$2" \
+    "coded_calls=@calls" "coded_calls>=1" "shards_sent>=5" -- "$blas_client" \
+    >"$work/preload.out" || { cat "$work/preload.out"; return 1; }
+  cat "$work/preload.out"
+  grep -q 'result=PASS' "$work/preload.out"
+}
+
 check_prefix() { # TAG PREFIX LIBDIR
   tag=$1 prefix=$2 ld=$3
   lib=$prefix/$ld
@@ -81,8 +95,8 @@ check_prefix() { # TAG PREFIX LIBDIR
   done
   check "no internal symbols exported" \
     sh -c "! nm -D --defined-only '$lib/libcdcgemm.so' | grep -q ' cdc__'"
-  check "cdcgemm-worker --version" \
-    sh -c "'$prefix/bin/cdcgemm-worker' --version | grep -q 'cdcgemm-worker $version (library $version, protocol [0-9]*)'"
+  check "cdcgemm-worker --version" sh -c "'$prefix/bin/cdcgemm-worker' --version |
+    grep -q 'cdcgemm-worker $version (library $version, protocol [0-9]*)'"
 
   # pkg-config
   export PKG_CONFIG_PATH="$lib/pkgconfig"
@@ -91,7 +105,7 @@ check_prefix() { # TAG PREFIX LIBDIR
   check "pkg-config --cflags: the prefix first, no source or build tree" sh -c \
     "pkg-config --cflags cdcgemm | grep -q '^-I$prefix/include' &&
      ! pkg-config --cflags cdcgemm | grep -q -e '$src' -e '$build'"
-  check "pkg-config --libs" test "$(echo $(pkg-config --libs cdcgemm))" = "-L$lib -lcdcgemm"
+  check "pkg-config --libs" test "$(pkg-config --libs cdcgemm | sed 's/ *$//')" = "-L$lib -lcdcgemm"
   check "pkg-config --static --libs has the private dependencies" sh -c \
     "pkg-config --static --libs cdcgemm | tr ' ' '\n' | grep -qx -- -lzmq &&
      pkg-config --static --libs cdcgemm | tr ' ' '\n' | grep -qx -- -lczmq &&
@@ -117,12 +131,8 @@ check_prefix() { # TAG PREFIX LIBDIR
     "$work/cmake.log" "$work/consumer-cmake-$tag/consumer"
 
   # An unmodified OpenBLAS program, the installed library preloaded.
-  check "LD_PRELOAD BLAS program, installed workers: result and stats" run_spawning \
-    "$work/preload.log" env LD_PRELOAD="$lib/libcdcgemm.so.${version%%.*}" \
-    CDCGEMM_MIN_FLOPS=0 CDCGEMM_PARITY=1 \
-    "$src/tests/run_blas_program.sh" "$work/preload-$tag.json" \
-    "coded_calls=@calls" "coded_calls>=1" "shards_sent>=5" -- "$blas_client"
-  grep -q 'result=PASS' "$work/out" || { echo "FAIL: BLAS program result"; cat "$work/out"; failed=$((failed + 1)); }
+  check "LD_PRELOAD BLAS program, installed workers: result and stats" \
+    preload_blas "$lib/libcdcgemm.so.${version%%.*}" "$work/preload-$tag.json"
 }
 
 # 1. This build's layout.
