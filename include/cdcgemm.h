@@ -2,6 +2,8 @@
 #ifndef CDCGEMM_H_INCLUDED
 #define CDCGEMM_H_INCLUDED
 
+#include "cdcgemm_version.h"
+
 #include <stddef.h>
 #include <stdint.h>
 
@@ -14,6 +16,11 @@ extern "C" {
 #else
 #define CDC_EXPORT
 #endif
+
+/* The version of the library actually loaded, "MAJOR.MINOR.PATCH" (static
+   storage, never NULL); compare with CDC_VERSION_STRING, the version of the
+   headers compiled against. Thread-safe. */
+CDC_EXPORT const char *cdc_version(void);
 
 /* ---------------------------------------------------------------------------
  * Status codes. Every fallible call returns CDC_OK (0) or one of these negative
@@ -97,6 +104,10 @@ typedef struct {
     int verify;                   /* 1: check shard results against the parity
                                      equations when redundancy allows and
                                      rebuild a corrupted shard (default 1)     */
+    /* Room for new settings without an ABI break (docs/abi.md): zeroed by
+       cdc_config_init, never read by this version. A new field takes the
+       first slots and the count shrinks so the size stays the same. */
+    uint64_t reserved[512];
 } cdc_config_t;
 
 /* Fill *config with the documented defaults. Never fails. */
@@ -124,17 +135,6 @@ CDC_EXPORT void cdc_context_destroy(cdc_context_t **context_p);
 /* The configuration in force (read-only, owned by the context). */
 CDC_EXPORT const cdc_config_t *cdc_context_config(const cdc_context_t *context);
 
-/* Erasure injection for tests and demos: the next coded call treats the shards
-   whose bit is set in mask (bit i = shard i; data shards 0..n-1, parity n..n+r-1)
-   as lost. Cleared after that call. */
-CDC_EXPORT int cdc_context_erase_next(cdc_context_t *context, uint64_t mask);
-
-/* Silent-corruption injection, the in-process twin of the `corrupt` fault: in
-   the next coded call, one element of each arrived result whose bit is set in
-   mask is changed by 1% of that result's largest magnitude. The
-   parity check (config.verify) is what catches it. Cleared after that call. */
-CDC_EXPORT int cdc_context_corrupt_next(cdc_context_t *context, uint64_t mask);
-
 /* Counters since the context was created. */
 typedef struct {
     uint64_t calls;            /* coded or local calls completed              */
@@ -157,6 +157,10 @@ typedef struct {
     uint64_t invalid_messages;  /* malformed or unmatched replies, dropped     */
     uint64_t weights_sent;      /* weight shards sent to workers              */
     uint64_t weight_bytes;      /* payload bytes of those (in bytes_out too)  */
+    /* Room for new counters without an ABI break (docs/abi.md): written as
+       0 by this version. A new counter takes the first slot and the count
+       shrinks by one. */
+    uint64_t reserved[32];
 } cdc_stats_t;
 
 /* Copy the counters into *stats. Thread-safe. */
@@ -174,6 +178,9 @@ typedef struct {
     double oracle_ms;    /* the n-th fastest shard result: the earliest any
                             decoder could have finished; < 0 if < n arrived   */
     double executor_ms;  /* time the call spent waiting on the executor        */
+    /* Room for new fields without an ABI break (docs/abi.md): written as 0
+       by this version. */
+    uint64_t reserved[16];
 } cdc_call_report_t;
 
 /* Copy the report of the last coded call. Thread-safe. */

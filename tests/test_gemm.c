@@ -1,6 +1,7 @@
 /* test_gemm.c - cdc_sgemm against OpenBLAS cblas_sgemm: every layout and
    transpose, padded leading dimensions, alpha/beta, zero sizes, bad input. */
 #include "cdcgemm.h"
+#include "cdcgemm_testing.h"
 #include "testutil.h"
 
 #include <cblas.h>

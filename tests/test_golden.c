@@ -1,7 +1,9 @@
 /* test_golden.c - the public FC and conv2d layers against PyTorch's outputs, for
    every split, parity 0..2 and every single-shard erasure. Black box: the layer
-   computation goes through include/cdcgemm.h only. */
+   computation goes through include/cdcgemm.h (and the erasure hook of
+   cdcgemm_testing.h) only. */
 #include "cdcgemm.h"
+#include "cdcgemm_testing.h"
 #include "golden.h"
 #include "testutil.h"
 

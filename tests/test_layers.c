@@ -2,6 +2,7 @@
    shapes with shards erased vs the uncoded result, every split, counters, and
    bad input that must leave the output untouched. */
 #include "cdcgemm.h"
+#include "cdcgemm_testing.h"
 #include "models.h"
 #include "reference.h"
 #include "testutil.h"

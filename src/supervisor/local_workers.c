@@ -28,6 +28,10 @@ extern char **environ;
 #define STOP_WAIT_MS 1000
 #define IPC_PATH_MAX 107
 
+#ifndef CDC_LIBDIR_TO_BINDIR
+#error "CDC_LIBDIR_TO_BINDIR (libdir to bindir, from GNUInstallDirs) must be defined"
+#endif
+
 struct cdc_local_workers {
     int count;
     pid_t pids[CDC_MAX_WORKERS];
@@ -55,6 +59,43 @@ static int try_candidate(const char *dir, const char *suffix, char *path, size_t
     return len > 0 && (size_t) len < size && executable(path);
 }
 
+/* The directory of the object holding this code: libcdcgemm.so, or the
+   executable it is linked into statically. Empty when unknown. */
+static void own_directory(char *dir, size_t size)
+{
+    char self[PATH_MAX] = "";
+    Dl_info info;
+    if (!(dladdr(&anchor, &info) && info.dli_fname && strchr(info.dli_fname, '/') &&
+          realpath(info.dli_fname, self))) {
+        ssize_t len = readlink("/proc/self/exe", self, sizeof self - 1);
+        self[len > 0 ? len : 0] = '\0';
+    }
+    char *slash = strrchr(self, '/');
+    if (slash)
+        *slash = '\0';
+    else
+        self[0] = '\0';
+    snprintf(dir, size, "%s", self);
+}
+
+static int find_on_path(char *path, size_t size)
+{
+    const char *search = getenv("PATH");
+    while (search && *search) {
+        const char *colon = strchr(search, ':');
+        size_t len = colon ? (size_t) (colon - search) : strlen(search);
+        char dir[PATH_MAX];
+        if (len > 0 && len < sizeof dir) {
+            memcpy(dir, search, len);
+            dir[len] = '\0';
+            if (try_candidate(dir, "", path, size))
+                return 1;
+        }
+        search += len + (colon ? 1 : 0);
+    }
+    return 0;
+}
+
 int cdc__worker_binary_find(char *path, size_t size)
 {
     const char *env = getenv("CDCGEMM_WORKER_BIN");
@@ -67,41 +108,23 @@ int cdc__worker_binary_find(char *path, size_t size)
         memcpy(path, env, strlen(env) + 1);
         return CDC_OK;
     }
-    /* Next to the object holding this code: libcdcgemm.so, or the executable
-       it is linked into statically. */
-    char self[PATH_MAX] = "";
-    Dl_info info;
-    if (dladdr(&anchor, &info) && info.dli_fname &&
-        strchr(info.dli_fname, '/') && realpath(info.dli_fname, self)) {
-        /* found */
-    } else {
-        ssize_t len = readlink("/proc/self/exe", self, sizeof self - 1);
-        self[len > 0 ? len : 0] = '\0';
-    }
-    char *slash = strrchr(self, '/');
-    if (slash) {
-        *slash = '\0';
-        if (try_candidate(self, "", path, size) || try_candidate(self, "/../bin", path, size))
-            return CDC_OK;
-    }
-    const char *search = getenv("PATH");
-    while (search && *search) {
-        const char *colon = strchr(search, ':');
-        size_t len = colon ? (size_t) (colon - search) : strlen(search);
-        char dir[PATH_MAX];
-        if (len > 0 && len < sizeof dir) {
-            memcpy(dir, search, len);
-            dir[len] = '\0';
-            if (try_candidate(dir, "", path, size))
-                return CDC_OK;
-        }
-        search += len + (colon ? 1 : 0);
-    }
+    /* Next to this object (the build tree, or a program linked statically and
+       installed beside the worker), then where the install layout puts the
+       worker relative to the library's directory (CDC_LIBDIR_TO_BINDIR is
+       derived from GNUInstallDirs when configuring, e.g. "../../bin" from
+       lib/x86_64-linux-gnu), then $PATH. */
+    char self[PATH_MAX];
+    own_directory(self, sizeof self);
+    if (*self && (try_candidate(self, "", path, size) ||
+                  try_candidate(self, "/" CDC_LIBDIR_TO_BINDIR, path, size)))
+        return CDC_OK;
+    if (find_on_path(path, size))
+        return CDC_OK;
     return cdc__fail(CDC_ECONFIG,
-                     WORKER_NAME " not found (looked next to %s, in its ../bin and on "
-                     "PATH); set CDCGEMM_WORKER_BIN, or CDCGEMM_WORKERS to running "
-                     "workers, or CDCGEMM_IN_PROCESS=1",
-                     *self ? self : "this program");
+                     WORKER_NAME " not found (looked next to %s, in %s/" CDC_LIBDIR_TO_BINDIR
+                     " and on PATH); set CDCGEMM_WORKER_BIN, or CDCGEMM_WORKERS to "
+                     "running workers, or CDCGEMM_IN_PROCESS=1",
+                     *self ? self : "this program", *self ? self : ".");
 }
 
 /* Stop (SIGTERM, bounded wait, SIGKILL), reap, remove the directory. Safe to
@@ -246,6 +269,107 @@ static int wait_bound(cdc_local_workers_t *self)
     }
 }
 
+/* A set with its private endpoint directory made, nothing spawned yet. */
+static int workers_alloc(cdc_local_workers_t **self_p)
+{
+    cdc_local_workers_t *self = calloc(1, sizeof *self);
+    if (!self)
+        return cdc__fail(CDC_ENOMEM, "local workers");
+    self->owner = getpid();
+    const char *tmp = getenv("TMPDIR");
+    snprintf(self->dir, sizeof self->dir, "%s/cdcgemm-XXXXXX", tmp && *tmp ? tmp : "/tmp");
+    if (!mkdtemp(self->dir)) {
+        int rc = cdc__fail(CDC_ECONFIG, "local workers: mkdtemp %s: %s", self->dir,
+                           strerror(errno));
+        free(self);
+        return rc;
+    }
+    *self_p = self;
+    return CDC_OK;
+}
+
+/* Default signal dispositions and an empty mask whatever the host set up,
+   and a process group of their own so a terminal's Ctrl-C reaches only the
+   coordinator (which then stops them). */
+static int spawn_attr_init(posix_spawnattr_t *attr)
+{
+    sigset_t none, defaults;
+    sigemptyset(&none);
+    sigemptyset(&defaults);
+    sigaddset(&defaults, SIGTERM);
+    sigaddset(&defaults, SIGINT);
+    sigaddset(&defaults, SIGPIPE);
+    if (posix_spawnattr_init(attr) != 0)
+        return cdc__fail(CDC_ENOMEM, "local workers: posix_spawnattr_init");
+    posix_spawnattr_setsigmask(attr, &none);
+    posix_spawnattr_setsigdefault(attr, &defaults);
+    posix_spawnattr_setpgroup(attr, 0);
+    posix_spawnattr_setflags(attr, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF |
+                                       POSIX_SPAWN_SETPGROUP);
+    return CDC_OK;
+}
+
+/* Worker i's endpoint into endpoint, appended to self->endpoints. */
+static int endpoint_add(cdc_local_workers_t *self, int i, char *endpoint, size_t size)
+{
+    int len = snprintf(endpoint, size, "ipc://%s/w%d", self->dir, i);
+    size_t used = strlen(self->endpoints);
+    /* An ipc path must fit a sockaddr_un (107 bytes). */
+    if (len < 0 || (size_t) len >= size || len - 6 > IPC_PATH_MAX ||
+        used + (size_t) len + 2 > sizeof self->endpoints)
+        return cdc__fail(CDC_ECONFIG, "local workers: endpoint '%s' too long (TMPDIR)",
+                         endpoint);
+    char *cursor = self->endpoints + used; /* room checked above */
+    if (i)
+        *cursor++ = ',';
+    memcpy(cursor, endpoint, (size_t) len + 1);
+    return CDC_OK;
+}
+
+/* What every worker of the set is started with. */
+typedef struct {
+    const char *binary;
+    posix_spawnattr_t attr;
+    char **env;
+    char threads_arg[16], parent_arg[24];
+    const char *faults;
+    cdc_log_level_t log_level;
+} spawn_plan_t;
+
+/* Start worker i on endpoint. */
+static int worker_spawn(cdc_local_workers_t *self, int i, const spawn_plan_t *plan,
+                        char *endpoint)
+{
+    char index_arg[16];
+    snprintf(index_arg, sizeof index_arg, "%d", i);
+    char *argv[16];
+    int argc = 0;
+    argv[argc++] = WORKER_NAME;
+    argv[argc++] = "--bind";
+    argv[argc++] = endpoint;
+    argv[argc++] = "--threads";
+    argv[argc++] = (char *) plan->threads_arg;
+    argv[argc++] = "--index";
+    argv[argc++] = index_arg;
+    argv[argc++] = "--parent-pid";
+    argv[argc++] = (char *) plan->parent_arg;
+    argv[argc++] = "--log";
+    argv[argc++] = (char *) log_name(plan->log_level);
+    if (plan->faults && *plan->faults) {
+        argv[argc++] = "--faults";
+        argv[argc++] = (char *) plan->faults;
+    }
+    argv[argc] = NULL;
+    int err = posix_spawn(&self->pids[i], plan->binary, NULL, &plan->attr, argv, plan->env);
+    if (err != 0) {
+        self->pids[i] = 0;
+        return cdc__fail(CDC_ECONFIG, "local workers: posix_spawn %s: %s", plan->binary,
+                         strerror(err));
+    }
+    self->count = i + 1;
+    return CDC_OK;
+}
+
 int cdc__local_workers_new(int count, const char *faults, cdc_log_level_t log_level,
                            cdc_local_workers_t **self_p)
 {
@@ -256,94 +380,34 @@ int cdc__local_workers_new(int count, const char *faults, cdc_log_level_t log_le
     int rc = cdc__worker_binary_find(binary, sizeof binary);
     if (rc != CDC_OK)
         return rc;
-    cdc_local_workers_t *self = calloc(1, sizeof *self);
-    if (!self)
-        return cdc__fail(CDC_ENOMEM, "local workers");
-    self->owner = getpid();
-    const char *tmp = getenv("TMPDIR");
-    snprintf(self->dir, sizeof self->dir, "%s/cdcgemm-XXXXXX", tmp && *tmp ? tmp : "/tmp");
-    if (!mkdtemp(self->dir)) {
-        rc = cdc__fail(CDC_ECONFIG, "local workers: mkdtemp %s: %s", self->dir,
-                       strerror(errno));
-        free(self);
+    cdc_local_workers_t *self = NULL;
+    if ((rc = workers_alloc(&self)) != CDC_OK)
         return rc;
-    }
     long cores = sysconf(_SC_NPROCESSORS_ONLN);
     int threads = cores > count ? (int) (cores / count) : 1; /* never oversubscribe */
-    char threads_var[64], threads_arg[16], index_arg[16], parent_arg[24];
-    char **env = child_environment(threads, threads_var, sizeof threads_var);
-    posix_spawnattr_t attr;
+    spawn_plan_t plan = {.binary = binary, .faults = faults, .log_level = log_level};
+    char threads_var[64];
     int attr_ready = 0;
-    if (!env) {
+    plan.env = child_environment(threads, threads_var, sizeof threads_var);
+    if (!plan.env) {
         rc = cdc__fail(CDC_ENOMEM, "local workers: environment");
         goto fail;
     }
-    /* Default signal dispositions and an empty mask whatever the host set up,
-       and a process group of their own so a terminal's Ctrl-C reaches only
-       the coordinator (which then stops them). */
-    sigset_t none, defaults;
-    sigemptyset(&none);
-    sigemptyset(&defaults);
-    sigaddset(&defaults, SIGTERM);
-    sigaddset(&defaults, SIGINT);
-    sigaddset(&defaults, SIGPIPE);
-    if (posix_spawnattr_init(&attr) != 0) {
-        rc = cdc__fail(CDC_ENOMEM, "local workers: posix_spawnattr_init");
+    if ((rc = spawn_attr_init(&plan.attr)) != CDC_OK)
         goto fail;
-    }
     attr_ready = 1;
-    posix_spawnattr_setsigmask(&attr, &none);
-    posix_spawnattr_setsigdefault(&attr, &defaults);
-    posix_spawnattr_setpgroup(&attr, 0);
-    posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF |
-                                        POSIX_SPAWN_SETPGROUP);
-    snprintf(threads_arg, sizeof threads_arg, "%d", threads);
-    snprintf(parent_arg, sizeof parent_arg, "%ld", (long) getpid());
-    char *cursor = self->endpoints;
-    size_t left = sizeof self->endpoints;
+    snprintf(plan.threads_arg, sizeof plan.threads_arg, "%d", threads);
+    snprintf(plan.parent_arg, sizeof plan.parent_arg, "%ld", (long) getpid());
     for (int i = 0; i < count; i++) {
         char endpoint[PATH_MAX + 16];
-        int len = snprintf(endpoint, sizeof endpoint, "ipc://%s/w%d", self->dir, i);
-        /* An ipc path must fit a sockaddr_un (107 bytes). */
-        if (len - 6 > IPC_PATH_MAX || (size_t) len + 2 > left) {
-            rc = cdc__fail(CDC_ECONFIG, "local workers: endpoint '%s' too long (TMPDIR)",
-                           endpoint);
+        if ((rc = endpoint_add(self, i, endpoint, sizeof endpoint)) != CDC_OK ||
+            (rc = worker_spawn(self, i, &plan, endpoint)) != CDC_OK)
             goto fail;
-        }
-        cursor += sprintf(cursor, "%s%s", i ? "," : "", endpoint);
-        left = sizeof self->endpoints - (size_t) (cursor - self->endpoints);
-        snprintf(index_arg, sizeof index_arg, "%d", i);
-        char *argv[16];
-        int argc = 0;
-        argv[argc++] = WORKER_NAME;
-        argv[argc++] = "--bind";
-        argv[argc++] = endpoint;
-        argv[argc++] = "--threads";
-        argv[argc++] = threads_arg;
-        argv[argc++] = "--index";
-        argv[argc++] = index_arg;
-        argv[argc++] = "--parent-pid";
-        argv[argc++] = parent_arg;
-        argv[argc++] = "--log";
-        argv[argc++] = (char *) log_name(log_level);
-        if (faults && *faults) {
-            argv[argc++] = "--faults";
-            argv[argc++] = (char *) faults;
-        }
-        argv[argc] = NULL;
-        int err = posix_spawn(&self->pids[i], binary, NULL, &attr, argv, env);
-        if (err != 0) {
-            self->pids[i] = 0;
-            rc = cdc__fail(CDC_ECONFIG, "local workers: posix_spawn %s: %s", binary,
-                           strerror(err));
-            goto fail;
-        }
-        self->count = i + 1;
     }
-    posix_spawnattr_destroy(&attr);
+    posix_spawnattr_destroy(&plan.attr);
     attr_ready = 0;
-    free(env);
-    env = NULL;
+    free(plan.env);
+    plan.env = NULL;
     pthread_once(&atexit_once, register_atexit);
     registry_set(self, 1);
     if ((rc = wait_bound(self)) != CDC_OK)
@@ -355,8 +419,8 @@ int cdc__local_workers_new(int count, const char *faults, cdc_log_level_t log_le
 
 fail:
     if (attr_ready)
-        posix_spawnattr_destroy(&attr);
-    free(env);
+        posix_spawnattr_destroy(&plan.attr);
+    free(plan.env);
     cdc__local_workers_destroy(&self);
     return rc;
 }

@@ -11,7 +11,8 @@ typedef struct cdc_local_workers cdc_local_workers_t;
 
 /* The cdcgemm-worker binary: $CDCGEMM_WORKER_BIN if set (CDC_ECONFIG when it
    is not an executable file), else next to the library or executable holding
-   this code (its directory, then ../bin), else the first on $PATH. Writes the
+   this code (its directory, then the install layout's bindir relative to it,
+   CDC_LIBDIR_TO_BINDIR from GNUInstallDirs), else the first on $PATH. Writes the
    path into path (size bytes). CDC_ECONFIG when none is found. Thread-safe. */
 int cdc__worker_binary_find(char *path, size_t size);
 

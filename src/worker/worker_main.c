@@ -2,6 +2,7 @@
 #include "cdcgemm.h"
 #include "faults.h"
 #include "log.h"
+#include "protocol.h"
 #include "worker.h"
 
 #include <errno.h>
@@ -24,6 +25,7 @@ static void usage(FILE *out)
             "usage: cdcgemm-worker --bind ENDPOINT [--max-memory BYTES] [--threads N]\n"
             "                      [--faults SPEC] [--index N] [--parent-pid PID]\n"
             "                      [--log LEVEL]\n"
+            "       cdcgemm-worker --version | --help\n"
             "\n"
             "Serve coded GEMM shard tasks for the cdcgemm coordinator over ZeroMQ.\n"
             "\n"
@@ -46,6 +48,7 @@ static void usage(FILE *out)
             "                      The library passes it to the workers it spawns.\n"
             "  --log LEVEL         error, warn, info or debug (stderr). Default info;\n"
             "                      the counters are printed at exit from info up.\n"
+            "  --version           print the library and wire protocol versions and exit\n"
             "  --help              print this help and exit\n"
             "\n"
             "SIGTERM or SIGINT stops the worker cleanly; it prints its counters to\n"
@@ -84,6 +87,12 @@ int main(int argc, char **argv)
         const char *value = i + 1 < argc ? argv[i + 1] : NULL;
         if (strcmp(arg, "--help") == 0 || strcmp(arg, "-h") == 0) {
             usage(stdout);
+            return 0;
+        }
+        if (strcmp(arg, "--version") == 0) {
+            /* The code serving tasks is linked in: cdc_version() is its version. */
+            printf("cdcgemm-worker %s (library %s, protocol %d)\n", CDC_VERSION_STRING,
+                   cdc_version(), CDC_PROTO_VERSION);
             return 0;
         }
         if (strcmp(arg, "--bind") == 0 && value) {

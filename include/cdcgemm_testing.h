@@ -1,0 +1,30 @@
+/* cdcgemm_testing.h - test and demo hooks of cdcgemm: fault injection into the
+   next coded call. Not part of the stable API of cdcgemm.h (docs/abi.md): a
+   hook may change or go in any minor release. */
+#ifndef CDCGEMM_TESTING_H_INCLUDED
+#define CDCGEMM_TESTING_H_INCLUDED
+
+#include "cdcgemm.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Erasure injection for tests and demos: the next coded call treats the shards
+   whose bit is set in mask (bit i = shard i; data shards 0..n-1, parity n..n+r-1)
+   as lost. Cleared after that call. Returns CDC_OK, or CDC_EINVAL for a NULL
+   context. Thread-safe (serialised with the context's calls). */
+CDC_EXPORT int cdc_context_erase_next(cdc_context_t *context, uint64_t mask);
+
+/* Silent-corruption injection, the in-process twin of the `corrupt` fault: in
+   the next coded call, one element of each arrived result whose bit is set in
+   mask is changed by 1% of that result's largest magnitude. The
+   parity check (config.verify) is what catches it. Cleared after that call.
+   Returns CDC_OK, or CDC_EINVAL for a NULL context. Thread-safe. */
+CDC_EXPORT int cdc_context_corrupt_next(cdc_context_t *context, uint64_t mask);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* CDCGEMM_TESTING_H_INCLUDED */
