@@ -627,7 +627,8 @@ static int call_settled(cdc_client_t *self, client_call_t *call, int64_t now)
     if (call->done >= call->needed) {
         int data_pending = 0;
         for (int t = 0; t < call->count; t++)
-            data_pending += call->state[t] == TASK_PENDING && call->tasks[t].shard < call->needed;
+            data_pending +=
+                call->state[t] == TASK_PENDING && call->tasks[t].shard < call->needed;
         if (data_pending == 0)
             return 1;
         if (call->wait_deadline < 0)
@@ -771,7 +772,8 @@ static void call_drop_dead(cdc_client_t *self, client_call_t *call)
     uint64_t now_live;
     cdc_client_live(self, &now_live);
     for (int t = 0; t < call->count && call->pending > 0; t++)
-        if (call->state[t] == TASK_PENDING && !(now_live & (UINT64_C(1) << call->worker_of[t]))) {
+        if (call->state[t] == TASK_PENDING &&
+            !(now_live & (UINT64_C(1) << call->worker_of[t]))) {
             call->state[t] = TASK_IDLE;
             call->pending--;
             self->counters.dead_skipped++;
