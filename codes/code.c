@@ -1,4 +1,27 @@
-/* code.c - the shared linear algebra of every scheme: encode, decode, parity check. */
+/* code.c - the shared linear algebra of every scheme: encode, decode, parity check.
+ *
+ * The problem: n workers each multiply one row block X_i of an operand, r more
+ * multiply parity blocks P_j = sum_i G[j][i] * X_i, and some results never
+ * come back or come back wrong. Because every shard's product is linear in
+ * its block, the results obey the same equations as the blocks, so:
+ *
+ * - decode: with e data results missing and at least e parity results in,
+ *   the residuals parity_j - sum over present data of G[j][i] * x_i equal
+ *   G[sel, missing] times the missing results. Of the present parities we
+ *   pick the e whose square submatrix is best conditioned, invert it once
+ *   (e <= 3, in double) and stream the blocks through it chunk by chunk;
+ * - check: with a > e parity results in, the a residuals must vanish up to
+ *   rounding. Combinations of them that the missing shards do not enter
+ *   (a left null basis of G[sel, missing], d = a - e rows) are compared with
+ *   a tolerance scaled by the operands' row and column norms; with d >= 2
+ *   the direction of the residual names the bad shard (least squares over
+ *   each candidate's signature).
+ *
+ * The data structure is just the generator: G, r x n row-major, in double,
+ * filled once by the scheme's ops and never changed, so one code serves any
+ * number of threads. Blocks are float and every sum is accumulated in
+ * double, so the only error the check must allow for is the rounding of the
+ * workers' float32 dot products of length k. */
 #include "code.h"
 
 #include "error.h"
@@ -689,11 +712,27 @@ static int cdc_code_left_null(const double *b, int a, int e, double *basis)
     return d;
 }
 
-int cdc_code_check(const cdc_code_t *code, int64_t rows, int64_t cols,
-                   const float *const *shards, int64_t ld, uint64_t present,
-                   const cdc_shard_scale_t *scales, int64_t k, int *bad_shard)
+/* The check's view of one call: which shards are in, the d combinations of
+   the a present parities' residuals that the e missing data shards do not
+   enter (the rows of basis), and the signature an error in each candidate
+   shard (a present data or parity shard) leaves in those combinations. */
+typedef struct {
+    int n_present, e, a, d, n_cand;
+    int present_data[CDC_CODE_MAX_N];
+    int missing[CDC_CODE_MAX_N];
+    int sel[CDC_CODE_MAX_R];                       /* present parities         */
+    double basis[CDC_CODE_MAX_R * CDC_CODE_MAX_R]; /* d x a                    */
+    double sig[(CDC_CODE_MAX_N + CDC_CODE_MAX_R) * CDC_CODE_MAX_R]; /* n_cand x d */
+    int cand_shard[CDC_CODE_MAX_N + CDC_CODE_MAX_R];
+    double unit;      /* tolerance per unit of sum |row| * |col| (rounding) */
+    double floor_abs; /* tolerance floor of every residual (underflow)      */
+} cdc_code_check_plan_t;
+
+static int cdc_code_check_args(const char *fn, const cdc_code_t *code, int64_t rows,
+                               int64_t cols, const float *const *shards, int64_t ld,
+                               uint64_t present, const cdc_shard_scale_t *scales, int64_t k,
+                               const int *bad_shard)
 {
-    static const char fn[] = "cdc_code_check";
     if (!code)
         return cdc__fail(CDC_EINVAL, "%s: code is NULL", fn);
     int status = cdc_code_check_shape(fn, rows, cols, ld, "ld");
@@ -704,7 +743,7 @@ int cdc_code_check(const cdc_code_t *code, int64_t rows, int64_t cols,
                          !shards ? "shards" : !scales ? "scales" : "bad_shard");
     if (k < 1)
         return cdc__fail(CDC_EDIM, "%s: k = %lld < 1", fn, (long long) k);
-    const int n = code->n, r = code->r, total = n + r;
+    const int total = code->n + code->r;
     if (total < 64 && (present >> total) != 0)
         return cdc__fail(CDC_EINVAL, "%s: present = 0x%llx names shards beyond n + r = %d",
                          fn, (unsigned long long) present, total);
@@ -715,135 +754,188 @@ int cdc_code_check(const cdc_code_t *code, int64_t rows, int64_t cols,
             if ((rows > 0 && !scales[s].row) || (cols > 0 && !scales[s].col))
                 return cdc__fail(CDC_EINVAL, "%s: scales[%d] has a NULL row or col", fn, s);
         }
+    return CDC_OK;
+}
 
-    int present_data[CDC_CODE_MAX_N], missing[CDC_CODE_MAX_N], sel[CDC_CODE_MAX_R];
-    int n_present = 0, e = 0, a = 0;
-    for (int i = 0; i < n; i++) {
+/* Sort the shards into present data, missing data and present parities. */
+static void cdc_code_check_sort(const cdc_code_t *code, uint64_t present,
+                                cdc_code_check_plan_t *plan)
+{
+    plan->n_present = plan->e = plan->a = 0;
+    for (int i = 0; i < code->n; i++) {
         if (present >> i & 1)
-            present_data[n_present++] = i;
+            plan->present_data[plan->n_present++] = i;
         else
-            missing[e++] = i;
+            plan->missing[plan->e++] = i;
     }
-    for (int j = 0; j < r; j++)
-        if (present >> (n + j) & 1)
-            sel[a++] = j;
-    *bad_shard = -1;
-    if (a <= e)
-        return CDC_OK; /* no redundancy left to check */
+    for (int j = 0; j < code->r; j++)
+        if (present >> (code->n + j) & 1)
+            plan->sel[plan->a++] = j;
+}
 
-    /* basis (d x a): combinations of the parity residuals that the missing
-       shards do not enter. With every data shard present it is the identity. */
-    double basis[CDC_CODE_MAX_R * CDC_CODE_MAX_R];
-    int d = a - e;
+/* basis (d x a): combinations of the parity residuals that the missing shards
+   do not enter. With every data shard present it is the identity; d = 0 when
+   the missing shards use up the redundancy. */
+static void cdc_code_check_basis(const cdc_code_t *code, cdc_code_check_plan_t *plan)
+{
+    const int a = plan->a, e = plan->e;
+    plan->d = a - e;
     if (e == 0) {
         for (int i = 0; i < a * a; i++)
-            basis[i] = i % (a + 1) == 0 ? 1.0 : 0.0;
-    } else {
-        double b[CDC_CODE_MAX_R * CDC_CODE_MAX_R];
-        for (int j = 0; j < a; j++)
-            for (int t = 0; t < e; t++)
-                b[j * e + t] = code->g[sel[j] * n + missing[t]];
-        d = cdc_code_left_null(b, a, e, basis);
-        if (d == 0)
-            return CDC_OK;
+            plan->basis[i] = i % (a + 1) == 0 ? 1.0 : 0.0;
+        return;
     }
+    double b[CDC_CODE_MAX_R * CDC_CODE_MAX_R];
+    for (int j = 0; j < a; j++)
+        for (int t = 0; t < e; t++)
+            b[j * e + t] = code->g[plan->sel[j] * code->n + plan->missing[t]];
+    plan->d = cdc_code_left_null(b, a, e, plan->basis);
+}
 
-    /* Signature of an error in each candidate shard: data i moves residual j by
-       g_ji, parity j only itself; projected by the basis. */
-    const int n_cand = n_present + a;
-    double sig[(CDC_CODE_MAX_N + CDC_CODE_MAX_R) * CDC_CODE_MAX_R];
-    int cand_shard[CDC_CODE_MAX_N + CDC_CODE_MAX_R];
-    for (int c = 0; c < n_cand; c++) {
+/* Signature of an error in each candidate shard: data i moves residual j by
+   g_ji, parity j only itself; projected by the basis. */
+static void cdc_code_check_signatures(const cdc_code_t *code, cdc_code_check_plan_t *plan)
+{
+    const int n = code->n, a = plan->a, d = plan->d, n_present = plan->n_present;
+    plan->n_cand = n_present + a;
+    for (int c = 0; c < plan->n_cand; c++) {
         for (int t = 0; t < d; t++) {
             double v = 0;
             for (int j = 0; j < a; j++) {
-                double col = c < n_present ? code->g[sel[j] * n + present_data[c]]
+                double col = c < n_present ? code->g[plan->sel[j] * n + plan->present_data[c]]
                                            : (c - n_present == j ? 1.0 : 0.0);
-                v += basis[t * a + j] * col;
+                v += plan->basis[t * a + j] * col;
             }
-            sig[c * d + t] = v;
+            plan->sig[c * d + t] = v;
         }
-        cand_shard[c] = c < n_present ? present_data[c] : n + sel[c - n_present];
+        plan->cand_shard[c] =
+            c < n_present ? plan->present_data[c] : n + plan->sel[c - n_present];
     }
+}
+
+/* Element (p, q) at offset off: its parity residuals projected by the basis
+   into y (d entries) with their tolerances ty. 1 when some entry exceeds its
+   tolerance (NaN counts as bad). */
+static inline int cdc_code_check_element(const cdc_code_t *code,
+                                         const cdc_code_check_plan_t *plan,
+                                         const float *const *shards,
+                                         const cdc_shard_scale_t *scales, int64_t p, int64_t q,
+                                         int64_t off, double *y, double *ty)
+{
+    const int n = code->n, a = plan->a;
+    double res[CDC_CODE_MAX_R], tol[CDC_CODE_MAX_R];
+    for (int j = 0; j < a; j++) {
+        const int s = n + plan->sel[j];
+        res[j] = shards[s][off];
+        tol[j] = scales[s].row[p] * scales[s].col[q];
+    }
+    for (int t = 0; t < plan->n_present; t++) {
+        const int i = plan->present_data[t];
+        const double x = shards[i][off];
+        const double sc = scales[i].row[p] * scales[i].col[q];
+        for (int j = 0; j < a; j++) {
+            const double g = code->g[plan->sel[j] * n + i];
+            res[j] -= g * x;
+            tol[j] += fabs(g) * sc;
+        }
+    }
+    int bad = 0;
+    for (int t = 0; t < plan->d; t++) {
+        y[t] = 0;
+        ty[t] = plan->floor_abs;
+        for (int j = 0; j < a; j++) {
+            y[t] += plan->basis[t * a + j] * res[j];
+            ty[t] += fabs(plan->basis[t * a + j]) * plan->unit * tol[j];
+        }
+        bad |= !(fabs(y[t]) <= ty[t]);
+    }
+    return bad;
+}
+
+/* A flagged element (d >= 2): least-squares fit of its scaled residual y
+   along each candidate's signature; score[c] gathers the misfit of
+   candidate c, *energy the residual itself. */
+static inline void cdc_code_check_score(const cdc_code_check_plan_t *plan, double *y,
+                                        const double *ty, double *score, double *energy)
+{
+    const int d = plan->d;
+    double yy = 0;
+    for (int t = 0; t < d; t++) {
+        y[t] /= ty[t];
+        yy += y[t] * y[t];
+    }
+    if (!isfinite(yy))
+        return;
+    *energy += yy;
+    for (int c = 0; c < plan->n_cand; c++) {
+        double vy = 0, vv = 0;
+        for (int t = 0; t < d; t++) {
+            const double v = plan->sig[c * d + t] / ty[t];
+            vy += v * y[t];
+            vv += v * v;
+        }
+        score[c] += yy - vy * vy / vv;
+    }
+}
+
+/* The shard to blame, or -1: located only when one candidate explains nearly
+   all of the residual and no other comes close (else two shards are bad, or
+   they look alike). */
+static int cdc_code_check_locate(const cdc_code_check_plan_t *plan, const double *score,
+                                 double energy)
+{
+    int best = 0;
+    for (int c = 1; c < plan->n_cand; c++)
+        if (score[c] < score[best])
+            best = c;
+    double second = INFINITY;
+    for (int c = 0; c < plan->n_cand; c++)
+        if (c != best)
+            second = fmin(second, score[c]);
+    if (score[best] <= 0.1 * energy && second >= 4.0 * score[best])
+        return plan->cand_shard[best];
+    return -1;
+}
+
+int cdc_code_check(const cdc_code_t *code, int64_t rows, int64_t cols,
+                   const float *const *shards, int64_t ld, uint64_t present,
+                   const cdc_shard_scale_t *scales, int64_t k, int *bad_shard)
+{
+    static const char fn[] = "cdc_code_check";
+    int status = cdc_code_check_args(fn, code, rows, cols, shards, ld, present, scales, k,
+                                     bad_shard);
+    if (status != CDC_OK)
+        return status;
+    cdc_code_check_plan_t plan;
+    cdc_code_check_sort(code, present, &plan);
+    *bad_shard = -1;
+    if (plan.a <= plan.e)
+        return CDC_OK; /* no redundancy left to check */
+    cdc_code_check_basis(code, &plan);
+    if (plan.d == 0)
+        return CDC_OK;
+    cdc_code_check_signatures(code, &plan);
+    plan.unit = FLT_EPSILON * (CDC_CODE_CHECK_C * sqrt((double) k) +
+                               (double) (k < CDC_CODE_CHECK_SMALL_K ? k
+                                                                    : CDC_CODE_CHECK_SMALL_K));
+    plan.floor_abs = (double) FLT_MIN * (double) k * (double) (code->n + 1);
+
     double score[CDC_CODE_MAX_N + CDC_CODE_MAX_R] = {0};
     double energy = 0.0;
     int64_t flagged = 0;
-
-    const double unit = FLT_EPSILON * (CDC_CODE_CHECK_C * sqrt((double) k) +
-                                       (double) (k < CDC_CODE_CHECK_SMALL_K
-                                                     ? k
-                                                     : CDC_CODE_CHECK_SMALL_K));
-    const double floor_abs = (double) FLT_MIN * (double) k * (double) (n + 1);
     for (int64_t p = 0; p < rows; p++)
         for (int64_t q = 0; q < cols; q++) {
-            const int64_t off = p * ld + q;
-            double res[CDC_CODE_MAX_R], tol[CDC_CODE_MAX_R];
-            for (int j = 0; j < a; j++) {
-                const int s = n + sel[j];
-                res[j] = shards[s][off];
-                tol[j] = scales[s].row[p] * scales[s].col[q];
-            }
-            for (int t = 0; t < n_present; t++) {
-                const int i = present_data[t];
-                const double x = shards[i][off];
-                const double sc = scales[i].row[p] * scales[i].col[q];
-                for (int j = 0; j < a; j++) {
-                    const double g = code->g[sel[j] * n + i];
-                    res[j] -= g * x;
-                    tol[j] += fabs(g) * sc;
-                }
-            }
             double y[CDC_CODE_MAX_R], ty[CDC_CODE_MAX_R];
-            int bad = 0;
-            for (int t = 0; t < d; t++) {
-                y[t] = 0;
-                ty[t] = floor_abs;
-                for (int j = 0; j < a; j++) {
-                    y[t] += basis[t * a + j] * res[j];
-                    ty[t] += fabs(basis[t * a + j]) * unit * tol[j];
-                }
-                bad |= !(fabs(y[t]) <= ty[t]); /* NaN counts as bad */
-            }
-            if (!bad)
+            if (!cdc_code_check_element(code, &plan, shards, scales, p, q, p * ld + q, y, ty))
                 continue;
             flagged++;
-            if (d < 2)
-                continue;
-            /* Least-squares fit of the scaled residual along each signature. */
-            double yy = 0;
-            for (int t = 0; t < d; t++) {
-                y[t] /= ty[t];
-                yy += y[t] * y[t];
-            }
-            if (!isfinite(yy))
-                continue;
-            energy += yy;
-            for (int c = 0; c < n_cand; c++) {
-                double vy = 0, vv = 0;
-                for (int t = 0; t < d; t++) {
-                    const double v = sig[c * d + t] / ty[t];
-                    vy += v * y[t];
-                    vv += v * v;
-                }
-                score[c] += yy - vy * vy / vv;
-            }
+            if (plan.d >= 2)
+                cdc_code_check_score(&plan, y, ty, score, &energy);
         }
     if (flagged == 0)
         return CDC_OK;
-    if (d >= 2 && energy > 0) {
-        int best = 0;
-        for (int c = 1; c < n_cand; c++)
-            if (score[c] < score[best])
-                best = c;
-        double second = INFINITY;
-        for (int c = 0; c < n_cand; c++)
-            if (c != best)
-                second = fmin(second, score[c]);
-        /* Locate only when one shard explains nearly all of the residual and
-           no other comes close (else two shards are bad, or they look alike). */
-        if (score[best] <= 0.1 * energy && second >= 4.0 * score[best])
-            *bad_shard = cand_shard[best];
-    }
+    if (plan.d >= 2 && energy > 0)
+        *bad_shard = cdc_code_check_locate(&plan, score, energy);
     return cdc__fail(CDC_ECORRUPT, "%s: %lld elements fail the parity check; bad shard %d",
                      fn, (long long) flagged, *bad_shard);
 }

@@ -1,6 +1,8 @@
-/* test_protocol.c - wire header round trips and rejection of malformed messages. */
+/* test_protocol.c - wire header round trips (every message type, packed and
+   decoded, and over a real zmq socket) and rejection of malformed messages. */
 #include "protocol.h"
 #include "testutil.h"
+#include "wire.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -121,6 +123,213 @@ START_TEST(test_valid_messages_decode)
     frames[1] = (cdc_frame_t){"bad", 3};
     ck_assert_int_eq(cdc_msg_decode(frames, 2, &msg), CDC_OK);
     ck_assert_int_eq(msg.header.error_code, CDC_EPROTO);
+}
+END_TEST
+
+/* ---- every message type: pack, decode, same header ------------------------- */
+
+static void assert_header_eq(const cdc_msg_header_t *got, const cdc_msg_header_t *want)
+{
+    ck_assert_uint_eq(got->magic, want->magic);
+    ck_assert_uint_eq(got->version, want->version);
+    ck_assert_uint_eq(got->type, want->type);
+    ck_assert_uint_eq(got->request_id, want->request_id);
+    ck_assert_int_eq(got->shard, want->shard);
+    ck_assert_uint_eq(got->dtype, want->dtype);
+    ck_assert_int_eq(got->rows, want->rows);
+    ck_assert_int_eq(got->k, want->k);
+    ck_assert_int_eq(got->cols, want->cols);
+    ck_assert_uint_eq(got->a_key, want->a_key);
+    ck_assert_uint_eq(got->bt_key, want->bt_key);
+    ck_assert_int_eq(got->batch, want->batch);
+    const cdc_conv_geometry_t *g = &got->geometry, *w = &want->geometry;
+    ck_assert_int_eq(g->channels, w->channels);
+    ck_assert_int_eq(g->h, w->h);
+    ck_assert_int_eq(g->w, w->w);
+    ck_assert_int_eq(g->kernel_h, w->kernel_h);
+    ck_assert_int_eq(g->kernel_w, w->kernel_w);
+    ck_assert_int_eq(g->stride_h, w->stride_h);
+    ck_assert_int_eq(g->stride_w, w->stride_w);
+    ck_assert_int_eq(g->pad_h, w->pad_h);
+    ck_assert_int_eq(g->pad_w, w->pad_w);
+    ck_assert_int_eq(g->dilation_h, w->dilation_h);
+    ck_assert_int_eq(g->dilation_w, w->dilation_w);
+    ck_assert_int_eq(got->error_code, want->error_code);
+}
+
+/* A valid message of each type, every field it uses set, payloads to match. */
+typedef struct {
+    cdc_msg_header_t header;
+    cdc_frame_t payload[CDC_PROTO_MAX_FRAMES - 1];
+    int payload_count;
+} sample_msg_t;
+
+static const char error_text[] = "worker out of memory";
+
+static void sample_message(cdc_msg_type_t type, sample_msg_t *m)
+{
+    memset(m, 0, sizeof *m);
+    cdc_msg_header_t *h = &m->header;
+    switch (type) {
+    case CDC_MSG_TASK_GEMM: /* inline a, cached bt */
+        gemm_header(h);
+        h->bt_key = UINT64_C(0x8000000000000001);
+        m->payload[0] = (cdc_frame_t){a_data, sizeof a_data};
+        m->payload[1] = (cdc_frame_t){bt_data, 0};
+        break;
+    case CDC_MSG_TASK_CONV: /* cached a, inline input */
+        conv_header(h);
+        h->a_key = UINT64_C(0xfedcba9876543210);
+        h->shard = 62;
+        m->payload[0] = (cdc_frame_t){conv_a, 0};
+        m->payload[1] = (cdc_frame_t){conv_input, sizeof conv_input};
+        break;
+    case CDC_MSG_WEIGHTS:
+        cdc_msg_header_init(h, type);
+        h->a_key = UINT64_MAX;
+        h->rows = 4;
+        h->k = 3;
+        m->payload[0] = (cdc_frame_t){bt_data, sizeof bt_data};
+        break;
+    case CDC_MSG_RESULT:
+        cdc_msg_header_init(h, type);
+        h->request_id = UINT64_MAX;
+        h->shard = 5;
+        h->rows = 3;
+        h->cols = 4;
+        m->payload[0] = (cdc_frame_t){bt_data, sizeof bt_data};
+        break;
+    case CDC_MSG_ERROR:
+        cdc_msg_header_init(h, type);
+        h->request_id = 12;
+        h->shard = 1;
+        h->error_code = CDC_ENOMEM;
+        m->payload[0] = (cdc_frame_t){error_text, sizeof error_text - 1};
+        break;
+    case CDC_MSG_MISS:
+        cdc_msg_header_init(h, type);
+        h->request_id = 13;
+        h->shard = 2;
+        h->a_key = 42;
+        break;
+    case CDC_MSG_PING:
+    case CDC_MSG_PONG:
+        cdc_msg_header_init(h, type);
+        h->request_id = UINT64_C(1) << 63;
+        break;
+    }
+    m->payload_count = cdc_msg_frame_count(type) - 1;
+}
+
+static const cdc_msg_type_t every_type[] = {
+    CDC_MSG_TASK_GEMM, CDC_MSG_TASK_CONV, CDC_MSG_WEIGHTS, CDC_MSG_RESULT,
+    CDC_MSG_ERROR,     CDC_MSG_MISS,      CDC_MSG_PING,    CDC_MSG_PONG,
+};
+#define TYPE_COUNT ((int) (sizeof every_type / sizeof every_type[0]))
+
+START_TEST(test_every_type_decodes_to_same_header)
+{
+    cdc_msg_type_t type = every_type[_i];
+    sample_msg_t m;
+    sample_message(type, &m);
+    cdc_msg_header_pack(&m.header, packed);
+    cdc_frame_t frames[CDC_PROTO_MAX_FRAMES] = {{packed, sizeof packed}};
+    for (int i = 0; i < m.payload_count; i++)
+        frames[1 + i] = m.payload[i];
+    cdc_msg_t msg;
+    ck_assert_msg(cdc_msg_decode(frames, 1 + m.payload_count, &msg) == CDC_OK, "%s: %s",
+                  cdc_msg_type_name(type), cdc_last_error());
+    assert_header_eq(&msg.header, &m.header);
+    ck_assert_int_eq(msg.payload_count, m.payload_count);
+    for (int i = 0; i < m.payload_count; i++) {
+        ck_assert_ptr_eq(msg.payload[i].data, m.payload[i].data);
+        ck_assert_uint_eq(msg.payload[i].size, m.payload[i].size);
+    }
+    /* Matrix types carry float32, the others no dtype. */
+    int matrix = type <= CDC_MSG_RESULT;
+    ck_assert_uint_eq(msg.header.dtype, matrix ? CDC_PROTO_DTYPE_F32 : 0);
+}
+END_TEST
+
+START_TEST(test_every_type_named)
+{
+    static const char *const names[] = {"TASK_GEMM", "TASK_CONV", "WEIGHTS", "RESULT",
+                                        "ERROR",     "MISS",      "PING",    "PONG"};
+    static const int frames[] = {3, 3, 2, 2, 2, 1, 1, 1};
+    for (int i = 0; i < TYPE_COUNT; i++) {
+        ck_assert_str_eq(cdc_msg_type_name(every_type[i]), names[i]);
+        ck_assert_int_eq(cdc_msg_frame_count(every_type[i]), frames[i]);
+    }
+    ck_assert_str_eq(cdc_msg_type_name(0), "UNKNOWN");
+    ck_assert_str_eq(cdc_msg_type_name(9), "UNKNOWN");
+    ck_assert_int_eq(cdc_msg_frame_count((cdc_msg_type_t) 0), 0);
+    ck_assert_int_eq(cdc_msg_frame_count((cdc_msg_type_t) 9), 0);
+}
+END_TEST
+
+START_TEST(test_random_headers_round_trip)
+{
+    /* pack then unpack is the identity on every field, whatever its value
+       (negative ones included); out_h/out_w are not sent. */
+    cdc_test_rng_t rng;
+    cdc_test_rng_seed(&rng, 7);
+    for (int round = 0; round < 2000; round++) {
+        cdc_msg_header_t h, back;
+        cdc_msg_header_init(&h, every_type[round % TYPE_COUNT]);
+        h.request_id = cdc_test_rng_next(&rng);
+        h.shard = (int32_t) (uint32_t) cdc_test_rng_next(&rng);
+        h.rows = (int64_t) cdc_test_rng_next(&rng);
+        h.k = (int64_t) cdc_test_rng_next(&rng);
+        h.cols = (int64_t) cdc_test_rng_next(&rng);
+        h.a_key = cdc_test_rng_next(&rng);
+        h.bt_key = cdc_test_rng_next(&rng);
+        h.batch = (int64_t) cdc_test_rng_next(&rng);
+        cdc_conv_geometry_t *g = &h.geometry;
+        int64_t *sent[11] = {&g->channels, &g->h,        &g->w,        &g->kernel_h,
+                             &g->kernel_w, &g->stride_h, &g->stride_w, &g->pad_h,
+                             &g->pad_w,    &g->dilation_h, &g->dilation_w};
+        for (int i = 0; i < 11; i++)
+            *sent[i] = (int64_t) cdc_test_rng_next(&rng);
+        h.error_code = (int32_t) (uint32_t) cdc_test_rng_next(&rng);
+        cdc_msg_header_pack(&h, packed);
+        ck_assert_int_eq(cdc_msg_header_unpack(packed, sizeof packed, &back), CDC_OK);
+        assert_header_eq(&back, &h);
+        ck_assert_int_eq(back.geometry.out_h, 0);
+        ck_assert_int_eq(back.geometry.out_w, 0);
+    }
+}
+END_TEST
+
+START_TEST(test_every_type_over_zmq)
+{
+    /* Through cdc_wire_send / cdc_wire_recv on an inproc pair: the header
+       and the payload bytes (copied) arrive as sent. */
+    void *zmq = zmq_ctx_new();
+    void *out = zmq_socket(zmq, ZMQ_PAIR), *in = zmq_socket(zmq, ZMQ_PAIR);
+    ck_assert_int_eq(zmq_bind(in, "inproc://test-protocol"), 0);
+    ck_assert_int_eq(zmq_connect(out, "inproc://test-protocol"), 0);
+    for (int i = 0; i < TYPE_COUNT; i++) {
+        sample_msg_t m;
+        sample_message(every_type[i], &m);
+        ck_assert_int_eq(cdc_wire_send(out, NULL, &m.header, m.payload, m.payload_count, 0),
+                         CDC_OK);
+        cdc_wire_msg_t wire;
+        ck_assert_int_eq(cdc_wire_recv(in, &wire, 0), CDC_OK);
+        cdc_msg_t msg;
+        ck_assert_msg(cdc_wire_decode(&wire, 0, &msg) == CDC_OK, "%s: %s",
+                      cdc_msg_type_name(every_type[i]), cdc_last_error());
+        assert_header_eq(&msg.header, &m.header);
+        ck_assert_int_eq(msg.payload_count, m.payload_count);
+        for (int p = 0; p < m.payload_count; p++) {
+            ck_assert_uint_eq(msg.payload[p].size, m.payload[p].size);
+            if (m.payload[p].size)
+                ck_assert_mem_eq(msg.payload[p].data, m.payload[p].data, m.payload[p].size);
+        }
+        cdc_wire_msg_close(&wire);
+    }
+    zmq_close(out);
+    zmq_close(in);
+    zmq_ctx_term(zmq);
 }
 END_TEST
 
@@ -318,6 +527,10 @@ static Suite *protocol_suite(void)
     TCase *round_trip = tcase_create("round_trip");
     tcase_add_test(round_trip, test_header_round_trip);
     tcase_add_test(round_trip, test_valid_messages_decode);
+    tcase_add_loop_test(round_trip, test_every_type_decodes_to_same_header, 0, TYPE_COUNT);
+    tcase_add_test(round_trip, test_every_type_named);
+    tcase_add_test(round_trip, test_random_headers_round_trip);
+    tcase_add_test(round_trip, test_every_type_over_zmq);
     suite_add_tcase(suite, round_trip);
     TCase *malformed = tcase_create("malformed");
     tcase_add_test(malformed, test_bad_header);

@@ -17,7 +17,19 @@
  * after PLAN_GRACE_MS more: on a loaded machine a live worker can miss 300 ms
  * of heartbeats, and re-planning (new weight shards for the new n, shipped to
  * every worker) is what would turn that hiccup into real load. Meanwhile its
- * shard is simply erased and decoded from parity. */
+ * shard is simply erased and decoded from parity.
+ *
+ * Placement: shard s of a call runs on worker s while worker s is in the
+ * plan (placement.c). Weight shards are cached per worker under keys that
+ * name the shard and n, so when a worker leaves and the re-plan keeps n (the
+ * default keep-shards re-plan drops parity instead), every survivor's cache
+ * stays warm and weights travel only for the shards that moved.
+ *
+ * A call (client_call_t) tracks each task as IDLE (not sent, or given up),
+ * PENDING (sent, no answer yet) or DONE (result copied), with pending and
+ * done counting the last two; it waits only while pending > 0. Requests get
+ * growing ids, so a reply with an older id is a late answer to an earlier
+ * call and is dropped, never mistaken for this call's. */
 #include "client.h"
 
 #include "bits.h"
@@ -25,6 +37,7 @@
 #include "error.h"
 #include "hash.h"
 #include "log.h"
+#include "placement.h"
 #include "wire.h"
 
 #include <errno.h>
@@ -307,6 +320,62 @@ static void close_sockets(cdc_client_t *self)
         zmq_close(self->thread_pipe);
 }
 
+/* Connect both sockets of every worker named in the comma-separated list. */
+static int connect_workers(cdc_client_t *self, const char *endpoints)
+{
+    const char *item = endpoints;
+    while (*item) {
+        const char *comma = strchr(item, ',');
+        size_t len = comma ? (size_t) (comma - item) : strlen(item);
+        char endpoint[CDC_CONFIG_STR];
+        if (len == 0 || len >= sizeof endpoint || self->count == CDC_MAX_WORKERS)
+            return cdc__fail(CDC_ECONFIG, "workers: bad endpoint list '%s'", endpoints);
+        memcpy(endpoint, item, len);
+        endpoint[len] = '\0';
+        int rc = worker_connect(self, self->count++, endpoint);
+        if (rc != CDC_OK)
+            return rc;
+        item += len + (comma ? 1 : 0);
+    }
+    return CDC_OK;
+}
+
+/* The heartbeat thread and the pipe that stops it. */
+static int heartbeat_start(cdc_client_t *self)
+{
+    char name[64];
+    snprintf(name, sizeof name, "inproc://cdc-heartbeat-stop-%p", (void *) self);
+    self->stop_pipe = zmq_socket(self->zmq, ZMQ_PAIR);
+    self->thread_pipe = zmq_socket(self->zmq, ZMQ_PAIR);
+    if (!self->stop_pipe || !self->thread_pipe || zmq_bind(self->thread_pipe, name) != 0 ||
+        zmq_connect(self->stop_pipe, name) != 0)
+        return cdc__fail(CDC_ETRANSPORT, "heartbeat pipe: %s", zmq_strerror(zmq_errno()));
+    int started = pthread_create(&self->thread, NULL, heartbeat_main, self);
+    if (started != 0)
+        return cdc__fail(CDC_ENOMEM, "heartbeat thread: %s", strerror(started));
+    self->thread_started = 1;
+    return CDC_OK;
+}
+
+/* Connections come up in the background; wait (bounded) until every worker
+   has answered a PING so the first call finds them live. */
+static void wait_for_workers(cdc_client_t *self, int connect_wait_ms)
+{
+    int64_t deadline = (int64_t) cdc__clock_ms() + connect_wait_ms;
+    uint64_t all = self->count == 64 ? ~UINT64_C(0) : (UINT64_C(1) << self->count) - 1;
+    while ((int64_t) cdc__clock_ms() < deadline) {
+        uint64_t mask;
+        cdc_client_live(self, &mask);
+        if (mask == all)
+            break;
+        cdc__sleep_ms(2);
+    }
+    int live = cdc_client_live(self, NULL);
+    if (live < self->count)
+        CDC_LOG_WARNF("%d of %d workers answered within %d ms", live, self->count,
+                      connect_wait_ms);
+}
+
 int cdc_client_new(const char *endpoints, int connect_wait_ms, cdc_client_t **client_p)
 {
     if (!endpoints || !*endpoints || !client_p)
@@ -328,55 +397,10 @@ int cdc_client_new(const char *endpoints, int connect_wait_ms, cdc_client_t **cl
         rc = cdc__fail(CDC_ENOMEM, "client mutex");
         goto fail_lock;
     }
-    const char *item = endpoints;
-    while (*item) {
-        const char *comma = strchr(item, ',');
-        size_t len = comma ? (size_t) (comma - item) : strlen(item);
-        char endpoint[CDC_CONFIG_STR];
-        if (len == 0 || len >= sizeof endpoint || self->count == CDC_MAX_WORKERS) {
-            rc = cdc__fail(CDC_ECONFIG, "workers: bad endpoint list '%s'", endpoints);
-            goto fail_sockets;
-        }
-        memcpy(endpoint, item, len);
-        endpoint[len] = '\0';
-        rc = worker_connect(self, self->count++, endpoint);
-        if (rc != CDC_OK)
-            goto fail_sockets;
-        item += len + (comma ? 1 : 0);
-    }
-
-    char name[64];
-    snprintf(name, sizeof name, "inproc://cdc-heartbeat-stop-%p", (void *) self);
-    self->stop_pipe = zmq_socket(self->zmq, ZMQ_PAIR);
-    self->thread_pipe = zmq_socket(self->zmq, ZMQ_PAIR);
-    if (!self->stop_pipe || !self->thread_pipe || zmq_bind(self->thread_pipe, name) != 0 ||
-        zmq_connect(self->stop_pipe, name) != 0) {
-        rc = cdc__fail(CDC_ETRANSPORT, "heartbeat pipe: %s", zmq_strerror(zmq_errno()));
+    if ((rc = connect_workers(self, endpoints)) != CDC_OK ||
+        (rc = heartbeat_start(self)) != CDC_OK)
         goto fail_sockets;
-    }
-    int started = pthread_create(&self->thread, NULL, heartbeat_main, self);
-    if (started != 0) {
-        rc = cdc__fail(CDC_ENOMEM, "heartbeat thread: %s", strerror(started));
-        goto fail_sockets;
-    }
-    self->thread_started = 1;
-
-    /* Connections come up in the background; wait (bounded) until every
-       worker has answered a PING so the first call finds them live. */
-    int64_t deadline = (int64_t) cdc__clock_ms() + connect_wait_ms;
-    uint64_t all = self->count == 64 ? ~UINT64_C(0) : (UINT64_C(1) << self->count) - 1;
-    int live = 0;
-    while ((int64_t) cdc__clock_ms() < deadline) {
-        uint64_t mask;
-        live = cdc_client_live(self, &mask);
-        if (mask == all)
-            break;
-        cdc__sleep_ms(2);
-    }
-    live = cdc_client_live(self, NULL);
-    if (live < self->count)
-        CDC_LOG_WARNF("%d of %d workers answered within %d ms", live, self->count,
-                      connect_wait_ms);
+    wait_for_workers(self, connect_wait_ms);
     *client_p = self;
     return CDC_OK;
 
@@ -515,6 +539,124 @@ static int send_task(cdc_client_t *self, remote_worker_t *w, const cdc_shard_tas
     return CDC_OK;
 }
 
+/* One call in flight: its tasks, where each went and what came back. */
+typedef struct {
+    cdc_shard_task_t *tasks;
+    int count, needed;
+    uint64_t request_id;
+    double started_ms;       /* response times for the report             */
+    int64_t deadline;        /* ms: timeout_ms after the call began       */
+    int64_t wait_deadline;   /* ms: wait_ms after needed results, or -1   */
+    int wait_ms, timeout_ms;
+    task_state_t state[64];
+    int worker_of[64];       /* placement: the worker task t went to       */
+    int retries[64];         /* MISS re-sends of task t                    */
+    int pending, done;
+    uint64_t cover_mask;     /* data shards some task covers               */
+    uint64_t covered;        /* those with a result in                     */
+    uint64_t *arrived;       /* bit t: tasks[t].result came back whole     */
+} client_call_t;
+
+static void call_begin(cdc_client_t *self, client_call_t *call, cdc_shard_task_t *tasks,
+                       int count, int needed, int wait_ms, int timeout_ms, uint64_t *arrived)
+{
+    memset(call, 0, sizeof *call);
+    int64_t started = (int64_t) cdc__clock_ms();
+    call->started_ms = cdc__clock_ms();
+    call->deadline = started + timeout_ms;
+    call->wait_deadline = -1;
+    call->wait_ms = wait_ms;
+    call->timeout_ms = timeout_ms;
+    call->request_id = ++self->next_request;
+    call->tasks = tasks;
+    call->count = count;
+    call->needed = needed;
+    call->arrived = arrived;
+    for (int t = 0; t < count; t++)
+        if (tasks[t].cover >= 0 && tasks[t].cover < 64)
+            call->cover_mask |= UINT64_C(1) << tasks[t].cover;
+}
+
+/* Stable placement over the workers in the plan (placement.h): shard s stays
+   on worker s while that worker is in the plan, since it already holds
+   shard s's weights; only the shards of workers that left move. */
+static void call_place(cdc_client_t *self, client_call_t *call)
+{
+    uint64_t planned_mask;
+    int shards[64];
+    cdc_client_planned(self, &planned_mask);
+    for (int t = 0; t < call->count; t++)
+        shards[t] = call->tasks[t].shard;
+    cdc_placement_assign(shards, call->count, self->count, planned_mask, call->worker_of);
+}
+
+/* Send every placed task whose worker is live now; a planned worker that is
+   not live gets nothing (its shard is an erasure). */
+static void call_dispatch(cdc_client_t *self, client_call_t *call)
+{
+    uint64_t live_mask;
+    cdc_client_live(self, &live_mask);
+    for (int t = 0; t < call->count; t++) {
+        int w = call->worker_of[t];
+        call->state[t] = TASK_IDLE;
+        if (w < 0 || !(live_mask & (UINT64_C(1) << w))) {
+            self->counters.dead_skipped++;
+            continue;
+        }
+        int sent = send_task(self, &self->workers[w], &call->tasks[t], call->request_id,
+                             call->needed);
+        if (sent == CDC_OK) {
+            call->state[t] = TASK_PENDING;
+            call->pending++;
+        } else {
+            self->counters.send_failures++;
+            if (sent != CDC_ETIMEDOUT)
+                CDC_LOG_WARNF("shard %d not sent: %s", call->tasks[t].shard, cdc_last_error());
+        }
+    }
+}
+
+/* Whether the call stops waiting at now: every covered data shard is in
+   (first copy wins under replication); or needed results are in and either
+   no data shard is pending or wait_ms have passed since; or the deadline has
+   passed (counted as a timeout). */
+static int call_settled(cdc_client_t *self, client_call_t *call, int64_t now)
+{
+    if (call->cover_mask && call->covered == call->cover_mask)
+        return 1;
+    if (call->done >= call->needed) {
+        int data_pending = 0;
+        for (int t = 0; t < call->count; t++)
+            data_pending +=
+                call->state[t] == TASK_PENDING && call->tasks[t].shard < call->needed;
+        if (data_pending == 0)
+            return 1;
+        if (call->wait_deadline < 0)
+            call->wait_deadline = now + call->wait_ms;
+        if (now >= call->wait_deadline)
+            return 1;
+    }
+    if (now >= call->deadline) {
+        self->counters.timeouts++;
+        CDC_LOG_INFOF("request %llu: %d of %d results after %d ms; giving up on the rest",
+                      (unsigned long long) call->request_id, call->done, call->count,
+                      call->timeout_ms);
+        return 1;
+    }
+    return 0;
+}
+
+/* When a waiting call next wakes: the nearer deadline, but at least every
+   LIVENESS_SLICE_MS, since a worker that died since dispatch will not answer
+   and its task is given up at once. */
+static int64_t call_next_wake(const client_call_t *call, int64_t now)
+{
+    int64_t until = call->wait_deadline >= 0 && call->wait_deadline < call->deadline
+                        ? call->wait_deadline
+                        : call->deadline;
+    return until > now + LIVENESS_SLICE_MS ? now + LIVENESS_SLICE_MS : until;
+}
+
 /* The task of this call with this shard sent to worker w, or -1. */
 static int match_task(const cdc_shard_task_t *tasks, const int *worker_of, int count, int w,
                       int shard)
@@ -525,6 +667,136 @@ static int match_task(const cdc_shard_task_t *tasks, const int *worker_of, int c
     return -1;
 }
 
+/* The pending task a reply from worker w answers, or -1 when it answers
+   none (counted: late when meant for an earlier call or a task given up,
+   invalid when it names a request or shard never sent). */
+static int call_match_reply(cdc_client_t *self, const client_call_t *call, int w,
+                            const cdc_msg_header_t *h)
+{
+    if (h->request_id != call->request_id) {
+        /* An earlier call's answer (request ids only grow), or one that
+           names a request never made: invalid. */
+        if (h->request_id < call->request_id)
+            self->counters.late_replies++;
+        else
+            self->counters.invalid_replies++;
+        return -1;
+    }
+    int t = match_task(call->tasks, call->worker_of, call->count, w, h->shard);
+    if (t < 0 || call->state[t] != TASK_PENDING) {
+        /* A shard this worker was not sent is invalid; one given up on (its
+           worker was marked dead) is late. */
+        if (t < 0)
+            self->counters.invalid_replies++;
+        else
+            self->counters.late_replies++;
+        return -1;
+    }
+    return t;
+}
+
+static void call_take_result(cdc_client_t *self, client_call_t *call, int t,
+                             const cdc_msg_t *msg)
+{
+    cdc_shard_task_t *task = &call->tasks[t];
+    memcpy(task->result, msg->payload[0].data, msg->payload[0].size);
+    self->counters.results++;
+    self->counters.bytes_in += msg->payload[0].size;
+    call->state[t] = TASK_DONE;
+    task->elapsed_ms = cdc__clock_ms() - call->started_ms;
+    if (task->cover >= 0 && task->cover < 64)
+        call->covered |= UINT64_C(1) << task->cover;
+    *call->arrived |= UINT64_C(1) << t;
+    call->done++;
+    call->pending--;
+}
+
+/* Apply worker w's reply to pending task t: a result of the right shape is
+   taken; a MISS re-sends the weights and the task (the worker restarted or
+   evicted them), at most MAX_MISS_RETRIES times; anything else means this
+   result will not come. */
+static void call_apply_reply(cdc_client_t *self, client_call_t *call, int t, int w,
+                             const cdc_msg_t *msg)
+{
+    const cdc_msg_header_t *h = &msg->header;
+    if (h->type == CDC_MSG_RESULT && h->rows == call->tasks[t].a_rows &&
+        h->cols == call->tasks[t].cols) {
+        call_take_result(self, call, t, msg);
+        return;
+    }
+    if (h->type == CDC_MSG_MISS && call->retries[t] < MAX_MISS_RETRIES) {
+        self->counters.misses++;
+        call->retries[t]++;
+        worker_forget(&self->workers[w], h->a_key);
+        if (send_task(self, &self->workers[w], &call->tasks[t], call->request_id,
+                      call->needed) != CDC_OK) {
+            call->state[t] = TASK_IDLE;
+            call->pending--;
+        }
+        return;
+    }
+    if (h->type == CDC_MSG_ERROR) {
+        self->counters.error_replies++;
+        CDC_LOG_WARNF("worker %d: shard %d failed: %s: %.*s", w, h->shard,
+                      cdc_err_name(h->error_code), (int) msg->payload[0].size,
+                      (const char *) msg->payload[0].data);
+    } else {
+        self->counters.invalid_replies++; /* e.g. a wrong shape */
+    }
+    call->state[t] = TASK_IDLE;
+    call->pending--;
+}
+
+/* Read every message waiting on worker w's data socket into the call. */
+static void call_receive(cdc_client_t *self, client_call_t *call, int w)
+{
+    cdc_wire_msg_t wire;
+    while (cdc_wire_recv(self->workers[w].socket, &wire, ZMQ_DONTWAIT) == CDC_OK) {
+        cdc_msg_t msg;
+        if (cdc_wire_decode(&wire, 0, &msg) != CDC_OK) {
+            self->counters.invalid_replies++;
+            CDC_LOG_WARNF("worker %d: invalid reply: %s", w, cdc_last_error());
+        } else if (msg.header.type != CDC_MSG_PONG) {
+            int t = call_match_reply(self, call, w, &msg.header);
+            if (t >= 0)
+                call_apply_reply(self, call, t, w, &msg);
+        }
+        cdc_wire_msg_close(&wire);
+    }
+    cdc_wire_msg_close(&wire);
+}
+
+/* Give up at once on tasks whose worker has died since dispatch. */
+static void call_drop_dead(cdc_client_t *self, client_call_t *call)
+{
+    uint64_t now_live;
+    cdc_client_live(self, &now_live);
+    for (int t = 0; t < call->count && call->pending > 0; t++)
+        if (call->state[t] == TASK_PENDING &&
+            !(now_live & (UINT64_C(1) << call->worker_of[t]))) {
+            call->state[t] = TASK_IDLE;
+            call->pending--;
+            self->counters.dead_skipped++;
+        }
+}
+
+/* Wait until a reply may be in or the call's next wake-up; *interrupted is
+   set when a signal cut the wait short (nothing was read). */
+static int call_poll(cdc_client_t *self, zmq_pollitem_t *items, int64_t timeout_ms,
+                     int *interrupted)
+{
+    *interrupted = 0;
+    for (int w = 0; w < self->count; w++)
+        items[w] = (zmq_pollitem_t){self->workers[w].socket, 0, ZMQ_POLLIN, 0};
+    if (zmq_poll(items, self->count, (long) timeout_ms) >= 0)
+        return CDC_OK;
+    if (zmq_errno() == EINTR) {
+        *interrupted = 1;
+        return CDC_OK;
+    }
+    return cdc__fail(CDC_ETRANSPORT, "poll: %s", zmq_strerror(zmq_errno()));
+}
+
 int cdc_client_run(cdc_client_t *self, cdc_shard_task_t *tasks, int count, int needed,
                    int wait_ms, int timeout_ms, uint64_t *arrived)
 {
@@ -532,192 +804,26 @@ int cdc_client_run(cdc_client_t *self, cdc_shard_task_t *tasks, int count, int n
     if (count < 1 || count > 64)
         return count == 0 ? CDC_OK : cdc__fail(CDC_EINVAL, "%d tasks, at most 64", count);
     pthread_mutex_lock(&self->lock);
-    int64_t started = (int64_t) cdc__clock_ms(), deadline = started + timeout_ms, wait_deadline = -1;
-    double started_precise = cdc__clock_ms(); /* response times for the report */
-    uint64_t request_id = ++self->next_request;
-    task_state_t state[64];
-    int worker_of[64], retries[64], pending = 0, done = 0, rc = CDC_OK;
-    uint64_t cover_mask = 0, covered = 0;
-    for (int t = 0; t < count; t++)
-        if (tasks[t].cover >= 0 && tasks[t].cover < 64)
-            cover_mask |= UINT64_C(1) << tasks[t].cover;
-
-    /* Shard s goes to the (s mod P)-th of the P workers in the plan; a
-       planned worker that is not live now gets nothing (its shard is an
-       erasure). */
-    uint64_t planned_mask, live_mask;
-    int planned[CDC_MAX_WORKERS], planned_count = 0;
-    cdc_client_planned(self, &planned_mask);
-    cdc_client_live(self, &live_mask);
-    for (int w = 0; w < self->count; w++)
-        if (planned_mask & (UINT64_C(1) << w))
-            planned[planned_count++] = w;
-    /* Stable placement: shard s stays on worker s while that worker is in the
-       plan (it already holds shard s's weights); only the shards of workers
-       that left move, to planned workers no shard claims. */
-    uint64_t claimed = 0;
-    for (int t = 0; t < count; t++) {
-        int s = tasks[t].shard;
-        worker_of[t] = -1;
-        if (s < self->count && (planned_mask & (UINT64_C(1) << s)) &&
-            !(claimed & (UINT64_C(1) << s))) {
-            worker_of[t] = s;
-            claimed |= UINT64_C(1) << s;
-        }
-    }
-    for (int t = 0, spare = 0; t < count && planned_count; t++) {
-        if (worker_of[t] >= 0)
-            continue;
-        while (spare < planned_count && (claimed & (UINT64_C(1) << planned[spare])))
-            spare++;
-        /* More shards than free planned workers: wrap around (a worker then
-           computes two shards, as before). */
-        worker_of[t] = spare < planned_count ? planned[spare] : planned[t % planned_count];
-        if (spare < planned_count)
-            claimed |= UINT64_C(1) << planned[spare];
-    }
-    for (int t = 0; t < count; t++) {
-        retries[t] = 0;
-        state[t] = TASK_IDLE;
-        if (worker_of[t] < 0 || !(live_mask & (UINT64_C(1) << worker_of[t]))) {
-            self->counters.dead_skipped++;
-            continue;
-        }
-        int sent = send_task(self, &self->workers[worker_of[t]], &tasks[t], request_id,
-                             needed);
-        if (sent == CDC_OK) {
-            state[t] = TASK_PENDING;
-            pending++;
-        } else {
-            self->counters.send_failures++;
-            if (sent != CDC_ETIMEDOUT)
-                CDC_LOG_WARNF("shard %d not sent: %s", tasks[t].shard, cdc_last_error());
-        }
-    }
-
-    while (pending > 0) {
+    client_call_t call;
+    call_begin(self, &call, tasks, count, needed, wait_ms, timeout_ms, arrived);
+    call_place(self, &call);
+    call_dispatch(self, &call);
+    int rc = CDC_OK;
+    while (call.pending > 0) {
         int64_t now = (int64_t) cdc__clock_ms();
-        /* Every data shard in (first copy wins under replication). */
-        if (cover_mask && covered == cover_mask)
+        if (call_settled(self, &call, now))
             break;
-        if (done >= needed) {
-            int data_pending = 0;
-            for (int t = 0; t < count; t++)
-                data_pending += state[t] == TASK_PENDING && tasks[t].shard < needed;
-            if (data_pending == 0)
-                break;
-            if (wait_deadline < 0)
-                wait_deadline = now + wait_ms;
-            if (now >= wait_deadline)
-                break;
-        }
-        if (now >= deadline) {
-            self->counters.timeouts++;
-            CDC_LOG_INFOF("request %llu: %d of %d results after %d ms; giving up on the rest",
-                          (unsigned long long) request_id, done, count, timeout_ms);
-            break;
-        }
-        int64_t until = wait_deadline >= 0 && wait_deadline < deadline ? wait_deadline
-                                                                        : deadline;
-        /* Wake at least every LIVENESS_SLICE_MS: a worker that died since
-           dispatch will not answer, so its task is given up at once. */
-        if (until > now + LIVENESS_SLICE_MS)
-            until = now + LIVENESS_SLICE_MS;
         zmq_pollitem_t items[CDC_MAX_WORKERS];
-        for (int w = 0; w < self->count; w++)
-            items[w] = (zmq_pollitem_t){self->workers[w].socket, 0, ZMQ_POLLIN, 0};
-        if (zmq_poll(items, self->count, (long) (until - now)) < 0) {
-            if (zmq_errno() == EINTR)
-                continue;
-            rc = cdc__fail(CDC_ETRANSPORT, "poll: %s", zmq_strerror(zmq_errno()));
+        int interrupted;
+        rc = call_poll(self, items, call_next_wake(&call, now) - now, &interrupted);
+        if (rc != CDC_OK)
             break;
-        }
-        for (int w = 0; w < self->count; w++) {
-            if (!(items[w].revents & ZMQ_POLLIN))
-                continue;
-            cdc_wire_msg_t wire;
-            while (cdc_wire_recv(self->workers[w].socket, &wire, ZMQ_DONTWAIT) == CDC_OK) {
-                cdc_msg_t msg;
-                if (cdc_wire_decode(&wire, 0, &msg) != CDC_OK) {
-                    self->counters.invalid_replies++;
-                    CDC_LOG_WARNF("worker %d: invalid reply: %s", w, cdc_last_error());
-                    cdc_wire_msg_close(&wire);
-                    continue;
-                }
-                const cdc_msg_header_t *h = &msg.header;
-                if (h->type == CDC_MSG_PONG) {
-                    cdc_wire_msg_close(&wire);
-                    continue;
-                }
-                if (h->request_id != request_id) {
-                    /* An earlier call's answer (request ids only grow), or
-                       one that names a request never made: invalid. */
-                    if (h->request_id < request_id)
-                        self->counters.late_replies++;
-                    else
-                        self->counters.invalid_replies++;
-                    cdc_wire_msg_close(&wire);
-                    continue;
-                }
-                int t = match_task(tasks, worker_of, count, w, h->shard);
-                if (t < 0 || state[t] != TASK_PENDING) {
-                    /* A shard this worker was not sent is invalid; one given
-                       up on (its worker was marked dead) is late. */
-                    if (t < 0)
-                        self->counters.invalid_replies++;
-                    else
-                        self->counters.late_replies++;
-                    cdc_wire_msg_close(&wire);
-                    continue;
-                }
-                if (h->type == CDC_MSG_RESULT && h->rows == tasks[t].a_rows &&
-                    h->cols == tasks[t].cols) {
-                    memcpy(tasks[t].result, msg.payload[0].data, msg.payload[0].size);
-                    self->counters.results++;
-                    self->counters.bytes_in += msg.payload[0].size;
-                    state[t] = TASK_DONE;
-                    tasks[t].elapsed_ms = cdc__clock_ms() - started_precise;
-                    if (tasks[t].cover >= 0 && tasks[t].cover < 64)
-                        covered |= UINT64_C(1) << tasks[t].cover;
-                    *arrived |= UINT64_C(1) << t;
-                    done++;
-                    pending--;
-                } else if (h->type == CDC_MSG_MISS && retries[t] < MAX_MISS_RETRIES) {
-                    /* The worker restarted or evicted: forget and re-send. */
-                    self->counters.misses++;
-                    retries[t]++;
-                    worker_forget(&self->workers[w], h->a_key);
-                    if (send_task(self, &self->workers[w], &tasks[t], request_id, needed) !=
-                        CDC_OK) {
-                        state[t] = TASK_IDLE;
-                        pending--;
-                    }
-                } else {
-                    if (h->type == CDC_MSG_ERROR) {
-                        self->counters.error_replies++;
-                        CDC_LOG_WARNF("worker %d: shard %d failed: %s: %.*s", w, h->shard,
-                                      cdc_err_name(h->error_code),
-                                      (int) msg.payload[0].size,
-                                      (const char *) msg.payload[0].data);
-                    } else {
-                        self->counters.invalid_replies++; /* e.g. a wrong shape */
-                    }
-                    state[t] = TASK_IDLE; /* this result will not come */
-                    pending--;
-                }
-                cdc_wire_msg_close(&wire);
-            }
-            cdc_wire_msg_close(&wire);
-        }
-        /* Give up at once on tasks whose worker has died since dispatch. */
-        uint64_t now_live;
-        cdc_client_live(self, &now_live);
-        for (int t = 0; t < count && pending > 0; t++)
-            if (state[t] == TASK_PENDING && !(now_live & (UINT64_C(1) << worker_of[t]))) {
-                state[t] = TASK_IDLE;
-                pending--;
-                self->counters.dead_skipped++;
-            }
+        if (interrupted)
+            continue;
+        for (int w = 0; w < self->count; w++)
+            if (items[w].revents & ZMQ_POLLIN)
+                call_receive(self, &call, w);
+        call_drop_dead(self, &call);
     }
     pthread_mutex_unlock(&self->lock);
     return rc;

@@ -44,12 +44,15 @@ void cdc_client_destroy(cdc_client_t **client_p);
 /* W, the number of endpoints. */
 int cdc_client_worker_count(const cdc_client_t *self);
 
-/* Send tasks[t] to the (tasks[t].shard mod P)-th of the P workers in the
-   plan (weights once per worker per key; re-sent on MISS), except to a
-   worker not live now; with no live worker nothing is sent and the call
-   returns at once. A task whose worker dies
-   while it is pending is given up at once and collect results into tasks[t].result; bit t of
-   *arrived marks each result that came back whole. Returns once every
+/* Send tasks[t] to a worker of the plan (cdc_client_planned) by stable
+   placement (placement.h): shard s goes to worker s while that worker is in
+   the plan, so a re-plan moves only the shards of workers that left, to
+   planned workers that hold no shard of the call. A planned worker that is
+   not live now gets nothing (its shard is an erasure); with no live worker
+   nothing is sent and the call returns at once. Weights go once per worker
+   per key (re-sent on MISS). Results are collected into tasks[t].result;
+   bit t of *arrived marks each result that came back whole. A task whose
+   worker dies while it is pending is given up at once. Returns once every
    dispatched task has answered; or once needed results are in and either the
    data shards (shard < needed) are all in or wait_ms more have passed; or when
    timeout_ms has passed since the call began. Replies to earlier calls are

@@ -49,6 +49,151 @@ static int parse_number(const char *rule, const char *key, const char *text, siz
     return CDC_OK;
 }
 
+/* "seed=N": the plan's generator seed, an integer up to 2^53. */
+static int parse_seed(const char *text, cdc_fault_plan_t *plan)
+{
+    double seed;
+    int rc = parse_number(text, "seed", text + 5, strlen(text + 5), 0, 9007199254740992.0,
+                          &seed);
+    if (rc == CDC_OK && seed != floor(seed))
+        rc = cdc__fail(CDC_ECONFIG, "CDCGEMM_FAULTS: seed must be an integer");
+    if (rc == CDC_OK)
+        plan->seed = (uint64_t) seed;
+    return rc;
+}
+
+/* KIND, the len bytes before '@'. */
+static int parse_kind(const char *text, size_t len, cdc_fault_rule_t *r)
+{
+    int kind = -1;
+    for (int k = 0; k < (int) (sizeof kind_names / sizeof *kind_names); k++)
+        if (len == strlen(kind_names[k]) && strncmp(text, kind_names[k], len) == 0)
+            kind = k;
+    if (kind < 0)
+        return cdc__fail(CDC_ECONFIG,
+                         "CDCGEMM_FAULTS: rule '%s': unknown kind (crash, hang, delay, drop, "
+                         "corrupt, slow, link)",
+                         text);
+    r->kind = (cdc_fault_kind_t) kind;
+    return CDC_OK;
+}
+
+/* TARGET: "*" (every worker) or "wINDEX". */
+static int parse_target(const char *text, const char *target, size_t len, cdc_fault_rule_t *r)
+{
+    if (len == 1 && target[0] == '*') {
+        r->target = -1;
+        return CDC_OK;
+    }
+    if (len < 2 || target[0] != 'w')
+        return cdc__fail(CDC_ECONFIG,
+                         "CDCGEMM_FAULTS: rule '%s': target must be wINDEX or *", text);
+    double index;
+    int rc = parse_number(text, "target index", target + 1, len - 1, 0, CDC_MAX_WORKERS - 1,
+                          &index);
+    if (rc != CDC_OK)
+        return rc;
+    if (index != floor(index))
+        return cdc__fail(CDC_ECONFIG, "CDCGEMM_FAULTS: rule '%s': bad target", text);
+    r->target = (int) index;
+    return CDC_OK;
+}
+
+/* Which of the keys that need each other a rule has set. */
+typedef struct {
+    int ms; /* delay: ms= or mean=        */
+    int x;  /* slow: x= or gflops=        */
+} rule_keys_seen_t;
+
+/* dist=fixed|exp|pareto. */
+static int parse_dist(const char *text, const char *value, size_t len, cdc_fault_rule_t *r)
+{
+    if (len == 5 && strncmp(value, "fixed", 5) == 0)
+        r->dist = CDC_DIST_FIXED;
+    else if (len == 3 && strncmp(value, "exp", 3) == 0)
+        r->dist = CDC_DIST_EXP;
+    else if (len == 6 && strncmp(value, "pareto", 6) == 0)
+        r->dist = CDC_DIST_PARETO;
+    else
+        return cdc__fail(CDC_ECONFIG,
+                         "CDCGEMM_FAULTS: rule '%s': dist must be fixed, exp or pareto", text);
+    return CDC_OK;
+}
+
+/* One key=value the rule's kind accepts, into *r. */
+static int parse_key(const char *text, const char *key, size_t key_len, const char *value,
+                     size_t value_len, cdc_fault_rule_t *r, rule_keys_seen_t *seen)
+{
+    double v = 0;
+    int rc = CDC_OK;
+#define KEY_IS(name) (key_len == strlen(name) && strncmp(key, name, key_len) == 0)
+    if (KEY_IS("dist")) {
+        rc = parse_dist(text, value, value_len, r);
+    } else if (KEY_IS("after")) {
+        rc = parse_number(text, "after", value, value_len, 0, 1e15, &v);
+        if (rc == CDC_OK && v != floor(v))
+            rc = cdc__fail(CDC_ECONFIG, "CDCGEMM_FAULTS: rule '%s': after must be a count",
+                           text);
+        r->after = (long) v;
+    } else if (KEY_IS("for")) {
+        rc = parse_number(text, "for", value, value_len, 0, 1e9, &r->for_ms);
+    } else if (KEY_IS("ms") || KEY_IS("mean")) {
+        rc = parse_number(text, "ms", value, value_len, 0, 1e9, &r->ms);
+        seen->ms = 1;
+    } else if (KEY_IS("p")) {
+        rc = parse_number(text, "p", value, value_len, 0, 1, &r->p);
+    } else if (KEY_IS("x")) {
+        rc = parse_number(text, "x", value, value_len, 1, 1e6, &r->x);
+        seen->x = 1;
+    } else if (KEY_IS("gflops")) {
+        rc = parse_number(text, "gflops", value, value_len, 1e-6, 1e6, &r->gflops);
+        seen->x = 1;
+    } else if (KEY_IS("mbit")) {
+        rc = parse_number(text, "mbit", value, value_len, 1e-3, 1e6, &r->mbit);
+    } else if (KEY_IS("lat")) {
+        rc = parse_number(text, "lat", value, value_len, 0, 1e6, &r->lat_ms);
+    }
+#undef KEY_IS
+    return rc;
+}
+
+/* The comma-separated k=v list after ':' (NULL: none). */
+static int parse_keys(const char *text, const char *list, cdc_fault_rule_t *r,
+                      rule_keys_seen_t *seen)
+{
+    for (const char *kv = list; kv;) {
+        const char *comma = strchr(kv, ',');
+        size_t len = comma ? (size_t) (comma - kv) : strlen(kv);
+        const char *eq = memchr(kv, '=', len);
+        if (!eq || eq == kv)
+            return cdc__fail(CDC_ECONFIG, "CDCGEMM_FAULTS: rule '%s': '%.*s' is not k=v",
+                             text, (int) len, kv);
+        size_t key_len = (size_t) (eq - kv);
+        if (!key_allowed(r->kind, kv, key_len))
+            return cdc__fail(CDC_ECONFIG, "CDCGEMM_FAULTS: rule '%s': %s takes no key '%.*s'",
+                             text, kind_names[r->kind], (int) key_len, kv);
+        int rc = parse_key(text, kv, key_len, eq + 1, len - key_len - 1, r, seen);
+        if (rc != CDC_OK)
+            return rc;
+        kv = comma ? comma + 1 : NULL;
+    }
+    return CDC_OK;
+}
+
+/* Keys a kind cannot do without, and keys that exclude each other. */
+static int check_rule(const char *text, const cdc_fault_rule_t *r, const rule_keys_seen_t *seen)
+{
+    if (r->kind == CDC_FAULT_DELAY && !seen->ms)
+        return cdc__fail(CDC_ECONFIG, "CDCGEMM_FAULTS: rule '%s': delay needs ms= or mean=",
+                         text);
+    if (r->kind == CDC_FAULT_SLOW && (!seen->x || (r->x > 0 && r->gflops > 0)))
+        return cdc__fail(CDC_ECONFIG,
+                         "CDCGEMM_FAULTS: rule '%s': slow needs exactly one of x= or gflops=",
+                         text);
+    return CDC_OK;
+}
+
+/* One rule: "seed=N" or KIND@TARGET[:k=v,...], appended to plan. */
 static int parse_rule(const char *rule, size_t rule_len, cdc_fault_plan_t *plan)
 {
     char text[256];
@@ -57,18 +202,10 @@ static int parse_rule(const char *rule, size_t rule_len, cdc_fault_plan_t *plan)
                          sizeof text - 1);
     memcpy(text, rule, rule_len);
     text[rule_len] = '\0';
+    if (strncmp(text, "seed=", 5) == 0)
+        return parse_seed(text, plan);
 
-    if (strncmp(text, "seed=", 5) == 0) {
-        double seed;
-        int rc = parse_number(text, "seed", text + 5, strlen(text + 5), 0, 9007199254740992.0,
-                              &seed);
-        if (rc == CDC_OK && seed != floor(seed))
-            rc = cdc__fail(CDC_ECONFIG, "CDCGEMM_FAULTS: seed must be an integer");
-        if (rc == CDC_OK)
-            plan->seed = (uint64_t) seed;
-        return rc;
-    }
-    char *at = strchr(text, '@');
+    const char *at = strchr(text, '@');
     if (!at)
         return cdc__fail(CDC_ECONFIG, "CDCGEMM_FAULTS: rule '%s' is not KIND@TARGET[:k=v,...]",
                          text);
@@ -76,99 +213,15 @@ static int parse_rule(const char *rule, size_t rule_len, cdc_fault_plan_t *plan)
     memset(&r, 0, sizeof r);
     r.p = 1.0;
     r.dist = CDC_DIST_FIXED;
-    int kind = -1;
-    for (int k = 0; k < (int) (sizeof kind_names / sizeof *kind_names); k++)
-        if ((size_t) (at - text) == strlen(kind_names[k]) &&
-            strncmp(text, kind_names[k], (size_t) (at - text)) == 0)
-            kind = k;
-    if (kind < 0)
-        return cdc__fail(CDC_ECONFIG,
-                         "CDCGEMM_FAULTS: rule '%s': unknown kind (crash, hang, delay, drop, "
-                         "corrupt, slow, link)",
-                         text);
-    r.kind = (cdc_fault_kind_t) kind;
-
-    char *target = at + 1, *colon = strchr(target, ':');
+    const char *target = at + 1, *colon = strchr(target, ':');
     size_t target_len = colon ? (size_t) (colon - target) : strlen(target);
-    if (target_len == 1 && target[0] == '*') {
-        r.target = -1;
-    } else if (target_len >= 2 && target[0] == 'w') {
-        double index;
-        int rc = parse_number(text, "target index", target + 1, target_len - 1, 0,
-                              CDC_MAX_WORKERS - 1, &index);
-        if (rc != CDC_OK)
-            return rc;
-        if (index != floor(index))
-            return cdc__fail(CDC_ECONFIG, "CDCGEMM_FAULTS: rule '%s': bad target", text);
-        r.target = (int) index;
-    } else {
-        return cdc__fail(CDC_ECONFIG,
-                         "CDCGEMM_FAULTS: rule '%s': target must be wINDEX or *", text);
-    }
-
-    int have_ms = 0, have_x = 0;
-    for (char *kv = colon ? colon + 1 : NULL; kv;) {
-        char *comma = strchr(kv, ',');
-        size_t len = comma ? (size_t) (comma - kv) : strlen(kv);
-        char *eq = memchr(kv, '=', len);
-        if (!eq || eq == kv)
-            return cdc__fail(CDC_ECONFIG, "CDCGEMM_FAULTS: rule '%s': '%.*s' is not k=v",
-                             text, (int) len, kv);
-        size_t key_len = (size_t) (eq - kv), value_len = len - key_len - 1;
-        const char *value = eq + 1;
-        if (!key_allowed(r.kind, kv, key_len))
-            return cdc__fail(CDC_ECONFIG, "CDCGEMM_FAULTS: rule '%s': %s takes no key '%.*s'",
-                             text, kind_names[r.kind], (int) key_len, kv);
-        double v = 0;
-        int rc = CDC_OK;
-#define KEY_IS(name) (key_len == strlen(name) && strncmp(kv, name, key_len) == 0)
-        if (KEY_IS("dist")) {
-            if (value_len == 5 && strncmp(value, "fixed", 5) == 0)
-                r.dist = CDC_DIST_FIXED;
-            else if (value_len == 3 && strncmp(value, "exp", 3) == 0)
-                r.dist = CDC_DIST_EXP;
-            else if (value_len == 6 && strncmp(value, "pareto", 6) == 0)
-                r.dist = CDC_DIST_PARETO;
-            else
-                rc = cdc__fail(CDC_ECONFIG,
-                               "CDCGEMM_FAULTS: rule '%s': dist must be fixed, exp or pareto",
-                               text);
-        } else if (KEY_IS("after")) {
-            rc = parse_number(text, "after", value, value_len, 0, 1e15, &v);
-            if (rc == CDC_OK && v != floor(v))
-                rc = cdc__fail(CDC_ECONFIG, "CDCGEMM_FAULTS: rule '%s': after must be a count",
-                               text);
-            r.after = (long) v;
-        } else if (KEY_IS("for")) {
-            rc = parse_number(text, "for", value, value_len, 0, 1e9, &r.for_ms);
-        } else if (KEY_IS("ms") || KEY_IS("mean")) {
-            rc = parse_number(text, "ms", value, value_len, 0, 1e9, &r.ms);
-            have_ms = 1;
-        } else if (KEY_IS("p")) {
-            rc = parse_number(text, "p", value, value_len, 0, 1, &r.p);
-        } else if (KEY_IS("x")) {
-            rc = parse_number(text, "x", value, value_len, 1, 1e6, &r.x);
-            have_x = 1;
-        } else if (KEY_IS("gflops")) {
-            rc = parse_number(text, "gflops", value, value_len, 1e-6, 1e6, &r.gflops);
-            have_x = 1;
-        } else if (KEY_IS("mbit")) {
-            rc = parse_number(text, "mbit", value, value_len, 1e-3, 1e6, &r.mbit);
-        } else if (KEY_IS("lat")) {
-            rc = parse_number(text, "lat", value, value_len, 0, 1e6, &r.lat_ms);
-        }
-#undef KEY_IS
-        if (rc != CDC_OK)
-            return rc;
-        kv = comma ? comma + 1 : NULL;
-    }
-    if (r.kind == CDC_FAULT_DELAY && !have_ms)
-        return cdc__fail(CDC_ECONFIG, "CDCGEMM_FAULTS: rule '%s': delay needs ms= or mean=",
-                         text);
-    if (r.kind == CDC_FAULT_SLOW && (!have_x || (r.x > 0 && r.gflops > 0)))
-        return cdc__fail(CDC_ECONFIG,
-                         "CDCGEMM_FAULTS: rule '%s': slow needs exactly one of x= or gflops=",
-                         text);
+    rule_keys_seen_t seen = {0, 0};
+    int rc;
+    if ((rc = parse_kind(text, (size_t) (at - text), &r)) != CDC_OK ||
+        (rc = parse_target(text, target, target_len, &r)) != CDC_OK ||
+        (rc = parse_keys(text, colon ? colon + 1 : NULL, &r, &seen)) != CDC_OK ||
+        (rc = check_rule(text, &r, &seen)) != CDC_OK)
+        return rc;
     if (plan->count >= CDC_FAULT_MAX_RULES)
         return cdc__fail(CDC_ECONFIG, "CDCGEMM_FAULTS: more than %d rules",
                          CDC_FAULT_MAX_RULES);
