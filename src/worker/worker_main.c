@@ -21,17 +21,20 @@ static void on_signal(int signo)
 static void usage(FILE *out)
 {
     fprintf(out,
-            "usage: cdcgemm-worker --bind ENDPOINT [--max-memory BYTES] [--threads N]\n"
-            "                      [--faults SPEC] [--index N] [--parent-pid PID]\n"
-            "                      [--log LEVEL]\n"
+            "usage: cdcgemm-worker --bind ENDPOINT [--max-memory BYTES] [--max-entries N]\n"
+            "                      [--threads N] [--faults SPEC] [--index N]\n"
+            "                      [--parent-pid PID] [--log LEVEL]\n"
             "\n"
             "Serve coded GEMM shard tasks for the cdcgemm coordinator over ZeroMQ.\n"
             "\n"
             "  --bind ENDPOINT     ZeroMQ endpoint to bind, e.g. tcp://*:7001 or\n"
             "                      ipc:///tmp/cdcgemm-w0 (required)\n"
-            "  --max-memory BYTES  bound on the cached weight shards; the least recently\n"
-            "                      used are evicted beyond it. Suffixes K, M, G (powers\n"
-            "                      of 1024) are accepted. Default 1G.\n"
+            "  --max-memory BYTES  bound on the cached weight shards, counting what they\n"
+            "                      really cost (allocator rounding, cache records and\n"
+            "                      index included); the least recently used are evicted\n"
+            "                      beyond it. Suffixes K, M, G (powers of 1024) are\n"
+            "                      accepted. Default 1G.\n"
+            "  --max-entries N     bound on the number of cached matrices. Default 65536.\n"
             "  --threads N         OpenBLAS threads for this worker (1..256). Default 1:\n"
             "                      several workers sharing a machine must not\n"
             "                      oversubscribe its cores.\n"
@@ -94,6 +97,17 @@ int main(int argc, char **argv)
                                 "with an optional K, M or G suffix\n", value);
                 return 2;
             }
+        } else if (strcmp(arg, "--max-entries") == 0 && value) {
+            char *end = NULL;
+            errno = 0;
+            unsigned long long entries = strtoull(value, &end, 10);
+            if (errno != 0 || end == value || *end != '\0' || value[0] == '-' || entries == 0 ||
+                entries > (unsigned long long) SIZE_MAX / 2) {
+                fprintf(stderr, "cdcgemm-worker: --max-entries '%s': expected a count > 0\n",
+                        value);
+                return 2;
+            }
+            options.max_entries = (size_t) entries;
         } else if (strcmp(arg, "--threads") == 0 && value) {
             char *end = NULL;
             long threads = strtol(value, &end, 10);
@@ -170,13 +184,14 @@ int main(int argc, char **argv)
     fprintf(stderr,
             "cdcgemm-worker %d: stopped (messages %llu, tasks %llu, weights %llu, "
             "misses %llu, invalid %llu, evictions %llu, pings %llu, delayed %llu, "
-            "dropped %llu, corrupted %llu, hangs %llu)\n",
+            "dropped %llu, corrupted %llu, hangs %llu, cancelled %llu, over budget %llu)\n",
             options.index, (unsigned long long) counters.messages,
             (unsigned long long) counters.tasks,
             (unsigned long long) counters.weights_cached,
             (unsigned long long) counters.misses, (unsigned long long) counters.invalid,
             (unsigned long long) counters.evictions, (unsigned long long) counters.pings,
             (unsigned long long) counters.delayed, (unsigned long long) counters.dropped,
-            (unsigned long long) counters.corrupted, (unsigned long long) counters.hangs);
+            (unsigned long long) counters.corrupted, (unsigned long long) counters.hangs,
+            (unsigned long long) counters.cancelled, (unsigned long long) counters.over_budget);
     return 0;
 }
