@@ -21,7 +21,7 @@ extern char **environ;
 
 typedef struct {
     long entries;
-    size_t max_memory, entry_bytes;
+    size_t max_memory, entry_bytes, max_entries; /* max_entries 0: the worker's default */
     double fill;
     const char *worker;
 } cache_options_t;
@@ -82,10 +82,11 @@ static long rss_kib(pid_t pid)
 
 static pid_t spawn_worker(const cache_options_t *o, const char *endpoint)
 {
-    char memory[32];
+    char memory[32], entries[32];
     snprintf(memory, sizeof memory, "%zu", o->max_memory);
+    snprintf(entries, sizeof entries, "%zu", o->max_entries);
     char *argv[] = {(char *) o->worker, "--bind", (char *) endpoint, "--max-memory", memory,
-                    "--log", "info", NULL};
+                    "--log", "info", o->max_entries ? "--max-entries" : NULL, entries, NULL};
     pid_t pid = 0;
     int rc = posix_spawn(&pid, o->worker, NULL, NULL, argv, environ);
     if (rc != 0) {
@@ -161,7 +162,7 @@ static int fill_worker(const cache_options_t *o, const char *endpoint, pid_t pid
     cdc__sleep_ms(200);
     *idle_kib = rss_kib(pid);
     size_t target = (size_t) (o->fill * (double) o->max_memory);
-    size_t sent = 64 * (size_t) (rows * k) * sizeof(float);
+    size_t sent = 0;
     while (rc == CDC_OK && sent < target) {
         rc = send_round(client, a, bt, results, rows, k, &key, 1);
         sent += 64 * (size_t) (rows * k) * sizeof(float);
@@ -203,9 +204,10 @@ static int bench_worker_rss(const cache_options_t *o)
         return 1;
     }
     double growth = (double) (full - idle) * 1024.0;
-    printf("cache_worker_rss max_memory=%zu entry_bytes=%zu weights_sent=%ld fill_s=%.2f "
-           "rss_idle_kib=%ld rss_full_kib=%ld growth_bytes=%.0f growth_over_max=%.3f\n",
-           o->max_memory, o->entry_bytes, messages, fill_s, idle, full, growth,
+    printf("cache_worker_rss max_memory=%zu max_entries=%zu entry_bytes=%zu weights_sent=%ld "
+           "fill_s=%.2f rss_idle_kib=%ld rss_full_kib=%ld growth_bytes=%.0f "
+           "growth_over_max=%.3f\n",
+           o->max_memory, o->max_entries, o->entry_bytes, messages, fill_s, idle, full, growth,
            growth / (double) o->max_memory);
     return growth <= 1.10 * (double) o->max_memory ? 0 : 1;
 }
@@ -239,6 +241,8 @@ static int parse(int argc, char **argv, cache_options_t *o)
             o->entries = strtol(value, &end, 10);
         else if (strcmp(argv[i], "--max-memory") == 0)
             o->max_memory = (size_t) strtoull(value, &end, 10) << 20; /* MiB */
+        else if (strcmp(argv[i], "--max-entries") == 0)
+            o->max_entries = (size_t) strtoull(value, &end, 10);
         else if (strcmp(argv[i], "--entry-bytes") == 0)
             o->entry_bytes = (size_t) strtoull(value, &end, 10);
         else if (strcmp(argv[i], "--fill") == 0)
@@ -256,10 +260,10 @@ int cdc_bench_cache(int argc, char **argv)
 {
     static char worker[4200];
     default_worker(worker, sizeof worker);
-    cache_options_t o = {200000, (size_t) 64 << 20, 4096, 3.0, worker};
+    cache_options_t o = {200000, (size_t) 64 << 20, 4096, 0, 3.0, worker};
     if (parse(argc, argv, &o) != 0) {
         fprintf(stderr, "usage: cdcgemm-bench cache [--entries N] [--max-memory MIB] "
-                        "[--entry-bytes B] [--fill F] [--worker PATH]\n");
+                        "[--max-entries N] [--entry-bytes B] [--fill F] [--worker PATH]\n");
         return 2;
     }
     int status = bench_insert(o.entries);

@@ -77,37 +77,43 @@ static int parse_bytes(const char *text, size_t *out)
     return 0;
 }
 
-int main(int argc, char **argv)
+static int parse_count(const char *text, size_t *out)
 {
-    cdc__log_level = CDC_LOG_INFO;
-    cdc_worker_options_t options;
-    cdc_worker_options_init(&options);
+    char *end = NULL;
+    errno = 0;
+    unsigned long long value = strtoull(text, &end, 10);
+    if (errno != 0 || end == text || *end != '\0' || text[0] == '-' || value == 0 ||
+        value > (unsigned long long) SIZE_MAX / 2)
+        return -1;
+    *out = (size_t) value;
+    return 0;
+}
+
+/* The command line into *options: 0, -1 after --help (exit 0), or 2 after
+   a message on stderr (exit 2). */
+static int parse_args(int argc, char **argv, cdc_worker_options_t *options)
+{
     for (int i = 1; i < argc; i++) {
         const char *arg = argv[i];
         const char *value = i + 1 < argc ? argv[i + 1] : NULL;
         if (strcmp(arg, "--help") == 0 || strcmp(arg, "-h") == 0) {
             usage(stdout);
-            return 0;
+            return -1;
         }
         if (strcmp(arg, "--bind") == 0 && value) {
-            options.bind = value;
+            options->bind = value;
         } else if (strcmp(arg, "--max-memory") == 0 && value) {
-            if (parse_bytes(value, &options.max_memory) != 0) {
+            if (parse_bytes(value, &options->max_memory) != 0) {
                 fprintf(stderr, "cdcgemm-worker: --max-memory '%s': expected bytes > 0 "
                                 "with an optional K, M or G suffix\n", value);
                 return 2;
             }
         } else if (strcmp(arg, "--max-entries") == 0 && value) {
-            char *end = NULL;
-            errno = 0;
-            unsigned long long entries = strtoull(value, &end, 10);
-            if (errno != 0 || end == value || *end != '\0' || value[0] == '-' || entries == 0 ||
-                entries > (unsigned long long) SIZE_MAX / 2) {
+            if (parse_count(value, &options->max_entries) != 0) {
                 fprintf(stderr, "cdcgemm-worker: --max-entries '%s': expected a count > 0\n",
                         value);
                 return 2;
             }
-            options.max_entries = (size_t) entries;
         } else if (strcmp(arg, "--threads") == 0 && value) {
             char *end = NULL;
             long threads = strtol(value, &end, 10);
@@ -115,14 +121,14 @@ int main(int argc, char **argv)
                 fprintf(stderr, "cdcgemm-worker: --threads '%s': expected 1..256\n", value);
                 return 2;
             }
-            options.threads = (int) threads;
+            options->threads = (int) threads;
         } else if (strcmp(arg, "--faults") == 0 && value) {
             cdc_fault_plan_t plan;
             if (cdc_fault_plan_parse(value, &plan) != CDC_OK) {
                 fprintf(stderr, "cdcgemm-worker: --faults: %s\n", cdc_last_error());
                 return 2;
             }
-            options.faults = value;
+            options->faults = value;
         } else if (strcmp(arg, "--index") == 0 && value) {
             char *end = NULL;
             long index = strtol(value, &end, 10);
@@ -131,7 +137,7 @@ int main(int argc, char **argv)
                         CDC_MAX_WORKERS - 1);
                 return 2;
             }
-            options.index = (int) index;
+            options->index = (int) index;
         } else if (strcmp(arg, "--log") == 0 && value) {
             static const char *const levels[] = {"error", "warn", "info", "debug"};
             int found = -1;
@@ -151,7 +157,7 @@ int main(int argc, char **argv)
                 fprintf(stderr, "cdcgemm-worker: --parent-pid '%s': expected a pid\n", value);
                 return 2;
             }
-            options.parent_pid = pid;
+            options->parent_pid = pid;
         } else {
             fprintf(stderr, "cdcgemm-worker: unknown or incomplete argument '%s'\n", arg);
             usage(stderr);
@@ -159,6 +165,33 @@ int main(int argc, char **argv)
         }
         i++;
     }
+    return 0;
+}
+
+static void print_counters(int index, const cdc_worker_counters_t *counters)
+{
+    fprintf(stderr,
+            "cdcgemm-worker %d: stopped (messages %llu, tasks %llu, weights %llu, "
+            "misses %llu, invalid %llu, evictions %llu, pings %llu, delayed %llu, "
+            "dropped %llu, corrupted %llu, hangs %llu, cancelled %llu, over budget %llu)\n",
+            index, (unsigned long long) counters->messages,
+            (unsigned long long) counters->tasks,
+            (unsigned long long) counters->weights_cached,
+            (unsigned long long) counters->misses, (unsigned long long) counters->invalid,
+            (unsigned long long) counters->evictions, (unsigned long long) counters->pings,
+            (unsigned long long) counters->delayed, (unsigned long long) counters->dropped,
+            (unsigned long long) counters->corrupted, (unsigned long long) counters->hangs,
+            (unsigned long long) counters->cancelled, (unsigned long long) counters->over_budget);
+}
+
+int main(int argc, char **argv)
+{
+    cdc__log_level = CDC_LOG_INFO;
+    cdc_worker_options_t options;
+    cdc_worker_options_init(&options);
+    int parsed = parse_args(argc, argv, &options);
+    if (parsed != 0)
+        return parsed < 0 ? 0 : parsed;
     if (!options.bind) {
         fprintf(stderr, "cdcgemm-worker: --bind ENDPOINT is required\n");
         usage(stderr);
@@ -181,17 +214,6 @@ int main(int argc, char **argv)
     }
     if (cdc__log_level < CDC_LOG_INFO)
         return 0;
-    fprintf(stderr,
-            "cdcgemm-worker %d: stopped (messages %llu, tasks %llu, weights %llu, "
-            "misses %llu, invalid %llu, evictions %llu, pings %llu, delayed %llu, "
-            "dropped %llu, corrupted %llu, hangs %llu, cancelled %llu, over budget %llu)\n",
-            options.index, (unsigned long long) counters.messages,
-            (unsigned long long) counters.tasks,
-            (unsigned long long) counters.weights_cached,
-            (unsigned long long) counters.misses, (unsigned long long) counters.invalid,
-            (unsigned long long) counters.evictions, (unsigned long long) counters.pings,
-            (unsigned long long) counters.delayed, (unsigned long long) counters.dropped,
-            (unsigned long long) counters.corrupted, (unsigned long long) counters.hangs,
-            (unsigned long long) counters.cancelled, (unsigned long long) counters.over_budget);
+    print_counters(options.index, &counters);
     return 0;
 }
