@@ -1,4 +1,4 @@
-/* test_weight_cache.c - the worker's weight cache: LRU order, true byte accounting, caps, replace. */
+/* test_weight_cache.c - the worker's weight cache: LRU, true byte accounting, caps, replace. */
 #include "footprint.h"
 #include "testutil.h"
 #include "weight_cache.h"

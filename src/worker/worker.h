@@ -43,8 +43,8 @@ void cdc_worker_options_init(cdc_worker_options_t *options);
    until *stop becomes nonzero (checked at least every 100 ms, and at once on
    EINTR). The calling thread answers PING and sends replies; shard tasks and
    weights go in order to a compute thread (which owns the weight cache), so
-   heartbeats are answered while a long shard computes. Invalid messages get an ERROR reply and are counted; the
-   loop keeps serving. Faults from options->faults are applied to results as
+   heartbeats are answered while a long shard computes. Invalid messages get
+   an ERROR reply and are counted; the loop keeps serving. Faults from options->faults are applied to results as
    real behaviour (crash: _exit(3) before replying; hang; delayed, dropped or
    corrupted replies). Returns CDC_OK after a clean stop (or when the parent
    died), or a status when the socket could not be bound or the fault

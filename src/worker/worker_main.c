@@ -198,7 +198,7 @@ int main(int argc, char **argv)
         return 2;
     }
 
-    /* No SA_RESTART: the signal must interrupt zmq_poll so the loop sees it. */
+    /* No SA_RESTART: the signal must interrupt the server's wait so the loop sees it. */
     struct sigaction action;
     memset(&action, 0, sizeof action);
     action.sa_handler = on_signal;
