@@ -501,10 +501,18 @@ static int recv_one(cdc_server_t *self, cdc_request_t **request_p)
             return CDC_ETIMEDOUT;
         return cdc__fail(CDC_ETRANSPORT, "receive: %s", zmq_strerror(zmq_errno()));
     }
+    /* Out of memory, the rest of the message is still read (into a scratch
+       request) so that the next receive starts at a message boundary. */
+    static _Thread_local cdc_request_t scratch;
     cdc_request_t *request = calloc(1, sizeof *request);
     int extra = 0;
-    int rc = request ? recv_frames(self, &route, request, &extra)
-                     : cdc__fail(CDC_ENOMEM, "request");
+    int rc = recv_frames(self, &route, request ? request : &scratch, &extra);
+    if (!request) {
+        for (int i = 0; i < scratch.count; i++)
+            zmq_msg_close(&scratch.parts[i]);
+        scratch.count = 0;
+        rc = cdc__fail(CDC_ENOMEM, "request");
+    }
     peer_t *peer = rc == CDC_OK ? peer_for(self, zmq_msg_data(&route), zmq_msg_size(&route))
                                 : NULL;
     zmq_msg_close(&route);
