@@ -97,10 +97,9 @@ static int put_weights(cdc_worker_compute_t *self, cdc_request_t *request)
         return cdc__fail(CDC_ENOMEM, "weights %016llx", (unsigned long long) h->a_key);
     cdc_weight_value_t value = {h->rows, h->k, cdc_payload_data(payload),
                                 cdc_payload_footprint(payload), payload, release_payload};
-    uint64_t evictions_before = 0;
     cdc_weight_cache_stats_t stats;
     cdc_weight_cache_stats(self->cache, &stats);
-    evictions_before = stats.evictions;
+    uint64_t evictions_before = stats.evictions;
     int rc = cdc_weight_cache_put(self->cache, key, &value);
     if (rc != CDC_OK) {
         cdc_payload_destroy(&payload);
