@@ -1,5 +1,6 @@
 /* main.c - cdcgemm-bench: the demo (no arguments) and the benchmark commands. */
 #include "bench_blas.h"
+#include "bench_cache.h"
 #include "bench_codes.h"
 #include "bench_core.h"
 #include "bench_failover.h"
@@ -23,6 +24,7 @@ static void usage(FILE *out)
             "  im2col        im2col throughput beside the GEMM per conv layer\n"
             "  blas          BLAS entry points: local-call overhead, threshold, hash\n"
             "  failover      coded vs uncoded latency on local workers; recovery from a SIGKILL\n"
+            "  cache         worker weight cache: 200,000 inserts; a worker's RSS vs --max-memory\n"
             "  help          this text\n");
 }
 
@@ -43,6 +45,8 @@ int main(int argc, char **argv)
         return cdc_bench_blas(argc - 1, argv + 1);
     if (strcmp(command, "failover") == 0)
         return cdc_bench_failover(argc - 1, argv + 1);
+    if (strcmp(command, "cache") == 0)
+        return cdc_bench_cache(argc - 1, argv + 1);
     if (strcmp(command, "demo") == 0)
         return cdc_bench_demo(argc - 1, argv + 1);
     if (strcmp(command, "help") == 0 || strcmp(command, "--help") == 0) {

@@ -1019,6 +1019,82 @@ END_TEST
 
 /* ---- the embedded default ------------------------------------------------ */
 
+/* Header-only message (CANCEL, PING, ...) or WEIGHTS from the solo dealer. */
+static void solo_send(solo_t *s, const cdc_msg_header_t *h, const void *payload, size_t size)
+{
+    uint8_t packed[CDC_PROTO_HEADER_SIZE];
+    cdc_msg_header_pack(h, packed);
+    zmq_send(s->socket, packed, sizeof packed, payload ? ZMQ_SNDMORE : 0);
+    if (payload)
+        zmq_send(s->socket, payload, size, 0);
+}
+
+static void solo_weights(solo_t *s, uint64_t key, const float *w, int64_t rows, int64_t k)
+{
+    cdc_msg_header_t h;
+    cdc_msg_header_init(&h, CDC_MSG_WEIGHTS);
+    h.request_id = 600 + key;
+    h.a_key = key;
+    h.rows = rows;
+    h.k = k;
+    solo_send(s, &h, w, (size_t) (rows * k) * sizeof(float));
+}
+
+/* The worker's cache and CANCEL as a peer sees them: a keyed task computes
+   from cached weights; an identical re-send is silent, a different matrix
+   under the key is refused; a cancelled request's task is skipped. */
+START_TEST(test_worker_cache_and_cancel)
+{
+    solo_t s;
+    solo_start(&s, NULL);
+    float a[8 * 16], bt[4 * 16], want[8 * 4], got[8 * 4], other[8 * 16];
+    solo_operands(a, bt, want);
+    for (int i = 0; i < 8 * 16; i++)
+        other[i] = a[i] + 1.0f;
+    solo_ping(&s, 1);
+    ck_assert_uint_eq(solo_recv(&s, 5000, NULL, 0).type, CDC_MSG_PONG);
+
+    solo_weights(&s, 77, a, 8, 16);
+    solo_weights(&s, 77, a, 8, 16); /* identical: kept once, no reply */
+    cdc_msg_header_t h;
+    cdc_msg_header_init(&h, CDC_MSG_TASK_GEMM);
+    h.request_id = 2;
+    h.rows = 8;
+    h.k = 16;
+    h.cols = 4;
+    h.a_key = 77;
+    uint8_t packed[CDC_PROTO_HEADER_SIZE];
+    cdc_msg_header_pack(&h, packed);
+    zmq_send(s.socket, packed, sizeof packed, ZMQ_SNDMORE);
+    zmq_send(s.socket, "", 0, ZMQ_SNDMORE);
+    zmq_send(s.socket, bt, sizeof bt, 0);
+    cdc_msg_header_t r = solo_recv(&s, 5000, got, 8 * 4);
+    ck_assert_uint_eq(r.type, CDC_MSG_RESULT);
+    ck_assert_uint_eq(r.request_id, 2);
+    ck_assert_double_lt(cdc_test_rel_error_ff(got, want, 8 * 4), 1e-5);
+
+    solo_weights(&s, 77, other, 8, 16); /* another matrix under a held key */
+    r = solo_recv(&s, 5000, NULL, 0);
+    ck_assert_uint_eq(r.type, CDC_MSG_ERROR);
+    ck_assert_uint_eq(r.request_id, 677);
+    ck_assert_int_eq(r.error_code, CDC_EPROTO);
+
+    cdc_msg_header_t cancel;
+    cdc_msg_header_init(&cancel, CDC_MSG_CANCEL);
+    cancel.request_id = 3;
+    solo_send(&s, &cancel, NULL, 0);
+    solo_task(&s, 3, 8, 16, 4, a, bt); /* cancelled before it started */
+    solo_task(&s, 4, 8, 16, 4, a, bt);
+    r = solo_recv(&s, 5000, got, 8 * 4);
+    ck_assert_uint_eq(r.type, CDC_MSG_RESULT);
+    ck_assert_uint_eq(r.request_id, 4);
+    ck_assert_double_lt(cdc_test_rel_error_ff(got, want, 8 * 4), 1e-5);
+    solo_ping(&s, 5);
+    ck_assert_uint_eq(solo_recv(&s, 5000, NULL, 0).type, CDC_MSG_PONG);
+    solo_stop(&s);
+}
+END_TEST
+
 START_TEST(test_embedded_default)
 {
     char stats_path[] = "/tmp/cdc-stats-XXXXXX";
@@ -1158,6 +1234,7 @@ static Suite *failover_suite(void)
     tcase_add_test(scenario(suite, "pong_while_computing", 30),
                    test_worker_pongs_while_computing);
     tcase_add_test(scenario(suite, "worker_faults", 30), test_worker_fault_behaviour);
+    tcase_add_test(scenario(suite, "worker_cache", 30), test_worker_cache_and_cancel);
     tcase_add_test(scenario(suite, "embedded", 30), test_embedded_default);
     tcase_add_test(scenario(suite, "no_binary", 10), test_worker_binary_not_found);
     tcase_add_test(scenario(suite, "orphan", 10), test_worker_dies_with_its_coordinator);

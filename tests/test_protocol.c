@@ -397,6 +397,29 @@ START_TEST(test_frame_count)
 }
 END_TEST
 
+/* CANCEL (type 9): a header alone naming the request to forget. */
+START_TEST(test_cancel_decodes)
+{
+    cdc_msg_header_t h;
+    cdc_msg_header_init(&h, CDC_MSG_CANCEL);
+    h.request_id = 41;
+    cdc_msg_header_pack(&h, packed);
+    cdc_frame_t frames[2] = {{packed, sizeof packed}, {a_data, sizeof a_data}};
+    cdc_msg_t msg;
+    ck_assert_int_eq(cdc_msg_decode(frames, 1, &msg), CDC_OK);
+    ck_assert_uint_eq(msg.header.type, CDC_MSG_CANCEL);
+    ck_assert_uint_eq(msg.header.request_id, 41);
+    ck_assert_int_eq(msg.payload_count, 0);
+    ck_assert_uint_eq(msg.header.dtype, 0);
+    ck_assert_str_eq(cdc_msg_type_name(CDC_MSG_CANCEL), "CANCEL");
+    ck_assert_int_eq(cdc_msg_frame_count(CDC_MSG_CANCEL), 1);
+    ck_assert_int_eq(cdc_msg_decode(frames, 2, &msg), CDC_EPROTO); /* no payload */
+    h.shard = 64;
+    cdc_msg_header_pack(&h, packed);
+    ck_assert_int_eq(cdc_msg_decode(frames, 1, &msg), CDC_EPROTO);
+}
+END_TEST
+
 START_TEST(test_shape_mismatch)
 {
     cdc_msg_header_t h;
@@ -531,6 +554,7 @@ static Suite *protocol_suite(void)
     tcase_add_test(round_trip, test_every_type_named);
     tcase_add_test(round_trip, test_random_headers_round_trip);
     tcase_add_test(round_trip, test_every_type_over_zmq);
+    tcase_add_test(round_trip, test_cancel_decodes);
     suite_add_tcase(suite, round_trip);
     TCase *malformed = tcase_create("malformed");
     tcase_add_test(malformed, test_bad_header);

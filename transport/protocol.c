@@ -121,6 +121,7 @@ int cdc_msg_frame_count(cdc_msg_type_t type)
     case CDC_MSG_MISS:
     case CDC_MSG_PING:
     case CDC_MSG_PONG:
+    case CDC_MSG_CANCEL:
         return 1;
     }
     return 0;
@@ -130,8 +131,8 @@ const char *cdc_msg_type_name(int type)
 {
     static const char *const names[] = {"UNKNOWN", "TASK_GEMM", "TASK_CONV", "WEIGHTS",
                                         "RESULT",  "ERROR",     "MISS",      "PING",
-                                        "PONG"};
-    return type >= 1 && type <= 8 ? names[type] : names[0];
+                                        "PONG",    "CANCEL"};
+    return type >= 1 && type <= 9 ? names[type] : names[0];
 }
 
 static int check_dim(const char *type, const char *name, int64_t value)
@@ -301,6 +302,7 @@ int cdc_msg_decode(const cdc_frame_t *frames, int count, cdc_msg_t *msg)
         break;
     case CDC_MSG_PING:
     case CDC_MSG_PONG:
+    case CDC_MSG_CANCEL:
         break;
     }
     if (rc != CDC_OK)

@@ -79,5 +79,7 @@ uint64_t cdc__hash_bytes(const void *data, size_t size, uint64_t seed)
 
 uint64_t cdc__hash_mix(uint64_t h, uint64_t v)
 {
-    return hash_avalanche(h ^ (v + HASH_MUL + (h << 6) + (h >> 2)));
+    /* h is spread before v goes in: with (h + c) ^ v, small consecutive
+       pairs such as (key 1, shard 2) and (key 2, shard 1) would collide. */
+    return hash_avalanche(hash_avalanche(h + HASH_MUL) ^ v);
 }

@@ -8,7 +8,9 @@
 
 typedef struct {
     const char *bind;    /* ZeroMQ endpoint to bind (tcp://HOST:PORT, ipc://PATH) */
-    size_t max_memory;   /* bound on cached weight bytes; LRU eviction        */
+    size_t max_memory;   /* bound on the weight cache's bytes, its overhead
+                            included; LRU eviction                            */
+    size_t max_entries;  /* bound on cached matrices (0: 65536)               */
     int threads;         /* OpenBLAS threads (>= 1)                           */
     const char *faults;  /* CDCGEMM_FAULTS schedule applied to this worker; NULL
                             or "" = none (docs/faults.md)                     */
@@ -30,17 +32,19 @@ typedef struct {
     uint64_t dropped;         /* results never sent (drop fault)             */
     uint64_t corrupted;       /* results sent with one element changed       */
     uint64_t hangs;           /* hang faults started                         */
+    uint64_t cancelled;       /* tasks skipped: their request was cancelled  */
+    uint64_t over_budget;     /* replies dropped: the peer's budget was full */
 } cdc_worker_counters_t;
 
-/* Defaults: no endpoint, 1 GiB cache, 1 thread. */
+/* Defaults: no endpoint, 1 GiB cache of at most 65536 matrices, 1 thread. */
 void cdc_worker_options_init(cdc_worker_options_t *options);
 
-/* Bind options->bind with a ROUTER socket and serve until *stop becomes
-   nonzero (checked at least every 100 ms, and at once on EINTR). The calling
-   thread answers PING and forwards results; shard tasks and weights go to a
-   compute thread over an inproc PAIR, so heartbeats are answered while a long
-   shard computes. Invalid messages get an ERROR reply and are counted; the
-   loop keeps serving. Faults from options->faults are applied to results as
+/* Bind options->bind (a transport server, transport/server.h) and serve
+   until *stop becomes nonzero (checked at least every 100 ms, and at once on
+   EINTR). The calling thread answers PING and sends replies; shard tasks and
+   weights go in order to a compute thread (which owns the weight cache), so
+   heartbeats are answered while a long shard computes. Invalid messages get
+   an ERROR reply and are counted; the loop keeps serving. Faults from options->faults are applied to results as
    real behaviour (crash: _exit(3) before replying; hang; delayed, dropped or
    corrupted replies). Returns CDC_OK after a clean stop (or when the parent
    died), or a status when the socket could not be bound or the fault

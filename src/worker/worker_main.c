@@ -6,6 +6,7 @@
 #include "worker.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -22,18 +23,21 @@ static void on_signal(int signo)
 static void usage(FILE *out)
 {
     fprintf(out,
-            "usage: cdcgemm-worker --bind ENDPOINT [--max-memory BYTES] [--threads N]\n"
-            "                      [--faults SPEC] [--index N] [--parent-pid PID]\n"
-            "                      [--log LEVEL]\n"
+            "usage: cdcgemm-worker --bind ENDPOINT [--max-memory BYTES] [--max-entries N]\n"
+            "                      [--threads N] [--faults SPEC] [--index N]\n"
+            "                      [--parent-pid PID] [--log LEVEL]\n"
             "       cdcgemm-worker --version | --help\n"
             "\n"
             "Serve coded GEMM shard tasks for the cdcgemm coordinator over ZeroMQ.\n"
             "\n"
             "  --bind ENDPOINT     ZeroMQ endpoint to bind, e.g. tcp://*:7001 or\n"
             "                      ipc:///tmp/cdcgemm-w0 (required)\n"
-            "  --max-memory BYTES  bound on the cached weight shards; the least recently\n"
-            "                      used are evicted beyond it. Suffixes K, M, G (powers\n"
-            "                      of 1024) are accepted. Default 1G.\n"
+            "  --max-memory BYTES  bound on the cached weight shards, counting what they\n"
+            "                      really cost (allocator rounding, cache records and\n"
+            "                      index included); the least recently used are evicted\n"
+            "                      beyond it. Suffixes K, M, G (powers of 1024) are\n"
+            "                      accepted. Default 1G.\n"
+            "  --max-entries N     bound on the number of cached matrices. Default 65536.\n"
             "  --threads N         OpenBLAS threads for this worker (1..256). Default 1:\n"
             "                      several workers sharing a machine must not\n"
             "                      oversubscribe its cores.\n"
@@ -77,76 +81,107 @@ static int parse_bytes(const char *text, size_t *out)
     return 0;
 }
 
-int main(int argc, char **argv)
+static int parse_count(const char *text, size_t *out)
 {
-    cdc__log_level = CDC_LOG_INFO;
-    cdc_worker_options_t options;
-    cdc_worker_options_init(&options);
+    char *end = NULL;
+    errno = 0;
+    unsigned long long value = strtoull(text, &end, 10);
+    if (errno != 0 || end == text || *end != '\0' || text[0] == '-' || value == 0 ||
+        value > (unsigned long long) SIZE_MAX / 2)
+        return -1;
+    *out = (size_t) value;
+    return 0;
+}
+
+/* A whole-string integer in [lo, hi] into *out; -1 otherwise. */
+static int parse_long(const char *text, long lo, long hi, long *out)
+{
+    char *end = NULL;
+    errno = 0;
+    long value = strtol(text, &end, 10);
+    if (errno != 0 || end == text || *end != '\0' || value < lo || value > hi)
+        return -1;
+    *out = value;
+    return 0;
+}
+
+/* A log level name into *out; -1 when unknown. */
+static int parse_level(const char *text, int *out)
+{
+    static const char *const levels[] = {"error", "warn", "info", "debug"};
+    for (int l = 0; l < 4; l++) {
+        if (strcmp(text, levels[l]) == 0) {
+            *out = l;
+            return 0;
+        }
+    }
+    return -1;
+}
+
+/* The command line into *options: 0, -1 after --help or --version (exit 0),
+   or 2 after a message on stderr (exit 2). */
+static int parse_args(int argc, char **argv, cdc_worker_options_t *options)
+{
+    long number;
     for (int i = 1; i < argc; i++) {
         const char *arg = argv[i];
         const char *value = i + 1 < argc ? argv[i + 1] : NULL;
         if (strcmp(arg, "--help") == 0 || strcmp(arg, "-h") == 0) {
             usage(stdout);
-            return 0;
+            return -1;
         }
         if (strcmp(arg, "--version") == 0) {
             /* The code serving tasks is linked in: cdc_version() is its version. */
             printf("cdcgemm-worker %s (library %s, protocol %d)\n", CDC_VERSION_STRING,
                    cdc_version(), CDC_PROTO_VERSION);
-            return 0;
+            return -1;
         }
         if (strcmp(arg, "--bind") == 0 && value) {
-            options.bind = value;
+            options->bind = value;
         } else if (strcmp(arg, "--max-memory") == 0 && value) {
-            if (parse_bytes(value, &options.max_memory) != 0) {
+            if (parse_bytes(value, &options->max_memory) != 0) {
                 fprintf(stderr, "cdcgemm-worker: --max-memory '%s': expected bytes > 0 "
                                 "with an optional K, M or G suffix\n", value);
                 return 2;
             }
+        } else if (strcmp(arg, "--max-entries") == 0 && value) {
+            if (parse_count(value, &options->max_entries) != 0) {
+                fprintf(stderr, "cdcgemm-worker: --max-entries '%s': expected a count > 0\n",
+                        value);
+                return 2;
+            }
         } else if (strcmp(arg, "--threads") == 0 && value) {
-            char *end = NULL;
-            long threads = strtol(value, &end, 10);
-            if (end == value || *end != '\0' || threads < 1 || threads > 256) {
+            if (parse_long(value, 1, 256, &number) != 0) {
                 fprintf(stderr, "cdcgemm-worker: --threads '%s': expected 1..256\n", value);
                 return 2;
             }
-            options.threads = (int) threads;
+            options->threads = (int) number;
         } else if (strcmp(arg, "--faults") == 0 && value) {
             cdc_fault_plan_t plan;
             if (cdc_fault_plan_parse(value, &plan) != CDC_OK) {
                 fprintf(stderr, "cdcgemm-worker: --faults: %s\n", cdc_last_error());
                 return 2;
             }
-            options.faults = value;
+            options->faults = value;
         } else if (strcmp(arg, "--index") == 0 && value) {
-            char *end = NULL;
-            long index = strtol(value, &end, 10);
-            if (end == value || *end != '\0' || index < 0 || index >= CDC_MAX_WORKERS) {
+            if (parse_long(value, 0, CDC_MAX_WORKERS - 1, &number) != 0) {
                 fprintf(stderr, "cdcgemm-worker: --index '%s': expected 0..%d\n", value,
                         CDC_MAX_WORKERS - 1);
                 return 2;
             }
-            options.index = (int) index;
+            options->index = (int) number;
         } else if (strcmp(arg, "--log") == 0 && value) {
-            static const char *const levels[] = {"error", "warn", "info", "debug"};
-            int found = -1;
-            for (int l = 0; l < 4; l++)
-                if (strcmp(value, levels[l]) == 0)
-                    found = l;
-            if (found < 0) {
+            if (parse_level(value, &cdc__log_level) != 0) {
                 fprintf(stderr, "cdcgemm-worker: --log '%s': expected error, warn, info "
                                 "or debug\n", value);
                 return 2;
             }
-            cdc__log_level = found;
         } else if (strcmp(arg, "--parent-pid") == 0 && value) {
-            char *end = NULL;
-            long pid = strtol(value, &end, 10);
-            if (end == value || *end != '\0' || pid < 1) {
+            if (parse_long(value, 1, LONG_MAX, &number) != 0) {
                 fprintf(stderr, "cdcgemm-worker: --parent-pid '%s': expected a pid\n", value);
                 return 2;
             }
-            options.parent_pid = pid;
+            options->parent_pid = number;
         } else {
             fprintf(stderr, "cdcgemm-worker: unknown or incomplete argument '%s'\n", arg);
             usage(stderr);
@@ -154,13 +189,40 @@ int main(int argc, char **argv)
         }
         i++;
     }
+    return 0;
+}
+
+static void print_counters(int index, const cdc_worker_counters_t *counters)
+{
+    fprintf(stderr,
+            "cdcgemm-worker %d: stopped (messages %llu, tasks %llu, weights %llu, "
+            "misses %llu, invalid %llu, evictions %llu, pings %llu, delayed %llu, "
+            "dropped %llu, corrupted %llu, hangs %llu, cancelled %llu, over budget %llu)\n",
+            index, (unsigned long long) counters->messages,
+            (unsigned long long) counters->tasks,
+            (unsigned long long) counters->weights_cached,
+            (unsigned long long) counters->misses, (unsigned long long) counters->invalid,
+            (unsigned long long) counters->evictions, (unsigned long long) counters->pings,
+            (unsigned long long) counters->delayed, (unsigned long long) counters->dropped,
+            (unsigned long long) counters->corrupted, (unsigned long long) counters->hangs,
+            (unsigned long long) counters->cancelled, (unsigned long long) counters->over_budget);
+}
+
+int main(int argc, char **argv)
+{
+    cdc__log_level = CDC_LOG_INFO;
+    cdc_worker_options_t options;
+    cdc_worker_options_init(&options);
+    int parsed = parse_args(argc, argv, &options);
+    if (parsed != 0)
+        return parsed < 0 ? 0 : parsed;
     if (!options.bind) {
         fprintf(stderr, "cdcgemm-worker: --bind ENDPOINT is required\n");
         usage(stderr);
         return 2;
     }
 
-    /* No SA_RESTART: the signal must interrupt zmq_poll so the loop sees it. */
+    /* No SA_RESTART: the signal must interrupt the server's wait so the loop sees it. */
     struct sigaction action;
     memset(&action, 0, sizeof action);
     action.sa_handler = on_signal;
@@ -176,16 +238,6 @@ int main(int argc, char **argv)
     }
     if (cdc__log_level < CDC_LOG_INFO)
         return 0;
-    fprintf(stderr,
-            "cdcgemm-worker %d: stopped (messages %llu, tasks %llu, weights %llu, "
-            "misses %llu, invalid %llu, evictions %llu, pings %llu, delayed %llu, "
-            "dropped %llu, corrupted %llu, hangs %llu)\n",
-            options.index, (unsigned long long) counters.messages,
-            (unsigned long long) counters.tasks,
-            (unsigned long long) counters.weights_cached,
-            (unsigned long long) counters.misses, (unsigned long long) counters.invalid,
-            (unsigned long long) counters.evictions, (unsigned long long) counters.pings,
-            (unsigned long long) counters.delayed, (unsigned long long) counters.dropped,
-            (unsigned long long) counters.corrupted, (unsigned long long) counters.hangs);
+    print_counters(options.index, &counters);
     return 0;
 }

@@ -1,0 +1,341 @@
+/* compute.c - the compute thread: WEIGHTS into the cache, tasks through OpenBLAS, replies out. */
+#include "compute.h"
+
+#include "clock.h"
+#include "error.h"
+#include "log.h"
+#include "mailbox.h"
+#include "task_run.h"
+#include "weight_cache.h"
+
+#include <pthread.h>
+#include <signal.h>
+#include <stdalign.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Only the compute thread touches cache and counters while it runs. */
+struct cdc_worker_compute {
+    cdc_server_t *server;
+    cdc_mailbox_t *requests; /* main loop -> thread; NULL item: stop */
+    cdc_mailbox_t *replies;  /* thread -> main loop                  */
+    cdc_weight_cache_t *cache;
+    cdc_worker_counters_t counters;
+    pthread_t thread;
+    int started;
+};
+
+/* Hand a reply to the main loop and wake it. */
+static int post(cdc_worker_compute_t *self, const cdc_request_t *request,
+                const cdc_msg_header_t *h, cdc_payload_t **payload_p,
+                const cdc_worker_reply_t *meta)
+{
+    cdc_worker_reply_t *out = malloc(sizeof *out);
+    if (!out) {
+        cdc_payload_destroy(payload_p);
+        return cdc__fail(CDC_ENOMEM, "reply envelope");
+    }
+    *out = meta ? *meta : (cdc_worker_reply_t){NULL, 0, 0, 0};
+    int rc = cdc_server_reply_new(self->server, request, h, payload_p, &out->reply);
+    if (rc == CDC_ETIMEDOUT) {
+        self->counters.over_budget++; /* the peer is not reading: dropped */
+        CDC_LOG_INFOF("worker: %s", cdc_last_error());
+    }
+    if (rc == CDC_OK)
+        rc = cdc_mailbox_push(self->replies, out);
+    if (rc != CDC_OK) {
+        cdc_reply_destroy(&out->reply);
+        free(out);
+        return rc == CDC_ETIMEDOUT ? CDC_OK : rc;
+    }
+    cdc_server_wake(self->server);
+    return CDC_OK;
+}
+
+static void reply_error(cdc_worker_compute_t *self, const cdc_request_t *request, int code,
+                        const char *text)
+{
+    const cdc_msg_header_t *task = &cdc_request_msg(request)->header;
+    cdc_msg_header_t h;
+    cdc_msg_header_init(&h, CDC_MSG_ERROR);
+    h.request_id = task->request_id;
+    h.shard = task->shard;
+    h.error_code = code;
+    size_t len = strlen(text);
+    cdc_payload_t *payload = cdc_payload_copy(text, len > CDC_PROTO_MAX_TEXT ? CDC_PROTO_MAX_TEXT
+                                                                             : len);
+    if (payload)
+        post(self, request, &h, &payload, NULL);
+}
+
+static int reply_miss(cdc_worker_compute_t *self, const cdc_request_t *request, uint64_t key)
+{
+    const cdc_msg_header_t *task = &cdc_request_msg(request)->header;
+    cdc_msg_header_t h;
+    cdc_msg_header_init(&h, CDC_MSG_MISS);
+    h.request_id = task->request_id;
+    h.shard = task->shard;
+    h.a_key = key;
+    self->counters.misses++;
+    return post(self, request, &h, NULL, NULL);
+}
+
+/* The cache's release function for a payload it holds. */
+static void release_payload(void *owner)
+{
+    cdc_payload_t *payload = owner;
+    cdc_payload_destroy(&payload);
+}
+
+/* Keep the WEIGHTS frame itself (no copy for a large one) under its key. */
+static int put_weights(cdc_worker_compute_t *self, cdc_request_t *request)
+{
+    const cdc_msg_header_t *h = &cdc_request_msg(request)->header;
+    cdc_weight_key_t key = {h->a_key, 0}; /* scope 0: shared by every peer, for now */
+    cdc_payload_t *payload = cdc_request_take_payload(request, 0);
+    if (!payload)
+        return cdc__fail(CDC_ENOMEM, "weights %016llx", (unsigned long long) h->a_key);
+    cdc_weight_value_t value = {h->rows, h->k, cdc_payload_data(payload),
+                                cdc_payload_footprint(payload), payload, release_payload};
+    cdc_weight_cache_stats_t stats;
+    cdc_weight_cache_stats(self->cache, &stats);
+    uint64_t evictions_before = stats.evictions;
+    int rc = cdc_weight_cache_put(self->cache, key, &value);
+    if (rc != CDC_OK) {
+        cdc_payload_destroy(&payload);
+        return rc;
+    }
+    cdc_weight_cache_stats(self->cache, &stats);
+    self->counters.evictions += stats.evictions - evictions_before;
+    self->counters.weights_cached++;
+    return CDC_OK;
+}
+
+/* An operand as floats: the cached matrix for key, else the inline frame
+   (used in place when aligned, else copied into *owned). NULL data with CDC_OK
+   means the key is not cached (a miss). */
+static int operand(cdc_worker_compute_t *self, uint64_t key, int64_t rows, int64_t k,
+                   const cdc_frame_t *frame, const float **data, float **owned)
+{
+    *data = NULL;
+    *owned = NULL;
+    if (key != 0) {
+        const cdc_weight_value_t *held =
+            cdc_weight_cache_get(self->cache, (cdc_weight_key_t){key, 0});
+        if (!held)
+            return CDC_OK;
+        if (held->rows != rows || held->k != k)
+            return cdc__fail(CDC_EPROTO,
+                             "key %016llx holds %lld x %lld, task expects %lld x %lld",
+                             (unsigned long long) key, (long long) held->rows,
+                             (long long) held->k, (long long) rows, (long long) k);
+        *data = held->data;
+        return CDC_OK;
+    }
+    if ((uintptr_t) frame->data % alignof(float) == 0) {
+        *data = frame->data;
+        return CDC_OK;
+    }
+    *owned = malloc(frame->size);
+    if (!*owned)
+        return cdc__fail(CDC_ENOMEM, "operand of %zu bytes", frame->size);
+    memcpy(*owned, frame->data, frame->size);
+    *data = *owned;
+    return CDC_OK;
+}
+
+/* Both operands of a task; *missing gets the key of one not cached (0: none). */
+static int task_operands(cdc_worker_compute_t *self, const cdc_msg_t *msg, const float **a,
+                         const float **second, float **owned, uint64_t *missing)
+{
+    const cdc_msg_header_t *h = &msg->header;
+    int is_conv = h->type == CDC_MSG_TASK_CONV;
+    *missing = 0;
+    int rc = operand(self, h->a_key, h->rows, h->k, &msg->payload[0], a, &owned[0]);
+    if (rc != CDC_OK || !*a) {
+        *missing = h->a_key;
+        return rc;
+    }
+    rc = is_conv ? operand(self, 0, 0, 0, &msg->payload[1], second, &owned[1])
+                 : operand(self, h->bt_key, h->cols, h->k, &msg->payload[1], second, &owned[1]);
+    if (rc == CDC_OK && !*second)
+        *missing = h->bt_key;
+    return rc;
+}
+
+/* Run the task into a fresh result and post it as RESULT with its timing. */
+static int run_and_reply(cdc_worker_compute_t *self, const cdc_request_t *request,
+                         const float *a, const float *second)
+{
+    const cdc_msg_t *msg = cdc_request_msg(request);
+    const cdc_msg_header_t *h = &msg->header;
+    int is_conv = h->type == CDC_MSG_TASK_CONV;
+    cdc_conv_geometry_t geometry = h->geometry;
+    int rc = is_conv ? cdc_conv_geometry_finish(&geometry) : CDC_OK;
+    if (rc != CDC_OK)
+        return rc;
+    size_t result_bytes = (size_t) h->rows * (size_t) h->cols * sizeof(float);
+    float *result = malloc(result_bytes);
+    if (!result)
+        return cdc__fail(CDC_ENOMEM, "result of %zu bytes", result_bytes);
+    cdc_shard_task_t task = {
+        .kind = is_conv ? CDC_TASK_CONV : CDC_TASK_GEMM,
+        .shard = h->shard,
+        .a = a,
+        .a_rows = h->rows,
+        .k = h->k,
+        .bt = is_conv ? NULL : second,
+        .geometry = is_conv ? &geometry : NULL,
+        .batch = h->batch,
+        .input = is_conv ? second : NULL,
+        .cols = h->cols,
+        .result = result,
+    };
+    double started = cdc__clock_ms();
+    rc = cdc__task_run_local(&task);
+    if (rc != CDC_OK) {
+        free(result);
+        return rc;
+    }
+    self->counters.tasks++;
+    cdc_worker_reply_t meta = {
+        NULL, cdc__clock_ms() - started,
+        2.0 * (double) h->rows * (double) h->k * (double) h->cols,
+        (uint64_t) (msg->payload[0].size + msg->payload[1].size)};
+    cdc_msg_header_t reply;
+    cdc_msg_header_init(&reply, CDC_MSG_RESULT);
+    reply.request_id = h->request_id;
+    reply.shard = h->shard;
+    reply.rows = h->rows;
+    reply.cols = h->cols;
+    cdc_payload_t *payload = cdc_payload_adopt(result, result_bytes); /* sent without a copy */
+    if (!payload)
+        return cdc__fail(CDC_ENOMEM, "result payload");
+    return post(self, request, &reply, &payload, &meta);
+}
+
+static int handle_task(cdc_worker_compute_t *self, const cdc_request_t *request)
+{
+    const float *a = NULL, *second = NULL;
+    float *owned[2] = {NULL, NULL};
+    uint64_t missing = 0;
+    int rc = task_operands(self, cdc_request_msg(request), &a, &second, owned, &missing);
+    if (rc == CDC_OK)
+        rc = missing ? reply_miss(self, request, missing) : run_and_reply(self, request, a, second);
+    free(owned[0]);
+    free(owned[1]);
+    return rc;
+}
+
+/* WEIGHTS and tasks, in the order the main loop forwarded them (so WEIGHTS
+   always precede the task that needs them). */
+static void compute_request(cdc_worker_compute_t *self, cdc_request_t *request)
+{
+    const cdc_msg_header_t *h = &cdc_request_msg(request)->header;
+    int rc;
+    if (h->type == CDC_MSG_WEIGHTS) {
+        rc = put_weights(self, request);
+    } else if (cdc_server_cancelled(self->server, request, h->request_id)) {
+        self->counters.cancelled++; /* the sender no longer wants it */
+        return;
+    } else {
+        rc = handle_task(self, request);
+    }
+    if (rc == CDC_OK || rc == CDC_ETRANSPORT)
+        return;
+    if (rc == CDC_EPROTO)
+        self->counters.invalid++;
+    /* A valid request we could not serve (memory, a key of another shape). */
+    CDC_LOG_WARNF("worker: %s failed: %s", cdc_msg_type_name(h->type), cdc_last_error());
+    reply_error(self, request, rc, cdc_last_error());
+}
+
+static void *compute_main(void *arg)
+{
+    cdc_worker_compute_t *self = arg;
+    for (;;) {
+        cdc_request_t *request = cdc_mailbox_pop(self->requests);
+        if (!request)
+            break;
+        compute_request(self, request);
+        cdc_request_destroy(&request);
+    }
+    return NULL;
+}
+
+int cdc__worker_compute_start(cdc_server_t *server, const cdc_worker_options_t *options,
+                              cdc_worker_compute_t **compute_p)
+{
+    *compute_p = NULL;
+    cdc_worker_compute_t *self = calloc(1, sizeof *self);
+    if (!self)
+        return cdc__fail(CDC_ENOMEM, "compute thread");
+    self->server = server;
+    int rc;
+    if ((rc = cdc_mailbox_new(&self->requests)) != CDC_OK ||
+        (rc = cdc_mailbox_new(&self->replies)) != CDC_OK ||
+        (rc = cdc_weight_cache_new(options->max_memory, options->max_entries, &self->cache)) !=
+            CDC_OK) {
+        cdc__worker_compute_stop(&self, NULL);
+        return rc;
+    }
+    /* Signals go to the main loop, never to the compute thread. */
+    sigset_t block, old;
+    sigemptyset(&block);
+    sigaddset(&block, SIGTERM);
+    sigaddset(&block, SIGINT);
+    pthread_sigmask(SIG_BLOCK, &block, &old);
+    int started = pthread_create(&self->thread, NULL, compute_main, self);
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    if (started != 0) {
+        cdc__worker_compute_stop(&self, NULL);
+        return cdc__fail(CDC_ENOMEM, "compute thread: %s", strerror(started));
+    }
+    self->started = 1;
+    *compute_p = self;
+    return CDC_OK;
+}
+
+int cdc__worker_compute_submit(cdc_worker_compute_t *self, cdc_request_t *request)
+{
+    int rc = cdc_mailbox_push(self->requests, request);
+    if (rc != CDC_OK)
+        cdc_request_destroy(&request);
+    return rc;
+}
+
+cdc_worker_reply_t *cdc__worker_compute_next(cdc_worker_compute_t *self)
+{
+    void *item = NULL;
+    return cdc_mailbox_try_pop(self->replies, &item) ? item : NULL;
+}
+
+void cdc__worker_compute_stop(cdc_worker_compute_t **compute_p, cdc_worker_counters_t *counters)
+{
+    if (!compute_p || !*compute_p)
+        return;
+    cdc_worker_compute_t *self = *compute_p;
+    if (self->started) {
+        /* Out of memory here cannot be recovered from: the thread must stop. */
+        while (cdc_mailbox_push(self->requests, NULL) != CDC_OK)
+            cdc__sleep_ms(10);
+        pthread_join(self->thread, NULL);
+    }
+    void *item;
+    while (self->requests && cdc_mailbox_try_pop(self->requests, &item)) {
+        cdc_request_t *request = item;
+        cdc_request_destroy(&request);
+    }
+    cdc_worker_reply_t *reply;
+    while (self->replies && (reply = cdc__worker_compute_next(self))) {
+        cdc_reply_destroy(&reply->reply);
+        free(reply);
+    }
+    cdc_weight_cache_destroy(&self->cache);
+    cdc_mailbox_destroy(&self->requests);
+    cdc_mailbox_destroy(&self->replies);
+    if (counters)
+        cdc__worker_counters_add(counters, &self->counters);
+    free(self);
+    *compute_p = NULL;
+}

@@ -1,0 +1,45 @@
+/* compute.h - the worker's compute thread: weight cache and shard tasks, off the socket thread. */
+#ifndef CDC_WORKER_COMPUTE_H_INCLUDED
+#define CDC_WORKER_COMPUTE_H_INCLUDED
+
+#include "server.h"
+#include "worker.h"
+
+#include <stdint.h>
+
+/* A reply from the compute thread with what the fault model needs. */
+typedef struct {
+    cdc_reply_t *reply;
+    double compute_ms; /* time the task's GEMM took (0: not a result)  */
+    double flops;      /* 2·rows·k·cols                                 */
+    uint64_t bytes_in; /* request payload bytes                         */
+} cdc_worker_reply_t;
+
+typedef struct cdc_worker_compute cdc_worker_compute_t;
+
+/* Start the compute thread with an empty weight cache bounded by
+   options->max_memory and options->max_entries. Replies are built against
+   server (thread-safe calls only) and woken into its wait. Caller owns
+   *compute_p and must stop it with cdc__worker_compute_stop. */
+int cdc__worker_compute_start(cdc_server_t *server, const cdc_worker_options_t *options,
+                              cdc_worker_compute_t **compute_p);
+
+/* Queue a WEIGHTS or task request (taken over) for the compute thread, which
+   handles them in order. Returns CDC_ENOMEM (request destroyed) if it
+   cannot be queued. */
+int cdc__worker_compute_submit(cdc_worker_compute_t *self, cdc_request_t *request);
+
+/* The next reply waiting, or NULL. Caller owns it (the reply inside must be
+   sent or destroyed, the envelope freed with free()). */
+cdc_worker_reply_t *cdc__worker_compute_next(cdc_worker_compute_t *self);
+
+/* Stop and join the thread, release the cache, requests and replies still
+   queued; add its counters to *counters; accepts NULL and *NULL; nulls
+   *compute_p. */
+void cdc__worker_compute_stop(cdc_worker_compute_t **compute_p,
+                              cdc_worker_counters_t *counters);
+
+/* into += from, field by field. */
+void cdc__worker_counters_add(cdc_worker_counters_t *into, const cdc_worker_counters_t *from);
+
+#endif

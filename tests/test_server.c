@@ -1,0 +1,396 @@
+/* test_server.c - the worker's transport server: requests, identity, replies, budget, CANCEL. */
+#include "protocol.h"
+#include "server.h"
+#include "testutil.h"
+
+#include "cdcgemm.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <zmq.h>
+
+static char dir[64], endpoint[128];
+static void *zmq_context;
+static cdc_server_t *server;
+
+static void start_server(size_t peer_budget)
+{
+    snprintf(dir, sizeof dir, "/tmp/cdc-server-XXXXXX");
+    ck_assert_ptr_nonnull(mkdtemp(dir));
+    snprintf(endpoint, sizeof endpoint, "ipc://%s/s", dir);
+    cdc_server_options_t options;
+    cdc_server_options_init(&options);
+    options.bind = endpoint;
+    options.peer_budget = peer_budget;
+    ck_assert_int_eq(cdc_server_new(&options, &server), CDC_OK);
+    zmq_context = zmq_ctx_new();
+}
+
+static void stop_server(void)
+{
+    cdc_server_destroy(&server);
+    ck_assert_ptr_null(server);
+    zmq_ctx_term(zmq_context);
+    char path[160];
+    snprintf(path, sizeof path, "%s/s", dir);
+    unlink(path);
+    rmdir(dir);
+}
+
+static void *dealer(void)
+{
+    void *socket = zmq_socket(zmq_context, ZMQ_DEALER);
+    int linger = 0, timeout = 5000;
+    zmq_setsockopt(socket, ZMQ_LINGER, &linger, sizeof linger);
+    zmq_setsockopt(socket, ZMQ_RCVTIMEO, &timeout, sizeof timeout);
+    ck_assert_int_eq(zmq_connect(socket, endpoint), 0);
+    return socket;
+}
+
+static void send_msg(void *socket, const cdc_msg_header_t *h, const void *payload, size_t size,
+                     int with_payload)
+{
+    uint8_t packed[CDC_PROTO_HEADER_SIZE];
+    cdc_msg_header_pack(h, packed);
+    ck_assert_int_ge(zmq_send(socket, packed, sizeof packed, with_payload ? ZMQ_SNDMORE : 0), 0);
+    if (with_payload)
+        ck_assert_int_ge(zmq_send(socket, payload, size, 0), 0);
+}
+
+/* Receive one message at the dealer: its header; *payload_size gets the size
+   of a second frame (0 when none). */
+static cdc_msg_header_t recv_msg(void *socket, size_t *payload_size)
+{
+    uint8_t packed[CDC_PROTO_HEADER_SIZE];
+    ck_assert_int_eq(zmq_recv(socket, packed, sizeof packed, 0), CDC_PROTO_HEADER_SIZE);
+    cdc_msg_header_t h;
+    ck_assert_int_eq(cdc_msg_header_unpack(packed, sizeof packed, &h), CDC_OK);
+    *payload_size = 0;
+    int more = 0;
+    size_t more_size = sizeof more;
+    zmq_getsockopt(socket, ZMQ_RCVMORE, &more, &more_size);
+    if (more) {
+        zmq_msg_t part;
+        zmq_msg_init(&part);
+        ck_assert_int_ge(zmq_msg_recv(&part, socket, 0), 0);
+        *payload_size = zmq_msg_size(&part);
+        zmq_msg_close(&part);
+    }
+    return h;
+}
+
+/* The next valid request at the server (waits up to 5 s). */
+static cdc_request_t *next_request(void)
+{
+    double deadline = cdc_test_now_s() + 5.0;
+    for (;;) {
+        cdc_request_t *request = NULL;
+        int rc = cdc_server_recv(server, &request);
+        if (rc == CDC_OK)
+            return request;
+        ck_assert_int_eq(rc, CDC_ETIMEDOUT);
+        ck_assert_msg(cdc_test_now_s() < deadline, "no request within 5 s");
+        cdc_server_wait(server, 100);
+    }
+}
+
+static void send_ping(void *socket, uint64_t id)
+{
+    cdc_msg_header_t h;
+    cdc_msg_header_init(&h, CDC_MSG_PING);
+    h.request_id = id;
+    send_msg(socket, &h, NULL, 0, 0);
+}
+
+START_TEST(test_request_and_identity)
+{
+    start_server(0);
+    void *a = dealer(), *b = dealer();
+    send_ping(a, 11);
+    cdc_request_t *from_a = next_request();
+    ck_assert_uint_eq(cdc_request_msg(from_a)->header.type, CDC_MSG_PING);
+    ck_assert_uint_eq(cdc_request_msg(from_a)->header.request_id, 11);
+    const cdc_peer_identity_t *id_a = cdc_request_peer(from_a);
+    ck_assert_uint_ne(id_a->connection, 0);
+    ck_assert_str_eq(id_a->user_id, ""); /* no security mechanism yet */
+    send_ping(b, 12);
+    cdc_request_t *from_b = next_request();
+    ck_assert_uint_ne(cdc_request_peer(from_b)->connection, id_a->connection);
+    send_ping(a, 13);
+    cdc_request_t *again = next_request();
+    ck_assert_uint_eq(cdc_request_peer(again)->connection, id_a->connection);
+
+    /* The reply goes to the request's sender only. */
+    cdc_msg_header_t pong;
+    cdc_msg_header_init(&pong, CDC_MSG_PONG);
+    pong.request_id = 12;
+    cdc_reply_t *reply = NULL;
+    ck_assert_int_eq(cdc_server_reply_new(server, from_b, &pong, NULL, &reply), CDC_OK);
+    ck_assert_int_eq(cdc_server_send(server, &reply), CDC_OK);
+    ck_assert_ptr_null(reply);
+    size_t size;
+    cdc_msg_header_t got = recv_msg(b, &size);
+    ck_assert_uint_eq(got.type, CDC_MSG_PONG);
+    ck_assert_uint_eq(got.request_id, 12);
+    ck_assert_uint_eq(size, 0);
+    cdc_server_counters_t counters;
+    cdc_server_counters(server, &counters);
+    ck_assert_uint_eq(counters.received, 3);
+    ck_assert_uint_eq(counters.peers, 2);
+    ck_assert_uint_eq(counters.replies_sent, 1);
+    cdc_request_destroy(&from_a);
+    cdc_request_destroy(&from_b);
+    cdc_request_destroy(&again);
+    ck_assert_ptr_null(again);
+    zmq_close(a);
+    zmq_close(b);
+    stop_server();
+}
+END_TEST
+
+START_TEST(test_invalid_answered)
+{
+    start_server(0);
+    void *a = dealer();
+    cdc_msg_header_t h;
+    cdc_msg_header_init(&h, CDC_MSG_WEIGHTS); /* key 0 and no shape: invalid */
+    h.request_id = 99;
+    send_msg(a, &h, "abcd", 4, 1);
+    double deadline = cdc_test_now_s() + 5.0;
+    cdc_request_t *request = NULL;
+    int rc;
+    while ((rc = cdc_server_recv(server, &request)) == CDC_ETIMEDOUT &&
+           cdc_test_now_s() < deadline)
+        cdc_server_wait(server, 100);
+    ck_assert_int_eq(rc, CDC_EPROTO);
+    ck_assert_ptr_null(request);
+    size_t size;
+    cdc_msg_header_t got = recv_msg(a, &size);
+    ck_assert_uint_eq(got.type, CDC_MSG_ERROR);
+    ck_assert_uint_eq(got.request_id, 99);
+    ck_assert_int_eq(got.error_code, CDC_EPROTO);
+    ck_assert_uint_gt(size, 0);
+
+    /* A valid message the caller does not accept: rejected on request. */
+    cdc_msg_header_init(&h, CDC_MSG_PONG);
+    h.request_id = 5;
+    send_msg(a, &h, NULL, 0, 0);
+    request = next_request();
+    cdc_server_reject(server, request, CDC_EPROTO, "no PONG here");
+    cdc_request_destroy(&request);
+    got = recv_msg(a, &size);
+    ck_assert_uint_eq(got.type, CDC_MSG_ERROR);
+    ck_assert_uint_eq(got.request_id, 5);
+    ck_assert_uint_eq(size, strlen("no PONG here"));
+    cdc_server_counters_t counters;
+    cdc_server_counters(server, &counters);
+    ck_assert_uint_eq(counters.invalid, 2);
+    zmq_close(a);
+    stop_server();
+}
+END_TEST
+
+/* Streamed partial results: any number of replies share one request id. */
+START_TEST(test_several_replies)
+{
+    start_server(0);
+    void *a = dealer();
+    send_ping(a, 21);
+    cdc_request_t *request = next_request();
+    for (int part = 0; part < 3; part++) {
+        cdc_msg_header_t h;
+        cdc_msg_header_init(&h, CDC_MSG_RESULT);
+        h.request_id = 21;
+        h.rows = part + 1;
+        h.cols = 2;
+        size_t bytes = (size_t) h.rows * 2 * sizeof(float);
+        cdc_payload_t *payload = cdc_payload_adopt(calloc(1, bytes), bytes);
+        cdc_reply_t *reply = NULL;
+        ck_assert_int_eq(cdc_server_reply_new(server, request, &h, &payload, &reply), CDC_OK);
+        ck_assert_ptr_null(payload); /* adopted */
+        ck_assert_int_eq(cdc_server_send(server, &reply), CDC_OK);
+    }
+    cdc_request_destroy(&request);
+    for (int part = 0; part < 3; part++) {
+        size_t size;
+        cdc_msg_header_t got = recv_msg(a, &size);
+        ck_assert_uint_eq(got.type, CDC_MSG_RESULT);
+        ck_assert_uint_eq(got.request_id, 21);
+        ck_assert_int_eq(got.rows, part + 1);
+        ck_assert_uint_eq(size, (size_t) (part + 1) * 2 * sizeof(float));
+    }
+    zmq_close(a);
+    stop_server();
+}
+END_TEST
+
+START_TEST(test_cancel_recorded)
+{
+    start_server(0);
+    void *a = dealer(), *b = dealer();
+    cdc_msg_header_t h;
+    cdc_msg_header_init(&h, CDC_MSG_CANCEL);
+    h.request_id = 5;
+    send_msg(a, &h, NULL, 0, 0);
+    send_ping(a, 6);
+    cdc_request_t *from_a = next_request(); /* the CANCEL is not returned */
+    ck_assert_uint_eq(cdc_request_msg(from_a)->header.type, CDC_MSG_PING);
+    ck_assert(cdc_server_cancelled(server, from_a, 5));
+    ck_assert(!cdc_server_cancelled(server, from_a, 6));
+    send_ping(b, 7);
+    cdc_request_t *from_b = next_request();
+    ck_assert(!cdc_server_cancelled(server, from_b, 5)); /* another peer's request 5 */
+    cdc_server_counters_t counters;
+    cdc_server_counters(server, &counters);
+    ck_assert_uint_eq(counters.cancels, 1);
+    cdc_request_destroy(&from_a);
+    cdc_request_destroy(&from_b);
+    zmq_close(a);
+    zmq_close(b);
+    stop_server();
+}
+END_TEST
+
+static int result_reply(const cdc_request_t *request, size_t floats, cdc_reply_t **reply)
+{
+    cdc_msg_header_t h;
+    cdc_msg_header_init(&h, CDC_MSG_RESULT);
+    h.request_id = 1;
+    h.rows = (int64_t) floats;
+    h.cols = 1;
+    cdc_payload_t *payload = cdc_payload_adopt(calloc(floats, sizeof(float)),
+                                               floats * sizeof(float));
+    return cdc_server_reply_new(server, request, &h, &payload, reply);
+}
+
+START_TEST(test_peer_budget)
+{
+    size_t one = CDC_PROTO_HEADER_SIZE + 1000 * sizeof(float);
+    start_server(2 * one + 10); /* two such replies in flight, not three */
+    void *a = dealer(), *b = dealer();
+    send_ping(a, 1);
+    cdc_request_t *from_a = next_request();
+    send_ping(b, 2);
+    cdc_request_t *from_b = next_request();
+    cdc_reply_t *r1 = NULL, *r2 = NULL, *r3 = NULL, *other = NULL;
+    ck_assert_int_eq(result_reply(from_a, 1000, &r1), CDC_OK);
+    ck_assert_int_eq(result_reply(from_a, 1000, &r2), CDC_OK);
+    ck_assert_int_eq(result_reply(from_a, 1000, &r3), CDC_ETIMEDOUT); /* dropped, counted */
+    ck_assert_ptr_null(r3);
+    ck_assert_int_eq(result_reply(from_b, 1000, &other), CDC_OK); /* per peer */
+    cdc_server_counters_t counters;
+    cdc_server_counters(server, &counters);
+    ck_assert_uint_eq(counters.over_budget, 1);
+    /* A destroyed reply gives its bytes back. */
+    cdc_reply_destroy(&r2);
+    ck_assert_ptr_null(r2);
+    ck_assert_int_eq(result_reply(from_a, 1000, &r2), CDC_OK);
+    /* Sent replies give them back once the socket is done with them. */
+    ck_assert_int_eq(cdc_server_send(server, &r1), CDC_OK);
+    ck_assert_int_eq(cdc_server_send(server, &r2), CDC_OK);
+    size_t size;
+    recv_msg(a, &size);
+    recv_msg(a, &size);
+    double deadline = cdc_test_now_s() + 5.0;
+    int rc;
+    while ((rc = result_reply(from_a, 1000, &r1)) != CDC_OK && cdc_test_now_s() < deadline)
+        cdc_test_sleep_ms(5);
+    ck_assert_int_eq(rc, CDC_OK);
+    ck_assert_int_eq(result_reply(from_a, 1000, &r2), CDC_OK);
+    cdc_reply_destroy(&r1);
+    cdc_reply_destroy(&r2);
+    cdc_reply_destroy(&other);
+    cdc_request_destroy(&from_a);
+    cdc_request_destroy(&from_b);
+    zmq_close(a);
+    zmq_close(b);
+    stop_server();
+}
+END_TEST
+
+/* A large WEIGHTS frame is kept as received; a small one is copied out of
+   libzmq's shared receive buffer. */
+START_TEST(test_payload_taken)
+{
+    start_server(0);
+    void *a = dealer();
+    size_t sizes[2] = {(size_t) 1 << 20, 1024};
+    for (int i = 0; i < 2; i++) {
+        size_t floats = sizes[i] / sizeof(float);
+        float *data = cdc_test_alloc(sizes[i]);
+        for (size_t f = 0; f < floats; f++)
+            data[f] = (float) f;
+        cdc_msg_header_t h;
+        cdc_msg_header_init(&h, CDC_MSG_WEIGHTS);
+        h.a_key = 77;
+        h.rows = (int64_t) floats;
+        h.k = 1;
+        send_msg(a, &h, data, sizes[i], 1);
+        cdc_request_t *request = next_request();
+        const void *frame = cdc_request_msg(request)->payload[0].data;
+        cdc_payload_t *payload = cdc_request_take_payload(request, 0);
+        ck_assert_ptr_nonnull(payload);
+        ck_assert_ptr_null(cdc_request_take_payload(request, 0)); /* taken once */
+        ck_assert_ptr_null(cdc_request_take_payload(request, 1)); /* not a payload */
+        ck_assert_uint_eq(cdc_request_msg(request)->payload[0].size, 0);
+        cdc_request_destroy(&request); /* the payload outlives its request */
+        if (i == 0)
+            ck_assert_ptr_eq(cdc_payload_data(payload), frame); /* zero copy */
+        else
+            ck_assert_ptr_ne(cdc_payload_data(payload), frame);
+        ck_assert_uint_eq(cdc_payload_size(payload), sizes[i]);
+        ck_assert_uint_gt(cdc_payload_footprint(payload), sizes[i]);
+        ck_assert_uint_eq((uintptr_t) cdc_payload_data(payload) % 8, 0);
+        ck_assert_int_eq(memcmp(cdc_payload_data(payload), data, sizes[i]), 0);
+        cdc_payload_destroy(&payload);
+        ck_assert_ptr_null(payload);
+        free(data);
+    }
+    zmq_close(a);
+    stop_server();
+}
+END_TEST
+
+START_TEST(test_wake)
+{
+    start_server(0);
+    ck_assert_int_eq(cdc_server_wait(server, 0), CDC_ETIMEDOUT);
+    cdc_server_wake(server);
+    double start = cdc_test_now_s();
+    ck_assert_int_eq(cdc_server_wait(server, 5000), CDC_OK);
+    ck_assert_double_lt(cdc_test_now_s() - start, 1.0);
+    ck_assert_int_eq(cdc_server_wait(server, 10), CDC_ETIMEDOUT); /* drained */
+    stop_server();
+    cdc_server_options_t options;
+    cdc_server_options_init(&options);
+    options.bind = "ipc:///nonexistent-dir/x";
+    cdc_server_t *bad = NULL;
+    ck_assert_int_eq(cdc_server_new(&options, &bad), CDC_ETRANSPORT);
+    ck_assert_ptr_null(bad);
+    cdc_server_destroy(&bad);
+}
+END_TEST
+
+static Suite *server_suite(void)
+{
+    Suite *suite = suite_create("server");
+    TCase *requests = tcase_create("requests");
+    tcase_add_test(requests, test_request_and_identity);
+    tcase_add_test(requests, test_invalid_answered);
+    tcase_add_test(requests, test_cancel_recorded);
+    tcase_add_test(requests, test_payload_taken);
+    tcase_add_test(requests, test_wake);
+    suite_add_tcase(suite, requests);
+    TCase *replies = tcase_create("replies");
+    tcase_add_test(replies, test_several_replies);
+    tcase_add_test(replies, test_peer_budget);
+    suite_add_tcase(suite, replies);
+    return suite;
+}
+
+int main(void)
+{
+    return cdc_test_run_suite(server_suite());
+}

@@ -1,0 +1,177 @@
+/* server.h - the worker's side of the wire: one ROUTER, validated requests, replies.
+ *
+ * Plain C (no zmq types) so the worker daemon in src/worker/ needs no zmq. The
+ * server binds the socket, receives and validates messages (invalid ones are
+ * answered with ERROR here), records CANCELs, tells who sent each request,
+ * and sends replies under a per-peer budget of bytes in flight.
+ *
+ * Threads: cdc_server_wait, _recv, _send and _reject belong to the one thread
+ * that created the server (zmq sockets are not thread-safe). Building replies,
+ * reading requests, payloads, _cancelled, _wake and _counters are safe from
+ * any thread, so a compute thread can prepare replies the socket thread sends.
+ * Destroy every request, reply and payload before the server. */
+#ifndef CDC_SERVER_H_INCLUDED
+#define CDC_SERVER_H_INCLUDED
+
+#include "protocol.h"
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* Largest routing id (libzmq's bound) and authenticated user id kept. */
+#define CDC_PEER_USER_ID_MAX 255
+/* Default per-peer bound on reply bytes in flight: one largest possible
+   RESULT (2^28 floats) plus room for small replies beside it. */
+#define CDC_SERVER_DEFAULT_PEER_BUDGET ((size_t) CDC_PROTO_MAX_FLOATS * 4 + ((size_t) 1 << 20))
+
+typedef struct cdc_server cdc_server_t;
+typedef struct cdc_request cdc_request_t;
+typedef struct cdc_reply cdc_reply_t;
+typedef struct cdc_payload cdc_payload_t;
+
+typedef struct {
+    const char *bind;   /* endpoint: tcp://HOST:PORT or ipc://PATH (required)   */
+    size_t max_message; /* ZMQ_MAXMSGSIZE; 0: two largest matrices + headers */
+    size_t peer_budget; /* reply bytes in flight per peer; 0: the default   */
+    int buffer_bytes;   /* SO_SNDBUF/SO_RCVBUF; 0: 4 MiB                      */
+    size_t copy_below;  /* payloads smaller than this are copied when taken;
+                           0: 64 KiB (see cdc_request_take_payload)           */
+} cdc_server_options_t;
+
+/* Who sent a request. connection is the server's name for the connection
+   (from its routing id): nonzero, never reused while the server lives.
+   user_id is the "User-Id" the security handshake (ZAP) authenticated, or ""
+   when the connection is not authenticated (no CURVE yet). */
+typedef struct {
+    uint64_t connection;
+    char user_id[CDC_PEER_USER_ID_MAX + 1];
+} cdc_peer_identity_t;
+
+typedef struct {
+    uint64_t received;       /* messages read from the socket               */
+    uint64_t invalid;        /* of those, answered with ERROR here          */
+    uint64_t cancels;        /* CANCEL messages recorded                    */
+    uint64_t replies_sent;   /* replies handed to the socket                */
+    uint64_t send_failures;  /* replies the socket refused (peer gone, full) */
+    uint64_t over_budget;    /* replies dropped: the peer's budget was full */
+    uint64_t peers;          /* connections seen                            */
+} cdc_server_counters_t;
+
+/* Defaults: no endpoint, limits as described above. */
+void cdc_server_options_init(cdc_server_options_t *options);
+
+/* Bind a ROUTER to options->bind. Returns CDC_OK, or CDC_ETRANSPORT with the
+   zmq error in cdc_last_error(). Caller owns *server_p and must destroy it
+   with cdc_server_destroy. */
+int cdc_server_new(const cdc_server_options_t *options, cdc_server_t **server_p);
+
+/* Close the socket (pending replies are discarded); accepts NULL and *NULL;
+   nulls *server_p. */
+void cdc_server_destroy(cdc_server_t **server_p);
+
+/* Wait up to timeout_ms (< 0: for ever) for a message or a cdc_server_wake.
+   Returns CDC_OK when either may have happened, CDC_ETIMEDOUT otherwise
+   (also when a signal interrupted the wait), CDC_ETRANSPORT on a socket
+   error. Socket thread only. */
+int cdc_server_wait(cdc_server_t *self, long timeout_ms);
+
+/* Make a cdc_server_wait in progress (or the next one) return at once.
+   Thread-safe and async-signal-safe. */
+void cdc_server_wake(cdc_server_t *self);
+
+/* Take one waiting message without blocking. CDC_OK: *request_p is a valid
+   request; caller owns it and must destroy it with cdc_request_destroy.
+   CDC_ETIMEDOUT: nothing waiting. CDC_EPROTO: the message was invalid; it has
+   been answered with ERROR (its request id echoed when readable) and counted,
+   and *request_p is NULL. CANCEL messages are recorded (cdc_server_cancelled)
+   and never returned. Socket thread only. */
+int cdc_server_recv(cdc_server_t *self, cdc_request_t **request_p);
+
+/* Answer request with ERROR (code, text cut to CDC_PROTO_MAX_TEXT) now and
+   count it as invalid: for valid messages the caller does not accept.
+   Socket thread only. */
+void cdc_server_reject(cdc_server_t *self, const cdc_request_t *request, int code,
+                       const char *text);
+
+/* Whether the sender of request has cancelled request_id (one of the last
+   64 it cancelled). Thread-safe. */
+int cdc_server_cancelled(cdc_server_t *self, const cdc_request_t *request,
+                         uint64_t request_id);
+
+/* Copy the counters. Thread-safe. */
+void cdc_server_counters(cdc_server_t *self, cdc_server_counters_t *counters);
+
+/* ---- requests ---------------------------------------------------------- */
+
+/* The validated message: header and payload frames (pointing into the
+   request; valid until it is destroyed or the frame is taken). */
+const cdc_msg_t *cdc_request_msg(const cdc_request_t *request);
+
+/* Who sent it (see cdc_peer_identity_t); valid while the request lives. */
+const cdc_peer_identity_t *cdc_request_peer(const cdc_request_t *request);
+
+/* Move payload frame i out of the request as an owned buffer, without a copy
+   when the frame has its own allocation and 8-byte aligned data (large
+   frames). A frame below copy_below bytes is copied into a buffer of its own
+   size: libzmq packs small frames into shared 8 KiB receive buffers, so
+   keeping the frame would keep the whole buffer alive. msg->payload[i] reads
+   as empty afterwards. Returns NULL when out of memory or when i is not a
+   payload (or was taken). Caller owns the result and must destroy it with
+   cdc_payload_destroy. Thread-safe for distinct requests. */
+cdc_payload_t *cdc_request_take_payload(cdc_request_t *request, int i);
+
+/* Release the request and every frame not taken; accepts NULL and *NULL;
+   nulls *request_p. */
+void cdc_request_destroy(cdc_request_t **request_p);
+
+/* ---- payloads ---------------------------------------------------------- */
+
+/* Adopt data (size bytes from malloc) as a payload: free(data) runs when the
+   payload is released, after the socket has sent it. Returns NULL (and frees
+   data) when out of memory. Caller owns the result. */
+cdc_payload_t *cdc_payload_adopt(void *data, size_t size);
+
+/* A payload holding a copy of size bytes. NULL when out of memory. */
+cdc_payload_t *cdc_payload_copy(const void *data, size_t size);
+
+/* The bytes (8-byte aligned, writable) and their count. */
+void *cdc_payload_data(const cdc_payload_t *payload);
+size_t cdc_payload_size(const cdc_payload_t *payload);
+
+/* What holding the payload really costs in memory: its allocation as the
+   allocator rounds it, plus libzmq's and this object's bookkeeping. */
+size_t cdc_payload_footprint(const cdc_payload_t *payload);
+
+/* Release; accepts NULL and *NULL; nulls *payload_p. Thread-safe. */
+void cdc_payload_destroy(cdc_payload_t **payload_p);
+
+/* ---- replies ----------------------------------------------------------- */
+
+/* A reply to request's sender: header plus *payload_p (adopted: the call
+   takes it and nulls *payload_p, even on failure; may be NULL or point to
+   NULL for a header-only reply). A request may get any number of replies
+   (streamed partial results share its request id). The reply's bytes count
+   against the peer's budget from now until the socket has sent them or the
+   reply is destroyed; when they do not fit, nothing is built, the drop is
+   counted (over_budget) and CDC_ETIMEDOUT returned. CDC_ENOMEM when out of
+   memory. Caller owns *reply_p and must send or destroy it. Thread-safe. */
+int cdc_server_reply_new(cdc_server_t *self, const cdc_request_t *request,
+                         const cdc_msg_header_t *header, cdc_payload_t **payload_p,
+                         cdc_reply_t **reply_p);
+
+/* The reply's header and payload (NULL when none), for a last look or
+   change before it is sent (the worker's fault injection). */
+const cdc_msg_header_t *cdc_reply_header(const cdc_reply_t *reply);
+cdc_payload_t *cdc_reply_payload(cdc_reply_t *reply);
+
+/* Send *reply_p without blocking (the payload without a copy) and null
+   *reply_p. CDC_OK once the socket took it (a ROUTER silently drops replies
+   to a peer that has left); CDC_ETIMEDOUT when the socket refused it (counted
+   in send_failures; the reply is released). Socket thread only. */
+int cdc_server_send(cdc_server_t *self, cdc_reply_t **reply_p);
+
+/* Release an unsent reply (its budget returns to the peer); accepts NULL and
+   *NULL; nulls *reply_p. Thread-safe. */
+void cdc_reply_destroy(cdc_reply_t **reply_p);
+
+#endif
