@@ -217,6 +217,10 @@ static void sample_message(cdc_msg_type_t type, sample_msg_t *m)
         cdc_msg_header_init(h, type);
         h->request_id = UINT64_C(1) << 63;
         break;
+    case CDC_MSG_CANCEL:
+        cdc_msg_header_init(h, type);
+        h->request_id = 77;
+        break;
     }
     m->payload_count = cdc_msg_frame_count(type) - 1;
 }
@@ -224,6 +228,7 @@ static void sample_message(cdc_msg_type_t type, sample_msg_t *m)
 static const cdc_msg_type_t every_type[] = {
     CDC_MSG_TASK_GEMM, CDC_MSG_TASK_CONV, CDC_MSG_WEIGHTS, CDC_MSG_RESULT,
     CDC_MSG_ERROR,     CDC_MSG_MISS,      CDC_MSG_PING,    CDC_MSG_PONG,
+    CDC_MSG_CANCEL,
 };
 #define TYPE_COUNT ((int) (sizeof every_type / sizeof every_type[0]))
 
@@ -254,16 +259,17 @@ END_TEST
 START_TEST(test_every_type_named)
 {
     static const char *const names[] = {"TASK_GEMM", "TASK_CONV", "WEIGHTS", "RESULT",
-                                        "ERROR",     "MISS",      "PING",    "PONG"};
-    static const int frames[] = {3, 3, 2, 2, 2, 1, 1, 1};
+                                        "ERROR",     "MISS",      "PING",    "PONG",
+                                        "CANCEL"};
+    static const int frames[] = {3, 3, 2, 2, 2, 1, 1, 1, 1};
     for (int i = 0; i < TYPE_COUNT; i++) {
         ck_assert_str_eq(cdc_msg_type_name(every_type[i]), names[i]);
         ck_assert_int_eq(cdc_msg_frame_count(every_type[i]), frames[i]);
     }
     ck_assert_str_eq(cdc_msg_type_name(0), "UNKNOWN");
-    ck_assert_str_eq(cdc_msg_type_name(9), "UNKNOWN");
+    ck_assert_str_eq(cdc_msg_type_name(10), "UNKNOWN");
     ck_assert_int_eq(cdc_msg_frame_count((cdc_msg_type_t) 0), 0);
-    ck_assert_int_eq(cdc_msg_frame_count((cdc_msg_type_t) 9), 0);
+    ck_assert_int_eq(cdc_msg_frame_count((cdc_msg_type_t) 10), 0);
 }
 END_TEST
 
