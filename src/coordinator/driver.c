@@ -21,6 +21,7 @@
 
 #include "error.h"
 #include "norms.h"
+#include "scratch.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -35,7 +36,8 @@ typedef struct {
     const float *whole;           /* whole_rows x k, contiguous             */
     int64_t whole_rows, k;
     cdc_weights_t *whole_weights; /* the whole operand when it is weights   */
-    float *packed;                /* owned: per-call packed copies          */
+    float *packed;                /* per-call packed copies: this thread's
+                                     scratch buffer                         */
 } driver_operands_t;
 
 /* A view that already is rows x k contiguous needs no copy. */
@@ -88,7 +90,7 @@ static int driver_encode(const cdc_gemm_desc_t *desc, const cdc_call_plan_t *pla
     ops->k = desc->a.view.k;
     size_t count = operand_pack_count(cut) + operand_pack_count(whole);
     if (count) {
-        ops->packed = malloc(count * sizeof(float));
+        ops->packed = cdc__scratch(CDC_SCRATCH_OPERANDS, count);
         if (!ops->packed)
             return cdc__fail(CDC_ENOMEM, "packing %lld x %lld x %lld",
                              (long long) desc->a.view.rows, (long long) desc->bt.view.rows,
@@ -196,23 +198,22 @@ int cdc__driver_gemm(cdc_context_t *context, const cdc_gemm_desc_t *desc,
 {
     int64_t rows = desc->a.view.rows, cols = desc->bt.view.rows;
     driver_resolve(desc, plan);
-    driver_operands_t ops;
-    int rc = driver_encode(desc, plan, &ops);
     /* STORE needs T apart from C (C's layout, ld and beta); a layer's y is T. */
     float *t = desc->epilogue.out, *t_owned = NULL;
-    if (rc == CDC_OK && desc->epilogue.kind == CDC_EPILOGUE_STORE) {
+    if (desc->epilogue.kind == CDC_EPILOGUE_STORE) {
         t = t_owned = malloc((size_t) rows * (size_t) cols * sizeof(float));
         if (!t)
-            rc = cdc__fail(CDC_ENOMEM, "result of %lld x %lld", (long long) rows,
-                           (long long) cols);
+            return cdc__fail(CDC_ENOMEM, "result of %lld x %lld", (long long) rows,
+                             (long long) cols);
     }
+    driver_operands_t ops;
+    int rc = driver_encode(desc, plan, &ops);
     if (rc == CDC_OK)
         rc = driver_dispatch(context, plan, &ops, t, cols);
     if (rc == CDC_OK)
         cdc__driver_finish(context, &desc->epilogue, t, rows, cols);
-    free(t_owned);
     cdc__shard_set_destroy(&ops.call_set);
-    free(ops.packed);
+    free(t_owned);
     return rc;
 }
 
