@@ -10,9 +10,6 @@ typedef enum {
     CDC_SCRATCH_IM2COL,  /* a shard's im2col matrix (executor, worker)      */
     CDC_SCRATCH_RESULTS, /* a coded call's n + r shard results             */
     CDC_SCRATCH_BANDS,   /* a spatial split's input bands                  */
-    CDC_SCRATCH_OPERANDS, /* a coded GEMM's per-call packed operands (a fresh
-                             malloc per call made the BLAS path's 512^3 call
-                             5 -> 11 ms: page faults in the transposing pack) */
     CDC_SCRATCH_COUNT
 } cdc_scratch_slot_t;
 

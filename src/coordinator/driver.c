@@ -21,7 +21,6 @@
 
 #include "error.h"
 #include "norms.h"
-#include "scratch.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -36,19 +35,12 @@ typedef struct {
     const float *whole;           /* whole_rows x k, contiguous             */
     int64_t whole_rows, k;
     cdc_weights_t *whole_weights; /* the whole operand when it is weights   */
-    float *packed;                /* per-call packed copies: this thread's
-                                     scratch buffer                         */
+    float *packed;                /* owned: per-call packed copies          */
 } driver_operands_t;
-
-/* A view that already is rows x k contiguous needs no copy. */
-static int operand_contiguous(const cdc_operand_t *op)
-{
-    return !op->transposed && (op->ld == op->k || op->rows == 1);
-}
 
 static size_t operand_pack_count(const cdc_gemm_operand_t *op)
 {
-    if (op->weights || operand_contiguous(&op->view))
+    if (op->weights || op->in_place)
         return 0;
     return (size_t) op->view.rows * (size_t) op->view.k;
 }
@@ -59,7 +51,7 @@ static const float *operand_rows(const cdc_gemm_operand_t *op, float **next)
 {
     if (op->weights)
         return op->weights->packed;
-    if (operand_contiguous(&op->view))
+    if (op->in_place)
         return op->view.src;
     float *dst = *next;
     cdc__operand_pack(&op->view, dst);
@@ -90,7 +82,7 @@ static int driver_encode(const cdc_gemm_desc_t *desc, const cdc_call_plan_t *pla
     ops->k = desc->a.view.k;
     size_t count = operand_pack_count(cut) + operand_pack_count(whole);
     if (count) {
-        ops->packed = cdc__scratch(CDC_SCRATCH_OPERANDS, count);
+        ops->packed = malloc(count * sizeof(float));
         if (!ops->packed)
             return cdc__fail(CDC_ENOMEM, "packing %lld x %lld x %lld",
                              (long long) desc->a.view.rows, (long long) desc->bt.view.rows,
@@ -213,6 +205,7 @@ int cdc__driver_gemm(cdc_context_t *context, const cdc_gemm_desc_t *desc,
     if (rc == CDC_OK)
         cdc__driver_finish(context, &desc->epilogue, t, rows, cols);
     cdc__shard_set_destroy(&ops.call_set);
+    free(ops.packed);
     free(t_owned);
     return rc;
 }

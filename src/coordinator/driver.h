@@ -27,9 +27,16 @@ struct cdc_weights {
 
 /* One operand of T = A·Btᵀ: rows x k as the caller stores it, or weights. */
 typedef struct {
-    cdc_operand_t view;     /* per-call operand: packed (unless contiguous
-                               already) and, if cut, encoded per call      */
+    cdc_operand_t view;     /* per-call operand: packed (unless in_place)
+                               and, if cut, encoded per call               */
     cdc_weights_t *weights; /* non-NULL: cached weights (view gives rows, k) */
+    int in_place;           /* the view is rows x k contiguous and the
+                               caller's memory outlives the call: cut and
+                               send it as it is (a layer's input). The GEMM
+                               front ends pack instead: with views of
+                               caller memory in place the BLAS path's coded
+                               768^3..1024^3 calls measured 1.5-2x slower
+                               on workers (cdcgemm-bench blas threshold). */
 } cdc_gemm_operand_t;
 
 /* What happens to T once every data result is in. */

@@ -52,6 +52,7 @@ int cdc_fc_forward(cdc_layer_t *layer, int64_t batch, const float *x, float *y)
     cdc_gemm_desc_t desc;
     memset(&desc, 0, sizeof desc);
     desc.a.view = (cdc_operand_t){x, batch, layer->k, layer->k, 0};
+    desc.a.in_place = 1;
     desc.bt.view = (cdc_operand_t){layer->weights, layer->rows, layer->k, layer->k, 0};
     desc.bt.weights = &weights;
     desc.transposed = 1;
