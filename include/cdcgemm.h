@@ -178,9 +178,13 @@ typedef struct {
     double oracle_ms;    /* the n-th fastest shard result: the earliest any
                             decoder could have finished; < 0 if < n arrived   */
     double executor_ms;  /* time the call spent waiting on the executor        */
+    cdc_split_t split;   /* what the call cut, in the caller's terms: ROWS the
+                            rows of C (FC output, conv channel), COLUMNS its
+                            columns (batch, spatial), whatever the layout;
+                            AUTO (0) from a library before 0.1.0             */
     /* Room for new fields without an ABI break (docs/abi.md): written as 0
        by this version. */
-    uint64_t reserved[16];
+    uint64_t reserved[15];
 } cdc_call_report_t;
 
 /* Copy the report of the last coded call. Thread-safe. */

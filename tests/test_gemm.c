@@ -1,5 +1,6 @@
 /* test_gemm.c - cdc_sgemm against OpenBLAS cblas_sgemm: every layout and
-   transpose, padded leading dimensions, alpha/beta, zero sizes, bad input. */
+   transpose, padded leading dimensions, alpha/beta, zero sizes, which side
+   a split cuts, bad input. */
 #include "cdcgemm.h"
 #include "cdcgemm_testing.h"
 #include "testutil.h"
@@ -175,6 +176,43 @@ START_TEST(test_too_many_erasures_fall_back)
 }
 END_TEST
 
+/* A configured split is in the caller's terms in either layout: rows cuts
+   the rows of C, columns its columns. Seen twice: in the call's report, and
+   in what came back, since with m far from n the result blocks of a row cut
+   (ceil(m/d) x n over d data shards) and of a column cut (m x ceil(n/d))
+   differ in size. A column-major call computes Cᵀ = Bᵀ·Aᵀ, so cutting the
+   first operand of that product would cut C's columns. */
+START_TEST(test_split_cuts_the_callers_side)
+{
+    gemm_form_t f = form_of(_i);
+    const int64_t m = 300, n = 5, k = 16;
+    static const cdc_split_t splits[] = {CDC_SPLIT_ROWS, CDC_SPLIT_COLUMNS};
+    for (int i = 0; i < 2; i++) {
+        cdc_context_t *ctx = make_context(1, splits[i]);
+        cdc_stats_t before, after;
+        cdc_call_report_t report;
+        ck_assert_int_eq(cdc_context_stats(ctx, &before), CDC_OK);
+        check_one(ctx, f, m, n, k, 1.0f, 0.5f, 0, 0, 200 + (uint64_t) i);
+        ck_assert_int_eq(cdc_context_stats(ctx, &after), CDC_OK);
+        ck_assert_int_eq(cdc_context_last_call(ctx, &report), CDC_OK);
+        ck_assert_msg(report.split == splits[i], "layout %d ta %d tb %d: asked %d, cut %d",
+                      f.layout, f.ta, f.tb, splits[i], report.split);
+        int64_t data = report.n, shards = report.n + report.r;
+        ck_assert_int_ge(data, 2);
+        uint64_t rows_cut = (uint64_t) (shards * ((m + data - 1) / data) * n) * sizeof(float);
+        uint64_t cols_cut = (uint64_t) (shards * m * ((n + data - 1) / data)) * sizeof(float);
+        ck_assert_uint_ne(rows_cut, cols_cut);
+        ck_assert_msg(after.bytes_in - before.bytes_in ==
+                          (splits[i] == CDC_SPLIT_ROWS ? rows_cut : cols_cut),
+                      "layout %d ta %d tb %d split %d: %llu result bytes, a row cut "
+                      "returns %llu, a column cut %llu", f.layout, f.ta, f.tb, splits[i],
+                      (unsigned long long) (after.bytes_in - before.bytes_in),
+                      (unsigned long long) rows_cut, (unsigned long long) cols_cut);
+        cdc_context_destroy(&ctx);
+    }
+}
+END_TEST
+
 START_TEST(test_bad_arguments_leave_c_untouched)
 {
     cdc_context_t *ctx = make_context(1, CDC_SPLIT_AUTO);
@@ -232,6 +270,7 @@ static Suite *gemm_suite(void)
     tcase_set_timeout(forms, 120);
     tcase_add_loop_test(forms, test_every_form_matches_openblas, 0, 8);
     tcase_add_loop_test(forms, test_zero_sizes, 0, 8);
+    tcase_add_loop_test(forms, test_split_cuts_the_callers_side, 0, 8);
     suite_add_tcase(suite, forms);
     TCase *scalars = tcase_create("alpha_beta");
     tcase_add_loop_test(scalars, test_beta_zero_ignores_nan, 0, 8);

@@ -132,6 +132,11 @@ static void run_model(const char *model, int parity, uint64_t erase_pairs)
             ck_assert_int_eq(cdc_context_erase_next(ctx, mask), CDC_OK);
             case_forward(&lc, coded, y);
             cdc_context_stats(ctx, &after);
+            /* The call reports the split the layer used (FC through the
+               driver, conv through its own tasks). */
+            cdc_call_report_t report;
+            ck_assert_int_eq(cdc_context_last_call(ctx, &report), CDC_OK);
+            ck_assert_int_eq(report.split, cdc_layer_split(coded));
             double err = cdc_test_rel_error_ff(y, ref, lc.out_count);
             printf("%s %s r=%d split=%d(%s) erased=0x%llx rel_error=%.3g decoded=%llu\n",
                    model, layers[l].name, parity, (int) splits[s],

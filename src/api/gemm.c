@@ -1,15 +1,11 @@
-/* gemm.c - cdc_sgemm: BLAS semantics on top of the coded product T = A·Btᵀ. */
+/* gemm.c - cdc_sgemm: BLAS arguments checked, then described to the one
+   coded-GEMM driver (driver.h) as T = A·Btᵀ with an alpha/beta epilogue. */
 #include "cdcgemm.h"
 
-#include "context.h"
+#include "driver.h"
 #include "error.h"
-#include "layer.h"
-#include "matmul_coded.h"
-#include "gemm_operands.h"
-#include "plan.h"
 
 #include <limits.h>
-#include <stdlib.h>
 #include <string.h>
 
 static int64_t max1(int64_t v)
@@ -84,52 +80,24 @@ int cdc_sgemm(cdc_context_t *context, cdc_layout_t layout, cdc_transpose_t trans
     if (compute && (!a || !b))
         return cdc__fail(CDC_EINVAL, "cdc_sgemm: %s is NULL", a ? "b" : "a");
 
-    /* T = A'·Bt'ᵀ over the caller's memory; column-major calls compute Cᵀ. */
-    cdc_operand_t op_a, op_bt;
+    /* T = A'·Bt'ᵀ over the caller's memory; column-major calls compute Cᵀ,
+       so the caller's rows are T's columns. */
+    cdc_gemm_desc_t desc;
+    memset(&desc, 0, sizeof desc);
     cdc__gemm_operands(layout == CDC_COL_MAJOR, trans_a != CDC_NO_TRANS,
-                       trans_b != CDC_NO_TRANS, m, n, k, a, lda, b, ldb, &op_a, &op_bt);
-    m = op_a.rows;
-    n = op_bt.rows;
+                       trans_b != CDC_NO_TRANS, m, n, k, a, lda, b, ldb, &desc.a.view,
+                       &desc.bt.view);
+    desc.transposed = layout == CDC_COL_MAJOR;
+    desc.epilogue = (cdc_epilogue_t){.kind = CDC_EPILOGUE_STORE, .out = c, .ld = ldc,
+                                     .alpha = alpha, .beta = beta};
     if (!compute) {
-        scale_c(c, m, n, ldc, beta);
+        scale_c(c, desc.a.view.rows, desc.bt.view.rows, ldc, beta);
         cdc__context_count_call(context);
         return CDC_OK;
     }
-
-    int r = cdc__context_parity(context, CDC_PARITY_DEFAULT), shards;
-    rc = cdc__context_data_shards(context, r, &shards);
-    const cdc_code_t *code = NULL;
+    cdc_call_plan_t plan;
+    rc = cdc__plan_resolve(context, CDC_PARITY_DEFAULT, CDC_SPLIT_AUTO, &plan);
     if (rc == CDC_OK)
-        rc = cdc__context_code(context, shards, r, &code);
-    if (rc != CDC_OK)
-        return rc;
-
-    /* Packed contiguous copies: the shards are cut from them. */
-    size_t a_count = (size_t) m * (size_t) k, bt_count = (size_t) n * (size_t) k;
-    float *packed = malloc((a_count + bt_count + (size_t) m * (size_t) n) * sizeof(float));
-    if (!packed)
-        return cdc__fail(CDC_ENOMEM, "cdc_sgemm: packing %lld x %lld x %lld",
-                         (long long) m, (long long) n, (long long) k);
-    float *a_packed = packed, *bt_packed = packed + a_count, *t = bt_packed + bt_count;
-    cdc__operand_pack(&op_a, a_packed);
-    cdc__operand_pack(&op_bt, bt_packed);
-
-    cdc_split_t split = context->config.split;
-    if (split == CDC_SPLIT_AUTO)
-        split = cdc__plan_matmul_split(m, n, k, shards, r, 0, 0);
-    cdc_shard_set_t *set = NULL;
-    rc = split == CDC_SPLIT_COLUMNS
-             ? cdc__shard_set_new(code, shards, bt_packed, n, k, &set)
-             : cdc__shard_set_new(code, shards, a_packed, m, k, &set);
-    if (rc == CDC_OK)
-        rc = cdc__matmul_coded(context, code,
-                               split == CDC_SPLIT_COLUMNS ? CDC_SHARD_BT : CDC_SHARD_A, set,
-                               0, 0, a_packed, m, bt_packed, n, k, t, n);
-    if (rc == CDC_OK) {
-        cdc__gemm_store(c, ldc, t, m, n, alpha, beta);
-        cdc__context_count_call(context);
-    }
-    cdc__shard_set_destroy(&set);
-    free(packed);
+        rc = cdc__driver_gemm(context, &desc, &plan);
     return rc;
 }

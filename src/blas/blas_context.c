@@ -16,13 +16,10 @@
  * coded call (e.g. while spawning workers) cannot deadlock. */
 #include "blas_context.h"
 
-#include "context.h"
+#include "driver.h"
 #include "error.h"
-#include "layer.h"
 #include "log.h"
-#include "matmul_coded.h"
 #include "operand_cache.h"
-#include "plan.h"
 #include "stats_json.h"
 
 #include <math.h>
@@ -183,94 +180,73 @@ static void count_weights(cdc_context_t *context, int encoded, int hit)
     pthread_mutex_unlock(&context->lock);
 }
 
-/* The coded product T (m x n) = op_a · op_btᵀ with the lock held. */
+/* A cache entry lent to the driver as weights; notes whether this call
+   encoded its row blocks. */
+typedef struct {
+    cdc_weights_t weights;
+    cdc_operand_entry_t *entry;
+    int encoded;
+} blas_weights_t;
+
+static int blas_weights_shards(cdc_weights_t *self, const cdc_code_t *code, int n,
+                               const cdc_shard_set_t **set)
+{
+    blas_weights_t *w = self->owner;
+    return cdc__operand_entry_shards(state_cache, w->entry, code, n, set, &w->encoded);
+}
+
+static const double *blas_weights_norms(cdc_weights_t *self)
+{
+    blas_weights_t *w = self->owner;
+    const double *norms = NULL;
+    return cdc__operand_entry_norms(state_cache, w->entry, &norms) == CDC_OK ? norms : NULL;
+}
+
+/* C = alpha·T + beta·C for T = op_a · op_btᵀ with the lock held: the operand
+   the cache finds repeating is described as weights, the rest is the
+   driver's. The configured split is in the caller's terms (rows of C), which
+   for a column-major call are T's columns: the driver maps it. */
 static int coded_product_locked(int col_major, const cdc_operand_t *op_a,
-                                const cdc_operand_t *op_bt, float *t)
+                                const cdc_operand_t *op_bt, float alpha, float beta,
+                                float *c, int64_t ldc)
 {
     cdc_context_t *ctx = state_context;
-    int64_t m = op_a->rows, n = op_bt->rows, k = op_a->k;
-    int r = cdc__context_parity(ctx, CDC_PARITY_DEFAULT), shards;
-    const cdc_code_t *code = NULL;
-    int rc = cdc__context_data_shards(ctx, r, &shards);
-    if (rc == CDC_OK)
-        rc = cdc__context_code(ctx, shards, r, &code);
-    if (rc != CDC_OK)
-        return rc;
-
     int side;
-    cdc_operand_entry_t *weights;
-    rc = cdc__operand_cache_match(state_cache, op_a, op_bt, &side, &weights);
+    cdc_operand_entry_t *entry;
+    int rc = cdc__operand_cache_match(state_cache, op_a, op_bt, &side, &entry);
     if (rc != CDC_OK)
         return rc;
-
-    /* Which operand's rows are cut: the configured split is the caller's
-       (rows of C = output/channel), which is Bt's rows in column-major. */
-    cdc_split_t split = ctx->config.split;
-    int shard_a;
-    if (split == CDC_SPLIT_ROWS || split == CDC_SPLIT_COLUMNS)
-        shard_a = (split == CDC_SPLIT_ROWS) != col_major;
-    else
-        shard_a = cdc__plan_matmul_split(m, n, k, shards, r, side == 1, side == 2) !=
-                  CDC_SPLIT_COLUMNS;
-    const cdc_operand_t *cut = shard_a ? op_a : op_bt;
-    const cdc_operand_t *whole = shard_a ? op_bt : op_a;
-    int cut_side = shard_a ? 1 : 2;
-
-    /* Pack what is not cached: the per-call input(s). */
-    size_t count = 0;
-    if (side != cut_side)
-        count += (size_t) cut->rows * (size_t) k;
-    if (side == 0 || side == cut_side)
-        count += (size_t) whole->rows * (size_t) k;
-    float *packed = count ? malloc(count * sizeof(float)) : NULL;
-    if (count && !packed)
-        return cdc__fail(CDC_ENOMEM, "packing %lld x %lld x %lld", (long long) m,
-                         (long long) n, (long long) k);
-    float *next = packed;
-    const float *cut_data = NULL, *whole_data = NULL;
-    uint64_t set_key = 0, whole_key = 0;
-    int encoded = 0;
-    const cdc_shard_set_t *set = NULL;
-    cdc_shard_set_t *call_set = NULL;
-    if (side == cut_side) {
-        /* The weights are cut: row blocks + parity encoded once, kept by workers. */
-        rc = cdc__operand_entry_shards(state_cache, weights, code, shards, &set, &encoded);
-        set_key = weights->key ^ 0x5d1a;
-    } else {
-        cdc__operand_pack(cut, next);
-        cut_data = next;
-        next += (size_t) cut->rows * (size_t) k;
-        rc = cdc__shard_set_new(code, shards, cut_data, cut->rows, k, &call_set);
-        set = call_set;
+    cdc_gemm_desc_t desc;
+    memset(&desc, 0, sizeof desc);
+    desc.a.view = *op_a;
+    desc.bt.view = *op_bt;
+    desc.transposed = col_major;
+    desc.epilogue = (cdc_epilogue_t){.kind = CDC_EPILOGUE_STORE, .out = c, .ld = ldc,
+                                     .alpha = alpha, .beta = beta};
+    blas_weights_t w;
+    memset(&w, 0, sizeof w);
+    if (side != 0) {
+        /* Distinct keys: the row blocks and the whole matrix live side by side
+           on the workers. */
+        w.weights = (cdc_weights_t){entry->packed, entry->key ^ 0x5d1a, entry->key ^ 0x3e7b,
+                                    blas_weights_shards, blas_weights_norms, &w};
+        w.entry = entry;
+        if (side == 1)
+            desc.a.weights = &w.weights;
+        else
+            desc.bt.weights = &w.weights;
     }
-    const double *whole_norms = NULL;
-    if (side != 0 && side != cut_side) {
-        /* The weights go whole to every worker, once (keyed); their row norms
-           (the parity check's scale) are computed once too. */
-        whole_data = weights->packed;
-        whole_key = weights->key ^ 0x3e7b;
-        encoded = !weights->whole_ready;
-        weights->whole_ready = 1;
-        if (rc == CDC_OK)
-            rc = cdc__operand_entry_norms(state_cache, weights, &whole_norms);
-    } else {
-        cdc__operand_pack(whole, next);
-        whole_data = next;
+    cdc_call_plan_t plan;
+    rc = cdc__plan_resolve(ctx, CDC_PARITY_DEFAULT, CDC_SPLIT_AUTO, &plan);
+    if (rc == CDC_OK)
+        rc = cdc__driver_gemm(ctx, &desc, &plan);
+    if (rc == CDC_OK && side != 0) {
+        /* Weights sent whole count as encoded the first time only. */
+        int cut = (plan.cut == CDC_SHARD_A) == (side == 1);
+        int encoded = cut ? w.encoded : !entry->whole_ready;
+        entry->whole_ready |= !cut;
+        count_weights(ctx, encoded, !encoded);
     }
-    if (rc == CDC_OK) {
-        cdc_shard_side_t shard_side = shard_a ? CDC_SHARD_A : CDC_SHARD_BT;
-        const float *a_whole = shard_a ? NULL : whole_data;
-        const float *bt_whole = shard_a ? whole_data : NULL;
-        rc = whole_norms ? cdc__matmul_coded_normed(ctx, code, shard_side, set, set_key,
-                                                    whole_key, a_whole, m, bt_whole, n, k,
-                                                    whole_norms, t, n)
-                         : cdc__matmul_coded(ctx, code, shard_side, set, set_key, whole_key,
-                                             a_whole, m, bt_whole, n, k, t, n);
-        if (rc == CDC_OK && side != 0)
-            count_weights(ctx, encoded, !encoded);
-    }
-    cdc__shard_set_destroy(&call_set);
-    free(packed);
     return rc;
 }
 
@@ -282,22 +258,10 @@ int cdc__blas_context_sgemm(int col_major, int trans_a, int trans_b, int64_t m,
     pthread_once(&env_once, env_read_once);
     cdc_operand_t op_a, op_bt;
     cdc__gemm_operands(col_major, trans_a, trans_b, m, n, k, a, lda, b, ldb, &op_a, &op_bt);
-    m = op_a.rows; /* T's rows and columns (swapped for a column-major call) */
-    n = op_bt.rows;
-    float *t = malloc((size_t) m * (size_t) n * sizeof(float));
-    if (!t)
-        return cdc__fail(CDC_ENOMEM, "result of %lld x %lld", (long long) m, (long long) n);
-
     pthread_mutex_lock(&state_lock);
     int rc = state_ready_locked();
     if (rc == CDC_OK)
-        rc = coded_product_locked(col_major, &op_a, &op_bt, t);
-    if (rc == CDC_OK)
-        cdc__context_count_call(state_context);
+        rc = coded_product_locked(col_major, &op_a, &op_bt, alpha, beta, c, ldc);
     pthread_mutex_unlock(&state_lock);
-
-    if (rc == CDC_OK)
-        cdc__gemm_store(c, ldc, t, m, n, alpha, beta);
-    free(t);
     return rc;
 }

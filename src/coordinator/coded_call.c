@@ -1,4 +1,25 @@
-/* coded_call.c - the coordinator's core: tasks out, results in, decode, fallback. */
+/* coded_call.c - the coordinator's core: tasks out, results in, decode, fallback.
+ *
+ * The problem. n data shards and r parity shards of one product go to
+ * workers; some never answer, some answer late, one may answer wrong. The
+ * caller must still get the exact product, as soon as any n results allow.
+ *
+ * The data. A cdc_coded_call_t holds the n + r tasks and their result
+ * blocks (one shape for all: parity results are the same linear
+ * combinations of data results that the parity operands are of data
+ * operands). A call_run_t carries one run through its steps, with bit masks
+ * over shards: erased/corrupted (injected), present (usable results).
+ *
+ * The steps. dispatch (every shard not erased, plus replicas under 2-modular
+ * redundancy) -> collect (which results are in) -> verify (parity check,
+ * when more than n arrived: drop a located bad shard, or all data shards)
+ * -> decode (missing data shards from parity, if few enough are missing;
+ * the BLAS accuracy guard may refuse a rebuilt shard) -> fall back (compute
+ * what is still missing locally) -> account (report, counters).
+ *
+ * Invariant: on CDC_OK every data result block is a product computed by a
+ * shard that passed the check (when it could run), rebuilt from such, or
+ * computed locally; a failure of any worker costs time, never the result. */
 #include "coded_call.h"
 
 #include "bits.h"
@@ -131,165 +152,214 @@ static double replicated_oracle(const double *ms, int n)
     return worst;
 }
 
-int cdc__coded_call_run(cdc_context_t *context, cdc_coded_call_t *call)
+/* One run of a coded call, as its steps hand it on. */
+typedef struct {
+    int replicate;          /* 2-modular redundancy: data shards sent twice  */
+    uint64_t all, data_mask;
+    uint64_t erased, corrupted; /* injected by cdc_context_erase/corrupt_next */
+    cdc_shard_task_t sent[CDC_MAX_SHARDS]; /* what went to the executor      */
+    int count;
+    float *replicas;        /* the replicas' result blocks                   */
+    uint64_t out_bytes;
+    uint64_t arrived_tasks; /* bit t: sent[t] came back                      */
+    uint64_t present;       /* bit s: shard s's result is usable             */
+    cdc_call_report_t report;
+} call_run_t;
+
+/* The injections for this call, taken from the context (they apply once). */
+static void run_start(cdc_context_t *context, const cdc_coded_call_t *call, call_run_t *run)
 {
     int n = call->n, shards = call->n + call->r;
-    uint64_t all = (shards == 64) ? ~UINT64_C(0) : (UINT64_C(1) << shards) - 1;
-    uint64_t data_mask = (UINT64_C(1) << n) - 1;
-
-    int replicate = context->config.replicate && call->r == 0;
+    memset(run, 0, sizeof *run);
+    run->all = (shards == 64) ? ~UINT64_C(0) : (UINT64_C(1) << shards) - 1;
+    run->data_mask = (UINT64_C(1) << n) - 1;
+    run->replicate = context->config.replicate && call->r == 0;
     /* Erasure injection may also name replicas (shards n..2n-1). */
-    uint64_t erasable = replicate && 2 * n < 64 ? (UINT64_C(1) << (2 * n)) - 1 : all;
+    uint64_t erasable = run->replicate && 2 * n < 64 ? (UINT64_C(1) << (2 * n)) - 1 : run->all;
     pthread_mutex_lock(&context->lock);
-    uint64_t erased = context->erase_next & erasable;
-    uint64_t corrupted = context->corrupt_next & all;
+    run->erased = context->erase_next & erasable;
+    run->corrupted = context->corrupt_next & run->all;
     context->erase_next = 0;
     context->corrupt_next = 0;
     pthread_mutex_unlock(&context->lock);
+}
 
-    /* Dispatch every shard not erased; remember which task is which shard. */
-    cdc_shard_task_t sent[CDC_MAX_SHARDS];
-    int count = 0;
-    uint64_t out_bytes = 0;
+/* Every shard not erased to the executor (and, under 2-modular redundancy,
+   every data shard a second time, as shard n + s: first copy wins). */
+static int call_dispatch(cdc_context_t *context, const cdc_coded_call_t *call,
+                         call_run_t *run)
+{
+    int n = call->n, shards = call->n + call->r;
     for (int s = 0; s < shards; s++) {
-        if (erased & (UINT64_C(1) << s))
+        if (run->erased & (UINT64_C(1) << s))
             continue;
-        sent[count++] = call->tasks[s];
-        out_bytes += task_bytes_out(&call->tasks[s]);
+        run->sent[run->count++] = call->tasks[s];
+        run->out_bytes += task_bytes_out(&call->tasks[s]);
     }
-    /* 2-modular redundancy (the baseline coding is measured against): every
-       data shard also goes to a second worker, shard n + s; first copy wins. */
-    float *replicas = NULL;
-    if (replicate) {
+    if (run->replicate) {
         size_t block = (size_t) call->rows * (size_t) call->cols;
-        replicas = malloc((size_t) n * block * sizeof(float));
-        if (!replicas)
+        run->replicas = malloc((size_t) n * block * sizeof(float));
+        if (!run->replicas)
             return cdc__fail(CDC_ENOMEM, "%d replica results", n);
         for (int s = 0; s < n; s++) {
-            if (erased & (UINT64_C(1) << (n + s)))
+            if (run->erased & (UINT64_C(1) << (n + s)))
                 continue;
-            cdc_shard_task_t *copy = &sent[count++];
+            cdc_shard_task_t *copy = &run->sent[run->count++];
             *copy = call->tasks[s];
             copy->shard = n + s;
-            copy->result = replicas + (size_t) s * block;
-            out_bytes += task_bytes_out(copy);
+            copy->result = run->replicas + (size_t) s * block;
+            run->out_bytes += task_bytes_out(copy);
         }
     }
-    uint64_t arrived_tasks = 0;
     double started = cdc__clock_ms();
-    int rc = count ? context->executor->ops->run(context->executor, sent, count,
-                                                 replicate ? 2 * n : n, &arrived_tasks)
-                   : CDC_OK;
-    if (rc != CDC_OK) {
-        free(replicas);
-        return rc;
-    }
-    cdc_call_report_t report;
-    memset(&report, 0, sizeof report);
-    report.n = n;
-    report.r = call->r;
-    report.executor_ms = cdc__clock_ms() - started;
-    report.erased = cdc__popcount64(erased);
-    for (int s = 0; s < CDC_MAX_WORKERS; s++)
-        report.shard_ms[s] = -1.0;
-    uint64_t present = 0;
-    int arrived = 0;
-    for (int t = 0; t < count; t++)
-        if (arrived_tasks & (UINT64_C(1) << t)) {
-            int s = sent[t].shard;
-            arrived++;
-            if (s < CDC_MAX_WORKERS)
-                report.shard_ms[s] = sent[t].elapsed_ms;
-            if (s < shards) {
-                present |= UINT64_C(1) << s;
-            } else if (!(present & (UINT64_C(1) << sent[t].cover))) {
-                /* A replica stands in for a data shard that did not arrive. */
-                memcpy(call->results[sent[t].cover], sent[t].result,
-                       (size_t) call->rows * (size_t) call->cols * sizeof(float));
-                present |= UINT64_C(1) << sent[t].cover;
-            }
-        }
-    free(replicas);
-    report.arrived = arrived;
-    for (int s = 0; s < shards; s++)
-        if (corrupted & present & (UINT64_C(1) << s))
-            corrupt_one_element(call->results[s], (size_t) call->rows * (size_t) call->cols);
-    report.oracle_ms = replicate ? replicated_oracle(report.shard_ms, n)
-                                 : nth_fastest(report.shard_ms, shards, n);
+    int rc = run->count ? context->executor->ops->run(context->executor, run->sent,
+                                                      run->count, run->replicate ? 2 * n : n,
+                                                      &run->arrived_tasks)
+                        : CDC_OK;
+    run->report.executor_ms = cdc__clock_ms() - started;
+    return rc;
+}
 
-    /* Parity check of what arrived: a shard that fails it is dropped and
-       rebuilt (r >= 2 locates it); when it cannot be located every data shard
-       is recomputed here, so a corrupted result never reaches the caller. */
-    int corrupt = 0;
-    if (call->code && context->config.verify && cdc__popcount64(present) > n &&
-        call_scales_ready(call)) {
-        int bad = -1;
-        int check = cdc_code_check(call->code, call->rows, call->cols,
-                                   (const float *const *) call->results, call->cols, present,
-                                   call->scales, call->inner, &bad);
-        if (check == CDC_ECORRUPT) {
-            corrupt = 1;
-            present &= bad >= 0 ? ~(UINT64_C(1) << bad) : ~data_mask;
-            CDC_LOG_WARNF("shard results fail the parity check (%s shard %d); %s",
-                          bad >= 0 ? "located" : "unlocated", bad,
-                          bad >= 0 ? "rebuilding it" : "recomputing the data shards");
-        }
-    }
-    uint64_t missing_data = data_mask & ~present;
-    int decoded = 0, fallback = 0;
-    int parities = cdc__popcount64(present & ~data_mask);
-    if (missing_data && call->code && cdc__popcount64(missing_data) <= parities) {
-        rc = cdc_code_decode(call->code, call->rows, call->cols, call->results,
-                             call->cols, present);
-        if (rc == CDC_OK) {
-            decoded = cdc__popcount64(missing_data);
-            /* Accuracy guard (BLAS callers): a rebuilt shard carries the
-               rounding errors of every shard it came from, ~sqrt(k) eps each;
-               where their sum could exceed the standard GEMM error bound,
-               ~k eps |a||b|, of its own elements, compute it here instead. */
-            uint64_t rebuilt = missing_data;
-            missing_data = 0;
-            if (context->decode_guard > 0.0 && call_scales_ready(call)) {
-                double limit = context->decode_guard * sqrt((double) call->inner);
-                for (int s = 0; s < n; s++)
-                    if ((rebuilt & (UINT64_C(1) << s)) &&
-                        decode_amplification(call, present, s) > limit) {
-                        missing_data |= UINT64_C(1) << s;
-                        decoded--;
-                    }
-            }
-        } else {
-            CDC_LOG_WARNF("decode failed (%s); computing missing shards locally",
-                          cdc_last_error());
-        }
-    }
-    /* Too few results to decode: compute the missing data shards here. The
-       call is slower but never lost and never wrong. */
-    for (int s = 0; s < n && missing_data; s++) {
-        if (!(missing_data & (UINT64_C(1) << s)))
+/* Which shard results are in (a replica standing in for a lost data shard),
+   their times, the injected corruption, the report's first fields. */
+static void call_collect(const cdc_coded_call_t *call, call_run_t *run)
+{
+    int n = call->n, shards = call->n + call->r;
+    cdc_call_report_t *report = &run->report;
+    report->n = n;
+    report->r = call->r;
+    report->split = call->split;
+    report->erased = cdc__popcount64(run->erased);
+    for (int s = 0; s < CDC_MAX_WORKERS; s++)
+        report->shard_ms[s] = -1.0;
+    for (int t = 0; t < run->count; t++) {
+        if (!(run->arrived_tasks & (UINT64_C(1) << t)))
             continue;
-        rc = cdc__task_run_local(&call->tasks[s]);
+        const cdc_shard_task_t *task = &run->sent[t];
+        report->arrived++;
+        if (task->shard < CDC_MAX_WORKERS)
+            report->shard_ms[task->shard] = task->elapsed_ms;
+        if (task->shard < shards) {
+            run->present |= UINT64_C(1) << task->shard;
+        } else if (!(run->present & (UINT64_C(1) << task->cover))) {
+            memcpy(call->results[task->cover], task->result,
+                   (size_t) call->rows * (size_t) call->cols * sizeof(float));
+            run->present |= UINT64_C(1) << task->cover;
+        }
+    }
+    for (int s = 0; s < shards; s++)
+        if (run->corrupted & run->present & (UINT64_C(1) << s))
+            corrupt_one_element(call->results[s], (size_t) call->rows * (size_t) call->cols);
+    report->oracle_ms = run->replicate ? replicated_oracle(report->shard_ms, n)
+                                       : nth_fastest(report->shard_ms, shards, n);
+}
+
+/* Parity check of what arrived: a shard that fails it is dropped and rebuilt
+   (r >= 2 locates it); when it cannot be located every data shard is
+   recomputed here, so a corrupted result never reaches the caller. The check
+   can only run with more than n results. */
+static void call_verify(cdc_context_t *context, cdc_coded_call_t *call, call_run_t *run)
+{
+    if (!call->code || !context->config.verify || cdc__popcount64(run->present) <= call->n ||
+        !call_scales_ready(call))
+        return;
+    int bad = -1;
+    int check = cdc_code_check(call->code, call->rows, call->cols,
+                               (const float *const *) call->results, call->cols,
+                               run->present, call->scales, call->inner, &bad);
+    if (check != CDC_ECORRUPT)
+        return;
+    run->report.corrupt = 1;
+    run->present &= bad >= 0 ? ~(UINT64_C(1) << bad) : ~run->data_mask;
+    CDC_LOG_WARNF("shard results fail the parity check (%s shard %d); %s",
+                  bad >= 0 ? "located" : "unlocated", bad,
+                  bad >= 0 ? "rebuilding it" : "recomputing the data shards");
+}
+
+/* Rebuild missing data results from parity when enough parities arrived.
+   Returns the data shards still missing (to fall back on). */
+static uint64_t call_decode(cdc_context_t *context, cdc_coded_call_t *call, call_run_t *run)
+{
+    uint64_t missing = run->data_mask & ~run->present;
+    int parities = cdc__popcount64(run->present & ~run->data_mask);
+    if (!missing || !call->code || cdc__popcount64(missing) > parities)
+        return missing;
+    if (cdc_code_decode(call->code, call->rows, call->cols, call->results, call->cols,
+                        run->present) != CDC_OK) {
+        CDC_LOG_WARNF("decode failed (%s); computing missing shards locally",
+                      cdc_last_error());
+        return missing;
+    }
+    run->report.decoded = cdc__popcount64(missing);
+    /* Accuracy guard (BLAS callers): a rebuilt shard carries the rounding
+       errors of every shard it came from, ~sqrt(k) eps each; where their sum
+       could exceed the standard GEMM error bound, ~k eps |a||b|, of its own
+       elements, compute it here instead. */
+    uint64_t rebuilt = missing;
+    missing = 0;
+    if (context->decode_guard > 0.0 && call_scales_ready(call)) {
+        double limit = context->decode_guard * sqrt((double) call->inner);
+        for (int s = 0; s < call->n; s++)
+            if ((rebuilt & (UINT64_C(1) << s)) &&
+                decode_amplification(call, run->present, s) > limit) {
+                missing |= UINT64_C(1) << s;
+                run->report.decoded--;
+            }
+    }
+    return missing;
+}
+
+/* Too few results to decode: compute the missing data shards here. The call
+   is slower but never lost and never wrong. */
+static int call_fall_back(cdc_coded_call_t *call, uint64_t missing, call_run_t *run)
+{
+    for (int s = 0; s < call->n && missing; s++) {
+        if (!(missing & (UINT64_C(1) << s)))
+            continue;
+        int rc = cdc__task_run_local(&call->tasks[s]);
         if (rc != CDC_OK)
             return rc;
-        fallback++;
+        run->report.fallback++;
     }
+    return CDC_OK;
+}
 
-    report.decoded = decoded;
-    report.fallback = fallback;
-    report.corrupt = corrupt;
+/* The report and the context's counters. */
+static void call_account(cdc_context_t *context, const cdc_coded_call_t *call,
+                         const call_run_t *run)
+{
+    const cdc_call_report_t *report = &run->report;
+    uint64_t lost = run->replicate ? run->erased : run->all & ~run->present;
     pthread_mutex_lock(&context->lock);
-    context->last_call = report;
+    context->last_call = *report;
     context->stats.coded_calls += call->r > 0;
-    context->stats.shards_sent += (uint64_t) count;
-    context->stats.shards_erased += (uint64_t) (replicate ? cdc__popcount64(erased)
-                                                          : cdc__popcount64(all & ~present));
-    context->stats.results_decoded += (uint64_t) decoded;
-    context->stats.corrupt_detected += (uint64_t) corrupt;
-    context->stats.fallbacks += fallback > 0;
-    context->stats.bytes_out += out_bytes;
-    context->stats.bytes_in += (uint64_t) cdc__popcount64(present) * (uint64_t) call->rows *
-                               (uint64_t) call->cols * sizeof(float);
+    context->stats.shards_sent += (uint64_t) run->count;
+    context->stats.shards_erased += (uint64_t) cdc__popcount64(lost);
+    context->stats.results_decoded += (uint64_t) report->decoded;
+    context->stats.corrupt_detected += (uint64_t) report->corrupt;
+    context->stats.fallbacks += report->fallback > 0;
+    context->stats.bytes_out += run->out_bytes;
+    context->stats.bytes_in += (uint64_t) cdc__popcount64(run->present) *
+                               (uint64_t) call->rows * (uint64_t) call->cols * sizeof(float);
     pthread_mutex_unlock(&context->lock);
+}
+
+int cdc__coded_call_run(cdc_context_t *context, cdc_coded_call_t *call)
+{
+    call_run_t run;
+    run_start(context, call, &run);
+    int rc = call_dispatch(context, call, &run);
+    if (rc == CDC_OK)
+        call_collect(call, &run);
+    free(run.replicas);
+    if (rc != CDC_OK)
+        return rc;
+    call_verify(context, call, &run);
+    uint64_t missing = call_decode(context, call, &run);
+    rc = call_fall_back(call, missing, &run);
+    if (rc != CDC_OK)
+        return rc;
+    call_account(context, call, &run);
     return CDC_OK;
 }
 

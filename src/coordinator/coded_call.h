@@ -26,6 +26,7 @@ typedef struct cdc_coded_call {
     double *scale_storage;
     float *storage;                         /* the result blocks: this
                                                thread's scratch buffer        */
+    cdc_split_t split;      /* the split in the caller's terms (the report)  */
 } cdc_coded_call_t;
 
 /* Prepare a call of n data and r parity shard results of rows x cols: allocates

@@ -192,6 +192,13 @@ int cdc_context_stats(cdc_context_t *context, cdc_stats_t *stats)
     return CDC_OK;
 }
 
+void cdc__context_count_call(cdc_context_t *context)
+{
+    pthread_mutex_lock(&context->lock);
+    context->stats.calls++;
+    pthread_mutex_unlock(&context->lock);
+}
+
 int cdc_context_last_call(cdc_context_t *context, cdc_call_report_t *report)
 {
     if (!context || !report)

@@ -37,6 +37,9 @@ int cdc__context_data_shards(const cdc_context_t *context, int parity, int *n);
    W and all bits for an executor without heartbeats. Thread-safe. */
 int cdc__context_plan_workers(const cdc_context_t *context, uint64_t *mask);
 
+/* Count one completed layer or GEMM call. Thread-safe. */
+void cdc__context_count_call(cdc_context_t *context);
+
 /* The layer/call parity: the context's unless overridden (>= 0). */
 int cdc__context_parity(const cdc_context_t *context, int parity_override);
 

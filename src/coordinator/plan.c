@@ -1,5 +1,53 @@
-/* plan.c - the auto split rule: count the bytes each split moves per call. */
+/* plan.c - what a coded call does: n, r, the code, and which operand is cut.
+ *
+ * The problem. Every coded product cuts one operand of T = A·Btᵀ into n row
+ * blocks and r parity blocks; the other operand goes whole to every shard.
+ * Which one to cut is a trade: the cut operand travels once in total (plus
+ * parity), the whole one n + r times, and results come back either way. Each
+ * front end (cdc_sgemm, the BLAS entry points, FC and conv layers) states
+ * its split in its caller's terms (rows of C, output/channel; columns of C,
+ * batch/spatial), so one resolution (cdc__plan_resolve) and one mapping to
+ * T's operands (cdc__plan_cut_side) serve them all.
+ *
+ * The data. cdc_call_plan_t: n and r from the workers in the plan now (r is
+ * lowered so n + r fit them and r <= n), the code built once per (n, r) on
+ * the context, the split and the operand it cuts.
+ *
+ * The auto rule. Count the bytes each split moves per call: inputs out to
+ * each of the n + r shards plus results back, padding included; operands
+ * cached on workers (weights) travel once and are not counted. Take the
+ * cheaper one, but never a cut whose last data shards would be all padding.
+ *
+ * Invariant: a caller's ROWS split always cuts the rows of the caller's C,
+ * whichever layout or orientation T has (tests/test_gemm.c pins it). */
 #include "plan.h"
+
+#include "coded_call.h"
+
+int cdc__plan_resolve(cdc_context_t *context, int parity_override,
+                      cdc_split_t split_override, cdc_call_plan_t *plan)
+{
+    plan->r = cdc__context_parity(context, parity_override);
+    plan->code = NULL;
+    plan->split = split_override != CDC_SPLIT_AUTO ? split_override : context->config.split;
+    plan->cut = CDC_SHARD_A;
+    int rc = cdc__context_data_shards(context, plan->r, &plan->n);
+    if (rc == CDC_OK)
+        rc = cdc__context_code(context, plan->n, plan->r, &plan->code);
+    if (rc == CDC_OK)
+        plan->r = plan->code ? cdc_code_r(plan->code) : 0;
+    return rc;
+}
+
+cdc_shard_side_t cdc__plan_cut_side(cdc_split_t split, int transposed)
+{
+    return (split == CDC_SPLIT_COLUMNS) != (transposed != 0) ? CDC_SHARD_BT : CDC_SHARD_A;
+}
+
+cdc_split_t cdc__plan_side_split(cdc_shard_side_t side, int transposed)
+{
+    return (side == CDC_SHARD_BT) != (transposed != 0) ? CDC_SPLIT_COLUMNS : CDC_SPLIT_ROWS;
+}
 
 static int64_t ceil_div(int64_t a, int64_t b)
 {

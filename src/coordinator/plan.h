@@ -1,11 +1,47 @@
-/* plan.h - choosing the split: the one that moves fewer bytes per call. */
+/* plan.h - the plan of one coded call (n, r, code, split) and the auto split
+   rule: the split that moves fewer bytes per call. */
 #ifndef CDC_PLAN_H_INCLUDED
 #define CDC_PLAN_H_INCLUDED
 
 #include "cdcgemm.h"
+#include "code.h"
+#include "context.h"
 #include "geometry.h"
 
 #include <stdint.h>
+
+/* Which operand of T = A·Btᵀ a coded product cuts into row blocks. */
+typedef enum {
+    CDC_SHARD_A, /* blocks of A's rows: shard results are row blocks of T    */
+    CDC_SHARD_BT /* blocks of Bt's rows: shard results are column blocks of T */
+} cdc_shard_side_t;
+
+/* What one coded call does, whatever its front end. */
+typedef struct {
+    int n, r;               /* data and parity shards                       */
+    const cdc_code_t *code; /* the code for (n, r); NULL when r = 0         */
+    cdc_split_t split;      /* in the caller's terms: ROWS cuts the rows of
+                               C (the weights' rows of a layer: output or
+                               channel), COLUMNS its columns (batch or
+                               spatial); AUTO until the front end's rule or
+                               the driver resolves it                       */
+    cdc_shard_side_t cut;   /* the operand of T = A·Btᵀ that is cut (driver) */
+} cdc_call_plan_t;
+
+/* The common resolution of every front end: parity r (the context's unless
+   parity_override >= 0), data shards n and the code over the workers in the
+   plan now, and the split (split_override unless AUTO, else the context's;
+   may stay AUTO). Not thread-safe against calls on the same context. */
+int cdc__plan_resolve(cdc_context_t *context, int parity_override,
+                      cdc_split_t split_override, cdc_call_plan_t *plan);
+
+/* The operand a caller's split cuts. transposed: T is the caller's result
+   transposed (column-major C, or a layer's y = x·Wᵀ whose output split cuts
+   W = Bt), so the caller's rows are T's columns. */
+cdc_shard_side_t cdc__plan_cut_side(cdc_split_t split, int transposed);
+
+/* The caller's split that cutting `side` is (the inverse of the above). */
+cdc_split_t cdc__plan_side_split(cdc_shard_side_t side, int transposed);
 
 /* Per-call bytes (inputs out to every shard + results back) of T = A·Btᵀ
    (A m x k, Bt ncols x k) when A's rows (split = ROWS) or Bt's rows

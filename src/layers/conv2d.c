@@ -1,4 +1,6 @@
-/* conv2d.c - conv layers as coded im2col GEMMs, split by channel or spatially. */
+/* conv2d.c - conv layers as coded im2col GEMMs, split by channel or spatially:
+   the common plan (cdc__layer_plan) and finish (cdc__driver_finish), with
+   conv's own tasks (im2col on the worker) in between. */
 #include "layer.h"
 
 #include "error.h"
@@ -106,35 +108,53 @@ static int conv_scales_fill(cdc_coded_call_t *call)
     return CDC_OK;
 }
 
-/* Channel split: shard s holds a block of filters and gets the whole input. */
-static int conv_channel_split(cdc_layer_t *layer, const cdc_code_t *code, int n,
-                              const cdc_conv_geometry_t *g, int64_t batch,
-                              const float *x, float *y)
+/* A conv call of the plan's shards, rows x cols results each: every task
+   a (filters) · im2col(input) over geometry g, filled in but for a, a_rows
+   and input; the parity check's scales come from job. */
+static int conv_call_init(cdc_coded_call_t *call, const cdc_layer_t *layer,
+                          const cdc_call_plan_t *plan, int64_t rows, int64_t cols,
+                          const cdc_conv_geometry_t *g, int64_t batch,
+                          const conv_scales_job_t *job)
 {
-    const cdc_shard_set_t *filters;
-    int rc = cdc__layer_weight_shards(layer, code, n, &filters);
+    int rc = cdc__coded_call_init(call, plan->code, plan->n, rows, cols);
     if (rc != CDC_OK)
         return rc;
-    int64_t spatial = g->out_h * g->out_w, cols = batch * spatial;
-    cdc_coded_call_t call;
-    rc = cdc__coded_call_init(&call, code, n, filters->block_rows, cols);
-    if (rc != CDC_OK)
-        return rc;
-    conv_scales_job_t job = {layer, filters, g, batch, x, 0, 1};
-    if (code) {
-        call.scales_fill = conv_scales_fill;
-        call.scales_job = &job;
+    call->split = plan->split;
+    if (plan->code) {
+        call->scales_fill = conv_scales_fill;
+        call->scales_job = job;
     }
-    for (int s = 0; s < filters->n + filters->r; s++) {
-        cdc_shard_task_t *task = &call.tasks[s];
+    for (int s = 0; s < plan->n + plan->r; s++) {
+        cdc_shard_task_t *task = &call->tasks[s];
         task->kind = CDC_TASK_CONV;
-        task->a = filters->blocks[s];
-        task->a_rows = filters->block_rows;
+        task->a_rows = rows;
         task->k = layer->k;
         task->a_key = layer->weights_key;
         task->geometry = g;
         task->batch = batch;
-        task->input = x;
+    }
+    return CDC_OK;
+}
+
+/* Channel split: shard s holds a block of filters and gets the whole input. */
+static int conv_channel_split(cdc_layer_t *layer, const cdc_call_plan_t *plan,
+                              const cdc_conv_geometry_t *g, int64_t batch,
+                              const float *x, float *y)
+{
+    int n = plan->n;
+    const cdc_shard_set_t *filters;
+    int rc = cdc__layer_weight_shards(layer, plan->code, n, &filters);
+    if (rc != CDC_OK)
+        return rc;
+    int64_t spatial = g->out_h * g->out_w, cols = batch * spatial;
+    cdc_coded_call_t call;
+    conv_scales_job_t job = {layer, filters, g, batch, x, 0, 1};
+    rc = conv_call_init(&call, layer, plan, filters->block_rows, cols, g, batch, &job);
+    if (rc != CDC_OK)
+        return rc;
+    for (int s = 0; s < n + plan->r; s++) {
+        call.tasks[s].a = filters->blocks[s];
+        call.tasks[s].input = x;
     }
     rc = cdc__coded_call_run(layer->context, &call);
     if (rc == CDC_OK) {
@@ -212,38 +232,27 @@ int cdc__conv_bands_encode(const cdc_code_t *code, int n, const cdc_conv_geometr
 /* Spatial split: shard s computes a band of output rows from a band of input
    rows (with its halo). All bands have one shape and im2col is linear, so the
    parity band is the coded sum of the input bands. */
-static int conv_spatial_split(cdc_layer_t *layer, const cdc_code_t *code, int n,
+static int conv_spatial_split(cdc_layer_t *layer, const cdc_call_plan_t *plan,
                               const cdc_conv_geometry_t *g, int64_t batch,
                               const float *x, float *y)
 {
-    int shards = n + (code ? cdc_code_r(code) : 0);
+    int n = plan->n, shards = plan->n + plan->r;
     int64_t band_rows = (g->out_h + n - 1) / n;
     cdc_conv_geometry_t band_g;
     float *bands = NULL;
     size_t band_size = 0;
-    int rc = cdc__conv_bands_encode(code, n, g, batch, x, &band_g, &bands, &band_size);
+    int rc = cdc__conv_bands_encode(plan->code, n, g, batch, x, &band_g, &bands, &band_size);
     if (rc != CDC_OK)
         return rc;
     int64_t spatial = band_rows * g->out_w, cols = batch * spatial;
     cdc_coded_call_t call;
-    rc = cdc__coded_call_init(&call, code, n, layer->rows, cols);
+    conv_scales_job_t job = {layer, NULL, &band_g, batch, bands, band_size, shards};
+    rc = conv_call_init(&call, layer, plan, layer->rows, cols, &band_g, batch, &job);
     if (rc != CDC_OK)
         return rc;
-    conv_scales_job_t job = {layer, NULL, &band_g, batch, bands, band_size, shards};
-    if (code) {
-        call.scales_fill = conv_scales_fill;
-        call.scales_job = &job;
-    }
     for (int s = 0; s < shards; s++) {
-        cdc_shard_task_t *task = &call.tasks[s];
-        task->kind = CDC_TASK_CONV;
-        task->a = layer->weights;
-        task->a_rows = layer->rows;
-        task->k = layer->k;
-        task->a_key = layer->weights_key;
-        task->geometry = &band_g;
-        task->batch = batch;
-        task->input = bands + (size_t) s * band_size;
+        call.tasks[s].a = layer->weights;
+        call.tasks[s].input = bands + (size_t) s * band_size;
     }
     rc = cdc__coded_call_run(layer->context, &call);
     if (rc == CDC_OK) {
@@ -262,26 +271,6 @@ static int conv_spatial_split(cdc_layer_t *layer, const cdc_code_t *code, int n,
     }
     cdc__coded_call_release(&call);
     return rc;
-}
-
-static void conv_epilogue(const cdc_layer_t *layer, int64_t batch, int64_t plane, float *y)
-{
-    if (!layer->bias && !layer->options.relu)
-        return;
-    for (int64_t b = 0; b < batch; b++) {
-        for (int64_t o = 0; o < layer->rows; o++) {
-            float *out = y + (b * layer->rows + o) * plane;
-            float bias = layer->bias ? layer->bias[o] : 0.0f;
-            if (layer->options.relu)
-                for (int64_t i = 0; i < plane; i++) {
-                    float v = out[i] + bias;
-                    out[i] = v > 0.0f ? v : 0.0f;
-                }
-            else
-                for (int64_t i = 0; i < plane; i++)
-                    out[i] += bias;
-        }
-    }
 }
 
 int cdc_conv2d_forward(cdc_layer_t *layer, int64_t batch, int64_t h, int64_t w,
@@ -306,26 +295,24 @@ int cdc_conv2d_forward(cdc_layer_t *layer, int64_t batch, int64_t h, int64_t w,
     if (rc != CDC_OK)
         return rc;
 
-    int n, r;
-    const cdc_code_t *code;
-    rc = cdc__layer_plan_code(layer, &n, &r, &code);
+    /* The common plan; conv's own rule for AUTO (bytes of im2col bands). */
+    cdc_call_plan_t plan;
+    rc = cdc__layer_plan(layer, &plan);
     if (rc != CDC_OK)
         return rc;
-    cdc_split_t split = layer->options.split != CDC_SPLIT_AUTO
-                            ? layer->options.split
-                            : layer->context->config.split;
-    if (split == CDC_SPLIT_AUTO)
-        split = cdc__plan_conv_split(&g, layer->rows, batch, n, r);
+    int n = plan.n;
+    if (plan.split == CDC_SPLIT_AUTO)
+        plan.split = cdc__plan_conv_split(&g, layer->rows, batch, n, plan.r);
     /* A spatial split needs a real output row per data shard. */
-    if (split == CDC_SPLIT_COLUMNS && (g.out_h + n - 1) / n * (n - 1) >= g.out_h)
-        split = CDC_SPLIT_ROWS;
+    if (plan.split == CDC_SPLIT_COLUMNS && (g.out_h + n - 1) / n * (n - 1) >= g.out_h)
+        plan.split = CDC_SPLIT_ROWS;
 
-    rc = split == CDC_SPLIT_COLUMNS ? conv_spatial_split(layer, code, n, &g, batch, x, y)
-                                    : conv_channel_split(layer, code, n, &g, batch, x, y);
+    rc = plan.split == CDC_SPLIT_COLUMNS ? conv_spatial_split(layer, &plan, &g, batch, x, y)
+                                         : conv_channel_split(layer, &plan, &g, batch, x, y);
     if (rc != CDC_OK)
         return rc;
-    layer->last_split = split;
-    conv_epilogue(layer, batch, plane, y);
-    cdc__context_count_call(layer->context);
+    layer->last_split = plan.split;
+    cdc_epilogue_t epilogue = cdc__layer_epilogue(layer, batch, plane, y);
+    cdc__driver_finish(layer->context, &epilogue, y, batch * layer->rows, plane);
     return CDC_OK;
 }

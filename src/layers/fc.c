@@ -1,9 +1,8 @@
-/* fc.c - fully-connected layers: y = x·Wᵀ + b as a coded GEMM. */
+/* fc.c - fully-connected layers: y = x·Wᵀ + b, described to the coded-GEMM
+   driver (driver.h) with a bias/ReLU epilogue. */
 #include "layer.h"
 
 #include "error.h"
-#include "matmul_coded.h"
-#include "plan.h"
 
 #include <limits.h>
 #include <string.h>
@@ -17,21 +16,6 @@ int cdc_fc_new(cdc_context_t *context, int64_t out_features, int64_t in_features
 {
     return cdc__layer_new(context, CDC_LAYER_FC, out_features, in_features, weights,
                           bias, options, layer_p);
-}
-
-/* Bias and ReLU after decoding: shards carry pre-activation values, because
-   ReLU on a shard would break the linear recovery. */
-static void fc_epilogue(const cdc_layer_t *layer, int64_t batch, float *y)
-{
-    for (int64_t b = 0; b < batch; b++) {
-        float *row = y + b * layer->rows;
-        if (layer->bias)
-            for (int64_t o = 0; o < layer->rows; o++)
-                row[o] += layer->bias[o];
-        if (layer->options.relu)
-            for (int64_t o = 0; o < layer->rows; o++)
-                row[o] = row[o] > 0.0f ? row[o] : 0.0f;
-    }
 }
 
 int cdc_fc_forward(cdc_layer_t *layer, int64_t batch, const float *x, float *y)
@@ -48,50 +32,33 @@ int cdc_fc_forward(cdc_layer_t *layer, int64_t batch, const float *x, float *y)
     if (rc != CDC_OK)
         return rc;
 
-    int n, r;
-    const cdc_code_t *code;
-    rc = cdc__layer_plan_code(layer, &n, &r, &code);
+    cdc_call_plan_t plan;
+    rc = cdc__layer_plan(layer, &plan);
     if (rc != CDC_OK)
         return rc;
-    cdc_context_t *context = layer->context;
-    cdc_split_t split = layer->options.split != CDC_SPLIT_AUTO
-                            ? layer->options.split
-                            : context->config.split;
-    /* T = x · Wᵀ: A = x (batch x in), Bt = W (out x in). Output split = W's rows. */
-    /* A batch split makes every worker stream the whole weight matrix per
+    /* T = x · Wᵀ: A = x (batch x in), Bt = W (out x in). The output split
+       (ROWS, the caller's rows = W's rows) cuts Bt, so T is "transposed".
+       A batch split makes every worker stream the whole weight matrix per
        call (n times the memory traffic of an output split): auto takes it
        only when each shard gets enough samples to be compute bound. */
-    if (split == CDC_SPLIT_AUTO)
-        split = (batch + n - 1) / n >= CDC_FC_BATCH_SPLIT_MIN &&
-                        cdc__plan_matmul_split(layer->rows, batch, layer->k, n, r, 1, 0) ==
-                            CDC_SPLIT_COLUMNS
-                    ? CDC_SPLIT_COLUMNS
-                    : CDC_SPLIT_ROWS;
-
-    if (split == CDC_SPLIT_ROWS) {
-        const cdc_shard_set_t *weights;
-        rc = cdc__layer_weight_shards(layer, code, n, &weights);
-        if (rc == CDC_OK)
-            rc = cdc__matmul_coded(context, code, CDC_SHARD_BT, weights,
-                                   layer->weights_key, 0, x, batch, NULL, layer->rows,
-                                   layer->k, y, layer->rows);
-    } else {
-        /* Batch split: the samples are cut and encoded per call; every shard
-           multiplies by the whole (cached) weight matrix. */
-        cdc_shard_set_t *samples = NULL;
-        rc = cdc__shard_set_new(code, n, x, batch, layer->k, &samples);
-        if (rc == CDC_OK)
-            rc = cdc__matmul_coded_normed(
-                context, code, CDC_SHARD_A, samples, 0, layer->weights_key, x, batch,
-                layer->weights, layer->rows, layer->k,
-                code && context->config.verify ? cdc__layer_weight_norms(layer) : NULL, y,
-                layer->rows);
-        cdc__shard_set_destroy(&samples);
-    }
-    if (rc != CDC_OK)
-        return rc;
-    layer->last_split = split;
-    fc_epilogue(layer, batch, y);
-    cdc__context_count_call(context);
-    return CDC_OK;
+    if (plan.split == CDC_SPLIT_AUTO)
+        plan.split = (batch + plan.n - 1) / plan.n >= CDC_FC_BATCH_SPLIT_MIN &&
+                             cdc__plan_matmul_split(layer->rows, batch, layer->k, plan.n,
+                                                    plan.r, 1, 0) == CDC_SPLIT_COLUMNS
+                         ? CDC_SPLIT_COLUMNS
+                         : CDC_SPLIT_ROWS;
+    cdc_weights_t weights;
+    cdc__layer_weights(layer, &weights);
+    cdc_gemm_desc_t desc;
+    memset(&desc, 0, sizeof desc);
+    desc.a.view = (cdc_operand_t){x, batch, layer->k, layer->k, 0};
+    desc.a.in_place = 1;
+    desc.bt.view = (cdc_operand_t){layer->weights, layer->rows, layer->k, layer->k, 0};
+    desc.bt.weights = &weights;
+    desc.transposed = 1;
+    desc.epilogue = cdc__layer_epilogue(layer, batch, 1, y);
+    rc = cdc__driver_gemm(layer->context, &desc, &plan);
+    if (rc == CDC_OK)
+        layer->last_split = plan.split;
+    return rc;
 }

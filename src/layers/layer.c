@@ -84,13 +84,36 @@ int cdc__layer_new(cdc_context_t *context, cdc_layer_kind_t kind, int64_t rows,
     return CDC_OK;
 }
 
-int cdc__layer_plan_code(cdc_layer_t *layer, int *n, int *r, const cdc_code_t **code)
+int cdc__layer_plan(cdc_layer_t *layer, cdc_call_plan_t *plan)
 {
-    *r = cdc__context_parity(layer->context, layer->options.parity);
-    int rc = cdc__context_data_shards(layer->context, *r, n);
-    if (rc != CDC_OK)
-        return rc;
-    return cdc__context_code(layer->context, *n, *r, code);
+    return cdc__plan_resolve(layer->context, layer->options.parity, layer->options.split,
+                             plan);
+}
+
+static int layer_weights_shards(cdc_weights_t *self, const cdc_code_t *code, int n,
+                                const cdc_shard_set_t **set)
+{
+    return cdc__layer_weight_shards(self->owner, code, n, set);
+}
+
+static const double *layer_weights_norms(cdc_weights_t *self)
+{
+    return cdc__layer_weight_norms(self->owner);
+}
+
+void cdc__layer_weights(cdc_layer_t *layer, cdc_weights_t *weights)
+{
+    /* The content key names the row blocks and the whole matrix alike. */
+    *weights = (cdc_weights_t){layer->weights, layer->weights_key, layer->weights_key,
+                               layer_weights_shards, layer_weights_norms, layer};
+}
+
+cdc_epilogue_t cdc__layer_epilogue(const cdc_layer_t *layer, int64_t batch, int64_t plane,
+                                   float *y)
+{
+    return (cdc_epilogue_t){.kind = CDC_EPILOGUE_BIAS_RELU, .out = y, .bias = layer->bias,
+                            .relu = layer->options.relu, .outer = batch,
+                            .channels = layer->rows, .inner = plane};
 }
 
 int cdc__layer_weight_shards(cdc_layer_t *layer, const cdc_code_t *code, int n,
@@ -121,13 +144,6 @@ const double *cdc__layer_weight_norms(cdc_layer_t *layer)
             cdc__row_norms(layer->weights, layer->rows, layer->k, layer->weight_norms);
     }
     return layer->weight_norms;
-}
-
-void cdc__context_count_call(cdc_context_t *context)
-{
-    pthread_mutex_lock(&context->lock);
-    context->stats.calls++;
-    pthread_mutex_unlock(&context->lock);
 }
 
 cdc_split_t cdc_layer_split(const cdc_layer_t *layer)

@@ -2,7 +2,7 @@
 #ifndef CDC_LAYER_H_INCLUDED
 #define CDC_LAYER_H_INCLUDED
 
-#include "coded_call.h"
+#include "driver.h"
 #include "im2col.h"
 
 typedef enum { CDC_LAYER_FC, CDC_LAYER_CONV } cdc_layer_kind_t;
@@ -37,8 +37,17 @@ int cdc__layer_weight_shards(cdc_layer_t *layer, const cdc_code_t *code, int n,
    once; NULL when out of memory (the check is then skipped). */
 const double *cdc__layer_weight_norms(cdc_layer_t *layer);
 
-/* Resolve the layer's parity, data shard count and code for this call. */
-int cdc__layer_plan_code(cdc_layer_t *layer, int *n, int *r, const cdc_code_t **code);
+/* The plan of this call (cdc__plan_resolve with the layer's parity and
+   split overrides); the split may stay AUTO for the layer's own rule. */
+int cdc__layer_plan(cdc_layer_t *layer, cdc_call_plan_t *plan);
+
+/* The layer's weights as the driver takes them (row blocks and norms cached
+   on the layer); valid while the layer lives. */
+void cdc__layer_weights(cdc_layer_t *layer, cdc_weights_t *weights);
+
+/* The layer's epilogue over y (batch x rows x plane): bias, then ReLU. */
+cdc_epilogue_t cdc__layer_epilogue(const cdc_layer_t *layer, int64_t batch, int64_t plane,
+                                   float *y);
 
 /* 0 when a * b fits in int64 and stays <= limit, else CDC_EDIM naming what. */
 int cdc__check_product(int64_t a, int64_t b, int64_t limit, const char *what);
@@ -51,8 +60,5 @@ int cdc__check_product(int64_t a, int64_t b, int64_t limit, const char *what);
 int cdc__conv_bands_encode(const cdc_code_t *code, int n, const cdc_conv_geometry_t *g,
                            int64_t batch, const float *x, cdc_conv_geometry_t *band_g,
                            float **bands_p, size_t *band_size_p);
-
-/* Count one completed layer or GEMM call. */
-void cdc__context_count_call(cdc_context_t *context);
 
 #endif

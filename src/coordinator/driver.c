@@ -1,0 +1,254 @@
+/* driver.c - the one coded-GEMM path under every front end.
+ *
+ * The problem. cdc_sgemm, the BLAS entry points and the FC layer all compute
+ * a product T = A·Btᵀ (row-major operands, gemm_operands.h) with one operand
+ * cut into n coded row blocks, then finish it differently: alpha/beta into
+ * C, or bias and ReLU into y. Kept as separate copies, the sequences drifted
+ * (a column-major cdc_sgemm once cut the wrong side); so each front end only
+ * describes its operands (cdc_gemm_desc_t: views of the caller's memory, or
+ * cached weights) and its epilogue, and this file runs the steps:
+ *
+ *   resolve   AUTO split by bytes moved; the caller's split -> the cut side
+ *   encode    pack per-call operands, cut + encode the cut one (or take the
+ *             cached weights' blocks), the whole one as contiguous rows
+ *   dispatch  shard tasks through cdc__coded_call_run (decode, fallback)
+ *   assemble  data results into T (row blocks or column blocks)
+ *   finish    the epilogue and the call's count
+ *
+ * Invariant: on CDC_OK every element of T is the product computed by some
+ * shard, rebuilt from parity, or computed locally; never a stale result. */
+#include "driver.h"
+
+#include "error.h"
+#include "norms.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+/* A call's operands once encoded: the cut one as a shard set, the whole one
+   as contiguous rows. Also the lazy parity-check scales' job. */
+typedef struct {
+    cdc_shard_side_t cut;
+    const cdc_shard_set_t *set;   /* the cut operand's blocks               */
+    cdc_shard_set_t *call_set;    /* owned: cut and encoded for this call   */
+    uint64_t set_key, whole_key;  /* nonzero: cached on workers             */
+    const float *whole;           /* whole_rows x k, contiguous             */
+    int64_t whole_rows, k;
+    cdc_weights_t *whole_weights; /* the whole operand when it is weights   */
+    float *packed;                /* owned: per-call packed copies          */
+} driver_operands_t;
+
+static size_t operand_pack_count(const cdc_gemm_operand_t *op)
+{
+    if (op->weights || op->in_place)
+        return 0;
+    return (size_t) op->view.rows * (size_t) op->view.k;
+}
+
+/* The operand's rows, contiguous: the weights' copy, the caller's memory, or
+   a copy packed at *next (advanced past it). */
+static const float *operand_rows(const cdc_gemm_operand_t *op, float **next)
+{
+    if (op->weights)
+        return op->weights->packed;
+    if (op->in_place)
+        return op->view.src;
+    float *dst = *next;
+    cdc__operand_pack(&op->view, dst);
+    *next += operand_pack_count(op);
+    return dst;
+}
+
+static void driver_resolve(const cdc_gemm_desc_t *desc, cdc_call_plan_t *plan)
+{
+    if (plan->split == CDC_SPLIT_AUTO) {
+        cdc_split_t t_split = cdc__plan_matmul_split(
+            desc->a.view.rows, desc->bt.view.rows, desc->a.view.k, plan->n, plan->r,
+            desc->a.weights != NULL, desc->bt.weights != NULL);
+        plan->cut = t_split == CDC_SPLIT_COLUMNS ? CDC_SHARD_BT : CDC_SHARD_A;
+        plan->split = cdc__plan_side_split(plan->cut, desc->transposed);
+    } else {
+        plan->cut = cdc__plan_cut_side(plan->split, desc->transposed);
+    }
+}
+
+static int driver_encode(const cdc_gemm_desc_t *desc, const cdc_call_plan_t *plan,
+                         driver_operands_t *ops)
+{
+    const cdc_gemm_operand_t *cut = plan->cut == CDC_SHARD_A ? &desc->a : &desc->bt;
+    const cdc_gemm_operand_t *whole = plan->cut == CDC_SHARD_A ? &desc->bt : &desc->a;
+    memset(ops, 0, sizeof *ops);
+    ops->cut = plan->cut;
+    ops->k = desc->a.view.k;
+    size_t count = operand_pack_count(cut) + operand_pack_count(whole);
+    if (count) {
+        ops->packed = malloc(count * sizeof(float));
+        if (!ops->packed)
+            return cdc__fail(CDC_ENOMEM, "packing %lld x %lld x %lld",
+                             (long long) desc->a.view.rows, (long long) desc->bt.view.rows,
+                             (long long) ops->k);
+    }
+    float *next = ops->packed;
+    ops->whole = operand_rows(whole, &next);
+    ops->whole_rows = whole->view.rows;
+    ops->whole_weights = whole->weights;
+    ops->whole_key = whole->weights ? whole->weights->whole_key : 0;
+    if (cut->weights) {
+        /* Cached weights: row blocks + parity encoded once, kept by workers. */
+        ops->set_key = cut->weights->set_key;
+        return cut->weights->shards(cut->weights, plan->code, plan->n, &ops->set);
+    }
+    int rc = cdc__shard_set_new(plan->code, plan->n, operand_rows(cut, &next),
+                                cut->view.rows, ops->k, &ops->call_set);
+    ops->set = ops->call_set;
+    return rc;
+}
+
+/* The parity check's scales, filled only when the check or the accuracy
+   guard runs: the cut blocks' row norms (kept with the set) and the whole
+   operand's (cached with weights, else computed now). */
+static int driver_scales_fill(cdc_coded_call_t *call)
+{
+    const driver_operands_t *ops = call->scales_job;
+    const double *whole_norms;
+    if (ops->whole_weights) {
+        whole_norms = ops->whole_weights->norms(ops->whole_weights);
+        if (!whole_norms)
+            return cdc__fail(CDC_ENOMEM, "weight norms");
+    } else {
+        call->scale_storage = malloc((size_t) ops->whole_rows * sizeof(double));
+        if (!call->scale_storage)
+            return cdc__fail(CDC_ENOMEM, "norms of %lld rows", (long long) ops->whole_rows);
+        cdc__row_norms(ops->whole, ops->whole_rows, ops->k, call->scale_storage);
+        whole_norms = call->scale_storage;
+    }
+    int cut_a = ops->cut == CDC_SHARD_A;
+    for (int s = 0; s < ops->set->n + ops->set->r; s++) {
+        call->scales[s].row = cut_a ? ops->set->row_norms[s] : whole_norms;
+        call->scales[s].col = cut_a ? whole_norms : ops->set->row_norms[s];
+    }
+    call->inner = ops->k;
+    return CDC_OK;
+}
+
+/* The data results into T (ldt): row blocks, or column blocks when Bt was cut. */
+static void driver_assemble(const cdc_coded_call_t *call, const driver_operands_t *ops,
+                            float *t, int64_t ldt)
+{
+    const cdc_shard_set_t *set = ops->set;
+    for (int s = 0; s < set->n; s++) {
+        int64_t valid = cdc__shard_set_valid_rows(set, s);
+        int64_t first = (int64_t) s * set->block_rows;
+        const float *block = call->results[s];
+        if (ops->cut == CDC_SHARD_A) {
+            for (int64_t i = 0; i < valid; i++)
+                memcpy(t + (first + i) * ldt, block + i * call->cols,
+                       (size_t) ops->whole_rows * sizeof(float));
+        } else if (valid > 0) {
+            for (int64_t i = 0; i < ops->whole_rows; i++)
+                memcpy(t + i * ldt + first, block + i * call->cols,
+                       (size_t) valid * sizeof(float));
+        }
+    }
+}
+
+static int driver_dispatch(cdc_context_t *context, const cdc_call_plan_t *plan,
+                           const driver_operands_t *ops, float *t, int64_t ldt)
+{
+    const cdc_shard_set_t *set = ops->set;
+    int cut_a = ops->cut == CDC_SHARD_A;
+    int64_t result_rows = cut_a ? set->block_rows : ops->whole_rows;
+    int64_t result_cols = cut_a ? ops->whole_rows : set->block_rows;
+    cdc_coded_call_t call;
+    int rc = cdc__coded_call_init(&call, plan->code, plan->n, result_rows, result_cols);
+    if (rc != CDC_OK)
+        return rc;
+    call.split = plan->split;
+    for (int s = 0; s < set->n + set->r; s++) {
+        cdc_shard_task_t *task = &call.tasks[s];
+        task->kind = CDC_TASK_GEMM;
+        task->k = ops->k;
+        task->a_rows = result_rows;
+        task->a = cut_a ? set->blocks[s] : ops->whole;
+        task->bt = cut_a ? ops->whole : set->blocks[s];
+        task->a_key = cut_a ? ops->set_key : ops->whole_key;
+        task->bt_key = cut_a ? ops->whole_key : ops->set_key;
+    }
+    if (plan->code) {
+        call.scales_fill = driver_scales_fill;
+        call.scales_job = ops;
+    }
+    rc = cdc__coded_call_run(context, &call);
+    if (rc == CDC_OK)
+        driver_assemble(&call, ops, t, ldt);
+    cdc__coded_call_release(&call);
+    return rc;
+}
+
+int cdc__driver_gemm(cdc_context_t *context, const cdc_gemm_desc_t *desc,
+                     cdc_call_plan_t *plan)
+{
+    int64_t rows = desc->a.view.rows, cols = desc->bt.view.rows;
+    driver_resolve(desc, plan);
+    /* STORE needs T apart from C (C's layout, ld and beta); a layer's y is T. */
+    float *t = desc->epilogue.out, *t_owned = NULL;
+    if (desc->epilogue.kind == CDC_EPILOGUE_STORE) {
+        t = t_owned = malloc((size_t) rows * (size_t) cols * sizeof(float));
+        if (!t)
+            return cdc__fail(CDC_ENOMEM, "result of %lld x %lld", (long long) rows,
+                             (long long) cols);
+    }
+    driver_operands_t ops;
+    int rc = driver_encode(desc, plan, &ops);
+    if (rc == CDC_OK)
+        rc = driver_dispatch(context, plan, &ops, t, cols);
+    if (rc == CDC_OK)
+        cdc__driver_finish(context, &desc->epilogue, t, rows, cols);
+    cdc__shard_set_destroy(&ops.call_set);
+    free(ops.packed);
+    free(t_owned);
+    return rc;
+}
+
+/* Bias and ReLU after decoding: shards carry pre-activation values, because
+   ReLU on a shard would break the linear recovery. */
+static void epilogue_bias_relu(const cdc_epilogue_t *e)
+{
+    if (!e->bias && !e->relu)
+        return;
+    for (int64_t b = 0; b < e->outer; b++) {
+        float *y = e->out + b * e->channels * e->inner;
+        if (e->inner == 1) { /* FC: one value per channel, a row of y */
+            if (e->bias)
+                for (int64_t o = 0; o < e->channels; o++)
+                    y[o] += e->bias[o];
+            if (e->relu)
+                for (int64_t o = 0; o < e->channels; o++)
+                    y[o] = y[o] > 0.0f ? y[o] : 0.0f;
+            continue;
+        }
+        for (int64_t o = 0; o < e->channels; o++) {
+            float *plane = y + o * e->inner;
+            float bias = e->bias ? e->bias[o] : 0.0f;
+            if (e->relu)
+                for (int64_t i = 0; i < e->inner; i++) {
+                    float v = plane[i] + bias;
+                    plane[i] = v > 0.0f ? v : 0.0f;
+                }
+            else
+                for (int64_t i = 0; i < e->inner; i++)
+                    plane[i] += bias;
+        }
+    }
+}
+
+void cdc__driver_finish(cdc_context_t *context, const cdc_epilogue_t *epilogue,
+                        const float *t, int64_t rows, int64_t cols)
+{
+    if (epilogue->kind == CDC_EPILOGUE_STORE)
+        cdc__gemm_store(epilogue->out, epilogue->ld, t, rows, cols, epilogue->alpha,
+                        epilogue->beta);
+    else
+        epilogue_bias_relu(epilogue);
+    cdc__context_count_call(context);
+}
