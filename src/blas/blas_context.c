@@ -16,6 +16,7 @@
  * coded call (e.g. while spawning workers) cannot deadlock. */
 #include "blas_context.h"
 
+#include "cdcgemm_testing.h"
 #include "driver.h"
 #include "error.h"
 #include "log.h"

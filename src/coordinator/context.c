@@ -2,6 +2,7 @@
 #include "context.h"
 
 #include "blas_backend.h"
+#include "cdcgemm_testing.h"
 #include "code.h"
 #include "error.h"
 #include "log.h"
