@@ -226,6 +226,8 @@ static void default_worker(char *out, size_t size)
 static int parse(int argc, char **argv, cache_options_t *o)
 {
     for (int i = 1; i < argc; i++) {
+        if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0)
+            return 1;
         const char *value = i + 1 < argc ? argv[i + 1] : NULL;
         if (!value) {
             fprintf(stderr, "cache: '%s' needs a value\n", argv[i]);
@@ -261,10 +263,12 @@ int cdc_bench_cache(int argc, char **argv)
     static char worker[4200];
     default_worker(worker, sizeof worker);
     cache_options_t o = {200000, (size_t) 64 << 20, 4096, 0, 3.0, worker};
-    if (parse(argc, argv, &o) != 0) {
-        fprintf(stderr, "usage: cdcgemm-bench cache [--entries N] [--max-memory MIB] "
-                        "[--max-entries N] [--entry-bytes B] [--fill F] [--worker PATH]\n");
-        return 2;
+    int parsed = parse(argc, argv, &o);
+    if (parsed != 0) {
+        fprintf(parsed > 0 ? stdout : stderr,
+                "usage: cdcgemm-bench cache [--entries N] [--max-memory MIB] "
+                "[--max-entries N] [--entry-bytes B] [--fill F] [--worker PATH]\n");
+        return parsed > 0 ? 0 : 2;
     }
     int status = bench_insert(o.entries);
     if (o.max_memory > 0)
