@@ -64,6 +64,8 @@ int cdc_context_new(const cdc_config_t *config, cdc_context_t **context_p)
     if (!self)
         return cdc__fail(CDC_ENOMEM, "context");
     self->config = *config;
+    /* Before spawning and connecting, so what they log obeys the level. */
+    cdc__log_level = (int) config->log_level;
     self->workers = config->workers[0] ? count_endpoints(config->workers)
                                        : config->local_workers;
     int n;
@@ -101,7 +103,6 @@ int cdc_context_new(const cdc_config_t *config, cdc_context_t **context_p)
         rc = cdc__fail(CDC_ENOMEM, "context mutex");
         goto fail_executor;
     }
-    cdc__log_level = (int) config->log_level;
     *context_p = self;
     return CDC_OK;
 
