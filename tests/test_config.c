@@ -8,7 +8,7 @@
 static const char *const all_vars[] = {
     "CDCGEMM_WORKERS", "CDCGEMM_LOCAL_WORKERS", "CDCGEMM_PARITY", "CDCGEMM_SPLIT",
     "CDCGEMM_WAIT_MS", "CDCGEMM_TIMEOUT_MS", "CDCGEMM_MIN_FLOPS", "CDCGEMM_FAULTS",
-    "CDCGEMM_STATS",   "CDCGEMM_LOG",           "CDCGEMM_CODE"};
+    "CDCGEMM_STATS",   "CDCGEMM_LOG",           "CDCGEMM_CODE",    "CDCGEMM_VERIFY"};
 
 static void clear_env(void)
 {
@@ -78,6 +78,12 @@ static const struct {
     {"CDCGEMM_MIN_FLOPS", "nan"},     {"CDCGEMM_MIN_FLOPS", "12 "},
     {"CDCGEMM_LOG", "verbose"},       {"CDCGEMM_WORKERS", "udp://1.2.3.4:5"},
     {"CDCGEMM_WORKERS", "tcp://a:1,,tcp://b:2"}, {"CDCGEMM_CODE", "fountain"},
+    /* strtol/strtod alone take these (issue 9, finding 8). */
+    {"CDCGEMM_PARITY", " 1"},         {"CDCGEMM_PARITY", "+1"},
+    {"CDCGEMM_LOCAL_WORKERS", "\t3"}, {"CDCGEMM_TIMEOUT_MS", " 500"},
+    {"CDCGEMM_WAIT_MS", "+0"},        {"CDCGEMM_VERIFY", " 1"},
+    {"CDCGEMM_MIN_FLOPS", " 5"},      {"CDCGEMM_MIN_FLOPS", "+5"},
+    {"CDCGEMM_MIN_FLOPS", "0x10"},
 };
 
 START_TEST(test_env_bad_value_names_variable)

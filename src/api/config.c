@@ -5,6 +5,7 @@
 #include "error.h"
 #include "faults.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <limits.h>
 #include <math.h>
@@ -46,13 +47,17 @@ int cdc_split_parse(const char *name, cdc_split_t *split)
                      "unknown split '%s' (expected auto, output, channel, spatial)", name);
 }
 
-/* A whole-string integer in [lo, hi]; anything else is an error naming var. */
+/* A whole-string integer in [lo, hi]; anything else is an error naming var.
+   strtol alone would take leading blanks and a '+': the text must start with
+   a digit, or '-' and a digit where negatives are in range. */
 static int parse_int(const char *var, const char *text, long lo, long hi, int *out)
 {
     char *end = NULL;
     errno = 0;
+    const char *digits = lo < 0 && text[0] == '-' ? text + 1 : text;
     long value = strtol(text, &end, 10);
-    if (errno != 0 || end == text || *end != '\0' || value < lo || value > hi)
+    if (!isdigit((unsigned char) digits[0]) || errno != 0 || end == text || *end != '\0' ||
+        value < lo || value > hi)
         return cdc__fail(CDC_ECONFIG, "%s='%s': expected an integer in [%ld, %ld]", var,
                          text, lo, hi);
     *out = (int) value;
@@ -167,7 +172,9 @@ static int env_min_flops(const char *var, const char *value, cdc_config_t *c)
     char *end = NULL;
     errno = 0;
     double flops = strtod(value, &end);
-    if (errno != 0 || end == value || *end != '\0' || !isfinite(flops) || flops < 0)
+    /* A plain decimal: no blanks, sign, hex or "inf" that strtod would take. */
+    int plain = isdigit((unsigned char) value[0]) || value[0] == '.';
+    if (!plain || strpbrk(value, "xX") || errno != 0 || end == value || *end != '\0' || !isfinite(flops) || flops < 0)
         return cdc__fail(CDC_ECONFIG, "%s='%s': expected a number >= 0", var, value);
     c->min_flops = flops;
     return CDC_OK;
