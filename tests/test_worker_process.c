@@ -214,8 +214,10 @@ START_TEST(test_sigterm_drops_queue)
     h.a_key = 1;
     h.rows = h.k = d;
     send_frames(socket, &h, w, floats * sizeof(float), 2);
+    send_task(socket, 3, d); /* warms up; then one task alone, timed */
+    ck_assert_uint_eq(recv_header(socket, 20000).type, CDC_MSG_RESULT);
     double started = cdc_test_now_s();
-    send_task(socket, 3, d);
+    send_task(socket, 4, d);
     ck_assert_uint_eq(recv_header(socket, 20000).type, CDC_MSG_RESULT);
     double task_s = cdc_test_now_s() - started;
 
@@ -224,17 +226,19 @@ START_TEST(test_sigterm_drops_queue)
     cdc_test_sleep_ms(100); /* the first of them is computing */
     double termed = cdc_test_now_s();
     ck_assert_int_eq(kill(pid, SIGTERM), 0);
-    int status = wait_exit(pid, 2.0 * task_s + 5.0);
+    int status = wait_exit(pid, 3.0 * task_s + 10.0);
     double took = cdc_test_now_s() - termed;
     read_text(err_path, text, sizeof text);
     ck_assert_msg(status >= 0, "still running %.3f s after SIGTERM (a task takes %.3f s)",
                   took, task_s);
     ck_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0);
-    ck_assert_msg(took < 2.0 * task_s + 1.0, "exit %.3f s after SIGTERM, a task takes %.3f s",
+    /* The task running at SIGTERM, with room for a loaded machine; running
+       the queue too takes QUEUED tasks' time. */
+    ck_assert_msg(took < 3.0 * task_s + 1.5, "exit %.3f s after SIGTERM, a task takes %.3f s",
                   took, task_s);
     unsigned long long tasks = counter(text, ", tasks "),
                        dropped = counter(text, "dropped at exit ");
-    ck_assert_uint_eq(tasks - 1 + dropped, QUEUED); /* each queued task ran or was dropped */
+    ck_assert_uint_eq(tasks - 2 + dropped, QUEUED); /* each queued task ran or was dropped */
     ck_assert_msg(dropped >= QUEUED / 2, "only %llu of %d dropped (%.3f s a task): %s",
                   dropped, QUEUED, task_s, text);
     struct stat st;

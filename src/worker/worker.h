@@ -48,10 +48,11 @@ void cdc_worker_options_init(cdc_worker_options_t *options);
    an ERROR reply and are counted; the loop keeps serving. Faults from options->faults are applied to results as
    real behaviour (crash: _exit(3) before replying; hang; delayed, dropped or
    corrupted replies). Returns CDC_OK after a clean stop (or when the parent
-   died; the task being computed finishes and its reply is sent, queued
-   requests are dropped and counted, an ipc:// socket file is removed, and
-   with parent_pid its directory when empty), or a status when the socket could not be bound or the fault
-   schedule is invalid (detail in cdc_last_error). counters may be NULL.
+   died), or a status when the socket could not be bound or the fault
+   schedule is invalid (detail in cdc_last_error). At a stop the task being
+   computed finishes and its reply is sent, queued requests are dropped
+   (dropped_at_exit), an ipc:// socket file is removed, and with parent_pid
+   its directory too when empty. counters may be NULL.
    Blocks the thread. */
 int cdc_worker_run(const cdc_worker_options_t *options, volatile sig_atomic_t *stop,
                    cdc_worker_counters_t *counters);
