@@ -12,7 +12,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/un.h>
 #include <sys/wait.h>
 #include <unistd.h>
 #include <zmq.h>
@@ -297,6 +299,61 @@ START_TEST(test_sigkilled_coordinator_leaves_no_files)
 }
 END_TEST
 
+/* A socket file at path, as a bound and closed listener leaves it. */
+static void socket_file(const char *path)
+{
+    struct sockaddr_un address;
+    memset(&address, 0, sizeof address);
+    address.sun_family = AF_UNIX;
+    ck_assert_uint_lt(strlen(path), sizeof address.sun_path);
+    memcpy(address.sun_path, path, strlen(path) + 1);
+    int fd = socket(AF_UNIX, SOCK_STREAM, 0);
+    ck_assert_int_ge(fd, 0);
+    ck_assert_int_eq(bind(fd, (struct sockaddr *) &address, sizeof address), 0);
+    close(fd);
+}
+
+/* A coordinator SIGKILLed together with its workers leaves its directory;
+   the next coordinator to start removes it once its owner pid is gone, and
+   never a live owner's. */
+START_TEST(test_stale_directory_swept)
+{
+    char tmp[64], dead_dir[128], live_dir[128], file[160];
+    make_dir(tmp, sizeof tmp);
+    setenv("TMPDIR", tmp, 1);
+    pid_t dead = fork();
+    ck_assert_int_ge(dead, 0);
+    if (dead == 0)
+        _exit(0);
+    ck_assert_int_eq(waitpid(dead, NULL, 0), dead);
+    snprintf(dead_dir, sizeof dead_dir, "%s/cdcgemm-%ld-Ab12Cd", tmp, (long) dead);
+    snprintf(live_dir, sizeof live_dir, "%s/cdcgemm-%ld-Ef34Gh", tmp, (long) getppid());
+    const char *dirs[] = {dead_dir, live_dir};
+    for (int d = 0; d < 2; d++) {
+        ck_assert_int_eq(mkdir(dirs[d], 0700), 0);
+        for (int w = 0; w < 2; w++) {
+            snprintf(file, sizeof file, "%s/w%d", dirs[d], w);
+            socket_file(file);
+        }
+    }
+    cdc_local_workers_t *workers = NULL;
+    ck_assert_int_eq(cdc__local_workers_new(1, NULL, CDC_LOG_ERROR, &workers), CDC_OK);
+    struct stat st;
+    ck_assert_msg(stat(dead_dir, &st) != 0, "%s not swept", dead_dir);
+    ck_assert_int_eq(stat(live_dir, &st), 0); /* its owner runs */
+    snprintf(file, sizeof file, "%s/w1", live_dir);
+    ck_assert_int_eq(stat(file, &st), 0);
+    ck_assert_ptr_nonnull(strstr(cdc__local_workers_dir(workers), "/cdcgemm-"));
+    cdc__local_workers_destroy(&workers);
+    for (int w = 0; w < 2; w++) {
+        snprintf(file, sizeof file, "%s/w%d", live_dir, w);
+        unlink(file);
+    }
+    rmdir(live_dir);
+    ck_assert_int_eq(rmdir(tmp), 0); /* nothing else left */
+}
+END_TEST
+
 static Suite *worker_process_suite(void)
 {
     Suite *suite = suite_create("worker_process");
@@ -312,6 +369,7 @@ static Suite *worker_process_suite(void)
     suite_add_tcase(suite, stop);
     TCase *files = tcase_create("files");
     tcase_add_test(files, test_sigkilled_coordinator_leaves_no_files);
+    tcase_add_test(files, test_stale_directory_swept);
     tcase_set_timeout(files, 30);
     suite_add_tcase(suite, files);
     return suite;
