@@ -302,7 +302,8 @@ static void stale_sweep(const char *tmp)
         long pid = 0;
         int end = 0;
         if (sscanf(entry->d_name, "cdcgemm-%ld-%*6[A-Za-z0-9]%n", &pid, &end) != 1 ||
-            end == 0 || entry->d_name[end] != '\0' || pid <= 0 || pid == (long) getpid())
+            end == 0 || entry->d_name[end] != '\0' || pid <= 0 || pid > INT_MAX ||
+            pid == (long) getpid())
             continue;
         if (kill((pid_t) pid, 0) == 0 || errno != ESRCH)
             continue; /* alive (or not ours to ask about) */
