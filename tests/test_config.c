@@ -1,14 +1,17 @@
 /* test_config.c - defaults, CDCGEMM_* parsing, context creation errors. */
 #include "cdcgemm.h"
+#include "config_env.h"
 #include "testutil.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 static const char *const all_vars[] = {
     "CDCGEMM_WORKERS", "CDCGEMM_LOCAL_WORKERS", "CDCGEMM_PARITY", "CDCGEMM_SPLIT",
     "CDCGEMM_WAIT_MS", "CDCGEMM_TIMEOUT_MS", "CDCGEMM_MIN_FLOPS", "CDCGEMM_FAULTS",
-    "CDCGEMM_STATS",   "CDCGEMM_LOG",           "CDCGEMM_CODE"};
+    "CDCGEMM_STATS",   "CDCGEMM_LOG",           "CDCGEMM_CODE",    "CDCGEMM_VERIFY"};
 
 static void clear_env(void)
 {
@@ -78,6 +81,12 @@ static const struct {
     {"CDCGEMM_MIN_FLOPS", "nan"},     {"CDCGEMM_MIN_FLOPS", "12 "},
     {"CDCGEMM_LOG", "verbose"},       {"CDCGEMM_WORKERS", "udp://1.2.3.4:5"},
     {"CDCGEMM_WORKERS", "tcp://a:1,,tcp://b:2"}, {"CDCGEMM_CODE", "fountain"},
+    /* strtol/strtod alone take these (issue 9, finding 8). */
+    {"CDCGEMM_PARITY", " 1"},         {"CDCGEMM_PARITY", "+1"},
+    {"CDCGEMM_LOCAL_WORKERS", "\t3"}, {"CDCGEMM_TIMEOUT_MS", " 500"},
+    {"CDCGEMM_WAIT_MS", "+0"},        {"CDCGEMM_VERIFY", " 1"},
+    {"CDCGEMM_MIN_FLOPS", " 5"},      {"CDCGEMM_MIN_FLOPS", "+5"},
+    {"CDCGEMM_MIN_FLOPS", "0x10"},
 };
 
 START_TEST(test_env_bad_value_names_variable)
@@ -153,6 +162,87 @@ START_TEST(test_status_texts)
 }
 END_TEST
 
+START_TEST(test_closest_variable)
+{
+    ck_assert_str_eq(cdc__config_closest_variable("CDCGEMM_PARTIY"), "CDCGEMM_PARITY");
+    ck_assert_str_eq(cdc__config_closest_variable("CDCGEMM_WORKER"), "CDCGEMM_WORKERS");
+    ck_assert_str_eq(cdc__config_closest_variable("CDCGEMM_TIMEOUT"), "CDCGEMM_TIMEOUT_MS");
+    ck_assert_str_eq(cdc__config_closest_variable("CDCGEMM_WORKERBIN"), "CDCGEMM_WORKER_BIN");
+    ck_assert_str_eq(cdc__config_closest_variable("CDCGEMM_CURVE_SECRT"),
+                     "CDCGEMM_CURVE_SECRET");
+    ck_assert_str_eq(cdc__config_closest_variable("CDCGEMM_INSECUR"), "CDCGEMM_INSECURE");
+    ck_assert_str_eq(cdc__config_closest_variable("CDCGEMM_parity"), "CDCGEMM_PARITY");
+    ck_assert_ptr_null(cdc__config_closest_variable("CDCGEMM_XYZZY_PLUGH"));
+    ck_assert_ptr_null(cdc__config_closest_variable("CDCGEMM_PARITY")); /* itself */
+    ck_assert(cdc__config_variable_known("CDCGEMM_PARITY"));
+    ck_assert(cdc__config_variable_known("CDCGEMM_WORKER_BIN"));
+    ck_assert(cdc__config_variable_known("CDCGEMM_CURVE_SERVER"));
+    ck_assert(!cdc__config_variable_known("CDCGEMM_PARTIY"));
+}
+END_TEST
+
+/* What cdc_config_from_env writes to stderr over `calls` calls. */
+static void config_stderr(int calls, char *text, size_t size)
+{
+    char path[] = "/tmp/cdc-config-stderr-XXXXXX";
+    int fd = mkstemp(path);
+    ck_assert_int_ge(fd, 0);
+    fflush(stderr);
+    int saved = dup(2);
+    dup2(fd, 2);
+    for (int i = 0; i < calls; i++) {
+        cdc_config_t config;
+        cdc_config_init(&config);
+        ck_assert_int_eq(cdc_config_from_env(&config), CDC_OK); /* a warning, not an error */
+        ck_assert_int_eq(config.parity, 1);
+    }
+    fflush(stderr);
+    dup2(saved, 2);
+    close(saved);
+    ssize_t got = pread(fd, text, size - 1, 0);
+    text[got > 0 ? got : 0] = '\0';
+    close(fd);
+    unlink(path);
+}
+
+static int occurrences(const char *text, const char *word)
+{
+    int count = 0;
+    for (const char *at = text; (at = strstr(at, word)); at += strlen(word))
+        count++;
+    return count;
+}
+
+/* Issue 9, finding 8: CDCGEMM_PARTIY=2 was silently ignored. */
+START_TEST(test_unknown_variable_warned_once)
+{
+    clear_env();
+    setenv("CDCGEMM_PARTIY", "2", 1);
+    setenv("CDCGEMM_WORKER_BIN", "/nonexistent", 1); /* known: read by the supervisor */
+    char text[4096];
+    config_stderr(3, text, sizeof text);
+    ck_assert_msg(occurrences(text, "CDCGEMM_PARTIY") == 1, "stderr: '%s'", text);
+    ck_assert_msg(strstr(text, "cdcgemm warn:") && strstr(text, "CDCGEMM_PARITY"),
+                  "stderr: '%s'", text);
+    ck_assert_msg(!strstr(text, "WORKER_BIN"), "stderr: '%s'", text);
+    unsetenv("CDCGEMM_PARTIY");
+    unsetenv("CDCGEMM_WORKER_BIN");
+}
+END_TEST
+
+START_TEST(test_unknown_variable_quiet_below_warn)
+{
+    clear_env();
+    setenv("CDCGEMM_PARTIY", "2", 1);
+    setenv("CDCGEMM_LOG", "error", 1);
+    char text[4096];
+    config_stderr(1, text, sizeof text);
+    ck_assert_str_eq(text, "");
+    unsetenv("CDCGEMM_PARTIY");
+    clear_env();
+}
+END_TEST
+
 static Suite *config_suite(void)
 {
     Suite *suite = suite_create("config");
@@ -166,6 +256,11 @@ static Suite *config_suite(void)
                         (int) (sizeof bad_values / sizeof *bad_values));
     tcase_add_test(env, test_split_names);
     suite_add_tcase(suite, env);
+    TCase *unknown = tcase_create("unknown_variables");
+    tcase_add_test(unknown, test_closest_variable);
+    tcase_add_test(unknown, test_unknown_variable_warned_once);
+    tcase_add_test(unknown, test_unknown_variable_quiet_below_warn);
+    suite_add_tcase(suite, unknown);
     TCase *context = tcase_create("context");
     tcase_add_test(context, test_context_rejects_bad_config);
     suite_add_tcase(suite, context);

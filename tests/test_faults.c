@@ -43,6 +43,10 @@ static const char *const bad_plans[] = {
     "slow@*",                 "slow@*:x=0.5",        "slow@*:x=2,gflops=1",
     "link@*:mbit=0",          "crash@w1;;drop@*:p=0.1", "seed=abc",
     "seed=1.5",               "drop@*:p=0.1,",       "hang@w0:for=-3",
+    /* strtod alone takes these (issue 9, finding 8). */
+    "crash@w 3",              "crash@w+3",           "crash@w0x3",
+    "crash@w-0",              "crash@w3 ",           "drop@*:p= 0.5",
+    "drop@*:p=+0.5",          "delay@*:ms=0x10",     "seed= 4",
 };
 
 START_TEST(test_parse_rejects)

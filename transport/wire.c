@@ -14,34 +14,57 @@ static int map_errno(const char *what)
     return cdc__fail(CDC_ETRANSPORT, "%s: %s", what, zmq_strerror(err));
 }
 
+int cdc__wire_fail_alloc_at = -1;
+
+/* Part i of a message: a copy of size bytes of data (NULL: empty). */
+static int part_build(zmq_msg_t *part, int i, const void *data, size_t size)
+{
+    if (i == cdc__wire_fail_alloc_at || zmq_msg_init_size(part, size) != 0)
+        return cdc__fail(CDC_ENOMEM, "zmq message part %d of %zu bytes", i, size);
+    if (size)
+        memcpy(zmq_msg_data(part), data, size);
+    return CDC_OK;
+}
+
+static void parts_close(zmq_msg_t *parts, int from, int count)
+{
+    for (int i = from; i < count; i++)
+        zmq_msg_close(&parts[i]);
+}
+
 int cdc_wire_send(void *socket, zmq_msg_t *routing_id, const cdc_msg_header_t *header,
                   const cdc_frame_t *payloads, int payload_count, int flags)
 {
+    if (payload_count < 0 || payload_count > CDC_WIRE_MAX_PARTS - 2)
+        return cdc__fail(CDC_EINVAL, "send: %d payloads, at most %d", payload_count,
+                         CDC_WIRE_MAX_PARTS - 2);
+    /* Every part is built before the first is sent: a part that cannot be
+       allocated once the first left with "more" would leave half a message
+       that merges with the next one (issue 9, finding 7). */
+    zmq_msg_t parts[CDC_WIRE_MAX_PARTS];
+    int count = 0, rc = CDC_OK;
+    if (routing_id) {
+        zmq_msg_init(&parts[count]);
+        zmq_msg_copy(&parts[count++], routing_id);
+    }
     uint8_t packed[CDC_PROTO_HEADER_SIZE];
     cdc_msg_header_pack(header, packed);
-    if (routing_id) {
-        zmq_msg_t copy;
-        zmq_msg_init(&copy);
-        zmq_msg_copy(&copy, routing_id);
-        if (zmq_msg_send(&copy, socket, flags | ZMQ_SNDMORE) < 0) {
-            zmq_msg_close(&copy);
-            return map_errno("send routing id");
-        }
+    rc = part_build(&parts[count], count, packed, sizeof packed);
+    for (int i = 0; rc == CDC_OK && i < payload_count; i++) {
+        count++;
+        rc = part_build(&parts[count], count, payloads[i].data, payloads[i].size);
     }
+    if (rc != CDC_OK) {
+        parts_close(parts, 0, count); /* part `count` was not initialised */
+        return rc;
+    }
+    count++;
     /* Once the first part is accepted zmq queues the rest atomically, so a
        later EAGAIN cannot leave half a message on the wire. */
-    if (zmq_send(socket, packed, sizeof packed, flags | (payload_count ? ZMQ_SNDMORE : 0)) < 0)
-        return map_errno("send header");
-    for (int i = 0; i < payload_count; i++) {
-        int more = i + 1 < payload_count ? ZMQ_SNDMORE : 0;
-        zmq_msg_t part;
-        if (zmq_msg_init_size(&part, payloads[i].size) != 0)
-            return cdc__fail(CDC_ENOMEM, "zmq message of %zu bytes", payloads[i].size);
-        if (payloads[i].size)
-            memcpy(zmq_msg_data(&part), payloads[i].data, payloads[i].size);
-        if (zmq_msg_send(&part, socket, flags | more) < 0) {
-            zmq_msg_close(&part);
-            return map_errno("send payload");
+    for (int i = 0; i < count; i++) {
+        if (zmq_msg_send(&parts[i], socket, flags | (i + 1 < count ? ZMQ_SNDMORE : 0)) < 0) {
+            parts_close(parts, i, count);
+            return map_errno(i == 0 ? "send" : "send part");
         }
     }
     return CDC_OK;

@@ -21,9 +21,16 @@ typedef struct {
 /* Send header + payloads as one multipart message. routing_id (ROUTER side)
    may be NULL. flags may hold ZMQ_DONTWAIT. Payloads are copied. Returns
    CDC_OK; CDC_ETIMEDOUT when the socket cannot take the message now (EAGAIN:
-   no connected peer or queue full); CDC_ETRANSPORT on any other zmq error. */
+   no connected peer or queue full); CDC_ENOMEM when a part cannot be
+   allocated (every part is built before the first is sent, so nothing is
+   sent then); CDC_ETRANSPORT on any other zmq error. */
 int cdc_wire_send(void *socket, zmq_msg_t *routing_id, const cdc_msg_header_t *header,
                   const cdc_frame_t *payloads, int payload_count, int flags);
+
+/* Test hook: when >= 0, building part number cdc__wire_fail_alloc_at of the
+   next messages (0: the routing id or header) fails as out of memory. -1 in
+   production. Not thread-safe; tests only. */
+extern int cdc__wire_fail_alloc_at;
 
 /* Receive one whole multipart message into *msg (which the caller must later
    release with cdc_wire_msg_close even on failure). Returns CDC_OK,

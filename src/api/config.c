@@ -2,12 +2,17 @@
 #include "cdcgemm.h"
 
 #include "code.h"
+#include "config_env.h"
 #include "error.h"
 #include "faults.h"
+#include "log.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <limits.h>
 #include <math.h>
+#include <stdatomic.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -46,13 +51,17 @@ int cdc_split_parse(const char *name, cdc_split_t *split)
                      "unknown split '%s' (expected auto, output, channel, spatial)", name);
 }
 
-/* A whole-string integer in [lo, hi]; anything else is an error naming var. */
+/* A whole-string integer in [lo, hi]; anything else is an error naming var.
+   strtol alone would take leading blanks and a '+': the text must start with
+   a digit, or '-' and a digit where negatives are in range. */
 static int parse_int(const char *var, const char *text, long lo, long hi, int *out)
 {
     char *end = NULL;
     errno = 0;
+    const char *digits = lo < 0 && text[0] == '-' ? text + 1 : text;
     long value = strtol(text, &end, 10);
-    if (errno != 0 || end == text || *end != '\0' || value < lo || value > hi)
+    if (!isdigit((unsigned char) digits[0]) || errno != 0 || end == text || *end != '\0' ||
+        value < lo || value > hi)
         return cdc__fail(CDC_ECONFIG, "%s='%s': expected an integer in [%ld, %ld]", var,
                          text, lo, hi);
     *out = (int) value;
@@ -167,7 +176,9 @@ static int env_min_flops(const char *var, const char *value, cdc_config_t *c)
     char *end = NULL;
     errno = 0;
     double flops = strtod(value, &end);
-    if (errno != 0 || end == value || *end != '\0' || !isfinite(flops) || flops < 0)
+    /* A plain decimal: no blanks, sign, hex or "inf" that strtod would take. */
+    int plain = isdigit((unsigned char) value[0]) || value[0] == '.';
+    if (!plain || strpbrk(value, "xX") || errno != 0 || end == value || *end != '\0' || !isfinite(flops) || flops < 0)
         return cdc__fail(CDC_ECONFIG, "%s='%s': expected a number >= 0", var, value);
     c->min_flops = flops;
     return CDC_OK;
@@ -222,6 +233,116 @@ static const struct {
     {"CDCGEMM_CODE", env_code},
 };
 
+extern char **environ;
+
+/* Variables read elsewhere (the supervisor; CURVE keys and protected mode):
+   known, so they draw no "unknown variable" warning. */
+static const char *const other_variables[] = {
+    "CDCGEMM_WORKER_BIN", "CDCGEMM_CURVE_SECRET", "CDCGEMM_CURVE_SERVER", "CDCGEMM_INSECURE",
+};
+
+#define ENV_COUNT (sizeof env_variables / sizeof *env_variables)
+#define OTHER_COUNT (sizeof other_variables / sizeof *other_variables)
+
+static const char *known_name(size_t i)
+{
+    return i < ENV_COUNT ? env_variables[i].name : other_variables[i - ENV_COUNT];
+}
+
+int cdc__config_variable_known(const char *name)
+{
+    for (size_t i = 0; i < ENV_COUNT + OTHER_COUNT; i++)
+        if (strcmp(name, known_name(i)) == 0)
+            return 1;
+    return 0;
+}
+
+#define NAME_MAX_EDIT 64 /* longer names are compared on their first 64 bytes */
+
+static int same_letter(char a, char b)
+{
+    return toupper((unsigned char) a) == toupper((unsigned char) b);
+}
+
+/* Optimal string alignment distance between a and b, ignoring case (at most
+   NAME_MAX_EDIT bytes of each): three rows of the edit matrix. */
+static size_t edit_distance(const char *a, const char *b)
+{
+    size_t la = strlen(a), lb = strlen(b);
+    la = la > NAME_MAX_EDIT ? NAME_MAX_EDIT : la;
+    lb = lb > NAME_MAX_EDIT ? NAME_MAX_EDIT : lb;
+    size_t rows[3][NAME_MAX_EDIT + 1];
+    size_t *before = rows[0], *prev = rows[1], *cur = rows[2];
+    for (size_t j = 0; j <= lb; j++)
+        prev[j] = j;
+    for (size_t i = 1; i <= la; i++) {
+        cur[0] = i;
+        for (size_t j = 1; j <= lb; j++) {
+            size_t cost = !same_letter(a[i - 1], b[j - 1]);
+            size_t best = prev[j - 1] + cost;
+            if (prev[j] + 1 < best)
+                best = prev[j] + 1;
+            if (cur[j - 1] + 1 < best)
+                best = cur[j - 1] + 1;
+            if (i > 1 && j > 1 && same_letter(a[i - 1], b[j - 2]) &&
+                same_letter(a[i - 2], b[j - 1]) &&
+                before[j - 2] + 1 < best)
+                best = before[j - 2] + 1; /* PARTIY -> PARITY is one edit */
+            cur[j] = best;
+        }
+        size_t *spare = before;
+        before = prev;
+        prev = cur;
+        cur = spare;
+    }
+    return prev[lb];
+}
+
+const char *cdc__config_closest_variable(const char *name)
+{
+    static const size_t prefix = sizeof "CDCGEMM_" - 1;
+    const char *best = NULL;
+    size_t best_distance = (size_t) -1;
+    for (size_t i = 0; i < ENV_COUNT + OTHER_COUNT; i++) {
+        size_t d = edit_distance(name, known_name(i));
+        if (d < best_distance) {
+            best_distance = d;
+            best = known_name(i);
+        }
+    }
+    size_t tail = strlen(name) > prefix ? strlen(name) - prefix : 0;
+    return best && strcmp(best, name) != 0 && 2 * best_distance <= tail + 1 ? best : NULL;
+}
+
+/* A CDCGEMM_* variable nobody reads is most likely a typo that leaves a
+   setting at its default (CDCGEMM_PARTIY=2: one parity, not two). Warn, once
+   per process, naming the closest known variable; never an error. */
+static void warn_unknown_variables(cdc_log_level_t level)
+{
+    static atomic_int warned;
+    if (level < CDC_LOG_WARN || atomic_load(&warned))
+        return;
+    int claimed = 0;
+    for (char **entry = environ; entry && *entry; entry++) {
+        const char *eq = strchr(*entry, '=');
+        char name[256];
+        size_t len = eq ? (size_t) (eq - *entry) : strlen(*entry);
+        if (strncmp(*entry, "CDCGEMM_", 8) != 0 || len >= sizeof name)
+            continue;
+        memcpy(name, *entry, len);
+        name[len] = '\0';
+        if (cdc__config_variable_known(name))
+            continue;
+        if (!claimed && atomic_exchange(&warned, 1))
+            return; /* another thread warns */
+        claimed = 1;
+        const char *closest = cdc__config_closest_variable(name);
+        cdc__log_write(CDC_LOG_WARN, "%s is not a cdcgemm variable and is ignored%s%s%s", name,
+                       closest ? " (did you mean " : "", closest ? closest : "",
+                       closest ? "?)" : "");
+    }
+}
+
 int cdc_config_from_env(cdc_config_t *config)
 {
     if (!config)
@@ -236,6 +357,7 @@ int cdc_config_from_env(cdc_config_t *config)
         if (rc != CDC_OK)
             return rc;
     }
+    warn_unknown_variables(parsed.log_level);
     *config = parsed;
     return CDC_OK;
 }

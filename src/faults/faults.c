@@ -4,6 +4,7 @@
 #include "cdcgemm.h"
 #include "error.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <math.h>
 #include <stdlib.h>
@@ -42,7 +43,9 @@ static int parse_number(const char *rule, const char *key, const char *text, siz
     char *end = NULL;
     errno = 0;
     double v = strtod(buf, &end);
-    if (errno != 0 || *end != '\0' || !isfinite(v) || v < lo || v > hi)
+    /* Plain decimals only: strtod would also take blanks, a sign and hex. */
+    int plain = (isdigit((unsigned char) buf[0]) || buf[0] == '.') && !strpbrk(buf, "xX");
+    if (!plain || errno != 0 || *end != '\0' || !isfinite(v) || v < lo || v > hi)
         return cdc__fail(CDC_ECONFIG, "CDCGEMM_FAULTS: rule '%s': %s=%s, expected %g..%g",
                          rule, key, buf, lo, hi);
     *out = v;
@@ -85,9 +88,14 @@ static int parse_target(const char *text, const char *target, size_t len, cdc_fa
         r->target = -1;
         return CDC_OK;
     }
-    if (len < 2 || target[0] != 'w')
+    /* wINDEX with INDEX decimal digits only: "w 3", "w+3", "w0x3" are typos. */
+    size_t digits = 0;
+    while (digits + 1 < len && isdigit((unsigned char) target[digits + 1]))
+        digits++;
+    if (len < 2 || target[0] != 'w' || digits != len - 1)
         return cdc__fail(CDC_ECONFIG,
-                         "CDCGEMM_FAULTS: rule '%s': target must be wINDEX or *", text);
+                         "CDCGEMM_FAULTS: rule '%s': target must be wINDEX (decimal) or *",
+                         text);
     double index;
     int rc = parse_number(text, "target index", target + 1, len - 1, 0, CDC_MAX_WORKERS - 1,
                           &index);

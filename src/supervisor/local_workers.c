@@ -269,6 +269,53 @@ static int wait_bound(cdc_local_workers_t *self)
     }
 }
 
+/* The w<N> socket files in dir, then dir itself (fails unless empty). */
+static void stale_remove(const char *path)
+{
+    DIR *dir = opendir(path);
+    if (!dir)
+        return;
+    struct dirent *entry;
+    while ((entry = readdir(dir))) {
+        char file[2 * PATH_MAX];
+        struct stat st;
+        snprintf(file, sizeof file, "%s/%s", path, entry->d_name);
+        if (entry->d_name[0] == 'w' && strspn(entry->d_name + 1, "0123456789") > 0 &&
+            lstat(file, &st) == 0 && S_ISSOCK(st.st_mode))
+            unlink(file);
+    }
+    closedir(dir);
+    rmdir(path);
+}
+
+/* Directories of coordinators that died together with their workers (both
+   SIGKILLed: no worker was left to clean up, docs/workers.md): ours
+   (cdcgemm-PID-XXXXXX, this user's) whose PID no longer exists. A live
+   owner's, or one named another way, is never touched. */
+static void stale_sweep(const char *tmp)
+{
+    DIR *dir = opendir(tmp);
+    if (!dir)
+        return;
+    struct dirent *entry;
+    while ((entry = readdir(dir))) {
+        long pid = 0;
+        int end = 0;
+        if (sscanf(entry->d_name, "cdcgemm-%ld-%*6[A-Za-z0-9]%n", &pid, &end) != 1 ||
+            end == 0 || entry->d_name[end] != '\0' || pid <= 0 || pid > INT_MAX ||
+            pid == (long) getpid())
+            continue;
+        if (kill((pid_t) pid, 0) == 0 || errno != ESRCH)
+            continue; /* alive (or not ours to ask about) */
+        char path[PATH_MAX + 256];
+        struct stat st;
+        snprintf(path, sizeof path, "%s/%s", tmp, entry->d_name);
+        if (lstat(path, &st) == 0 && S_ISDIR(st.st_mode) && st.st_uid == geteuid())
+            stale_remove(path);
+    }
+    closedir(dir);
+}
+
 /* A set with its private endpoint directory made, nothing spawned yet. */
 static int workers_alloc(cdc_local_workers_t **self_p)
 {
@@ -277,7 +324,10 @@ static int workers_alloc(cdc_local_workers_t **self_p)
         return cdc__fail(CDC_ENOMEM, "local workers");
     self->owner = getpid();
     const char *tmp = getenv("TMPDIR");
-    snprintf(self->dir, sizeof self->dir, "%s/cdcgemm-XXXXXX", tmp && *tmp ? tmp : "/tmp");
+    tmp = tmp && *tmp ? tmp : "/tmp";
+    stale_sweep(tmp);
+    /* The owner's pid in the name lets a later coordinator remove it. */
+    snprintf(self->dir, sizeof self->dir, "%s/cdcgemm-%ld-XXXXXX", tmp, (long) getpid());
     if (!mkdtemp(self->dir)) {
         int rc = cdc__fail(CDC_ECONFIG, "local workers: mkdtemp %s: %s", self->dir,
                            strerror(errno));

@@ -11,6 +11,7 @@
 #include <pthread.h>
 #include <signal.h>
 #include <stdalign.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -23,6 +24,7 @@ struct cdc_worker_compute {
     cdc_worker_counters_t counters;
     pthread_t thread;
     int started;
+    atomic_int stopping; /* set at stop: queued requests are dropped, not run */
 };
 
 /* Hand a reply to the main loop and wake it. */
@@ -257,7 +259,10 @@ static void *compute_main(void *arg)
         cdc_request_t *request = cdc_mailbox_pop(self->requests);
         if (!request)
             break;
-        compute_request(self, request);
+        if (atomic_load(&self->stopping))
+            self->counters.dropped_at_exit++; /* SIGTERM: only the current task finishes */
+        else
+            compute_request(self, request);
         cdc_request_destroy(&request);
     }
     return NULL;
@@ -310,17 +315,24 @@ cdc_worker_reply_t *cdc__worker_compute_next(cdc_worker_compute_t *self)
     return cdc_mailbox_try_pop(self->replies, &item) ? item : NULL;
 }
 
+void cdc__worker_compute_finish(cdc_worker_compute_t *self)
+{
+    if (!self || !self->started)
+        return;
+    atomic_store(&self->stopping, 1);
+    /* Out of memory here cannot be recovered from: the thread must stop. */
+    while (cdc_mailbox_push(self->requests, NULL) != CDC_OK)
+        cdc__sleep_ms(10);
+    pthread_join(self->thread, NULL);
+    self->started = 0;
+}
+
 void cdc__worker_compute_stop(cdc_worker_compute_t **compute_p, cdc_worker_counters_t *counters)
 {
     if (!compute_p || !*compute_p)
         return;
     cdc_worker_compute_t *self = *compute_p;
-    if (self->started) {
-        /* Out of memory here cannot be recovered from: the thread must stop. */
-        while (cdc_mailbox_push(self->requests, NULL) != CDC_OK)
-            cdc__sleep_ms(10);
-        pthread_join(self->thread, NULL);
-    }
+    cdc__worker_compute_finish(self);
     void *item;
     while (self->requests && cdc_mailbox_try_pop(self->requests, &item)) {
         cdc_request_t *request = item;

@@ -33,7 +33,13 @@ int cdc__worker_compute_submit(cdc_worker_compute_t *self, cdc_request_t *reques
    sent or destroyed, the envelope freed with free()). */
 cdc_worker_reply_t *cdc__worker_compute_next(cdc_worker_compute_t *self);
 
-/* Stop and join the thread, release the cache, requests and replies still
+/* Stop taking work and join the thread: the request being computed
+   finishes (its reply stays queued for cdc__worker_compute_next); those still
+   queued are dropped, counted in dropped_at_exit. Accepts NULL; a second
+   call does nothing. */
+void cdc__worker_compute_finish(cdc_worker_compute_t *self);
+
+/* Finish (above) if not done yet, release the cache, requests and replies still
    queued; add its counters to *counters; accepts NULL and *NULL; nulls
    *compute_p. */
 void cdc__worker_compute_stop(cdc_worker_compute_t **compute_p,

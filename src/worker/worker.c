@@ -63,6 +63,7 @@ void cdc__worker_counters_add(cdc_worker_counters_t *into, const cdc_worker_coun
     into->hangs += from->hangs;
     into->cancelled += from->cancelled;
     into->over_budget += from->over_budget;
+    into->dropped_at_exit += from->dropped_at_exit;
 }
 
 /* ---- requests ----------------------------------------------------------- */
@@ -302,8 +303,33 @@ static int loop_open(loop_t *loop, const cdc_worker_options_t *options)
     return cdc__worker_compute_start(loop->server, options, &loop->compute);
 }
 
+/* The socket file of an ipc:// endpoint we bound (libzmq leaves it), and
+   for a spawned worker (parent_pid) its directory, which only the last
+   worker out finds empty: a SIGKILLed coordinator leaves nothing behind. */
+static void remove_ipc_endpoint(const cdc_worker_options_t *options)
+{
+    const char *path = options->bind;
+    if (strncmp(path, "ipc://", 6) != 0 || path[6] == '@' || path[6] == '\0')
+        return; /* not a file ('@': the abstract namespace) */
+    path += 6;
+    unlink(path);
+    const char *slash = strrchr(path, '/');
+    char dir[4096];
+    if (options->parent_pid <= 0 || !slash || slash == path ||
+        (size_t) (slash - path) >= sizeof dir)
+        return;
+    memcpy(dir, path, (size_t) (slash - path));
+    dir[slash - path] = '\0';
+    rmdir(dir); /* fails (ENOTEMPTY) while other workers' sockets are there */
+}
+
 static void loop_close(loop_t *loop, cdc_worker_counters_t *counters)
 {
+    /* Stop: the current task finishes and its reply goes out; the queue is
+       dropped (finding 10 of issue 9: 23 queued tasks all ran after SIGTERM). */
+    cdc__worker_compute_finish(loop->compute);
+    if (loop->compute && loop->server)
+        send_replies(loop);
     cdc__worker_compute_stop(&loop->compute, &loop->counters);
     for (int i = 0; i < loop->queued; i++)
         cdc_reply_destroy(&loop->queue[i].reply);
@@ -313,7 +339,10 @@ static void loop_close(loop_t *loop, cdc_worker_counters_t *counters)
         cdc_server_counters(loop->server, &server);
         loop->counters.messages = server.received;
     }
+    int bound = loop->server != NULL;
     cdc_server_destroy(&loop->server);
+    if (bound)
+        remove_ipc_endpoint(loop->options);
     if (counters)
         *counters = loop->counters;
 }

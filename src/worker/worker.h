@@ -34,6 +34,7 @@ typedef struct {
     uint64_t hangs;           /* hang faults started                         */
     uint64_t cancelled;       /* tasks skipped: their request was cancelled  */
     uint64_t over_budget;     /* replies dropped: the peer's budget was full */
+    uint64_t dropped_at_exit; /* queued requests not run: stop (SIGTERM)     */
 } cdc_worker_counters_t;
 
 /* Defaults: no endpoint, 1 GiB cache of at most 65536 matrices, 1 thread. */
@@ -48,7 +49,10 @@ void cdc_worker_options_init(cdc_worker_options_t *options);
    real behaviour (crash: _exit(3) before replying; hang; delayed, dropped or
    corrupted replies). Returns CDC_OK after a clean stop (or when the parent
    died), or a status when the socket could not be bound or the fault
-   schedule is invalid (detail in cdc_last_error). counters may be NULL.
+   schedule is invalid (detail in cdc_last_error). At a stop the task being
+   computed finishes and its reply is sent, queued requests are dropped
+   (dropped_at_exit), an ipc:// socket file is removed, and with parent_pid
+   its directory too when empty. counters may be NULL.
    Blocks the thread. */
 int cdc_worker_run(const cdc_worker_options_t *options, volatile sig_atomic_t *stop,
                    cdc_worker_counters_t *counters);

@@ -55,8 +55,17 @@ static void usage(FILE *out)
             "  --version           print the library and wire protocol versions and exit\n"
             "  --help              print this help and exit\n"
             "\n"
-            "SIGTERM or SIGINT stops the worker cleanly; it prints its counters to\n"
-            "stderr on exit (at --log info and above).\n");
+            "SIGTERM or SIGINT stops the worker cleanly: the task being computed\n"
+            "finishes and its result is sent, queued tasks are dropped (counted as\n"
+            "'dropped at exit'), an ipc:// socket file is removed. It prints its\n"
+            "counters to stderr on exit (at --log info and above).\n");
+}
+
+/* strtoull and strtol take leading blanks and a sign (" -5" is 2^64 - 5):
+   every number on this command line starts with a digit. */
+static int starts_with_digit(const char *text)
+{
+    return text[0] >= '0' && text[0] <= '9';
 }
 
 static int parse_bytes(const char *text, size_t *out)
@@ -64,7 +73,7 @@ static int parse_bytes(const char *text, size_t *out)
     char *end = NULL;
     errno = 0;
     unsigned long long value = strtoull(text, &end, 10);
-    if (errno != 0 || end == text || text[0] == '-')
+    if (!starts_with_digit(text) || errno != 0 || end == text)
         return -1;
     unsigned long long scale = 1;
     if (*end == 'K' || *end == 'k')
@@ -86,20 +95,21 @@ static int parse_count(const char *text, size_t *out)
     char *end = NULL;
     errno = 0;
     unsigned long long value = strtoull(text, &end, 10);
-    if (errno != 0 || end == text || *end != '\0' || text[0] == '-' || value == 0 ||
+    if (!starts_with_digit(text) || errno != 0 || end == text || *end != '\0' || value == 0 ||
         value > (unsigned long long) SIZE_MAX / 2)
         return -1;
     *out = (size_t) value;
     return 0;
 }
 
-/* A whole-string integer in [lo, hi] into *out; -1 otherwise. */
+/* A whole-string decimal in [lo, hi] (lo >= 0) into *out; -1 otherwise. */
 static int parse_long(const char *text, long lo, long hi, long *out)
 {
     char *end = NULL;
     errno = 0;
     long value = strtol(text, &end, 10);
-    if (errno != 0 || end == text || *end != '\0' || value < lo || value > hi)
+    if (!starts_with_digit(text) || errno != 0 || end == text || *end != '\0' || value < lo ||
+        value > hi)
         return -1;
     *out = value;
     return 0;
@@ -197,7 +207,8 @@ static void print_counters(int index, const cdc_worker_counters_t *counters)
     fprintf(stderr,
             "cdcgemm-worker %d: stopped (messages %llu, tasks %llu, weights %llu, "
             "misses %llu, invalid %llu, evictions %llu, pings %llu, delayed %llu, "
-            "dropped %llu, corrupted %llu, hangs %llu, cancelled %llu, over budget %llu)\n",
+            "dropped %llu, corrupted %llu, hangs %llu, cancelled %llu, over budget %llu, "
+            "dropped at exit %llu)\n",
             index, (unsigned long long) counters->messages,
             (unsigned long long) counters->tasks,
             (unsigned long long) counters->weights_cached,
@@ -205,7 +216,8 @@ static void print_counters(int index, const cdc_worker_counters_t *counters)
             (unsigned long long) counters->evictions, (unsigned long long) counters->pings,
             (unsigned long long) counters->delayed, (unsigned long long) counters->dropped,
             (unsigned long long) counters->corrupted, (unsigned long long) counters->hangs,
-            (unsigned long long) counters->cancelled, (unsigned long long) counters->over_budget);
+            (unsigned long long) counters->cancelled, (unsigned long long) counters->over_budget,
+            (unsigned long long) counters->dropped_at_exit);
 }
 
 int main(int argc, char **argv)

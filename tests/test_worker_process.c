@@ -1,0 +1,386 @@
+/* test_worker_process.c - cdcgemm-worker as a process: strict command line, SIGTERM, ipc cleanup. */
+#include "cdcgemm.h"
+#include "local_workers.h"
+#include "protocol.h"
+#include "testutil.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <signal.h>
+#include <spawn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#include <zmq.h>
+
+extern char **environ;
+
+static char worker_bin[PATH_MAX];
+
+/* A private directory for one test's socket and captured stderr. */
+static void make_dir(char *dir, size_t size)
+{
+    snprintf(dir, size, "/tmp/cdc-wproc-XXXXXX");
+    ck_assert_ptr_nonnull(mkdtemp(dir));
+}
+
+/* Spawn the worker with argv (argv[0] set here), stderr into err_path. */
+static pid_t spawn_worker(char **argv, const char *err_path)
+{
+    posix_spawn_file_actions_t actions;
+    posix_spawn_file_actions_init(&actions);
+    posix_spawn_file_actions_addopen(&actions, 2, err_path, O_WRONLY | O_CREAT | O_TRUNC,
+                                     0600);
+    argv[0] = "cdcgemm-worker";
+    pid_t pid = 0;
+    int rc = posix_spawn(&pid, worker_bin, &actions, NULL, argv, environ);
+    posix_spawn_file_actions_destroy(&actions);
+    ck_assert_msg(rc == 0, "posix_spawn %s: %s", worker_bin, strerror(rc));
+    return pid;
+}
+
+/* Wait up to limit_s for pid: its wait status, or -1 (then it is killed). */
+static int wait_exit(pid_t pid, double limit_s)
+{
+    double start = cdc_test_now_s();
+    int status = 0;
+    while (cdc_test_now_s() - start < limit_s) {
+        if (waitpid(pid, &status, WNOHANG) == pid)
+            return status;
+        cdc_test_sleep_ms(5);
+    }
+    kill(pid, SIGKILL);
+    waitpid(pid, NULL, 0);
+    return -1;
+}
+
+static void read_text(const char *path, char *text, size_t size)
+{
+    text[0] = '\0';
+    FILE *file = fopen(path, "r");
+    ck_assert_ptr_nonnull(file);
+    size_t got = fread(text, 1, size - 1, file);
+    fclose(file);
+    text[got] = '\0';
+}
+
+/* ---- command line ------------------------------------------------------- */
+
+/* strtoull/strtol take leading blanks, signs and stop at junk: " -5" was
+   2^64 - 5 bytes (issue 9, finding 8). */
+static const struct {
+    const char *option, *value;
+} bad_arguments[] = {
+    {"--max-memory", " -5"}, {"--max-memory", "-5"},  {"--max-memory", "+5"},
+    {"--max-memory", " 5"},  {"--max-memory", "5 "},  {"--max-memory", "0x10"},
+    {"--max-memory", "5KB"}, {"--max-memory", "\t1G"}, {"--max-entries", " 3"},
+    {"--max-entries", "+3"}, {"--threads", " 2"},     {"--threads", "+2"},
+    {"--index", " 1"},       {"--index", "+1"},       {"--parent-pid", " 1"},
+    {"--parent-pid", "+1"},
+};
+
+START_TEST(test_bad_number_exits_2)
+{
+    char dir[64], endpoint[96], err_path[96], text[4096];
+    make_dir(dir, sizeof dir);
+    snprintf(endpoint, sizeof endpoint, "ipc://%s/w", dir);
+    snprintf(err_path, sizeof err_path, "%s/err", dir);
+    char *argv[] = {NULL, "--bind", endpoint, (char *) bad_arguments[_i].option,
+                    (char *) bad_arguments[_i].value, "--log", "error", NULL};
+    int status = wait_exit(spawn_worker(argv, err_path), 5.0);
+    read_text(err_path, text, sizeof text);
+    unlink(err_path);
+    rmdir(dir);
+    ck_assert_msg(status >= 0, "%s '%s' accepted: the worker served", bad_arguments[_i].option,
+                  bad_arguments[_i].value);
+    ck_assert(WIFEXITED(status));
+    ck_assert_int_eq(WEXITSTATUS(status), 2);
+    ck_assert_msg(strstr(text, bad_arguments[_i].option), "message '%s'", text);
+}
+END_TEST
+
+START_TEST(test_good_numbers_accepted)
+{
+    char dir[64], endpoint[96], err_path[96], socket_path[96];
+    make_dir(dir, sizeof dir);
+    snprintf(endpoint, sizeof endpoint, "ipc://%s/w", dir);
+    snprintf(err_path, sizeof err_path, "%s/err", dir);
+    snprintf(socket_path, sizeof socket_path, "%s/w", dir);
+    char *argv[] = {NULL,        "--bind",  endpoint, "--max-memory", "64M", "--max-entries",
+                    "100",       "--threads", "1",    "--index",      "3",   "--log",
+                    "error",     NULL};
+    pid_t pid = spawn_worker(argv, err_path);
+    struct stat st;
+    double start = cdc_test_now_s();
+    while (stat(socket_path, &st) != 0 && cdc_test_now_s() - start < 5.0)
+        cdc_test_sleep_ms(5);
+    ck_assert_int_eq(stat(socket_path, &st), 0);
+    kill(pid, SIGTERM);
+    int status = wait_exit(pid, 5.0);
+    ck_assert(status >= 0 && WIFEXITED(status) && WEXITSTATUS(status) == 0);
+    unlink(err_path);
+    rmdir(dir);
+}
+END_TEST
+
+/* ---- SIGTERM ------------------------------------------------------------ */
+
+static void send_frames(void *socket, const cdc_msg_header_t *h, const void *payload,
+                        size_t size, int frames)
+{
+    uint8_t packed[CDC_PROTO_HEADER_SIZE];
+    cdc_msg_header_pack(h, packed);
+    zmq_send(socket, packed, sizeof packed, frames > 1 ? ZMQ_SNDMORE : 0);
+    for (int i = 1; i < frames; i++)
+        zmq_send(socket, i == 1 ? payload : NULL, i == 1 ? size : 0,
+                 i + 1 < frames ? ZMQ_SNDMORE : 0);
+}
+
+/* The next reply's header within timeout_ms (type 0: none). */
+static cdc_msg_header_t recv_header(void *socket, long timeout_ms)
+{
+    cdc_msg_header_t h;
+    memset(&h, 0, sizeof h);
+    zmq_pollitem_t item = {socket, 0, ZMQ_POLLIN, 0};
+    if (zmq_poll(&item, 1, timeout_ms) != 1)
+        return h;
+    zmq_msg_t part;
+    zmq_msg_init(&part);
+    zmq_msg_recv(&part, socket, 0);
+    cdc_msg_header_unpack(zmq_msg_data(&part), zmq_msg_size(&part), &h);
+    while (zmq_msg_more(&part)) {
+        zmq_msg_close(&part);
+        zmq_msg_init(&part);
+        zmq_msg_recv(&part, socket, 0);
+    }
+    zmq_msg_close(&part);
+    return h;
+}
+
+/* A d x d x d GEMM on the cached matrix under key 1, as request id. */
+static void send_task(void *socket, uint64_t id, int64_t d)
+{
+    cdc_msg_header_t h;
+    cdc_msg_header_init(&h, CDC_MSG_TASK_GEMM);
+    h.request_id = id;
+    h.rows = h.k = h.cols = d;
+    h.a_key = h.bt_key = 1;
+    send_frames(socket, &h, NULL, 0, 3);
+}
+
+static unsigned long long counter(const char *text, const char *name)
+{
+    const char *at = strstr(text, name);
+    ck_assert_msg(at != NULL, "no '%s' in '%s'", name, text);
+    unsigned long long value = 0;
+    ck_assert_int_eq(sscanf(at + strlen(name), "%llu", &value), 1);
+    return value;
+}
+
+/* SIGTERM finishes the task being computed and drops the queue (issue 9,
+   finding 10: 23 queued tasks all ran after SIGTERM). */
+START_TEST(test_sigterm_drops_queue)
+{
+    enum { QUEUED = 20 };
+    const int64_t d = 1600; /* 8 GFLOP a task: a few hundred ms on one thread */
+    char dir[64], endpoint[96], err_path[96], socket_path[96], text[4096];
+    make_dir(dir, sizeof dir);
+    snprintf(endpoint, sizeof endpoint, "ipc://%s/w", dir);
+    snprintf(err_path, sizeof err_path, "%s/err", dir);
+    snprintf(socket_path, sizeof socket_path, "%s/w", dir);
+    char *argv[] = {NULL, "--bind", endpoint, "--threads", "1", "--log", "info", NULL};
+    pid_t pid = spawn_worker(argv, err_path);
+    void *zmq = zmq_ctx_new(), *socket = zmq_socket(zmq, ZMQ_DEALER);
+    int linger = 0;
+    zmq_setsockopt(socket, ZMQ_LINGER, &linger, sizeof linger);
+    ck_assert_int_eq(zmq_connect(socket, endpoint), 0);
+    cdc_msg_header_t h;
+    cdc_msg_header_init(&h, CDC_MSG_PING);
+    h.request_id = 1;
+    send_frames(socket, &h, NULL, 0, 1);
+    ck_assert_uint_eq(recv_header(socket, 5000).type, CDC_MSG_PONG);
+
+    size_t floats = (size_t) (d * d);
+    float *w = cdc_test_alloc(floats * sizeof(float));
+    cdc_test_rng_t rng;
+    cdc_test_rng_seed(&rng, 9);
+    cdc_test_fill_uniform(&rng, w, floats);
+    cdc_msg_header_init(&h, CDC_MSG_WEIGHTS);
+    h.request_id = 2;
+    h.a_key = 1;
+    h.rows = h.k = d;
+    send_frames(socket, &h, w, floats * sizeof(float), 2);
+    send_task(socket, 3, d); /* warms up; then one task alone, timed */
+    ck_assert_uint_eq(recv_header(socket, 20000).type, CDC_MSG_RESULT);
+    double started = cdc_test_now_s();
+    send_task(socket, 4, d);
+    ck_assert_uint_eq(recv_header(socket, 20000).type, CDC_MSG_RESULT);
+    double task_s = cdc_test_now_s() - started;
+
+    for (int i = 0; i < QUEUED; i++)
+        send_task(socket, 100 + (uint64_t) i, d);
+    cdc_test_sleep_ms(100); /* the first of them is computing */
+    double termed = cdc_test_now_s();
+    ck_assert_int_eq(kill(pid, SIGTERM), 0);
+    int status = wait_exit(pid, 3.0 * task_s + 10.0);
+    double took = cdc_test_now_s() - termed;
+    read_text(err_path, text, sizeof text);
+    ck_assert_msg(status >= 0, "still running %.3f s after SIGTERM (a task takes %.3f s)",
+                  took, task_s);
+    ck_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+    /* The task running at SIGTERM, with room for a loaded machine; running
+       the queue too takes QUEUED tasks' time. */
+    ck_assert_msg(took < 3.0 * task_s + 1.5, "exit %.3f s after SIGTERM, a task takes %.3f s",
+                  took, task_s);
+    unsigned long long tasks = counter(text, ", tasks "),
+                       dropped = counter(text, "dropped at exit ");
+    ck_assert_uint_eq(tasks - 2 + dropped, QUEUED); /* each queued task ran or was dropped */
+    ck_assert_msg(dropped >= QUEUED / 2, "only %llu of %d dropped (%.3f s a task): %s",
+                  dropped, QUEUED, task_s, text);
+    struct stat st;
+    ck_assert_int_eq(stat(socket_path, &st), -1); /* the socket file went with it */
+    free(w);
+    zmq_close(socket);
+    zmq_ctx_term(zmq);
+    unlink(err_path);
+    rmdir(dir);
+}
+END_TEST
+
+/* ---- ipc files ---------------------------------------------------------- */
+
+/* A coordinator (a forked child spawning local workers) SIGKILLed: its
+   workers notice (--parent-pid), remove their sockets, and the last one out
+   the directory (issue 9, finding 9). */
+START_TEST(test_sigkilled_coordinator_leaves_no_files)
+{
+    int fds[2];
+    ck_assert_int_eq(pipe(fds), 0);
+    pid_t coordinator = fork();
+    ck_assert_int_ge(coordinator, 0);
+    if (coordinator == 0) {
+        close(fds[0]);
+        cdc_local_workers_t *workers = NULL;
+        if (cdc__local_workers_new(3, NULL, CDC_LOG_ERROR, &workers) != CDC_OK)
+            _exit(1);
+        const char *dir = cdc__local_workers_dir(workers);
+        if (write(fds[1], dir, strlen(dir) + 1) < 0)
+            _exit(1);
+        for (;;)
+            pause();
+    }
+    close(fds[1]);
+    char dir[PATH_MAX] = "";
+    ssize_t got = read(fds[0], dir, sizeof dir - 1);
+    close(fds[0]);
+    ck_assert_msg(got > 1, "the coordinator did not start its workers");
+    dir[got] = '\0';
+    struct stat st;
+    ck_assert_int_eq(stat(dir, &st), 0);
+    ck_assert_int_eq(kill(coordinator, SIGKILL), 0);
+    ck_assert_int_eq(waitpid(coordinator, NULL, 0), coordinator);
+    double killed = cdc_test_now_s();
+    while (stat(dir, &st) == 0 && cdc_test_now_s() - killed < 3.0)
+        cdc_test_sleep_ms(10);
+    double took = cdc_test_now_s() - killed;
+    int left = stat(dir, &st) == 0;
+    if (left) { /* leave nothing behind even when failing */
+        char command[PATH_MAX + 16];
+        snprintf(command, sizeof command, "ls -la %s >&2", dir);
+        ck_assert_int_ge(system(command), 0);
+    }
+    ck_assert_msg(!left, "%s still there %.3f s after its coordinator was killed", dir, took);
+}
+END_TEST
+
+/* A socket file at path, as a bound and closed listener leaves it. */
+static void socket_file(const char *path)
+{
+    struct sockaddr_un address;
+    memset(&address, 0, sizeof address);
+    address.sun_family = AF_UNIX;
+    ck_assert_uint_lt(strlen(path), sizeof address.sun_path);
+    memcpy(address.sun_path, path, strlen(path) + 1);
+    int fd = socket(AF_UNIX, SOCK_STREAM, 0);
+    ck_assert_int_ge(fd, 0);
+    ck_assert_int_eq(bind(fd, (struct sockaddr *) &address, sizeof address), 0);
+    close(fd);
+}
+
+/* A coordinator SIGKILLed together with its workers leaves its directory;
+   the next coordinator to start removes it once its owner pid is gone, and
+   never a live owner's. */
+START_TEST(test_stale_directory_swept)
+{
+    char tmp[64], dead_dir[128], live_dir[128], file[160];
+    make_dir(tmp, sizeof tmp);
+    setenv("TMPDIR", tmp, 1);
+    pid_t dead = fork();
+    ck_assert_int_ge(dead, 0);
+    if (dead == 0)
+        _exit(0);
+    ck_assert_int_eq(waitpid(dead, NULL, 0), dead);
+    snprintf(dead_dir, sizeof dead_dir, "%s/cdcgemm-%ld-Ab12Cd", tmp, (long) dead);
+    snprintf(live_dir, sizeof live_dir, "%s/cdcgemm-%ld-Ef34Gh", tmp, (long) getppid());
+    const char *dirs[] = {dead_dir, live_dir};
+    for (int d = 0; d < 2; d++) {
+        ck_assert_int_eq(mkdir(dirs[d], 0700), 0);
+        for (int w = 0; w < 2; w++) {
+            snprintf(file, sizeof file, "%s/w%d", dirs[d], w);
+            socket_file(file);
+        }
+    }
+    cdc_local_workers_t *workers = NULL;
+    ck_assert_int_eq(cdc__local_workers_new(1, NULL, CDC_LOG_ERROR, &workers), CDC_OK);
+    struct stat st;
+    ck_assert_msg(stat(dead_dir, &st) != 0, "%s not swept", dead_dir);
+    ck_assert_int_eq(stat(live_dir, &st), 0); /* its owner runs */
+    snprintf(file, sizeof file, "%s/w1", live_dir);
+    ck_assert_int_eq(stat(file, &st), 0);
+    ck_assert_ptr_nonnull(strstr(cdc__local_workers_dir(workers), "/cdcgemm-"));
+    cdc__local_workers_destroy(&workers);
+    for (int w = 0; w < 2; w++) {
+        snprintf(file, sizeof file, "%s/w%d", live_dir, w);
+        unlink(file);
+    }
+    rmdir(live_dir);
+    ck_assert_int_eq(rmdir(tmp), 0); /* nothing else left */
+}
+END_TEST
+
+static Suite *worker_process_suite(void)
+{
+    Suite *suite = suite_create("worker_process");
+    TCase *command_line = tcase_create("command_line");
+    tcase_add_loop_test(command_line, test_bad_number_exits_2, 0,
+                        (int) (sizeof bad_arguments / sizeof *bad_arguments));
+    tcase_add_test(command_line, test_good_numbers_accepted);
+    tcase_set_timeout(command_line, 30);
+    suite_add_tcase(suite, command_line);
+    TCase *stop = tcase_create("stop");
+    tcase_add_test(stop, test_sigterm_drops_queue);
+    tcase_set_timeout(stop, 60);
+    suite_add_tcase(suite, stop);
+    TCase *files = tcase_create("files");
+    tcase_add_test(files, test_sigkilled_coordinator_leaves_no_files);
+    tcase_add_test(files, test_stale_directory_swept);
+    tcase_set_timeout(files, 30);
+    suite_add_tcase(suite, files);
+    return suite;
+}
+
+int main(void)
+{
+    /* The worker built next to this program (or CDCGEMM_WORKER_BIN). */
+    if (cdc__worker_binary_find(worker_bin, sizeof worker_bin) != CDC_OK) {
+        fprintf(stderr, "test_worker_process: %s\n", cdc_last_error());
+        return 1;
+    }
+    return cdc_test_run_suite(worker_process_suite());
+}
