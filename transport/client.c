@@ -286,11 +286,18 @@ static void *dealer_new(void *zmq, int sndhwm)
     return socket;
 }
 
-/* CURVE: this coordinator's keys and worker w's public key, before connecting. */
-static int curve_apply(const cdc_client_t *self, int w, void *socket)
+/* CURVE: this coordinator's keys and worker w's public key, before connecting.
+   Encryption runs on libzmq's I/O threads at about 45 MB/s here (a 37 MB
+   weight shard: ~0.8 s), and a heartbeat waiting behind it on the same
+   thread would miss the 300 ms liveness bound: with CURVE the context has two
+   I/O threads, data connections on the first and heartbeats on the second
+   (affinity is the thread mask). */
+static int curve_apply(const cdc_client_t *self, int w, void *socket, int heartbeat)
 {
     if (!self->curve)
         return CDC_OK;
+    uint64_t affinity = heartbeat ? 2 : 1;
+    zmq_setsockopt(socket, ZMQ_AFFINITY, &affinity, sizeof affinity);
     if (zmq_setsockopt(socket, ZMQ_CURVE_SERVERKEY, self->curve_servers[w],
                        CDC_CURVE_KEY_BYTES) != 0 ||
         zmq_setsockopt(socket, ZMQ_CURVE_PUBLICKEY, self->curve_client.public_key,
@@ -311,9 +318,9 @@ static int worker_connect(cdc_client_t *self, int w, const char *endpoint)
     peer->socket = dealer_new(self->zmq, 16); /* pings to a stopped worker stay few */
     if (!self->workers[w].socket || !peer->socket)
         return cdc__fail(CDC_ETRANSPORT, "zmq_socket: %s", zmq_strerror(zmq_errno()));
-    int rc = curve_apply(self, w, self->workers[w].socket);
+    int rc = curve_apply(self, w, self->workers[w].socket, 0);
     if (rc == CDC_OK)
-        rc = curve_apply(self, w, peer->socket);
+        rc = curve_apply(self, w, peer->socket, 1);
     if (rc != CDC_OK)
         return rc;
     snprintf(name, sizeof name, "inproc://cdc-monitor-%p-%d", (void *) self, w);
@@ -451,6 +458,8 @@ int cdc_client_new_curve(const char *endpoints, int connect_wait_ms,
         rc = cdc__fail(CDC_ETRANSPORT, "zmq_ctx_new: %s", zmq_strerror(zmq_errno()));
         goto fail_alloc;
     }
+    if (self->curve)
+        zmq_ctx_set(self->zmq, ZMQ_IO_THREADS, 2); /* see curve_apply */
     if (pthread_mutex_init(&self->lock, NULL) != 0) {
         rc = cdc__fail(CDC_ENOMEM, "client mutex");
         goto fail_context;
