@@ -459,8 +459,12 @@ START_TEST(test_allowed_coordinator_over_curve)
         snprintf(workers + strlen(workers), sizeof workers - strlen(workers), "%s%s",
                  i ? "," : "", endpoints[i]);
     }
+    struct sigaction before, after; /* the library leaves the host's signals alone */
+    ck_assert_int_eq(sigaction(SIGINT, NULL, &before), 0);
     cdc_context_t *context = curve_context(workers, servers, 0);
     fc_check(context, 1);
+    ck_assert_int_eq(sigaction(SIGINT, NULL, &after), 0);
+    ck_assert(after.sa_handler == before.sa_handler);
     cdc_stats_t stats;
     ck_assert_int_eq(cdc_context_stats(context, &stats), CDC_OK);
     ck_assert_uint_eq(stats.fallbacks, 0);
@@ -660,6 +664,9 @@ static int context_error(const char *workers, int insecure)
 
 START_TEST(test_coordinator_protected_mode)
 {
+    struct sigaction host_sigint, host_sigterm;
+    ck_assert_int_eq(sigaction(SIGINT, NULL, &host_sigint), 0);
+    ck_assert_int_eq(sigaction(SIGTERM, NULL, &host_sigterm), 0);
     make_dir();
     ck_assert_int_eq(context_error("ipc:///tmp/x,tcp://192.0.2.1:7001", 0), CDC_ECONFIG);
     ck_assert_ptr_nonnull(strstr(cdc_last_error(), "CDCGEMM_WORKERS"));
@@ -733,6 +740,14 @@ START_TEST(test_coordinator_protected_mode)
     ck_assert_int_eq(cdc_context_new(&config, &context), CDC_ECONFIG);
     ck_assert_ptr_nonnull(strstr(cdc_last_error(), "CDCGEMM_CURVE_SERVER"));
     ck_assert_ptr_nonnull(strstr(cdc_last_error(), config.workers));
+    /* Loading certificates (and skipping the directory's log files) never
+       started CZMQ's zsys, which would take over SIGINT and SIGTERM in the
+       host program. */
+    struct sigaction now;
+    ck_assert_int_eq(sigaction(SIGINT, NULL, &now), 0);
+    ck_assert(now.sa_handler == host_sigint.sa_handler);
+    ck_assert_int_eq(sigaction(SIGTERM, NULL, &now), 0);
+    ck_assert(now.sa_handler == host_sigterm.sa_handler);
     free(public_only);
     unsetenv("CDCGEMM_CURVE_SECRET");
     unsetenv("CDCGEMM_WORKERS");
