@@ -104,10 +104,18 @@ typedef struct {
     int verify;                   /* 1: check shard results against the parity
                                      equations when redundancy allows and
                                      rebuild a corrupted shard (default 1)     */
+    /* Since 0.1.0 (took 256 reserved words; docs/security.md). */
+    char curve_secret[CDC_CONFIG_STR]; /* this coordinator's secret CURVE
+                                     certificate file; "" = plaintext         */
+    char curve_server[CDC_CONFIG_STR]; /* a worker public certificate (every
+                                     endpoint) or a directory of them, each
+                                     naming its endpoint; "" = plaintext      */
+    int insecure;                 /* 1: allow plaintext tcp workers that are
+                                     not loopback (refused otherwise)         */
     /* Room for new settings without an ABI break (docs/abi.md): zeroed by
        cdc_config_init, never read by this version. A new field takes the
        first slots and the count shrinks so the size stays the same. */
-    uint64_t reserved[512];
+    uint64_t reserved[256];
 } cdc_config_t;
 
 /* Fill *config with the documented defaults. Never fails. */

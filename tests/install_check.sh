@@ -83,7 +83,7 @@ check_prefix() { # TAG PREFIX LIBDIR
   for f in "$lib/libcdcgemm.so" "$lib/libcdcgemm.so.${version%%.*}" "$lib/libcdcgemm.so.$version" \
            "$prefix/include/cdcgemm.h" "$prefix/include/cdcgemm_testing.h" \
            "$prefix/include/cdcgemm_version.h" "$prefix/bin/cdcgemm-worker" \
-           "$prefix/bin/cdcgemm-bench" "$lib/pkgconfig/cdcgemm.pc" \
+           "$prefix/bin/cdcgemm-bench" "$prefix/bin/cdcgemm-keygen" "$lib/pkgconfig/cdcgemm.pc" \
            "$lib/cmake/cdcgemm/cdcgemmConfig.cmake" \
            "$lib/cmake/cdcgemm/cdcgemmConfigVersion.cmake"; do
     check "installed ${f#"$prefix"/}" test -e "$f"
@@ -151,7 +151,7 @@ check "configure with CMAKE_INSTALL_LIBDIR=$other" "$cmake" -S "$src" -B "$other
   -DCMAKE_BUILD_TYPE=RelWithDebInfo -DBUILD_TESTING=OFF -DCMAKE_INSTALL_LIBDIR="$other" \
   -DCMAKE_C_COMPILER="$cc"
 check "build (libdir $other)" "$cmake" --build "$other_build" -j2 --target cdcgemm \
-  cdcgemm-worker cdcgemm-bench
+  cdcgemm-worker cdcgemm-bench cdcgemm-keygen
 check "cmake --install (libdir $other)" "$cmake" --install "$other_build" --prefix "$work/prefix-b"
 check_prefix other "$work/prefix-b" "$other"
 

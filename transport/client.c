@@ -72,6 +72,9 @@ typedef struct {
 
 struct cdc_client {
     void *zmq;
+    int curve;                  /* CURVE client keys on every DEALER          */
+    cdc_curve_cert_t curve_client;
+    uint8_t curve_servers[CDC_MAX_WORKERS][CDC_CURVE_KEY_BYTES];
     remote_worker_t workers[CDC_MAX_WORKERS];
     int count;
     uint64_t next_request;
@@ -283,6 +286,29 @@ static void *dealer_new(void *zmq, int sndhwm)
     return socket;
 }
 
+/* CURVE: this coordinator's keys and worker w's public key, before connecting.
+   Encryption runs on libzmq's I/O threads at about 45 MB/s here (a 37 MB
+   weight shard: ~0.8 s), and a heartbeat waiting behind it on the same
+   thread would miss the 300 ms liveness bound: with CURVE the context has two
+   I/O threads, data connections on the first and heartbeats on the second
+   (affinity is the thread mask). */
+static int curve_apply(const cdc_client_t *self, int w, void *socket, int heartbeat)
+{
+    if (!self->curve)
+        return CDC_OK;
+    uint64_t affinity = heartbeat ? 2 : 1;
+    zmq_setsockopt(socket, ZMQ_AFFINITY, &affinity, sizeof affinity);
+    if (zmq_setsockopt(socket, ZMQ_CURVE_SERVERKEY, self->curve_servers[w],
+                       CDC_CURVE_KEY_BYTES) != 0 ||
+        zmq_setsockopt(socket, ZMQ_CURVE_PUBLICKEY, self->curve_client.public_key,
+                       CDC_CURVE_KEY_BYTES) != 0 ||
+        zmq_setsockopt(socket, ZMQ_CURVE_SECRETKEY, self->curve_client.secret_key,
+                       CDC_CURVE_KEY_BYTES) != 0)
+        return cdc__fail(CDC_ETRANSPORT, "CURVE client keys: %s (libzmq without CURVE?)",
+                         zmq_strerror(zmq_errno()));
+    return CDC_OK;
+}
+
 /* Both sockets of worker w (data, heartbeat + monitor), connected to endpoint. */
 static int worker_connect(cdc_client_t *self, int w, const char *endpoint)
 {
@@ -292,6 +318,11 @@ static int worker_connect(cdc_client_t *self, int w, const char *endpoint)
     peer->socket = dealer_new(self->zmq, 16); /* pings to a stopped worker stay few */
     if (!self->workers[w].socket || !peer->socket)
         return cdc__fail(CDC_ETRANSPORT, "zmq_socket: %s", zmq_strerror(zmq_errno()));
+    int rc = curve_apply(self, w, self->workers[w].socket, 0);
+    if (rc == CDC_OK)
+        rc = curve_apply(self, w, peer->socket, 1);
+    if (rc != CDC_OK)
+        return rc;
     snprintf(name, sizeof name, "inproc://cdc-monitor-%p-%d", (void *) self, w);
     if (zmq_socket_monitor(peer->socket, name, ZMQ_EVENT_DISCONNECTED) != 0 ||
         !(peer->monitor = zmq_socket(self->zmq, ZMQ_PAIR)) ||
@@ -382,17 +413,53 @@ static void wait_for_workers(cdc_client_t *self, int connect_wait_ms)
 
 int cdc_client_new(const char *endpoints, int connect_wait_ms, cdc_client_t **client_p)
 {
+    return cdc_client_new_curve(endpoints, connect_wait_ms, NULL, NULL, client_p);
+}
+
+static int count_endpoints(const char *endpoints)
+{
+    int count = 1;
+    for (const char *p = endpoints; *p; p++)
+        count += *p == ',';
+    return count;
+}
+
+/* Copy the keys (their count: one server certificate per endpoint). */
+static int curve_keep(cdc_client_t *self, const char *endpoints,
+                      const cdc_curve_cert_t *client_cert, const cdc_curve_cert_t *servers)
+{
+    if (!client_cert)
+        return CDC_OK;
+    if (!client_cert->has_secret || !servers)
+        return cdc__fail(CDC_EINVAL, "CURVE: the client certificate needs its secret key "
+                                     "and every worker a certificate");
+    int count = count_endpoints(endpoints);
+    for (int w = 0; w < count && w < CDC_MAX_WORKERS; w++)
+        memcpy(self->curve_servers[w], servers[w].public_key, CDC_CURVE_KEY_BYTES);
+    self->curve_client = *client_cert;
+    self->curve = 1;
+    return CDC_OK;
+}
+
+int cdc_client_new_curve(const char *endpoints, int connect_wait_ms,
+                         const cdc_curve_cert_t *client_cert,
+                         const cdc_curve_cert_t *server_certs, cdc_client_t **client_p)
+{
     if (!endpoints || !*endpoints || !client_p)
         return cdc__fail(CDC_EINVAL, "cdc_client_new: no endpoints");
     int rc;
     cdc_client_t *self = calloc(1, sizeof *self);
     if (!self)
         return cdc__fail(CDC_ENOMEM, "client");
+    if ((rc = curve_keep(self, endpoints, client_cert, server_certs)) != CDC_OK)
+        goto fail_alloc;
     self->zmq = zmq_ctx_new();
     if (!self->zmq) {
         rc = cdc__fail(CDC_ETRANSPORT, "zmq_ctx_new: %s", zmq_strerror(zmq_errno()));
         goto fail_alloc;
     }
+    if (self->curve)
+        zmq_ctx_set(self->zmq, ZMQ_IO_THREADS, 2); /* see curve_apply */
     if (pthread_mutex_init(&self->lock, NULL) != 0) {
         rc = cdc__fail(CDC_ENOMEM, "client mutex");
         goto fail_context;
@@ -416,6 +483,7 @@ fail_lock:
 fail_context:
     zmq_ctx_term(self->zmq);
 fail_alloc:
+    cdc_curve_cert_clear(&self->curve_client);
     free(self);
     return rc;
 }
@@ -433,6 +501,7 @@ void cdc_client_destroy(cdc_client_t **client_p)
     zmq_ctx_term(self->zmq);
     pthread_mutex_destroy(&self->state_lock);
     pthread_mutex_destroy(&self->lock);
+    cdc_curve_cert_clear(&self->curve_client);
     free(self);
     *client_p = NULL;
 }

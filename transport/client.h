@@ -4,6 +4,7 @@
 #ifndef CDC_CLIENT_H_INCLUDED
 #define CDC_CLIENT_H_INCLUDED
 
+#include "keys.h"
 #include "task.h"
 
 #include <stdint.h>
@@ -37,6 +38,16 @@ typedef struct cdc_client cdc_client_t;
    background) and join when they answer. Caller owns *client_p and must
    destroy it with cdc_client_destroy. */
 int cdc_client_new(const char *endpoints, int connect_wait_ms, cdc_client_t **client_p);
+
+/* Same over CURVE: every DEALER (data and heartbeat) is a CURVE client with
+   client_cert's keys (it must hold the secret one) that expects
+   server_certs[w]'s public key from endpoint w (one certificate per endpoint,
+   in order). A worker whose key differs never completes the handshake, so it
+   never turns live and is never sent anything. client_cert NULL: plaintext,
+   as cdc_client_new. The certificates are copied. */
+int cdc_client_new_curve(const char *endpoints, int connect_wait_ms,
+                         const cdc_curve_cert_t *client_cert,
+                         const cdc_curve_cert_t *server_certs, cdc_client_t **client_p);
 
 /* Close every socket; accepts NULL and *NULL; nulls *client_p. */
 void cdc_client_destroy(cdc_client_t **client_p);

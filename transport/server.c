@@ -17,7 +17,21 @@
  *
  * The peer table is bounded (MAX_PEERS, least recently seen dropped): ROUTER
  * cannot tell us when a connection closes (ZMQ_ROUTER_NOTIFY is a draft API in
- * libzmq 4.3), and reconnecting coordinators get fresh routing ids. */
+ * libzmq 4.3), and reconnecting coordinators get fresh routing ids.
+ *
+ * What a peer is owed (its CANCELs, its budget of reply bytes in flight)
+ * belongs to a principal, not to a connection: with CURVE the principal is
+ * the client's public key (the ZAP User-Id zauth returns), so a coordinator's
+ * data and heartbeat connections, and its reconnections, share one record;
+ * without authentication every connection is its own principal.
+ *
+ * CURVE (options->curve_secret): the ROUTER is a CURVE server on CZMQ's
+ * process context, where a zauth actor answers ZAP requests from a directory
+ * of allowed client certificates. libzmq only consults the ZAP handler bound
+ * in the socket's own context, and a CURVE server with no handler accepts
+ * every client key: hence the shared context. A client whose key is not in
+ * the directory fails the handshake; the socket never delivers a message from
+ * it, so it gets no reply and costs no more than libzmq's handshake. */
 #include "server.h"
 
 #include "error.h"
@@ -31,25 +45,41 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <czmq.h>
 #include <zmq.h>
+
+#include "keys.h"
 
 #define MAX_PEERS 256
 #define MAX_CANCELS 64 /* remembered per peer; an older cancel is forgotten */
 #define ZMQ_CONTENT_BYTES 40 /* libzmq's content_t ahead of a large frame's data */
 
+/* Who is owed what: see the header comment. */
 typedef struct {
     atomic_int refs;
     atomic_size_t in_flight; /* reply bytes built and not yet freed by libzmq */
+    uint64_t last_seen;
+    char user_id[CDC_PEER_USER_ID_MAX + 1]; /* "" : one connection's own   */
+    uint64_t cancelled[MAX_CANCELS]; /* ring, guarded by the server's lock */
+    int cancel_count, cancel_next;
+} principal_t;
+
+typedef struct {
+    atomic_int refs;
     uint64_t connection;
     uint64_t last_seen;
     uint8_t route[256];
     size_t route_size;
-    uint64_t cancelled[MAX_CANCELS]; /* ring, guarded by the server's lock */
-    int cancel_count, cancel_next;
+    principal_t *principal; /* owned reference */
 } peer_t;
 
 struct cdc_server {
     void *context, *router;
+    int own_context;  /* context made here (no CURVE), terminated at destroy */
+    zactor_t *auth;   /* zauth, with CURVE                                    */
+    char *curve_allow;
+    principal_t *principals[MAX_PEERS]; /* authenticated, by User-Id */
+    int principal_count;
     int wake[2]; /* pipe: cdc_server_wake writes, cdc_server_wait drains */
     size_t peer_budget, copy_below;
     peer_t *peers[MAX_PEERS];
@@ -85,10 +115,65 @@ struct cdc_reply {
 
 /* ---- peers -------------------------------------------------------------- */
 
+static void principal_unref(principal_t *principal)
+{
+    if (principal && atomic_fetch_sub(&principal->refs, 1) == 1)
+        free(principal);
+}
+
+static principal_t *principal_ref(principal_t *principal)
+{
+    atomic_fetch_add(&principal->refs, 1);
+    return principal;
+}
+
+static principal_t *principal_new(const char *user_id)
+{
+    principal_t *principal = calloc(1, sizeof *principal);
+    if (!principal)
+        return NULL;
+    atomic_init(&principal->refs, 1);
+    atomic_init(&principal->in_flight, 0);
+    snprintf(principal->user_id, sizeof principal->user_id, "%s", user_id);
+    return principal;
+}
+
+/* A new reference to the principal of user_id: a fresh one for "" (no
+   authentication), else the table's (made on first sight; table full: the
+   least recently seen leaves it). NULL only when out of memory. */
+static principal_t *principal_for(cdc_server_t *self, const char *user_id, uint64_t clock)
+{
+    if (!*user_id)
+        return principal_new("");
+    int oldest = 0;
+    for (int i = 0; i < self->principal_count; i++) {
+        principal_t *p = self->principals[i];
+        if (strcmp(p->user_id, user_id) == 0) {
+            p->last_seen = clock;
+            return principal_ref(p);
+        }
+        if (p->last_seen < self->principals[oldest]->last_seen)
+            oldest = i;
+    }
+    principal_t *principal = principal_new(user_id);
+    if (!principal)
+        return NULL;
+    principal->last_seen = clock;
+    if (self->principal_count == MAX_PEERS) {
+        principal_unref(self->principals[oldest]);
+        self->principals[oldest] = principal;
+    } else {
+        self->principals[self->principal_count++] = principal;
+    }
+    return principal_ref(principal);
+}
+
 static void peer_unref(peer_t *peer)
 {
-    if (peer && atomic_fetch_sub(&peer->refs, 1) == 1)
+    if (peer && atomic_fetch_sub(&peer->refs, 1) == 1) {
+        principal_unref(peer->principal);
         free(peer);
+    }
 }
 
 static peer_t *peer_ref(peer_t *peer)
@@ -98,8 +183,10 @@ static peer_t *peer_ref(peer_t *peer)
 }
 
 /* The record for a routing id, made on first sight (table full: the least
-   recently seen is dropped from it). NULL only when out of memory. */
-static peer_t *peer_for(cdc_server_t *self, const void *route, size_t size)
+   recently seen is dropped from it) with the principal of user_id. NULL only
+   when out of memory. */
+static peer_t *peer_for(cdc_server_t *self, const void *route, size_t size,
+                        const char *user_id)
 {
     self->clock++;
     int oldest = 0;
@@ -113,12 +200,12 @@ static peer_t *peer_for(cdc_server_t *self, const void *route, size_t size)
             oldest = i;
     }
     peer_t *peer = calloc(1, sizeof *peer);
-    if (!peer || size > sizeof peer->route) {
+    if (!peer || size > sizeof peer->route ||
+        !(peer->principal = principal_for(self, user_id, self->clock))) {
         free(peer);
         return NULL;
     }
     atomic_init(&peer->refs, 1);
-    atomic_init(&peer->in_flight, 0);
     memcpy(peer->route, route, size);
     peer->route_size = size;
     peer->last_seen = self->clock;
@@ -148,14 +235,87 @@ void cdc_server_options_init(cdc_server_options_t *options)
     memset(options, 0, sizeof *options);
 }
 
-static int open_socket(cdc_server_t *self, const cdc_server_options_t *options)
+/* CURVE: load the worker's secret certificate into *cert and start zauth on
+   CZMQ's process context (which becomes the server's) with the directory of
+   allowed client certificates. */
+static int start_auth(cdc_server_t *self, const cdc_server_options_t *options,
+                      cdc_curve_cert_t *cert)
 {
+    if (!options->curve_allow || cdc_curve_path_is_dir(options->curve_allow) != 1)
+        return cdc__fail(CDC_ECONFIG, "allowed certificates '%s': not a directory",
+                         options->curve_allow ? options->curve_allow : "(none given)");
+    int rc = cdc_curve_load_secret(options->curve_secret, cert);
+    if (rc != CDC_OK)
+        return rc;
+    self->curve_allow = strdup(options->curve_allow);
+    if (!self->curve_allow)
+        return cdc__fail(CDC_ENOMEM, "allowed certificates");
+    /* The worker handles SIGINT and SIGTERM itself: CZMQ must not take them. */
+    zsys_handler_set(NULL);
+    /* CURVE decryption runs on the I/O threads (about 45 MB/s here): with two,
+       a coordinator's heartbeat connection need not wait behind a weight
+       shard being decrypted on its data connection (libzmq gives each new
+       connection the least loaded thread). */
+    zsys_set_io_threads(2);
+    self->context = zsys_init();
+    if (!self->context)
+        return cdc__fail(CDC_ETRANSPORT, "zsys_init: %s", zmq_strerror(zmq_errno()));
+    self->auth = zactor_new(zauth, NULL);
+    if (!self->auth)
+        return cdc__fail(CDC_ETRANSPORT, "zauth: %s", zmq_strerror(zmq_errno()));
+    return cdc_server_reload_allowed(self);
+}
+
+int cdc_server_reload_allowed(cdc_server_t *self)
+{
+    if (!self->auth)
+        return CDC_OK;
+    /* zauth replaces its certificate store with a fresh load of the directory. */
+    if (zstr_sendx(self->auth, "CURVE", self->curve_allow, NULL) != 0 ||
+        zsock_wait(self->auth) != 0)
+        return cdc__fail(CDC_ETRANSPORT, "zauth CURVE %s: %s", self->curve_allow,
+                         zmq_strerror(zmq_errno()));
+    return CDC_OK;
+}
+
+/* The ROUTER a CURVE server with the worker's secret key (zauth decides
+   which clients pass). */
+static int make_curve_server(void *router, const cdc_curve_cert_t *cert)
+{
+    int server = 1;
+    if (zmq_setsockopt(router, ZMQ_CURVE_SERVER, &server, sizeof server) != 0 ||
+        zmq_setsockopt(router, ZMQ_CURVE_SECRETKEY, cert->secret_key,
+                       CDC_CURVE_KEY_BYTES) != 0 ||
+        zmq_setsockopt(router, ZMQ_ZAP_DOMAIN, "cdcgemm", strlen("cdcgemm")) != 0)
+        return cdc__fail(CDC_ETRANSPORT, "CURVE server: %s (libzmq without CURVE?)",
+                         zmq_strerror(zmq_errno()));
+    return CDC_OK;
+}
+
+static int open_context(cdc_server_t *self, const cdc_server_options_t *options,
+                        cdc_curve_cert_t *cert)
+{
+    if (options->curve_secret)
+        return start_auth(self, options, cert);
     self->context = zmq_ctx_new();
     if (!self->context)
         return cdc__fail(CDC_ETRANSPORT, "zmq_ctx_new: %s", zmq_strerror(zmq_errno()));
-    self->router = zmq_socket(self->context, ZMQ_ROUTER);
-    if (!self->router)
-        return cdc__fail(CDC_ETRANSPORT, "zmq_socket: %s", zmq_strerror(zmq_errno()));
+    self->own_context = 1;
+    return CDC_OK;
+}
+
+static int open_socket(cdc_server_t *self, const cdc_server_options_t *options)
+{
+    cdc_curve_cert_t cert;
+    memset(&cert, 0, sizeof cert);
+    int rc = open_context(self, options, &cert);
+    if (rc == CDC_OK && !(self->router = zmq_socket(self->context, ZMQ_ROUTER)))
+        rc = cdc__fail(CDC_ETRANSPORT, "zmq_socket: %s", zmq_strerror(zmq_errno()));
+    if (rc == CDC_OK && options->curve_secret)
+        rc = make_curve_server(self->router, &cert);
+    cdc_curve_cert_clear(&cert);
+    if (rc != CDC_OK)
+        return rc;
     int linger = 0;
     /* Refuse absurd messages before libzmq allocates them: the largest valid
        one is two CDC_PROTO_MAX_FLOATS matrices plus headers. */
@@ -218,11 +378,18 @@ void cdc_server_destroy(cdc_server_t **server_p)
     cdc_server_t *self = *server_p;
     if (self->router)
         zmq_close(self->router);
-    /* Frees every reply still queued in libzmq (their free functions run). */
-    if (self->context)
+    /* Frees every reply still queued in libzmq (their free functions run).
+       CZMQ's process context (CURVE) is terminated at exit by CZMQ; replies
+       still queued there are freed by its I/O thread, and they hold their
+       own references to what they touch. */
+    if (self->context && self->own_context)
         zmq_ctx_term(self->context);
+    zactor_destroy(&self->auth);
+    free(self->curve_allow);
     for (int i = 0; i < self->peer_count; i++)
         peer_unref(self->peers[i]);
+    for (int i = 0; i < self->principal_count; i++)
+        principal_unref(self->principals[i]);
     for (int i = 0; i < 2; i++)
         if (self->wake[i] >= 0)
             close(self->wake[i]);
@@ -268,7 +435,7 @@ void cdc_server_counters(cdc_server_t *self, cdc_server_counters_t *counters)
    payload, the reply's budget goes back to its peer. Any thread. */
 static void reply_release(cdc_reply_t *reply)
 {
-    atomic_fetch_sub(&reply->peer->in_flight, reply->charge);
+    atomic_fetch_sub(&reply->peer->principal->in_flight, reply->charge);
     peer_unref(reply->peer);
     cdc_payload_destroy(&reply->payload);
     free(reply);
@@ -357,10 +524,11 @@ int cdc_server_reply_new(cdc_server_t *self, const cdc_request_t *request,
     if (payload_p)
         *payload_p = NULL;
     peer_t *peer = request->peer;
+    principal_t *principal = peer->principal;
     size_t charge = CDC_PROTO_HEADER_SIZE + (payload ? payload->size : 0);
-    size_t before = atomic_fetch_add(&peer->in_flight, charge);
+    size_t before = atomic_fetch_add(&principal->in_flight, charge);
     if (before + charge > self->peer_budget) {
-        atomic_fetch_sub(&peer->in_flight, charge);
+        atomic_fetch_sub(&principal->in_flight, charge);
         cdc_payload_destroy(&payload);
         count(self, &self->counters.over_budget);
         return cdc__fail(CDC_ETIMEDOUT,
@@ -371,7 +539,7 @@ int cdc_server_reply_new(cdc_server_t *self, const cdc_request_t *request,
     }
     cdc_reply_t *reply = malloc(sizeof *reply);
     if (!reply) {
-        atomic_fetch_sub(&peer->in_flight, charge);
+        atomic_fetch_sub(&principal->in_flight, charge);
         cdc_payload_destroy(&payload);
         return cdc__fail(CDC_ENOMEM, "reply");
     }
@@ -457,8 +625,9 @@ static int decode(cdc_request_t *request, int extra)
     return cdc_msg_decode(frames, request->count, &request->msg);
 }
 
-static void record_cancel(cdc_server_t *self, peer_t *peer, uint64_t request_id)
+static void record_cancel(cdc_server_t *self, peer_t *from, uint64_t request_id)
 {
+    principal_t *peer = from->principal;
     pthread_mutex_lock(&self->lock);
     peer->cancelled[peer->cancel_next] = request_id;
     peer->cancel_next = (peer->cancel_next + 1) % MAX_CANCELS;
@@ -471,7 +640,7 @@ static void record_cancel(cdc_server_t *self, peer_t *peer, uint64_t request_id)
 int cdc_server_cancelled(cdc_server_t *self, const cdc_request_t *request,
                          uint64_t request_id)
 {
-    const peer_t *peer = request->peer;
+    const principal_t *peer = request->peer->principal;
     int found = 0;
     pthread_mutex_lock(&self->lock);
     for (int i = 0; i < peer->cancel_count && !found; i++)
@@ -483,10 +652,8 @@ int cdc_server_cancelled(cdc_server_t *self, const cdc_request_t *request,
 static void set_identity(cdc_request_t *request)
 {
     request->identity.connection = request->peer->connection;
-    /* Present only when a security mechanism authenticated the connection. */
-    const char *user = request->count > 0 ? zmq_msg_gets(&request->parts[0], "User-Id") : NULL;
     snprintf(request->identity.user_id, sizeof request->identity.user_id, "%s",
-             user ? user : "");
+             request->peer->principal->user_id);
 }
 
 /* One message off the socket: CDC_OK with a request (maybe a CANCEL), or a
@@ -513,7 +680,13 @@ static int recv_one(cdc_server_t *self, cdc_request_t **request_p)
         scratch.count = 0;
         rc = cdc__fail(CDC_ENOMEM, "request");
     }
-    peer_t *peer = rc == CDC_OK ? peer_for(self, zmq_msg_data(&route), zmq_msg_size(&route))
+    /* Present only when a security mechanism authenticated the connection;
+       libzmq attaches it to the frames the peer sent, not the routing id. */
+    const char *user_id = rc == CDC_OK && request->count > 0
+                              ? zmq_msg_gets(&request->parts[0], "User-Id")
+                              : NULL;
+    peer_t *peer = rc == CDC_OK ? peer_for(self, zmq_msg_data(&route), zmq_msg_size(&route),
+                                           user_id ? user_id : "")
                                 : NULL;
     zmq_msg_close(&route);
     if (rc == CDC_OK && !peer)

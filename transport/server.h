@@ -36,12 +36,20 @@ typedef struct {
     int buffer_bytes;   /* SO_SNDBUF/SO_RCVBUF; 0: 4 MiB                      */
     size_t copy_below;  /* payloads smaller than this are copied when taken;
                            0: 64 KiB (see cdc_request_take_payload)           */
+    const char *curve_secret; /* CURVE: this server's secret certificate file
+                                 (cdcgemm-keygen's PATH_secret); NULL: none  */
+    const char *curve_allow;  /* CURVE: directory of the public certificates
+                                 of the clients allowed (required with
+                                 curve_secret); every other key is refused  */
 } cdc_server_options_t;
 
 /* Who sent a request. connection is the server's name for the connection
    (from its routing id): nonzero, never reused while the server lives.
-   user_id is the "User-Id" the security handshake (ZAP) authenticated, or ""
-   when the connection is not authenticated (no CURVE yet). */
+   user_id is the "User-Id" the security handshake (ZAP) authenticated: with
+   CURVE, the client's public key in Z85 (40 characters); "" when the
+   connection is not authenticated (no CURVE). Per-peer state (CANCELs, the
+   reply budget) is kept per user_id when there is one, so every connection
+   of one client key shares it; per connection otherwise. */
 typedef struct {
     uint64_t connection;
     char user_id[CDC_PEER_USER_ID_MAX + 1];
@@ -60,10 +68,19 @@ typedef struct {
 /* Defaults: no endpoint, limits as described above. */
 void cdc_server_options_init(cdc_server_options_t *options);
 
-/* Bind a ROUTER to options->bind. Returns CDC_OK, or CDC_ETRANSPORT with the
-   zmq error in cdc_last_error(). Caller owns *server_p and must destroy it
-   with cdc_server_destroy. */
+/* Bind a ROUTER to options->bind. With options->curve_secret the ROUTER is
+   a CURVE server on CZMQ's process context, guarded by a zauth actor that
+   allows the keys in options->curve_allow only; a refused client never
+   reaches cdc_server_recv. Returns CDC_OK, CDC_ECONFIG (a certificate or the
+   directory unusable) or CDC_ETRANSPORT with the zmq error, the detail in
+   cdc_last_error(). Caller owns *server_p and must destroy it with
+   cdc_server_destroy. */
 int cdc_server_new(const cdc_server_options_t *options, cdc_server_t **server_p);
+
+/* Re-read the directory of allowed client certificates (CURVE; without it a
+   no-op). Connections already authenticated stay. Returns CDC_OK or
+   CDC_ETRANSPORT. Socket thread only. */
+int cdc_server_reload_allowed(cdc_server_t *self);
 
 /* Close the socket (pending replies are discarded); accepts NULL and *NULL;
    nulls *server_p. */

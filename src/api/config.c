@@ -5,6 +5,7 @@
 #include "config_env.h"
 #include "error.h"
 #include "faults.h"
+#include "keys.h"
 #include "log.h"
 
 #include <ctype.h>
@@ -209,6 +210,37 @@ static int env_log(const char *var, const char *value, cdc_config_t *c)
                      value);
 }
 
+/* CURVE certificates are loaded here too, so a wrong path or file fails at
+   start-up with the variable's name; the context loads them again. */
+static int env_curve_secret(const char *var, const char *value, cdc_config_t *c)
+{
+    cdc_curve_cert_t cert;
+    if (!*value)
+        return CDC_OK;
+    if (cdc_curve_load_secret(value, &cert) != CDC_OK)
+        return cdc__fail_within(CDC_ECONFIG, var);
+    cdc_curve_cert_clear(&cert);
+    return parse_copy(var, value, c->curve_secret, sizeof c->curve_secret);
+}
+
+static int env_curve_server(const char *var, const char *value, cdc_config_t *c)
+{
+    cdc_curve_cert_t cert;
+    if (!*value)
+        return CDC_OK;
+    int is_dir = cdc_curve_path_is_dir(value);
+    if (is_dir < 0)
+        return cdc__fail(CDC_ECONFIG, "%s='%s': no such file or directory", var, value);
+    if (!is_dir && cdc_curve_load_public(value, &cert) != CDC_OK)
+        return cdc__fail_within(CDC_ECONFIG, var);
+    return parse_copy(var, value, c->curve_server, sizeof c->curve_server);
+}
+
+static int env_insecure(const char *var, const char *value, cdc_config_t *c)
+{
+    return parse_int(var, value, 0, 1, &c->insecure);
+}
+
 static int env_code(const char *var, const char *value, cdc_config_t *c)
 {
     if (!*value)
@@ -231,14 +263,16 @@ static const struct {
     {"CDCGEMM_MIN_FLOPS", env_min_flops},   {"CDCGEMM_FAULTS", env_faults},
     {"CDCGEMM_STATS", env_stats},           {"CDCGEMM_LOG", env_log},
     {"CDCGEMM_CODE", env_code},
+    {"CDCGEMM_CURVE_SECRET", env_curve_secret}, {"CDCGEMM_CURVE_SERVER", env_curve_server},
+    {"CDCGEMM_INSECURE", env_insecure},
 };
 
 extern char **environ;
 
-/* Variables read elsewhere (the supervisor; CURVE keys and protected mode):
-   known, so they draw no "unknown variable" warning. */
+/* Variables read elsewhere (the supervisor): known, so they draw no
+   "unknown variable" warning. */
 static const char *const other_variables[] = {
-    "CDCGEMM_WORKER_BIN", "CDCGEMM_CURVE_SECRET", "CDCGEMM_CURVE_SERVER", "CDCGEMM_INSECURE",
+    "CDCGEMM_WORKER_BIN",
 };
 
 #define ENV_COUNT (sizeof env_variables / sizeof *env_variables)

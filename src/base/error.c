@@ -3,6 +3,7 @@
 
 #include <stdarg.h>
 #include <stdio.h>
+#include <string.h>
 
 static _Thread_local char last_error_detail[512];
 
@@ -35,6 +36,14 @@ const char *cdc_err_name(int status)
 const char *cdc_last_error(void)
 {
     return last_error_detail;
+}
+
+int cdc__fail_within(int status, const char *context)
+{
+    char detail[sizeof last_error_detail];
+    const char *colon = strstr(last_error_detail, ": ");
+    snprintf(detail, sizeof detail, "%s", colon ? colon + 2 : last_error_detail);
+    return cdc__fail(status, "%s: %s", context, detail);
 }
 
 int cdc__fail(int status, const char *format, ...)

@@ -12,4 +12,9 @@ int cdc__fail(int status, const char *format, ...)
 #endif
     ;
 
+/* Fail again with status and the last failure's detail (its status text
+   dropped) behind "context: ", e.g. the variable that named a bad file.
+   Returns status. */
+int cdc__fail_within(int status, const char *context);
+
 #endif

@@ -5,9 +5,11 @@
 #include "cdcgemm_testing.h"
 #include "code.h"
 #include "error.h"
+#include "keys.h"
 #include "log.h"
 #include "stats_json.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -49,11 +51,45 @@ static int config_validate(const cdc_config_t *config)
     return CDC_OK;
 }
 
+/* Protected mode: plaintext tcp to a worker that is not on loopback is
+   refused unless insecure is set; CURVE needs both of its settings. Embedded
+   workers (no workers given) are ipc in a private directory and need
+   nothing. Errors name the variables. */
+static int security_validate(const cdc_config_t *config)
+{
+    if (memchr(config->curve_secret, '\0', sizeof config->curve_secret) == NULL ||
+        memchr(config->curve_server, '\0', sizeof config->curve_server) == NULL)
+        return cdc__fail(CDC_ECONFIG, "unterminated string in configuration");
+    if (!config->curve_secret[0] != !config->curve_server[0])
+        return cdc__fail(CDC_ECONFIG, "CDCGEMM_CURVE_SECRET and CDCGEMM_CURVE_SERVER go "
+                                      "together: set both for CURVE, or neither");
+    if (config->curve_secret[0] || config->insecure || !config->workers[0])
+        return CDC_OK;
+    const char *item = config->workers;
+    for (int i = 1; *item; i++) {
+        const char *comma = strchr(item, ',');
+        size_t len = comma ? (size_t) (comma - item) : strlen(item);
+        char endpoint[CDC_CONFIG_STR];
+        snprintf(endpoint, sizeof endpoint, "%.*s", (int) len, item);
+        if (cdc_endpoint_needs_curve(endpoint))
+            return cdc__fail(CDC_ECONFIG,
+                             "CDCGEMM_WORKERS: endpoint %d '%s' is plaintext tcp to a host "
+                             "that is not loopback: anyone on the path could read or change "
+                             "results. Set CDCGEMM_CURVE_SECRET and CDCGEMM_CURVE_SERVER "
+                             "(docs/security.md), or CDCGEMM_INSECURE=1 to accept that",
+                             i, endpoint);
+        item += len + (comma ? 1 : 0);
+    }
+    return CDC_OK;
+}
+
 int cdc_context_new(const cdc_config_t *config, cdc_context_t **context_p)
 {
     if (!config || !context_p)
         return cdc__fail(CDC_EINVAL, "cdc_context_new: NULL argument");
     int rc = config_validate(config);
+    if (rc == CDC_OK)
+        rc = security_validate(config);
     if (rc != CDC_OK)
         return rc;
     rc = cdc__blas_ready();

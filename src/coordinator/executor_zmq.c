@@ -4,7 +4,9 @@
 #include "client.h"
 #include "error.h"
 
+#include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 typedef struct {
     cdc_executor_t base; /* first: the ops table sees a cdc_executor_t */
@@ -34,6 +36,50 @@ static int zmq_live(cdc_executor_t *base, uint64_t *mask)
 
 static const cdc_executor_ops_t zmq_ops = {"zmq", zmq_run, zmq_destroy, zmq_live};
 
+/* The CURVE certificates for config->workers: this coordinator's secret one
+   into *client, and one worker certificate per endpoint into servers (from
+   CDCGEMM_CURVE_SERVER: a file for all, or the directory's certificate that
+   names the endpoint). Errors name the variable. */
+static int load_curve(const cdc_config_t *config, cdc_curve_cert_t *client,
+                      cdc_curve_cert_t *servers)
+{
+    if (cdc_curve_load_secret(config->curve_secret, client) != CDC_OK)
+        return cdc__fail_within(CDC_ECONFIG, "CDCGEMM_CURVE_SECRET");
+    const char *item = config->workers;
+    for (int w = 0; *item && w < CDC_MAX_WORKERS; w++) {
+        const char *comma = strchr(item, ',');
+        size_t len = comma ? (size_t) (comma - item) : strlen(item);
+        char endpoint[CDC_CONFIG_STR];
+        snprintf(endpoint, sizeof endpoint, "%.*s", (int) len, item);
+        if (cdc_curve_server_cert(config->curve_server, endpoint, &servers[w]) != CDC_OK) {
+            cdc_curve_cert_clear(client);
+            return cdc__fail_within(CDC_ECONFIG, "CDCGEMM_CURVE_SERVER");
+        }
+        item += len + (comma ? 1 : 0);
+    }
+    return CDC_OK;
+}
+
+/* The client for endpoints; over CURVE when configured for config->workers
+   (embedded workers, endpoints != NULL, are ipc in a private directory). */
+static int client_open(const cdc_config_t *config, const char *endpoints, int connect_wait_ms,
+                       cdc_client_t **client_p)
+{
+    if (endpoints || !config->curve_secret[0])
+        return cdc_client_new(endpoints ? endpoints : config->workers, connect_wait_ms,
+                              client_p);
+    cdc_curve_cert_t client, *servers = calloc(CDC_MAX_WORKERS, sizeof *servers);
+    if (!servers)
+        return cdc__fail(CDC_ENOMEM, "worker certificates");
+    int rc = load_curve(config, &client, servers);
+    if (rc == CDC_OK)
+        rc = cdc_client_new_curve(config->workers, connect_wait_ms, &client, servers,
+                                  client_p);
+    cdc_curve_cert_clear(&client);
+    free(servers);
+    return rc;
+}
+
 int cdc__executor_zmq_new(const cdc_config_t *config, const char *endpoints,
                           int connect_wait_ms, cdc_executor_t **executor_p)
 {
@@ -43,8 +89,7 @@ int cdc__executor_zmq_new(const cdc_config_t *config, const char *endpoints,
     self->base.ops = &zmq_ops;
     self->wait_ms = config->wait_ms;
     self->timeout_ms = config->timeout_ms;
-    int rc = cdc_client_new(endpoints ? endpoints : config->workers, connect_wait_ms,
-                            &self->client);
+    int rc = client_open(config, endpoints, connect_wait_ms, &self->client);
     if (rc != CDC_OK) {
         free(self);
         return rc;

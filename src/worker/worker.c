@@ -260,10 +260,25 @@ static int still_hung(loop_t *loop)
     return 0;
 }
 
+/* SIGHUP: the allowed coordinators' certificates are read again. */
+static void reload_if_asked(loop_t *loop)
+{
+    volatile sig_atomic_t *reload = loop->options->reload;
+    if (!reload || !*reload)
+        return;
+    *reload = 0;
+    if (cdc_server_reload_allowed(loop->server) == CDC_OK)
+        CDC_LOG_INFOF("worker %d: allowed certificates re-read from %s", loop->options->index,
+                      loop->options->curve_allow ? loop->options->curve_allow : "(none)");
+    else
+        CDC_LOG_WARNF("worker %d: %s", loop->options->index, cdc_last_error());
+}
+
 static int serve(loop_t *loop, volatile sig_atomic_t *stop)
 {
     const cdc_worker_options_t *options = loop->options;
     while (!*stop) {
+        reload_if_asked(loop);
         if (parent_gone(options)) {
             CDC_LOG_WARNF("worker %d: coordinator %ld is gone; exiting", options->index,
                           options->parent_pid);
@@ -298,6 +313,8 @@ static int loop_open(loop_t *loop, const cdc_worker_options_t *options)
     cdc_server_options_t server_options;
     cdc_server_options_init(&server_options);
     server_options.bind = options->bind;
+    server_options.curve_secret = options->curve_secret;
+    server_options.curve_allow = options->curve_allow;
     if ((rc = cdc_server_new(&server_options, &loop->server)) != CDC_OK)
         return rc;
     return cdc__worker_compute_start(loop->server, options, &loop->compute);

@@ -17,6 +17,13 @@ typedef struct {
     int index;           /* this worker's index in the worker list (faults)  */
     long parent_pid;     /* > 0: exit when getppid() is no longer this (the
                             coordinator that spawned it died)                 */
+    const char *curve_secret; /* CURVE: this worker's secret certificate file;
+                                 NULL: plaintext (transport/server.h)        */
+    const char *curve_allow;  /* CURVE: directory of allowed coordinators'
+                                 public certificates                          */
+    volatile sig_atomic_t *reload; /* may be NULL; when it reads nonzero the
+                                 loop re-reads curve_allow and clears it
+                                 (cdcgemm-worker sets it on SIGHUP)           */
 } cdc_worker_options_t;
 
 /* What a worker did; printed at exit and used by tests. */

@@ -1,6 +1,7 @@
 /* worker_main.c - cdcgemm-worker: command line and signals around the serving loop. */
 #include "cdcgemm.h"
 #include "faults.h"
+#include "keys.h"
 #include "log.h"
 #include "protocol.h"
 #include "worker.h"
@@ -12,12 +13,19 @@
 #include <stdlib.h>
 #include <string.h>
 
-static volatile sig_atomic_t stop_requested;
+static volatile sig_atomic_t stop_requested, reload_requested;
+static int insecure; /* --insecure */
 
 static void on_signal(int signo)
 {
     (void) signo;
     stop_requested = 1;
+}
+
+static void on_hangup(int signo)
+{
+    (void) signo;
+    reload_requested = 1;
 }
 
 static void usage(FILE *out)
@@ -26,6 +34,7 @@ static void usage(FILE *out)
             "usage: cdcgemm-worker --bind ENDPOINT [--max-memory BYTES] [--max-entries N]\n"
             "                      [--threads N] [--faults SPEC] [--index N]\n"
             "                      [--parent-pid PID] [--log LEVEL]\n"
+            "                      [--curve-secret FILE --curve-allow DIR | --insecure]\n"
             "       cdcgemm-worker --version | --help\n"
             "\n"
             "Serve coded GEMM shard tasks for the cdcgemm coordinator over ZeroMQ.\n"
@@ -50,6 +59,15 @@ static void usage(FILE *out)
             "  --parent-pid PID    exit when the process PID is no longer this worker's\n"
             "                      parent (its coordinator died); checked every 100 ms.\n"
             "                      The library passes it to the workers it spawns.\n"
+            "  --curve-secret FILE this worker's secret certificate (cdcgemm-keygen's\n"
+            "                      PATH_secret): the socket becomes a CURVE server;\n"
+            "                      needs --curve-allow\n"
+            "  --curve-allow DIR   directory of the public certificates of the\n"
+            "                      coordinators this worker serves; any other key\n"
+            "                      gets nothing. Re-read on SIGHUP.\n"
+            "  --insecure          allow a plaintext tcp bind to a non-loopback address\n"
+            "                      (refused otherwise: anyone who reaches the port could\n"
+            "                      use the worker); warns on every start\n"
             "  --log LEVEL         error, warn, info or debug (stderr). Default info;\n"
             "                      the counters are printed at exit from info up.\n"
             "  --version           print the library and wire protocol versions and exit\n"
@@ -58,7 +76,8 @@ static void usage(FILE *out)
             "SIGTERM or SIGINT stops the worker cleanly: the task being computed\n"
             "finishes and its result is sent, queued tasks are dropped (counted as\n"
             "'dropped at exit'), an ipc:// socket file is removed. It prints its\n"
-            "counters to stderr on exit (at --log info and above).\n");
+            "counters to stderr on exit (at --log info and above). docs/security.md\n"
+            "tells how to set up CURVE.\n");
 }
 
 /* strtoull and strtol take leading blanks and a sign (" -5" is 2^64 - 5):
@@ -146,8 +165,16 @@ static int parse_args(int argc, char **argv, cdc_worker_options_t *options)
                    cdc_version(), CDC_PROTO_VERSION);
             return -1;
         }
+        if (strcmp(arg, "--insecure") == 0) {
+            insecure = 1;
+            continue; /* takes no value */
+        }
         if (strcmp(arg, "--bind") == 0 && value) {
             options->bind = value;
+        } else if (strcmp(arg, "--curve-secret") == 0 && value) {
+            options->curve_secret = value;
+        } else if (strcmp(arg, "--curve-allow") == 0 && value) {
+            options->curve_allow = value;
         } else if (strcmp(arg, "--max-memory") == 0 && value) {
             if (parse_bytes(value, &options->max_memory) != 0) {
                 fprintf(stderr, "cdcgemm-worker: --max-memory '%s': expected bytes > 0 "
@@ -202,6 +229,48 @@ static int parse_args(int argc, char **argv, cdc_worker_options_t *options)
     return 0;
 }
 
+/* CURVE needs both options and readable files; a plaintext tcp bind to a
+   non-loopback address needs --insecure (protected mode). 0, or the exit
+   status after a message on stderr. */
+static int check_security(const cdc_worker_options_t *options)
+{
+    if ((options->curve_secret != NULL) != (options->curve_allow != NULL)) {
+        fprintf(stderr, "cdcgemm-worker: --curve-secret and --curve-allow go together "
+                        "(docs/security.md)\n");
+        return 2;
+    }
+    if (options->curve_secret) {
+        cdc_curve_cert_t cert;
+        if (cdc_curve_load_secret(options->curve_secret, &cert) != CDC_OK) {
+            fprintf(stderr, "cdcgemm-worker: --curve-secret: %s\n", cdc_last_error());
+            return 2;
+        }
+        cdc_curve_cert_clear(&cert);
+        if (cdc_curve_path_is_dir(options->curve_allow) != 1) {
+            fprintf(stderr, "cdcgemm-worker: --curve-allow '%s': not a directory\n",
+                    options->curve_allow);
+            return 2;
+        }
+        if (insecure)
+            fprintf(stderr, "cdcgemm-worker: --insecure has no effect with CURVE\n");
+        return 0;
+    }
+    if (!cdc_endpoint_needs_curve(options->bind))
+        return 0;
+    if (!insecure) {
+        fprintf(stderr,
+                "cdcgemm-worker: refusing to bind %s: a plaintext tcp endpoint that is not "
+                "loopback lets anyone who reaches it use this worker. Give --curve-secret "
+                "FILE --curve-allow DIR (docs/security.md), or --insecure to accept that.\n",
+                options->bind);
+        return 2;
+    }
+    fprintf(stderr, "cdcgemm-worker: WARNING: --insecure: serving %s without "
+                    "authentication or encryption; anyone who reaches it can use this "
+                    "worker\n", options->bind);
+    return 0;
+}
+
 static void print_counters(int index, const cdc_worker_counters_t *counters)
 {
     fprintf(stderr,
@@ -233,6 +302,8 @@ int main(int argc, char **argv)
         usage(stderr);
         return 2;
     }
+    if ((parsed = check_security(&options)) != 0)
+        return parsed;
 
     /* No SA_RESTART: the signal must interrupt the server's wait so the loop sees it. */
     struct sigaction action;
@@ -241,6 +312,11 @@ int main(int argc, char **argv)
     sigemptyset(&action.sa_mask);
     sigaction(SIGTERM, &action, NULL);
     sigaction(SIGINT, &action, NULL);
+    if (options.curve_secret) {
+        action.sa_handler = on_hangup;
+        sigaction(SIGHUP, &action, NULL);
+        options.reload = &reload_requested;
+    }
 
     cdc_worker_counters_t counters;
     int rc = cdc_worker_run(&options, &stop_requested, &counters);

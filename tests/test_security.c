@@ -1,0 +1,805 @@
+/* test_security.c - CURVE between coordinator and real workers, zauth refusals, protected mode. */
+#include "cdcgemm.h"
+#include "keys.h"
+#include "protocol.h"
+#include "server.h"
+#include "testutil.h"
+
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <spawn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#include <zmq.h>
+
+extern char **environ;
+
+#define SILENCE_MS 800 /* how long a refused peer waits for the reply that never comes */
+
+static char dir[64]; /* this test's private directory */
+
+static void make_dir(void)
+{
+    snprintf(dir, sizeof dir, "/tmp/cdc-security-XXXXXX");
+    ck_assert_ptr_nonnull(mkdtemp(dir));
+}
+
+static void remove_dir(void)
+{
+    char command[128];
+    snprintf(command, sizeof command, "rm -rf '%s'", dir);
+    ck_assert_int_eq(system(command), 0);
+}
+
+/* dir/name into out. */
+static const char *in_dir(char *out, size_t size, const char *name)
+{
+    snprintf(out, size, "%s/%s", dir, name);
+    return out;
+}
+
+/* A certificate pair dir/name (+ _secret), loaded back into *cert (secret). */
+static void keygen(const char *name, const char *endpoint, cdc_curve_cert_t *cert)
+{
+    char path[160], secret[176];
+    in_dir(path, sizeof path, name);
+    ck_assert_int_eq(cdc_curve_keygen(path, endpoint, NULL), CDC_OK);
+    snprintf(secret, sizeof secret, "%s_secret", path);
+    ck_assert_int_eq(cdc_curve_load_secret(secret, cert), CDC_OK);
+}
+
+/* An unused tcp port on 127.0.0.1 (the kernel's choice). */
+static int free_port(void)
+{
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    struct sockaddr_in address = {.sin_family = AF_INET, .sin_port = 0};
+    address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    ck_assert_int_eq(bind(fd, (struct sockaddr *) &address, sizeof address), 0);
+    socklen_t size = sizeof address;
+    ck_assert_int_eq(getsockname(fd, (struct sockaddr *) &address, &size), 0);
+    close(fd);
+    return ntohs(address.sin_port);
+}
+
+static int port_open(int port)
+{
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    struct sockaddr_in address = {.sin_family = AF_INET, .sin_port = htons((uint16_t) port)};
+    address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    int ok = connect(fd, (struct sockaddr *) &address, sizeof address) == 0;
+    close(fd);
+    return ok;
+}
+
+/* Spawn cdcgemm-worker with args (NULL-terminated, after the program name),
+   stderr to dir/log_name. Exits with this test process (--parent-pid). */
+static pid_t worker_spawn(const char *log_name, const char *const *args)
+{
+    char parent[32], log_path[160];
+    snprintf(parent, sizeof parent, "%ld", (long) getpid());
+    const char *argv[32] = {"cdcgemm-worker", "--parent-pid", parent, "--threads", "1"};
+    int argc = 5;
+    for (int i = 0; args[i]; i++)
+        argv[argc++] = args[i];
+    argv[argc] = NULL;
+    posix_spawn_file_actions_t actions;
+    posix_spawn_file_actions_init(&actions);
+    posix_spawn_file_actions_addopen(&actions, 2, in_dir(log_path, sizeof log_path, log_name),
+                                     O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    pid_t pid = 0;
+    int rc = posix_spawn(&pid, CDC_WORKER_BIN, &actions, NULL, (char **) argv, environ);
+    posix_spawn_file_actions_destroy(&actions);
+    ck_assert_msg(rc == 0, "posix_spawn %s: %s", CDC_WORKER_BIN, strerror(rc));
+    return pid;
+}
+
+/* A CURVE worker on tcp://127.0.0.1:port (port > 0) or on ipc dir/name,
+   serving the coordinators in dir/allow; ready when its socket is. */
+static pid_t curve_worker(const char *name, int port, char *endpoint, size_t size)
+{
+    char secret[160], allow[160], log_name[64], path[160];
+    snprintf(secret, sizeof secret, "%s/%s_secret", dir, name);
+    in_dir(allow, sizeof allow, "allow");
+    snprintf(log_name, sizeof log_name, "%s.log", name);
+    if (port > 0)
+        snprintf(endpoint, size, "tcp://127.0.0.1:%d", port);
+    else
+        snprintf(endpoint, size, "ipc://%s", in_dir(path, sizeof path, name));
+    const char *args[] = {"--bind", endpoint, "--curve-secret", secret, "--curve-allow",
+                          allow, "--log", "info", NULL};
+    pid_t pid = worker_spawn(log_name, args);
+    for (int tries = 0; tries < 500; tries++) {
+        struct stat st;
+        if (port > 0 ? port_open(port) : stat(path, &st) == 0)
+            return pid;
+        cdc_test_sleep_ms(10);
+    }
+    ck_abort_msg("worker %s did not bind within 5 s", name);
+    return pid;
+}
+
+/* SIGTERM, reap; the exit status. */
+static int worker_stop(pid_t pid)
+{
+    int status = 0;
+    kill(pid, SIGTERM);
+    ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+    return status;
+}
+
+/* dir/name's text (up to 4 KiB). */
+static void read_log(const char *name, char *text, size_t size)
+{
+    char path[160];
+    FILE *file = fopen(in_dir(path, sizeof path, name), "r");
+    ck_assert_ptr_nonnull(file);
+    size_t got = fread(text, 1, size - 1, file);
+    text[got] = '\0';
+    fclose(file);
+}
+
+/* ---- raw clients ---------------------------------------------------------- */
+
+/* A DEALER to endpoint: plaintext when client is NULL, else a CURVE client
+   with client's keys expecting server_key. */
+static void *raw_dealer(void *zmq, const char *endpoint, const cdc_curve_cert_t *client,
+                        const uint8_t *server_key)
+{
+    void *socket = zmq_socket(zmq, ZMQ_DEALER);
+    int linger = 0;
+    zmq_setsockopt(socket, ZMQ_LINGER, &linger, sizeof linger);
+    if (client) {
+        ck_assert_int_eq(zmq_setsockopt(socket, ZMQ_CURVE_SERVERKEY, server_key, 32), 0);
+        ck_assert_int_eq(zmq_setsockopt(socket, ZMQ_CURVE_PUBLICKEY, client->public_key, 32),
+                         0);
+        ck_assert_int_eq(zmq_setsockopt(socket, ZMQ_CURVE_SECRETKEY, client->secret_key, 32),
+                         0);
+    }
+    ck_assert_int_eq(zmq_connect(socket, endpoint), 0);
+    return socket;
+}
+
+static void send_frames(void *socket, const cdc_msg_header_t *h, const void *a, size_t a_size,
+                        const void *b, size_t b_size, int payloads)
+{
+    uint8_t packed[CDC_PROTO_HEADER_SIZE];
+    cdc_msg_header_pack(h, packed);
+    ck_assert_int_ge(zmq_send(socket, packed, sizeof packed, payloads ? ZMQ_SNDMORE : 0), 0);
+    if (payloads >= 1)
+        ck_assert_int_ge(zmq_send(socket, a, a_size, payloads == 2 ? ZMQ_SNDMORE : 0), 0);
+    if (payloads == 2)
+        ck_assert_int_ge(zmq_send(socket, b, b_size, 0), 0);
+}
+
+static void send_ping(void *socket, uint64_t id)
+{
+    cdc_msg_header_t h;
+    cdc_msg_header_init(&h, CDC_MSG_PING);
+    h.request_id = id;
+    send_frames(socket, &h, NULL, 0, NULL, 0, 0);
+}
+
+/* Every message type a worker serves: PING, WEIGHTS and a small TASK_GEMM. */
+static void send_each_type(void *socket)
+{
+    static float data[16];
+    send_ping(socket, 7);
+    cdc_msg_header_t h;
+    cdc_msg_header_init(&h, CDC_MSG_WEIGHTS);
+    h.a_key = 77;
+    h.rows = 4;
+    h.k = 4;
+    send_frames(socket, &h, data, sizeof data, NULL, 0, 1);
+    cdc_msg_header_init(&h, CDC_MSG_TASK_GEMM);
+    h.request_id = 8;
+    h.rows = h.k = h.cols = 4;
+    send_frames(socket, &h, data, sizeof data, data, sizeof data, 2);
+}
+
+/* The number of messages that reach socket within ms. */
+static int replies_within(void *socket, long ms)
+{
+    int count = 0;
+    double deadline = cdc_test_now_s() + ms / 1000.0;
+    for (;;) {
+        long left = (long) ((deadline - cdc_test_now_s()) * 1000.0);
+        if (left <= 0)
+            return count;
+        zmq_pollitem_t item = {socket, 0, ZMQ_POLLIN, 0};
+        if (zmq_poll(&item, 1, left) > 0) {
+            zmq_msg_t part;
+            zmq_msg_init(&part);
+            while (zmq_msg_recv(&part, socket, ZMQ_DONTWAIT) >= 0) {
+                int more = zmq_msg_more(&part);
+                if (!more)
+                    count++;
+            }
+            zmq_msg_close(&part);
+        }
+    }
+}
+
+/* ---- keygen --------------------------------------------------------------- */
+
+START_TEST(test_keygen_writes_loadable_pair)
+{
+    make_dir();
+    char path[160], secret[176], command[512];
+    in_dir(path, sizeof path, "worker0");
+    snprintf(secret, sizeof secret, "%s_secret", path);
+    snprintf(command, sizeof command, "'%s' --endpoint tcp://10.0.0.7:7001 '%s' > /dev/null",
+             CDC_KEYGEN_BIN, path);
+    ck_assert_int_eq(system(command), 0);
+    struct stat st;
+    ck_assert_int_eq(stat(secret, &st), 0);
+    ck_assert_int_eq(st.st_mode & 0777, 0600);
+    ck_assert_int_eq(stat(path, &st), 0);
+
+    cdc_curve_cert_t pub, sec, found;
+    ck_assert_int_eq(cdc_curve_load_public(path, &pub), CDC_OK);
+    ck_assert_int_eq(cdc_curve_load_secret(secret, &sec), CDC_OK);
+    ck_assert_int_eq(sec.has_secret, 1);
+    ck_assert_int_eq(memcmp(pub.public_key, sec.public_key, 32), 0);
+    ck_assert_int_eq(strlen(pub.public_txt), 40);
+    ck_assert_str_eq(pub.endpoint, "tcp://10.0.0.7:7001");
+    /* A directory of certificates: found by the endpoint it names. */
+    ck_assert_int_eq(cdc_curve_server_cert(dir, "tcp://10.0.0.7:7001", &found), CDC_OK);
+    ck_assert_int_eq(memcmp(found.public_key, pub.public_key, 32), 0);
+    ck_assert_int_eq(cdc_curve_server_cert(dir, "tcp://10.0.0.8:7001", &found), CDC_ECONFIG);
+    ck_assert_ptr_nonnull(strstr(cdc_last_error(), "tcp://10.0.0.8:7001"));
+    /* The key pair actually works: a fresh pair's keys differ. */
+    cdc_curve_cert_t other;
+    keygen("other", NULL, &other);
+    ck_assert_int_ne(memcmp(other.public_key, sec.public_key, 32), 0);
+    /* Never overwritten. */
+    ck_assert_int_ne(system(command), 0);
+    cdc_curve_cert_t again;
+    ck_assert_int_eq(cdc_curve_load_public(path, &again), CDC_OK);
+    ck_assert_int_eq(memcmp(again.public_key, pub.public_key, 32), 0);
+    ck_assert_int_eq(cdc_curve_load_secret("/nonexistent/cert_secret", &again), CDC_ECONFIG);
+    remove_dir();
+}
+END_TEST
+
+/* ---- the server in process: User-Id, scoping, a stranger ------------------- */
+
+START_TEST(test_user_id_is_client_key)
+{
+    make_dir();
+    cdc_curve_cert_t worker, coordinator, stranger;
+    keygen("worker", NULL, &worker);
+    mkdir(in_dir((char[160]){0}, 160, "allow"), 0700);
+    char path[160], endpoint[200], allow[160], secret[176];
+    in_dir(path, sizeof path, "allow/coordinator");
+    ck_assert_int_eq(cdc_curve_keygen(path, NULL, NULL), CDC_OK);
+    snprintf(secret, sizeof secret, "%s_secret", path);
+    ck_assert_int_eq(cdc_curve_load_secret(secret, &coordinator), CDC_OK);
+    unlink(secret); /* only public certificates in the allow directory */
+    keygen("stranger", NULL, &stranger);
+
+    snprintf(endpoint, sizeof endpoint, "ipc://%s/s", dir);
+    in_dir(secret, sizeof secret, "worker_secret");
+    cdc_server_options_t options;
+    cdc_server_options_init(&options);
+    options.bind = endpoint;
+    options.curve_secret = secret;
+    options.curve_allow = in_dir(allow, sizeof allow, "allow");
+    cdc_server_t *server = NULL;
+    ck_assert_int_eq(cdc_server_new(&options, &server), CDC_OK);
+
+    void *zmq = zmq_ctx_new();
+    void *bad = raw_dealer(zmq, endpoint, &stranger, worker.public_key);
+    void *plain = raw_dealer(zmq, endpoint, NULL, NULL);
+    void *first = raw_dealer(zmq, endpoint, &coordinator, worker.public_key);
+    send_ping(bad, 1);
+    send_ping(plain, 2);
+    /* A CANCEL from the first connection... */
+    cdc_msg_header_t cancel;
+    cdc_msg_header_init(&cancel, CDC_MSG_CANCEL);
+    cancel.request_id = 41;
+    send_frames(first, &cancel, NULL, 0, NULL, 0, 0);
+    send_ping(first, 3);
+    cdc_request_t *request = NULL;
+    double deadline = cdc_test_now_s() + 5.0;
+    while (!request && cdc_test_now_s() < deadline) {
+        cdc_server_wait(server, 100);
+        int rc = cdc_server_recv(server, &request);
+        ck_assert_msg(rc == CDC_OK || rc == CDC_ETIMEDOUT, "recv: %s", cdc_last_error());
+    }
+    ck_assert_ptr_nonnull(request);
+    /* Only the allowed key's PING came through, and it names that key. */
+    ck_assert_uint_eq(cdc_request_msg(request)->header.request_id, 3);
+    ck_assert_str_eq(cdc_request_peer(request)->user_id, coordinator.public_txt);
+    uint64_t first_connection = cdc_request_peer(request)->connection;
+    cdc_request_destroy(&request);
+
+    /* ...applies to the same key's second connection (a reconnection). */
+    void *second = raw_dealer(zmq, endpoint, &coordinator, worker.public_key);
+    send_ping(second, 4);
+    deadline = cdc_test_now_s() + 5.0;
+    while (!request && cdc_test_now_s() < deadline) {
+        cdc_server_wait(server, 100);
+        cdc_server_recv(server, &request);
+    }
+    ck_assert_ptr_nonnull(request);
+    ck_assert_uint_eq(cdc_request_msg(request)->header.request_id, 4);
+    ck_assert_uint_ne(cdc_request_peer(request)->connection, first_connection);
+    ck_assert_str_eq(cdc_request_peer(request)->user_id, coordinator.public_txt);
+    ck_assert_int_eq(cdc_server_cancelled(server, request, 41), 1);
+    cdc_request_destroy(&request);
+
+    /* Nothing more: the stranger's and the plaintext PINGs never arrive. */
+    deadline = cdc_test_now_s() + SILENCE_MS / 1000.0;
+    while (cdc_test_now_s() < deadline) {
+        cdc_server_wait(server, 50);
+        ck_assert_int_eq(cdc_server_recv(server, &request), CDC_ETIMEDOUT);
+    }
+    cdc_server_counters_t counters;
+    cdc_server_counters(server, &counters);
+    ck_assert_uint_eq(counters.received, 3); /* CANCEL and two PINGs */
+    ck_assert_int_eq(replies_within(bad, 1) + replies_within(plain, 1), 0);
+
+    zmq_close(bad);
+    zmq_close(plain);
+    zmq_close(first);
+    zmq_close(second);
+    zmq_ctx_term(zmq);
+    cdc_server_destroy(&server);
+    remove_dir();
+}
+END_TEST
+
+/* ---- real workers --------------------------------------------------------- */
+
+/* The coordinator's pair dir/coordinator (+ _secret), its public one allowed. */
+static void coordinator_keys(cdc_curve_cert_t *coordinator)
+{
+    char path[160];
+    mkdir(in_dir(path, sizeof path, "allow"), 0700);
+    keygen("coordinator", NULL, coordinator);
+    char from[160], to[160], command[400];
+    in_dir(from, sizeof from, "coordinator");
+    in_dir(to, sizeof to, "allow/coordinator");
+    snprintf(command, sizeof command, "cp '%s' '%s'", from, to);
+    ck_assert_int_eq(system(command), 0);
+}
+
+enum { FC_OUT = 512, FC_IN = 768, FC_BATCH = 4 };
+
+/* A coded FC layer through context against its double-precision answer. */
+static void fc_check(cdc_context_t *context, uint64_t seed)
+{
+    cdc_test_rng_t rng;
+    cdc_test_rng_seed(&rng, seed);
+    float *w = cdc_test_alloc(sizeof(float) * FC_OUT * FC_IN);
+    float *x = cdc_test_alloc(sizeof(float) * FC_BATCH * FC_IN);
+    float *y = cdc_test_alloc(sizeof(float) * FC_BATCH * FC_OUT);
+    double *want = cdc_test_alloc(sizeof(double) * FC_BATCH * FC_OUT);
+    cdc_test_fill_uniform(&rng, w, (size_t) FC_OUT * FC_IN);
+    cdc_test_fill_uniform(&rng, x, (size_t) FC_BATCH * FC_IN);
+    cdc_layer_options_t options;
+    cdc_layer_options_init(&options);
+    options.split = CDC_SPLIT_ROWS;
+    cdc_layer_t *layer = NULL;
+    ck_assert_int_eq(cdc_fc_new(context, FC_OUT, FC_IN, w, NULL, &options, &layer), CDC_OK);
+    for (int call = 0; call < 3; call++) {
+        memset(y, 0, sizeof(float) * FC_BATCH * FC_OUT);
+        double start = cdc_test_now_s();
+        ck_assert_int_eq(cdc_fc_forward(layer, FC_BATCH, x, y), CDC_OK);
+        ck_assert_msg(cdc_test_now_s() - start < 3.0, "FC call took %.3f s",
+                      cdc_test_now_s() - start);
+    }
+    /* reference: y = x W^T */
+    for (int b = 0; b < FC_BATCH; b++)
+        for (int o = 0; o < FC_OUT; o++) {
+            double sum = 0;
+            for (int i = 0; i < FC_IN; i++)
+                sum += (double) x[b * FC_IN + i] * w[o * FC_IN + i];
+            want[b * FC_OUT + o] = sum;
+        }
+    double err = cdc_test_rel_error(y, want, (size_t) FC_BATCH * FC_OUT);
+    ck_assert_msg(err <= 1e-5, "FC relative error %g", err);
+    cdc_layer_destroy(&layer);
+    free(w);
+    free(x);
+    free(y);
+    free(want);
+}
+
+static cdc_context_t *curve_context(const char *workers, const char *server_path, int insecure)
+{
+    cdc_config_t config;
+    cdc_config_init(&config);
+    snprintf(config.workers, sizeof config.workers, "%s", workers);
+    config.parity = 1;
+    config.timeout_ms = 1500;
+    config.log_level = CDC_LOG_ERROR;
+    config.insecure = insecure;
+    if (server_path) {
+        in_dir(config.curve_secret, sizeof config.curve_secret, "coordinator_secret");
+        snprintf(config.curve_server, sizeof config.curve_server, "%s", server_path);
+    }
+    cdc_context_t *context = NULL;
+    ck_assert_msg(cdc_context_new(&config, &context) == CDC_OK, "context: %s",
+                  cdc_last_error());
+    return context;
+}
+
+/* Three CURVE workers (two tcp, one ipc), each with its own certificate in
+   dir/servers naming its endpoint; the allowed coordinator's results. */
+START_TEST(test_allowed_coordinator_over_curve)
+{
+    make_dir();
+    cdc_curve_cert_t coordinator, worker;
+    coordinator_keys(&coordinator);
+    char servers[160], endpoints[3][200], workers[700] = "", name[64], cert_path[240];
+    mkdir(in_dir(servers, sizeof servers, "servers"), 0700);
+    pid_t pids[3];
+    int ports[3] = {free_port(), free_port(), 0};
+    for (int i = 0; i < 3; i++) {
+        snprintf(name, sizeof name, "w%d", i);
+        if (ports[i] > 0)
+            snprintf(endpoints[i], sizeof endpoints[i], "tcp://127.0.0.1:%d", ports[i]);
+        else
+            snprintf(endpoints[i], sizeof endpoints[i], "ipc://%s/%s", dir, name);
+        keygen(name, endpoints[i], &worker);
+        /* The coordinator's copy: the public certificate only. */
+        snprintf(cert_path, sizeof cert_path, "%s/%s", servers, name);
+        char command[512];
+        snprintf(command, sizeof command, "cp '%s/%s' '%s'", dir, name, cert_path);
+        ck_assert_int_eq(system(command), 0);
+        pids[i] = curve_worker(name, ports[i], endpoints[i], sizeof endpoints[i]);
+        snprintf(workers + strlen(workers), sizeof workers - strlen(workers), "%s%s",
+                 i ? "," : "", endpoints[i]);
+    }
+    struct sigaction before, after; /* the library leaves the host's signals alone */
+    ck_assert_int_eq(sigaction(SIGINT, NULL, &before), 0);
+    cdc_context_t *context = curve_context(workers, servers, 0);
+    fc_check(context, 1);
+    ck_assert_int_eq(sigaction(SIGINT, NULL, &after), 0);
+    ck_assert(after.sa_handler == before.sa_handler);
+    cdc_stats_t stats;
+    ck_assert_int_eq(cdc_context_stats(context, &stats), CDC_OK);
+    ck_assert_uint_eq(stats.fallbacks, 0);
+    ck_assert_uint_ge(stats.shards_sent, 9);
+    ck_assert_uint_gt(stats.bytes_in, 0);
+    ck_assert_uint_eq(stats.worker_deaths, 0);
+    ck_assert_uint_le(stats.weights_sent, 3); /* once per worker at most */
+    cdc_context_destroy(&context);
+    for (int i = 0; i < 3; i++)
+        ck_assert_int_eq(WEXITSTATUS(worker_stop(pids[i])), 0);
+    remove_dir();
+}
+END_TEST
+
+/* No key, or a key not allowed: no reply to any message type; the worker
+   never even counts the messages. The allowed key is answered. */
+START_TEST(test_stranger_gets_nothing)
+{
+    make_dir();
+    cdc_curve_cert_t coordinator, worker, stranger;
+    coordinator_keys(&coordinator);
+    keygen("w0", NULL, &worker);
+    keygen("stranger", NULL, &stranger);
+    char endpoint[200];
+    pid_t pid = curve_worker("w0", free_port(), endpoint, sizeof endpoint);
+
+    void *zmq = zmq_ctx_new();
+    void *plain = raw_dealer(zmq, endpoint, NULL, NULL);
+    void *unknown = raw_dealer(zmq, endpoint, &stranger, worker.public_key);
+    /* Posing as the coordinator without its secret key: its public key with
+       the stranger's secret one. */
+    cdc_curve_cert_t impostor = stranger;
+    memcpy(impostor.public_key, coordinator.public_key, 32);
+    void *posing = raw_dealer(zmq, endpoint, &impostor, worker.public_key);
+    send_each_type(plain);
+    send_each_type(unknown);
+    send_each_type(posing);
+    ck_assert_int_eq(replies_within(plain, SILENCE_MS), 0);
+    ck_assert_int_eq(replies_within(unknown, 1), 0);
+    ck_assert_int_eq(replies_within(posing, 1), 0);
+
+    void *allowed = raw_dealer(zmq, endpoint, &coordinator, worker.public_key);
+    send_ping(allowed, 5);
+    ck_assert_int_eq(replies_within(allowed, 3000) >= 1, 1);
+    zmq_close(plain);
+    zmq_close(unknown);
+    zmq_close(posing);
+    zmq_close(allowed);
+    zmq_ctx_term(zmq);
+
+    ck_assert_int_eq(WEXITSTATUS(worker_stop(pid)), 0);
+    char log[4096];
+    read_log("w0.log", log, sizeof log);
+    /* Only the allowed PING reached the worker. */
+    ck_assert_msg(strstr(log, "messages 1,") != NULL, "worker log: %s", log);
+    remove_dir();
+}
+END_TEST
+
+/* A worker whose key is not the one configured never answers: calls still
+   complete, right, locally, without hanging. */
+START_TEST(test_wrong_server_key_falls_back)
+{
+    make_dir();
+    cdc_curve_cert_t coordinator, worker, other;
+    coordinator_keys(&coordinator);
+    keygen("w0", NULL, &worker);
+    keygen("w1", NULL, &worker);
+    keygen("other", NULL, &other);
+    char endpoints[2][200], workers[420], other_path[160];
+    pid_t a = curve_worker("w0", free_port(), endpoints[0], sizeof endpoints[0]);
+    pid_t b = curve_worker("w1", 0, endpoints[1], sizeof endpoints[1]);
+    snprintf(workers, sizeof workers, "%s,%s", endpoints[0], endpoints[1]);
+    double start = cdc_test_now_s();
+    cdc_context_t *context = curve_context(workers, in_dir(other_path, sizeof other_path,
+                                                           "other"), 0);
+    fc_check(context, 2);
+    ck_assert_msg(cdc_test_now_s() - start < 6.0, "took %.1f s", cdc_test_now_s() - start);
+    cdc_stats_t stats;
+    ck_assert_int_eq(cdc_context_stats(context, &stats), CDC_OK);
+    ck_assert_uint_ge(stats.fallbacks, 3);
+    ck_assert_uint_eq(stats.bytes_in, 0);
+    ck_assert_uint_eq(stats.weights_sent, 0);
+    cdc_context_destroy(&context);
+    worker_stop(a);
+    worker_stop(b);
+    char log[4096];
+    read_log("w0.log", log, sizeof log);
+    ck_assert_msg(strstr(log, "messages 0,") != NULL, "worker log: %s", log);
+    read_log("w1.log", log, sizeof log);
+    ck_assert_msg(strstr(log, "messages 0,") != NULL, "worker log: %s", log);
+    remove_dir();
+}
+END_TEST
+
+/* A key added to the allow directory works after SIGHUP. */
+START_TEST(test_sighup_reloads_allowed)
+{
+    make_dir();
+    cdc_curve_cert_t coordinator, worker, late;
+    coordinator_keys(&coordinator);
+    keygen("w0", NULL, &worker);
+    keygen("late", NULL, &late);
+    char endpoint[200];
+    pid_t pid = curve_worker("w0", free_port(), endpoint, sizeof endpoint);
+    void *zmq = zmq_ctx_new();
+    void *before = raw_dealer(zmq, endpoint, &late, worker.public_key);
+    send_ping(before, 1);
+    ck_assert_int_eq(replies_within(before, SILENCE_MS), 0);
+    zmq_close(before);
+
+    char command[512];
+    snprintf(command, sizeof command, "cp '%s/late' '%s/allow/late'", dir, dir);
+    ck_assert_int_eq(system(command), 0);
+    ck_assert_int_eq(kill(pid, SIGHUP), 0);
+    cdc_test_sleep_ms(200);
+    void *after = raw_dealer(zmq, endpoint, &late, worker.public_key);
+    send_ping(after, 2);
+    ck_assert_int_eq(replies_within(after, 3000) >= 1, 1);
+    zmq_close(after);
+    zmq_ctx_term(zmq);
+    ck_assert_int_eq(WEXITSTATUS(worker_stop(pid)), 0);
+    char log[4096];
+    read_log("w0.log", log, sizeof log);
+    ck_assert_msg(strstr(log, "re-read") != NULL, "worker log: %s", log);
+    remove_dir();
+}
+END_TEST
+
+/* ---- protected mode ------------------------------------------------------- */
+
+static int run_worker_until_exit(const char *log_name, const char *const *args, long ms)
+{
+    pid_t pid = worker_spawn(log_name, args);
+    double deadline = cdc_test_now_s() + ms / 1000.0;
+    int status = 0;
+    while (cdc_test_now_s() < deadline) {
+        if (waitpid(pid, &status, WNOHANG) == pid)
+            return status;
+        cdc_test_sleep_ms(10);
+    }
+    return -1 - worker_stop(pid); /* still running: stopped here */
+}
+
+START_TEST(test_worker_protected_mode)
+{
+    make_dir();
+    char bind[64], log[4096];
+    snprintf(bind, sizeof bind, "tcp://0.0.0.0:%d", free_port());
+    const char *refused[] = {"--bind", bind, NULL};
+    int status = run_worker_until_exit("refused.log", refused, 5000);
+    ck_assert_msg(status >= 0 && WIFEXITED(status) && WEXITSTATUS(status) == 2,
+                  "status %d", status);
+    read_log("refused.log", log, sizeof log);
+    ck_assert_ptr_nonnull(strstr(log, "refusing to bind"));
+    ck_assert_ptr_nonnull(strstr(log, "--insecure"));
+    snprintf(bind, sizeof bind, "tcp://*:%d", free_port());
+    status = run_worker_until_exit("refused2.log", refused, 5000);
+    ck_assert_msg(status >= 0 && WEXITSTATUS(status) == 2, "status %d", status);
+
+    /* --insecure: serves, and says so. */
+    const char *insecure[] = {"--bind", bind, "--insecure", NULL};
+    status = run_worker_until_exit("insecure.log", insecure, 500);
+    ck_assert_msg(status < 0, "an --insecure worker exited (%d)", status);
+    read_log("insecure.log", log, sizeof log);
+    ck_assert_ptr_nonnull(strstr(log, "WARNING: --insecure"));
+
+    /* Loopback and CURVE half-configured. */
+    snprintf(bind, sizeof bind, "tcp://127.0.0.1:%d", free_port());
+    const char *loopback[] = {"--bind", bind, NULL};
+    ck_assert_int_lt(run_worker_until_exit("loopback.log", loopback, 300), 0);
+    const char *half[] = {"--bind", bind, "--curve-allow", dir, NULL};
+    status = run_worker_until_exit("half.log", half, 5000);
+    ck_assert_msg(status >= 0 && WEXITSTATUS(status) == 2, "status %d", status);
+    const char *missing[] = {"--bind", bind, "--curve-secret", "/nonexistent_secret",
+                             "--curve-allow", dir, NULL};
+    status = run_worker_until_exit("missing.log", missing, 5000);
+    ck_assert_msg(status >= 0 && WEXITSTATUS(status) == 2, "status %d", status);
+    read_log("missing.log", log, sizeof log);
+    ck_assert_ptr_nonnull(strstr(log, "--curve-secret"));
+    remove_dir();
+}
+END_TEST
+
+static int context_error(const char *workers, int insecure)
+{
+    cdc_config_t config;
+    cdc_config_init(&config);
+    snprintf(config.workers, sizeof config.workers, "%s", workers);
+    config.insecure = insecure;
+    config.log_level = CDC_LOG_ERROR;
+    cdc_context_t *context = NULL;
+    int rc = cdc_context_new(&config, &context);
+    cdc_context_destroy(&context);
+    return rc;
+}
+
+START_TEST(test_coordinator_protected_mode)
+{
+    struct sigaction host_sigint, host_sigterm;
+    ck_assert_int_eq(sigaction(SIGINT, NULL, &host_sigint), 0);
+    ck_assert_int_eq(sigaction(SIGTERM, NULL, &host_sigterm), 0);
+    make_dir();
+    ck_assert_int_eq(context_error("ipc:///tmp/x,tcp://192.0.2.1:7001", 0), CDC_ECONFIG);
+    ck_assert_ptr_nonnull(strstr(cdc_last_error(), "CDCGEMM_WORKERS"));
+    ck_assert_ptr_nonnull(strstr(cdc_last_error(), "endpoint 2 'tcp://192.0.2.1:7001'"));
+    ck_assert_ptr_nonnull(strstr(cdc_last_error(), "CDCGEMM_INSECURE=1"));
+    ck_assert_int_eq(context_error("tcp://[fe80::1]:7001", 0), CDC_ECONFIG);
+    ck_assert_int_eq(context_error("tcp://worker.example:7001", 0), CDC_ECONFIG);
+
+    /* CDCGEMM_INSECURE=1 lets a plaintext non-loopback endpoint through:
+       0.0.0.0 is not loopback by name, yet connecting to it stays on this
+       machine (a plaintext worker on 127.0.0.1). */
+    char bind[64], endpoint[64];
+    int port = free_port();
+    snprintf(bind, sizeof bind, "tcp://127.0.0.1:%d", port);
+    snprintf(endpoint, sizeof endpoint, "tcp://0.0.0.0:%d", port);
+    const char *args[] = {"--bind", bind, NULL};
+    pid_t pid = worker_spawn("plain.log", args);
+    for (int tries = 0; tries < 500 && !port_open(port); tries++)
+        cdc_test_sleep_ms(10);
+    ck_assert_int_eq(context_error(endpoint, 0), CDC_ECONFIG);
+    setenv("CDCGEMM_INSECURE", "1", 1);
+    setenv("CDCGEMM_WORKERS", endpoint, 1);
+    setenv("CDCGEMM_PARITY", "0", 1);
+    cdc_context_t *context = NULL;
+    ck_assert_msg(cdc_context_new_from_env(&context) == CDC_OK, "%s", cdc_last_error());
+    ck_assert_int_eq(cdc_context_config(context)->insecure, 1);
+    fc_check(context, 3);
+    cdc_stats_t stats;
+    cdc_context_stats(context, &stats);
+    ck_assert_uint_eq(stats.fallbacks, 0);
+    cdc_context_destroy(&context);
+    worker_stop(pid);
+
+    /* The CURVE variables: bad values name the variable. */
+    cdc_config_t config;
+    cdc_config_init(&config);
+    setenv("CDCGEMM_INSECURE", "2", 1);
+    ck_assert_int_eq(cdc_config_from_env(&config), CDC_ECONFIG);
+    ck_assert_ptr_nonnull(strstr(cdc_last_error(), "CDCGEMM_INSECURE"));
+    unsetenv("CDCGEMM_INSECURE");
+    setenv("CDCGEMM_CURVE_SECRET", "/nonexistent/c_secret", 1);
+    ck_assert_int_eq(cdc_config_from_env(&config), CDC_ECONFIG);
+    ck_assert_ptr_nonnull(strstr(cdc_last_error(), "CDCGEMM_CURVE_SECRET"));
+    cdc_curve_cert_t cert;
+    keygen("c", NULL, &cert);
+    char path[160];
+    setenv("CDCGEMM_CURVE_SECRET", in_dir(path, sizeof path, "c"), 1); /* public only */
+    char *public_only = strdup(path);
+    strcat(path, "_secret");
+    rename(path, "/tmp/cdc-security-moved-secret"); /* so zcert cannot find it */
+    ck_assert_int_eq(cdc_config_from_env(&config), CDC_ECONFIG);
+    ck_assert_ptr_nonnull(strstr(cdc_last_error(), "no secret key"));
+    rename("/tmp/cdc-security-moved-secret", path);
+    setenv("CDCGEMM_CURVE_SECRET", path, 1);
+    setenv("CDCGEMM_CURVE_SERVER", "/nonexistent/w", 1);
+    ck_assert_int_eq(cdc_config_from_env(&config), CDC_ECONFIG);
+    ck_assert_ptr_nonnull(strstr(cdc_last_error(), "CDCGEMM_CURVE_SERVER"));
+    setenv("CDCGEMM_CURVE_SERVER", public_only, 1);
+    ck_assert_int_eq(cdc_config_from_env(&config), CDC_OK);
+    ck_assert_str_eq(config.curve_secret, path);
+    ck_assert_str_eq(config.curve_server, public_only);
+    /* One without the other. */
+    unsetenv("CDCGEMM_CURVE_SERVER");
+    cdc_config_init(&config);
+    ck_assert_int_eq(cdc_config_from_env(&config), CDC_OK);
+    ck_assert_int_eq(cdc_context_new(&config, &context), CDC_ECONFIG);
+    ck_assert_ptr_nonnull(strstr(cdc_last_error(), "CDCGEMM_CURVE_SERVER"));
+    /* A directory that has no certificate for an endpoint. */
+    snprintf(config.curve_server, sizeof config.curve_server, "%s", dir);
+    snprintf(config.workers, sizeof config.workers, "tcp://127.0.0.1:%d", free_port());
+    ck_assert_int_eq(cdc_context_new(&config, &context), CDC_ECONFIG);
+    ck_assert_ptr_nonnull(strstr(cdc_last_error(), "CDCGEMM_CURVE_SERVER"));
+    ck_assert_ptr_nonnull(strstr(cdc_last_error(), config.workers));
+    /* Loading certificates (and skipping the directory's log files) never
+       started CZMQ's zsys, which would take over SIGINT and SIGTERM in the
+       host program. */
+    struct sigaction now;
+    ck_assert_int_eq(sigaction(SIGINT, NULL, &now), 0);
+    ck_assert(now.sa_handler == host_sigint.sa_handler);
+    ck_assert_int_eq(sigaction(SIGTERM, NULL, &now), 0);
+    ck_assert(now.sa_handler == host_sigterm.sa_handler);
+    free(public_only);
+    unsetenv("CDCGEMM_CURVE_SECRET");
+    unsetenv("CDCGEMM_WORKERS");
+    unsetenv("CDCGEMM_PARITY");
+    remove_dir();
+}
+END_TEST
+
+START_TEST(test_endpoint_rule)
+{
+    ck_assert_int_eq(cdc_endpoint_needs_curve("ipc:///tmp/w0"), 0);
+    ck_assert_int_eq(cdc_endpoint_needs_curve("inproc://w"), 0);
+    ck_assert_int_eq(cdc_endpoint_needs_curve("tcp://127.0.0.1:7001"), 0);
+    ck_assert_int_eq(cdc_endpoint_needs_curve("tcp://127.3.2.1:7001"), 0);
+    ck_assert_int_eq(cdc_endpoint_needs_curve("tcp://localhost:7001"), 0);
+    ck_assert_int_eq(cdc_endpoint_needs_curve("tcp://[::1]:7001"), 0);
+    ck_assert_int_eq(cdc_endpoint_needs_curve("tcp://*:7001"), 1);
+    ck_assert_int_eq(cdc_endpoint_needs_curve("tcp://0.0.0.0:7001"), 1);
+    ck_assert_int_eq(cdc_endpoint_needs_curve("tcp://10.0.0.7:7001"), 1);
+    ck_assert_int_eq(cdc_endpoint_needs_curve("tcp://127.0.0.1.evil.example:7001"), 1);
+    ck_assert_int_eq(cdc_endpoint_needs_curve("tcp://eth0:7001"), 1);
+    ck_assert_int_eq(cdc_endpoint_needs_curve("tcp://127.0.0.1;10.0.0.7:7001"), 1);
+}
+END_TEST
+
+static Suite *security_suite(void)
+{
+    Suite *suite = suite_create("security");
+    TCase *keys = tcase_create("keys");
+    tcase_add_test(keys, test_keygen_writes_loadable_pair);
+    tcase_add_test(keys, test_endpoint_rule);
+    suite_add_tcase(suite, keys);
+    TCase *server = tcase_create("server");
+    tcase_add_test(server, test_user_id_is_client_key);
+    tcase_set_timeout(server, 30);
+    suite_add_tcase(suite, server);
+    TCase *workers = tcase_create("workers");
+    tcase_add_test(workers, test_allowed_coordinator_over_curve);
+    tcase_add_test(workers, test_stranger_gets_nothing);
+    tcase_add_test(workers, test_wrong_server_key_falls_back);
+    tcase_add_test(workers, test_sighup_reloads_allowed);
+    tcase_set_timeout(workers, 30);
+    suite_add_tcase(suite, workers);
+    TCase *protected = tcase_create("protected_mode");
+    tcase_add_test(protected, test_worker_protected_mode);
+    tcase_add_test(protected, test_coordinator_protected_mode);
+    tcase_set_timeout(protected, 30);
+    suite_add_tcase(suite, protected);
+    return suite;
+}
+
+int main(void)
+{
+    return cdc_test_run_suite(security_suite());
+}
