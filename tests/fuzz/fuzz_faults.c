@@ -1,0 +1,71 @@
+/* fuzz_faults.c - libFuzzer target: the CDCGEMM_FAULTS grammar (docs/faults.md).
+ *
+ * The input, up to its first NUL, is the variable's value. A plan that
+ * parses is held to what faults.h promises (at most CDC_FAULT_MAX_RULES
+ * rules, targets in range, numbers in their documented ranges) and then
+ * drawn from, as a worker does, for a few calls of three workers: the
+ * decisions must be finite and the draws free of undefined behaviour. */
+#include "cdcgemm.h"
+#include "faults.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define EXPECT(cond)                                                                      \
+    do {                                                                                  \
+        if (!(cond)) {                                                                    \
+            fprintf(stderr, "fuzz_faults: parsed plan violates: %s\n", #cond);            \
+            abort();                                                                      \
+        }                                                                                 \
+    } while (0)
+
+static void check_rule(const cdc_fault_rule_t *r)
+{
+    EXPECT(r->kind >= CDC_FAULT_CRASH && r->kind <= CDC_FAULT_LINK);
+    EXPECT(r->target >= -1 && r->target < CDC_MAX_WORKERS);
+    EXPECT(r->after >= 0);
+    EXPECT(isfinite(r->for_ms) && r->for_ms >= 0);
+    EXPECT(isfinite(r->ms) && r->ms >= 0);
+    EXPECT(r->p >= 0 && r->p <= 1);
+    EXPECT(r->x == 0 || (r->x >= 1 && r->x <= 1e6));
+    EXPECT(r->gflops == 0 || (r->gflops > 0 && r->gflops <= 1e6));
+    EXPECT(r->mbit == 0 || (r->mbit > 0 && r->mbit <= 1e6));
+    EXPECT(isfinite(r->lat_ms) && r->lat_ms >= 0);
+}
+
+static void draw(const cdc_fault_plan_t *plan)
+{
+    for (int worker = 0; worker < 3; worker++) {
+        cdc_fault_state_t state;
+        cdc_fault_state_init(&state, plan, worker);
+        for (int call = 0; call < 4; call++) {
+            cdc_fault_decision_t d;
+            cdc_fault_next(&state, 1.5 * call, 1e9 * call, (size_t) 1 << 20,
+                           (size_t) 1 << 16, &d);
+            EXPECT(isfinite(d.delay_ms) && d.delay_ms >= 0);
+            EXPECT(d.hang_ms >= -1.0 && isfinite(d.hang_ms));
+        }
+    }
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+    char *text = malloc(size + 1);
+    if (!text)
+        return 0;
+    memcpy(text, data, size);
+    text[size] = '\0';
+    cdc_fault_plan_t plan;
+    if (cdc_fault_plan_parse(text, &plan) == CDC_OK) {
+        EXPECT(plan.count >= 0 && plan.count <= CDC_FAULT_MAX_RULES);
+        for (int i = 0; i < plan.count; i++)
+            check_rule(&plan.rules[i]);
+        draw(&plan);
+    }
+    free(text);
+    return 0;
+}
