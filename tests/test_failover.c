@@ -1263,7 +1263,7 @@ int main(void)
     if (sanitized && strcmp(sanitized, "0") != 0) {
         fc6_out = 1024;
         fc6_in = 2304;
-        pong_gemm_d = 4000; /* 128 GFLOP */
+        pong_gemm_d = 6000; /* 432 GFLOP: seconds longer than the settle time */
         request_settle_ms = 2000;
     }
     return cdc_test_run_suite(failover_suite());
