@@ -7,11 +7,10 @@
 #include "faults.h"
 #include "keys.h"
 #include "log.h"
+#include "number.h"
 
 #include <ctype.h>
-#include <errno.h>
 #include <limits.h>
-#include <math.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -52,17 +51,12 @@ int cdc_split_parse(const char *name, cdc_split_t *split)
                      "unknown split '%s' (expected auto, output, channel, spatial)", name);
 }
 
-/* A whole-string integer in [lo, hi]; anything else is an error naming var.
-   strtol alone would take leading blanks and a '+': the text must start with
-   a digit, or '-' and a digit where negatives are in range. */
+/* A whole-string integer in [lo, hi] (strict: cdc__parse_long); anything
+   else is an error naming var. */
 static int parse_int(const char *var, const char *text, long lo, long hi, int *out)
 {
-    char *end = NULL;
-    errno = 0;
-    const char *digits = lo < 0 && text[0] == '-' ? text + 1 : text;
-    long value = strtol(text, &end, 10);
-    if (!isdigit((unsigned char) digits[0]) || errno != 0 || end == text || *end != '\0' ||
-        value < lo || value > hi)
+    long value;
+    if (cdc__parse_long(text, lo, hi, &value) != 0)
         return cdc__fail(CDC_ECONFIG, "%s='%s': expected an integer in [%ld, %ld]", var,
                          text, lo, hi);
     *out = (int) value;
@@ -174,12 +168,8 @@ static int env_timeout_ms(const char *var, const char *value, cdc_config_t *c)
 
 static int env_min_flops(const char *var, const char *value, cdc_config_t *c)
 {
-    char *end = NULL;
-    errno = 0;
-    double flops = strtod(value, &end);
-    /* A plain decimal: no blanks, sign, hex or "inf" that strtod would take. */
-    int plain = isdigit((unsigned char) value[0]) || value[0] == '.';
-    if (!plain || strpbrk(value, "xX") || errno != 0 || end == value || *end != '\0' || !isfinite(flops) || flops < 0)
+    double flops;
+    if (cdc__parse_decimal(value, &flops) != 0)
         return cdc__fail(CDC_ECONFIG, "%s='%s': expected a number >= 0", var, value);
     c->min_flops = flops;
     return CDC_OK;
@@ -199,15 +189,10 @@ static int env_stats(const char *var, const char *value, cdc_config_t *c)
 
 static int env_log(const char *var, const char *value, cdc_config_t *c)
 {
-    static const char *const levels[] = {"error", "warn", "info", "debug"};
-    for (int i = 0; i < 4; i++) {
-        if (strcmp(value, levels[i]) == 0) {
-            c->log_level = (cdc_log_level_t) i;
-            return CDC_OK;
-        }
-    }
-    return cdc__fail(CDC_ECONFIG, "%s='%s': expected error, warn, info or debug", var,
-                     value);
+    if (cdc__log_level_parse(value, &c->log_level) != 0)
+        return cdc__fail(CDC_ECONFIG, "%s='%s': expected error, warn, info or debug", var,
+                         value);
+    return CDC_OK;
 }
 
 /* CURVE certificates are loaded here too, so a wrong path or file fails at

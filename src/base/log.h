@@ -7,6 +7,10 @@
 /* Process-wide level, set from the first context's configuration. */
 extern int cdc__log_level;
 
+/* A level's name ("error", "warn", "info", "debug") into *level: 0, or -1
+   for any other text. */
+int cdc__log_level_parse(const char *name, cdc_log_level_t *level);
+
 void cdc__log_write(cdc_log_level_t level, const char *format, ...)
 #if defined(__GNUC__)
     __attribute__((format(printf, 2, 3)))

@@ -3,9 +3,9 @@
 
 #include "cdcgemm.h"
 #include "error.h"
+#include "number.h"
 
 #include <ctype.h>
-#include <errno.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -40,12 +40,8 @@ static int parse_number(const char *rule, const char *key, const char *text, siz
         return cdc__fail(CDC_ECONFIG, "CDCGEMM_FAULTS: rule '%s': %s needs a number", rule, key);
     memcpy(buf, text, len);
     buf[len] = '\0';
-    char *end = NULL;
-    errno = 0;
-    double v = strtod(buf, &end);
-    /* Plain decimals only: strtod would also take blanks, a sign and hex. */
-    int plain = (isdigit((unsigned char) buf[0]) || buf[0] == '.') && !strpbrk(buf, "xX");
-    if (!plain || errno != 0 || *end != '\0' || !isfinite(v) || v < lo || v > hi)
+    double v;
+    if (cdc__parse_decimal(buf, &v) != 0 || v < lo || v > hi)
         return cdc__fail(CDC_ECONFIG, "CDCGEMM_FAULTS: rule '%s': %s=%s, expected %g..%g",
                          rule, key, buf, lo, hi);
     *out = v;

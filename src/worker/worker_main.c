@@ -3,9 +3,11 @@
 #include "faults.h"
 #include "keys.h"
 #include "log.h"
+#include "number.h"
 #include "protocol.h"
 #include "worker.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <limits.h>
 #include <signal.h>
@@ -80,19 +82,15 @@ static void usage(FILE *out)
             "tells how to set up CURVE.\n");
 }
 
-/* strtoull and strtol take leading blanks and a sign (" -5" is 2^64 - 5):
-   every number on this command line starts with a digit. */
-static int starts_with_digit(const char *text)
-{
-    return text[0] >= '0' && text[0] <= '9';
-}
-
 static int parse_bytes(const char *text, size_t *out)
 {
     char *end = NULL;
     errno = 0;
+    /* A digit first: strtoull takes blanks and a sign (" -5" is 2^64 - 5). */
+    if (!isdigit((unsigned char) text[0]))
+        return -1;
     unsigned long long value = strtoull(text, &end, 10);
-    if (!starts_with_digit(text) || errno != 0 || end == text)
+    if (errno != 0 || end == text)
         return -1;
     unsigned long long scale = 1;
     if (*end == 'K' || *end == 'k')
@@ -109,42 +107,25 @@ static int parse_bytes(const char *text, size_t *out)
     return 0;
 }
 
+/* A count in 1..SIZE_MAX/2 (strict decimal). */
 static int parse_count(const char *text, size_t *out)
 {
-    char *end = NULL;
-    errno = 0;
-    unsigned long long value = strtoull(text, &end, 10);
-    if (!starts_with_digit(text) || errno != 0 || end == text || *end != '\0' || value == 0 ||
-        value > (unsigned long long) SIZE_MAX / 2)
+    long value;
+    long hi = (unsigned long) LONG_MAX < SIZE_MAX / 2 ? LONG_MAX : (long) (SIZE_MAX / 2);
+    if (cdc__parse_long(text, 1, hi, &value) != 0)
         return -1;
     *out = (size_t) value;
     return 0;
 }
 
-/* A whole-string decimal in [lo, hi] (lo >= 0) into *out; -1 otherwise. */
-static int parse_long(const char *text, long lo, long hi, long *out)
+/* --log LEVEL: the process-wide level; -1 for an unknown name. */
+static int set_log_level(const char *name)
 {
-    char *end = NULL;
-    errno = 0;
-    long value = strtol(text, &end, 10);
-    if (!starts_with_digit(text) || errno != 0 || end == text || *end != '\0' || value < lo ||
-        value > hi)
+    cdc_log_level_t level;
+    if (cdc__log_level_parse(name, &level) != 0)
         return -1;
-    *out = value;
+    cdc__log_level = (int) level;
     return 0;
-}
-
-/* A log level name into *out; -1 when unknown. */
-static int parse_level(const char *text, int *out)
-{
-    static const char *const levels[] = {"error", "warn", "info", "debug"};
-    for (int l = 0; l < 4; l++) {
-        if (strcmp(text, levels[l]) == 0) {
-            *out = l;
-            return 0;
-        }
-    }
-    return -1;
 }
 
 /* The command line into *options: 0, -1 after --help or --version (exit 0),
@@ -188,7 +169,7 @@ static int parse_args(int argc, char **argv, cdc_worker_options_t *options)
                 return 2;
             }
         } else if (strcmp(arg, "--threads") == 0 && value) {
-            if (parse_long(value, 1, 256, &number) != 0) {
+            if (cdc__parse_long(value, 1, 256, &number) != 0) {
                 fprintf(stderr, "cdcgemm-worker: --threads '%s': expected 1..256\n", value);
                 return 2;
             }
@@ -201,20 +182,20 @@ static int parse_args(int argc, char **argv, cdc_worker_options_t *options)
             }
             options->faults = value;
         } else if (strcmp(arg, "--index") == 0 && value) {
-            if (parse_long(value, 0, CDC_MAX_WORKERS - 1, &number) != 0) {
+            if (cdc__parse_long(value, 0, CDC_MAX_WORKERS - 1, &number) != 0) {
                 fprintf(stderr, "cdcgemm-worker: --index '%s': expected 0..%d\n", value,
                         CDC_MAX_WORKERS - 1);
                 return 2;
             }
             options->index = (int) number;
         } else if (strcmp(arg, "--log") == 0 && value) {
-            if (parse_level(value, &cdc__log_level) != 0) {
+            if (set_log_level(value) != 0) {
                 fprintf(stderr, "cdcgemm-worker: --log '%s': expected error, warn, info "
                                 "or debug\n", value);
                 return 2;
             }
         } else if (strcmp(arg, "--parent-pid") == 0 && value) {
-            if (parse_long(value, 1, LONG_MAX, &number) != 0) {
+            if (cdc__parse_long(value, 1, LONG_MAX, &number) != 0) {
                 fprintf(stderr, "cdcgemm-worker: --parent-pid '%s': expected a pid\n", value);
                 return 2;
             }
