@@ -312,3 +312,23 @@ int cdc_msg_decode(const cdc_frame_t *frames, int count, cdc_msg_t *msg)
         msg->payload[i - 1] = frames[i];
     return CDC_OK;
 }
+
+cdc_shard_task_t cdc_msg_task(const cdc_msg_header_t *header, const float *a,
+                              const float *second, const cdc_conv_geometry_t *geometry,
+                              float *result)
+{
+    int is_conv = header->type == CDC_MSG_TASK_CONV;
+    return (cdc_shard_task_t){
+        .kind = is_conv ? CDC_TASK_CONV : CDC_TASK_GEMM,
+        .shard = header->shard,
+        .a = a,
+        .a_rows = header->rows,
+        .k = header->k,
+        .bt = is_conv ? NULL : second,
+        .geometry = is_conv ? geometry : NULL,
+        .batch = header->batch,
+        .input = is_conv ? second : NULL,
+        .cols = header->cols,
+        .result = result,
+    };
+}

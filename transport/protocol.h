@@ -8,6 +8,7 @@
 
 #include "cdcgemm.h"
 #include "geometry.h"
+#include "task.h"
 
 #include <stddef.h>
 #include <stdint.h>
@@ -86,6 +87,14 @@ int cdc_msg_frame_count(cdc_msg_type_t type);
    geometry. Checks only arithmetic on the header; allocates nothing.
    Thread-safe. */
 int cdc_msg_decode(const cdc_frame_t *frames, int count, cdc_msg_t *msg);
+
+/* The shard task a validated TASK_GEMM or TASK_CONV header describes, over a
+   (rows x k), second (bt, or the conv input) and result (rows x cols), as
+   the worker runs it. For a conv task geometry is the header's geometry
+   finished by cdc_conv_geometry_finish (pointed to, not copied). */
+cdc_shard_task_t cdc_msg_task(const cdc_msg_header_t *header, const float *a,
+                              const float *second, const cdc_conv_geometry_t *geometry,
+                              float *result);
 
 /* Short name of a message type ("TASK_GEMM"); "UNKNOWN" otherwise. */
 const char *cdc_msg_type_name(int type);

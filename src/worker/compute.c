@@ -180,19 +180,7 @@ static int run_and_reply(cdc_worker_compute_t *self, const cdc_request_t *reques
     float *result = malloc(result_bytes);
     if (!result)
         return cdc__fail(CDC_ENOMEM, "result of %zu bytes", result_bytes);
-    cdc_shard_task_t task = {
-        .kind = is_conv ? CDC_TASK_CONV : CDC_TASK_GEMM,
-        .shard = h->shard,
-        .a = a,
-        .a_rows = h->rows,
-        .k = h->k,
-        .bt = is_conv ? NULL : second,
-        .geometry = is_conv ? &geometry : NULL,
-        .batch = h->batch,
-        .input = is_conv ? second : NULL,
-        .cols = h->cols,
-        .result = result,
-    };
+    cdc_shard_task_t task = cdc_msg_task(h, a, second, &geometry, result);
     double started = cdc__clock_ms();
     rc = cdc__task_run_local(&task);
     if (rc != CDC_OK) {

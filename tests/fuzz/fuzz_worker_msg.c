@@ -99,19 +99,7 @@ static void run_small_task(const cdc_msg_t *msg)
     float *second = operand_copy(&msg->payload[1], second_floats, 1);
     float *result = malloc((size_t) (h->rows * h->cols) * sizeof(float));
     if (a && second && result) {
-        cdc_shard_task_t task = {
-            .kind = is_conv ? CDC_TASK_CONV : CDC_TASK_GEMM,
-            .shard = h->shard,
-            .a = a,
-            .a_rows = h->rows,
-            .k = h->k,
-            .bt = is_conv ? NULL : second,
-            .geometry = is_conv ? &g : NULL,
-            .batch = h->batch,
-            .input = is_conv ? second : NULL,
-            .cols = h->cols,
-            .result = result,
-        };
+        cdc_shard_task_t task = cdc_msg_task(h, a, second, &g, result);
         cdc__task_run_local(&task);
     }
     free(a);
