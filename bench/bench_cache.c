@@ -1,6 +1,7 @@
 /* bench_cache.c - weight cache insert time; a real worker's memory against --max-memory. */
 #include "bench_cache.h"
 
+#include "bench_util.h"
 #include "cdcgemm.h"
 #include "client.h"
 #include "clock.h"
@@ -64,20 +65,6 @@ static int bench_insert(long entries)
            entries, insert_ms / 1e3, lookup_ms / 1e3, found, destroy_ms / 1e3, stats.bytes,
            stats.index_bytes);
     return found == entries ? 0 : 1;
-}
-
-static long rss_kib(pid_t pid)
-{
-    char path[64], line[256];
-    snprintf(path, sizeof path, "/proc/%ld/status", (long) pid);
-    FILE *f = fopen(path, "r");
-    long kib = -1;
-    while (f && fgets(line, sizeof line, f))
-        if (strncmp(line, "VmRSS:", 6) == 0)
-            kib = strtol(line + 6, NULL, 10);
-    if (f)
-        fclose(f);
-    return kib;
 }
 
 static pid_t spawn_worker(const cache_options_t *o, const char *endpoint)
@@ -160,7 +147,7 @@ static int fill_worker(const cache_options_t *o, const char *endpoint, pid_t pid
         cdc__sleep_ms(100);
     }
     cdc__sleep_ms(200);
-    *idle_kib = rss_kib(pid);
+    *idle_kib = cdc_bench_rss_kib((long) pid);
     size_t target = (size_t) (o->fill * (double) o->max_memory);
     size_t sent = 0;
     while (rc == CDC_OK && sent < target) {
@@ -168,7 +155,7 @@ static int fill_worker(const cache_options_t *o, const char *endpoint, pid_t pid
         sent += 64 * (size_t) (rows * k) * sizeof(float);
     }
     cdc__sleep_ms(200);
-    *full_kib = rss_kib(pid);
+    *full_kib = cdc_bench_rss_kib((long) pid);
     *messages = (long) key - 1;
     cdc_client_destroy(&client);
     free(a);
@@ -212,17 +199,6 @@ static int bench_worker_rss(const cache_options_t *o)
     return growth <= 1.10 * (double) o->max_memory ? 0 : 1;
 }
 
-static void default_worker(char *out, size_t size)
-{
-    char self[4096];
-    ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
-    self[n > 0 ? n : 0] = '\0';
-    char *slash = strrchr(self, '/');
-    if (slash)
-        *slash = '\0';
-    snprintf(out, size, "%s/cdcgemm-worker", slash ? self : ".");
-}
-
 static int parse(int argc, char **argv, cache_options_t *o)
 {
     for (int i = 1; i < argc; i++) {
@@ -261,7 +237,7 @@ static int parse(int argc, char **argv, cache_options_t *o)
 int cdc_bench_cache(int argc, char **argv)
 {
     static char worker[4200];
-    default_worker(worker, sizeof worker);
+    cdc_bench_worker_path(worker, sizeof worker);
     cache_options_t o = {200000, (size_t) 64 << 20, 4096, 0, 3.0, worker};
     int parsed = parse(argc, argv, &o);
     if (parsed != 0) {

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 double cdc_bench_now_ms(void)
 {
@@ -70,4 +71,29 @@ double cdc_bench_percentile(const double *values, size_t count, double p)
     double v = sorted[rank > 0 ? rank - 1 : 0];
     free(sorted);
     return v;
+}
+
+long cdc_bench_rss_kib(long pid)
+{
+    char path[64], line[256];
+    snprintf(path, sizeof path, "/proc/%ld/status", pid);
+    FILE *f = fopen(path, "r");
+    long kib = -1;
+    while (f && fgets(line, sizeof line, f))
+        if (strncmp(line, "VmRSS:", 6) == 0)
+            kib = strtol(line + 6, NULL, 10);
+    if (f)
+        fclose(f);
+    return kib;
+}
+
+void cdc_bench_worker_path(char *out, size_t size)
+{
+    char self[4096];
+    ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
+    self[n > 0 ? n : 0] = '\0';
+    char *slash = strrchr(self, '/');
+    if (slash)
+        *slash = '\0';
+    snprintf(out, size, "%s/cdcgemm-worker", slash ? self : ".");
 }

@@ -22,4 +22,11 @@ double cdc_bench_rel_error(const float *got, const float *want, size_t count);
 /* p-th percentile (0..100, nearest rank) of count values; sorts a copy. */
 double cdc_bench_percentile(const double *values, size_t count, double p);
 
+/* Resident memory of process pid in KiB (VmRSS of /proc/PID/status); -1 if
+   unknown. */
+long cdc_bench_rss_kib(long pid);
+
+/* The cdcgemm-worker beside this program (its own directory) into out. */
+void cdc_bench_worker_path(char *out, size_t size);
+
 #endif

@@ -4,6 +4,7 @@
 #include "bench_codes.h"
 #include "bench_core.h"
 #include "bench_failover.h"
+#include "bench_hostile.h"
 #include "bench_im2col.h"
 #include "bench_run.h"
 #include "demo.h"
@@ -25,6 +26,8 @@ static void usage(FILE *out)
             "  blas          BLAS entry points: local-call overhead, threshold, hash\n"
             "  failover      coded vs uncoded latency on local workers; recovery from a SIGKILL\n"
             "  cache         worker weight cache: 200,000 inserts; a worker's RSS vs --max-memory\n"
+            "  hostile       strangers, a misbehaving allowed peer and a fake worker against\n"
+            "                real processes: replies, memory, correctness, latency\n"
             "  help          this text\n");
 }
 
@@ -47,6 +50,8 @@ int main(int argc, char **argv)
         return cdc_bench_failover(argc - 1, argv + 1);
     if (strcmp(command, "cache") == 0)
         return cdc_bench_cache(argc - 1, argv + 1);
+    if (strcmp(command, "hostile") == 0)
+        return cdc_bench_hostile(argc - 1, argv + 1);
     if (strcmp(command, "demo") == 0)
         return cdc_bench_demo(argc - 1, argv + 1);
     if (strcmp(command, "help") == 0 || strcmp(command, "--help") == 0) {
