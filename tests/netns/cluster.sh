@@ -1,15 +1,16 @@
 #!/usr/bin/env bash
 # cluster.sh - cdcgemm on six "hosts" over real network interfaces (issue 10).
 #
-# usage: tests/netns/cluster.sh WORKER_BIN BENCH_BIN KEYGEN_BIN
+# usage: tests/netns/cluster.sh WORKER_BIN BENCH_BIN KEYGEN_BIN UNIT_FILE
 #
 # Each host is a network namespace with one veth (eth0) whose peer is a port of
 # a bridge that lives in a namespace of its own. Addresses (10.77.0.0/24) exist
 # only inside these namespaces, there is no default route, and nothing is added
 # to the root namespace: no packet can leave. Five hosts run cdcgemm-worker on
-# tcp://10.77.0.1I:7001 with CURVE; the coordinator (cdcgemm-bench, the library
-# linked in) runs in a sixth. Keys, files and commands are those of
-# docs/deploy.md, step by step (its "Five devices" walk-through).
+# tcp://10.77.0.1I:7001 with CURVE, started through cdcgemm-worker@.service;
+# the coordinator (cdcgemm-bench, the library linked in) runs in a sixth. Keys,
+# files and commands are those of docs/deploy.md, step by step: each section
+# of this script names the section of that page it follows.
 #
 # Scenarios, each one bench run over all five workers (n = 4, r = 1), every one
 # asserted from the bench JSON (0 wrong, 0 lost) and the coordinator's counters:
@@ -33,9 +34,11 @@
 # about 40 s on a 2-core VM.
 set -u
 
-worker=${1:?usage: cluster.sh WORKER_BIN BENCH_BIN KEYGEN_BIN}
+worker=${1:?usage: cluster.sh WORKER_BIN BENCH_BIN KEYGEN_BIN UNIT_FILE}
 bench=${2:?}
 keygen=${3:?}
+unit=${4:?}                   # cdcgemm-worker@.service (the build tree's copy)
+unit_exec=$(cd "$(dirname "$0")/../service" && pwd)/unit_exec.sh
 
 skip() { echo "SKIP: $*"; exit 77; }
 [ "$(id -u)" -eq 0 ] || skip "needs root (network namespaces)"
@@ -135,29 +138,36 @@ done
 pass "6 namespaces on bridge $bridge_ns, $net.0/24, no default route"
 
 # ---- keys (docs/deploy.md, "Keys") ------------------------------------------------
-# Each host's files live in its own directory: $tmp/co is the coordinator's
-# machine, $tmp/hI worker host I's /etc/cdcgemm.
+# Each machine's files live in a directory of its own: $tmp/co is the
+# coordinator's, $tmp/hI/etc/cdcgemm worker host I's /etc/cdcgemm.
 mkdir -p "$tmp/co/workers"
 "$keygen" "$tmp/co/coordinator" >/dev/null || { echo "FAIL: keygen"; exit 1; }
 endpoints=""
 for i in 1 2 3 4 5; do
   endpoint=tcp://$(host_ip $i):$port
-  mkdir -p "$tmp/h$i/coordinators"
-  "$keygen" --endpoint "$endpoint" "$tmp/h$i/worker" >/dev/null || { echo "FAIL: keygen"; exit 1; }
-  cp "$tmp/co/coordinator" "$tmp/h$i/coordinators/"       # the public certificate only
-  cp "$tmp/h$i/worker" "$tmp/co/workers/host$i"            # the public certificate only
+  etc=$tmp/h$i/etc/cdcgemm
+  mkdir -p "$etc/coordinators"
+  "$keygen" --endpoint "$endpoint" "$etc/worker-h$i" >/dev/null || { echo "FAIL: keygen"; exit 1; }
+  cp "$tmp/co/coordinator" "$etc/coordinators/"          # the public certificate only
+  cp "$etc/worker-h$i" "$tmp/co/workers/"                # the public certificate only
   endpoints=$endpoints${endpoints:+,}$endpoint
 done
 
-# ---- workers (docs/deploy.md, "Run the worker") -----------------------------------
+# ---- workers (docs/deploy.md, "Run the worker as a service") ---------------------
+# Worker host I runs instance hI of cdcgemm-worker@.service: its flags in
+# /etc/cdcgemm/worker-hI.env, started by the unit's own ExecStart= line
+# (tests/service/unit_exec.sh does what systemd would: EnvironmentFile=,
+# LoadCredential=, CREDENTIALS_DIRECTORY), with the build tree's worker.
 declare -a worker_pid
-start_worker() { # i [extra worker flags]
+start_worker() { # i [extra worker flags]: write worker-hI.env, "systemctl start"
   local i=$1
   shift
-  ip netns exec "$(host_ns "$i")" "$worker" --bind "tcp://$(host_ip "$i"):$port" \
-    --threads 1 --log warn --index $((i - 1)) \
-    --curve-secret "$tmp/h$i/worker_secret" --curve-allow "$tmp/h$i/coordinators" "$@" \
-    >>"$tmp/worker$i.log" 2>&1 &
+  local etc=$tmp/h$i/etc/cdcgemm
+  printf 'CDC_WORKER_BIND=tcp://%s:%s\nCDC_WORKER_FLAGS=%s\n' "$(host_ip "$i")" "$port" \
+    "--threads 1 --log warn --index $((i - 1)) $*" >"$etc/worker-h$i.env"
+  rm -rf "$tmp/h$i/credentials"
+  ip netns exec "$(host_ns "$i")" bash "$unit_exec" "$unit" "h$i" "$etc" \
+    "$tmp/h$i/credentials" "$worker" >>"$tmp/worker$i.log" 2>&1 &
   worker_pid[i]=$!
   local _
   for _ in $(seq 50); do # up to about 5 s: bound, and reachable from the coordinator
