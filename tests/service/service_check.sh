@@ -54,7 +54,7 @@ grep -q "^ExecStart=$prefix/bin/cdcgemm-worker " "$unit" ||
 pass "installed the unit, worker.env.example and deploy.md"
 
 # 2. Keys and /etc/cdcgemm (docs/deploy.md, "Keys" and "Run the worker as a service").
-port=$((20000 + $$ % 20000))
+port=$((20000 + $$ % 12000)) # below the ephemeral ports (32768-)
 endpoint=tcp://127.0.0.1:$port
 etc=$tmp/etc/cdcgemm
 mkdir -p "$tmp/coordinator" "$etc/coordinators"
