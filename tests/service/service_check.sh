@@ -5,7 +5,8 @@
 #
 # CI has no running systemd, so this does what the unit would (docs/deploy.md,
 # "Run the worker as a service"), with only the files that page says to create:
-#   1. cmake --install BUILD_DIR into a temporary prefix;
+#   1. cmake --install BUILD_DIR into a temporary prefix; the unit's MemoryMax=
+#      is the example environment file's --max-memory + 512M;
 #   2. keys and /etc/cdcgemm laid out under a temporary directory: the
 #      coordinator's key pair; for instance "t1" worker-t1 + worker-t1_secret
 #      (cdcgemm-keygen --endpoint), coordinators/ with the coordinator's public
@@ -52,6 +53,19 @@ done
 grep -q "^ExecStart=$prefix/bin/cdcgemm-worker " "$unit" ||
   fail "the installed unit does not run $prefix/bin/cdcgemm-worker"
 pass "installed the unit, worker.env.example and deploy.md"
+# MemoryMax = the example's --max-memory + 512M (the unit's comment says why).
+to_mib() { # 1G, 1536M, 1048576K -> MiB
+  case $1 in *G) echo $((${1%G} * 1024)) ;; *M) echo "${1%M}" ;; *K) echo $((${1%K} / 1024)) ;;
+    *) echo $(($1 / 1048576)) ;; esac
+}
+cache=$(sed -n 's/^CDC_WORKER_FLAGS=.*--max-memory \([0-9]*[KMG]\?\).*/\1/p' "$example")
+limit=$(sed -n 's/^MemoryMax=\([0-9]*[KMG]\?\)$/\1/p' "$unit")
+if [ -n "$cache" ] && [ -n "$limit" ] &&
+  [ "$(to_mib "$limit")" = $(($(to_mib "$cache") + 512)) ]; then
+  pass "MemoryMax=$limit is the example's --max-memory $cache + 512M"
+else
+  fail "MemoryMax=$limit and the example's --max-memory $cache are not cache + 512M"
+fi
 
 # 2. Keys and /etc/cdcgemm (docs/deploy.md, "Keys" and "Run the worker as a service").
 port=$((20000 + $$ % 12000)) # below the ephemeral ports (32768-)
