@@ -54,15 +54,18 @@ void cdc__task_memory(const cdc_msg_t *msg, cdc_task_memory_t *memory)
 int cdc__worker_admit(const cdc_msg_t *msg, size_t max_task_memory)
 {
     const cdc_msg_header_t *h = &msg->header;
-    if (h->type == CDC_MSG_TASK_CONV && cdc_conv_geometry_check_padding(&h->geometry) != CDC_OK)
-        return cdc__fail(CDC_EDIM, "TASK_CONV refused: %s", cdc_last_error());
+    int rc = CDC_OK;
+    if (h->type == CDC_MSG_TASK_CONV)
+        rc = cdc_conv_geometry_check_padding(&h->geometry);
+    if (rc != CDC_OK)
+        return rc;
     cdc_task_memory_t memory;
     cdc__task_memory(msg, &memory);
     if (memory.total > max_task_memory)
         return cdc__fail(CDC_ENOMEM,
-                         "%s refused: it needs %zu bytes (operands %zu, result %zu, im2col "
-                         "%zu), over this worker's --max-task-memory %zu",
-                         cdc_msg_type_name(h->type), memory.total,
+                         "it needs %zu bytes (operands %zu, result %zu, im2col %zu), over "
+                         "this worker's --max-task-memory %zu",
+                         memory.total,
                          memory.inline_bytes + memory.copy_bytes, memory.result_bytes,
                          memory.im2col_bytes, max_task_memory);
     return CDC_OK;

@@ -33,8 +33,9 @@ void cdc__task_memory(const cdc_msg_t *msg, cdc_task_memory_t *memory);
 /* Whether the worker runs a validated request: CDC_OK for every non-task
    message and for a task within the bounds; CDC_EDIM for conv padding not
    smaller than the dilated kernel span; CDC_ENOMEM when the working set
-   exceeds max_task_memory. The text (cdc_last_error) names the limit, the
-   bytes needed and the limit. Thread-safe. */
+   exceeds max_task_memory. The text (cdc_last_error) names the limit (the
+   padding and the span, or --max-task-memory with the bytes needed and the
+   limit). Thread-safe. */
 int cdc__worker_admit(const cdc_msg_t *msg, size_t max_task_memory);
 
 #endif

@@ -89,8 +89,8 @@ int cdc__peer_tasks_acquire(cdc_peer_tasks_t *self, const cdc_peer_identity_t *p
     int rc = CDC_OK;
     if (record && record->count >= self->max)
         rc = cdc__fail(CDC_ENOMEM,
-                       "refused: this peer already has %zu requests queued or running on "
-                       "the worker, its --max-peer-tasks %zu",
+                       "this peer already has %zu requests queued or running on the "
+                       "worker, its --max-peer-tasks %zu",
                        record->count, self->max);
     else if (!record && !(record = append(self, peer)))
         rc = cdc__fail(CDC_ENOMEM, "peer task record");

@@ -119,6 +119,10 @@ static void submit(loop_t *loop, cdc_request_t *request)
     if (rc == CDC_OK)
         rc = cdc__peer_tasks_acquire(loop->peer_tasks, cdc_request_peer(request));
     if (rc != CDC_OK) {
+        char context[64];
+        snprintf(context, sizeof context, "%s refused",
+                 cdc_msg_type_name(cdc_request_msg(request)->header.type));
+        cdc__fail_within(rc, context); /* "TASK_CONV refused: <the limit>" */
         if (rc == CDC_EDIM)
             loop->counters.invalid++; /* geometry no coordinator sends */
         else
