@@ -795,9 +795,11 @@ START_TEST(test_idle_connections)
     ck_assert(recv_reply(allowed, 5000, &reply) && reply.h.type == CDC_MSG_PONG);
 
     static int fds[IDLE];
+    long rss_before = rss_kib(pid);
     double opened = cdc_test_now_s(), slowest_ms = 0.0;
     for (int i = 0; i < IDLE; i++)
         fds[i] = raw_connect(port);
+    long rss_open = 0;
     for (int i = 0; i < 10; i++) { /* PINGs stay prompt meanwhile */
         double start = cdc_test_now_s();
         send_ping(allowed, 10 + (uint64_t) i);
@@ -806,6 +808,8 @@ START_TEST(test_idle_connections)
         ck_assert_msg(ms < 500.0, "PONG %d after %.0f ms with %d idle connections", i, ms, IDLE);
         slowest_ms = ms > slowest_ms ? ms : slowest_ms;
         cdc_test_sleep_ms(100);
+        long rss = rss_kib(pid);
+        rss_open = rss > rss_open ? rss : rss_open;
     }
     int open = IDLE;
     static int closed[IDLE];
@@ -824,7 +828,9 @@ START_TEST(test_idle_connections)
                   took);
     ck_assert_msg(took > 1.5, "closed after %.1f s, before the handshake interval", took);
     fprintf(stderr, "limits: %d idle connections: slowest PONG %.1f ms, all closed by the "
-                    "worker %.2f s after opening\n", IDLE, slowest_ms, took);
+                    "worker %.2f s after opening; worker RSS %ld KiB, %+ld KiB while open, "
+                    "%+ld KiB after\n", IDLE, slowest_ms, took, rss_before, rss_open - rss_before,
+            rss_kib(pid) - rss_before);
     send_ping(allowed, 99);
     ck_assert(recv_reply(allowed, 2000, &reply) && reply.h.type == CDC_MSG_PONG);
     zmq_close(allowed);
