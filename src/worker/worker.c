@@ -106,8 +106,12 @@ static void refuse(loop_t *loop, const cdc_request_t *request, int code, const c
                                                                              : len);
     cdc_reply_t *reply = NULL;
     CDC_LOG_INFOF("worker %d: %s", loop->options->index, text);
-    if (payload && cdc_server_reply_new(loop->server, request, &h, &payload, &reply) == CDC_OK)
+    int rc = payload ? cdc_server_reply_new(loop->server, request, &h, &payload, &reply)
+                     : CDC_ENOMEM;
+    if (rc == CDC_OK)
         cdc_server_send(loop->server, &reply);
+    else if (rc == CDC_ETIMEDOUT)
+        loop->counters.over_budget++; /* the peer is not reading */
     cdc_payload_destroy(&payload);
 }
 
