@@ -499,7 +499,7 @@ START_TEST(test_worker_refuses_padding_and_big_results)
     ck_assert(recv_reply(socket, 5000, &reply));
     ck_assert_uint_eq(reply.h.type, CDC_MSG_ERROR);
     ck_assert_int_eq(reply.h.error_code, CDC_ENOMEM);
-    ck_assert_msg(strstr(reply.text, "TASK_GEMM refused: it needs") &&
+    ck_assert_msg(strncmp(reply.text, "TASK_GEMM refused: it needs", 27) == 0 &&
                       strstr(reply.text, "--max-task-memory 536870912") &&
                       strstr(reply.text, "needs 1073741824 bytes"),
                   "ERROR text: %s", reply.text);

@@ -115,6 +115,16 @@ static void refuse(loop_t *loop, const cdc_request_t *request, int code, const c
     cdc_payload_destroy(&payload);
 }
 
+/* The last failure's text without its status's own ("out of memory: "):
+   the ERROR's code travels beside it, and a limit is not a lack of memory. */
+static const char *detail(int status)
+{
+    const char *text = cdc_last_error(), *name = cdc_strerror(status);
+    size_t len = strlen(name);
+    return strncmp(text, name, len) == 0 && strncmp(text + len, ": ", 2) == 0 ? text + len + 2
+                                                                              : text;
+}
+
 /* WEIGHTS or a task to the compute thread, unless a limit refuses it (then
    answered with ERROR here, nothing queued). Takes the request over. */
 static void submit(loop_t *loop, cdc_request_t *request)
@@ -131,7 +141,7 @@ static void submit(loop_t *loop, cdc_request_t *request)
             loop->counters.invalid++; /* geometry no coordinator sends */
         else
             loop->counters.refused++;
-        refuse(loop, request, rc, cdc_last_error());
+        refuse(loop, request, rc, detail(rc));
         cdc_request_destroy(&request);
         return;
     }
