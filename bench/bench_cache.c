@@ -72,8 +72,12 @@ static pid_t spawn_worker(const cache_options_t *o, const char *endpoint)
     char memory[32], entries[32];
     snprintf(memory, sizeof memory, "%zu", o->max_memory);
     snprintf(entries, sizeof entries, "%zu", o->max_entries);
+    /* A call here sends 64 tasks and 64 WEIGHTS to one worker, far more than
+       a coordinator does (one task per worker per call): above the default
+       --max-peer-tasks of 64. */
     char *argv[] = {(char *) o->worker, "--bind", (char *) endpoint, "--max-memory", memory,
-                    "--log", "info", o->max_entries ? "--max-entries" : NULL, entries, NULL};
+                    "--max-peer-tasks", "256", "--log", "info",
+                    o->max_entries ? "--max-entries" : NULL, entries, NULL};
     pid_t pid = 0;
     int rc = posix_spawn(&pid, o->worker, NULL, NULL, argv, environ);
     if (rc != 0) {

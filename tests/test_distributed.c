@@ -173,16 +173,17 @@ static void fc_case_free(fc_case_t *fc)
     free(fc->got);
 }
 
-/* A conv layer (AlexNet conv2-like, smaller), checked against in-process. */
-static void conv_check(cdc_context_t *context, cdc_split_t split, uint64_t seed)
+/* A conv layer of desc on 27 x 27 images, checked against in-process. */
+static void conv_check_desc(cdc_context_t *context, cdc_conv2d_desc_t desc, cdc_split_t split,
+                            uint64_t seed)
 {
-    cdc_conv2d_desc_t desc = {.in_channels = 32, .out_channels = 64, .kernel_h = 5,
-                              .kernel_w = 5, .stride_h = 1, .stride_w = 1, .pad_h = 2,
-                              .pad_w = 2, .dilation_h = 1, .dilation_w = 1};
     const int64_t batch = 2, h = 27, w = 27;
+    int64_t out_h, out_w;
+    ck_assert_int_eq(cdc_conv2d_output_size(&desc, h, w, &out_h, &out_w), CDC_OK);
     size_t in_count = (size_t) (batch * desc.in_channels * h * w);
-    size_t w_count = (size_t) (desc.out_channels * desc.in_channels * 25);
-    size_t out_count = (size_t) (batch * desc.out_channels * h * w);
+    size_t w_count = (size_t) (desc.out_channels * desc.in_channels * desc.kernel_h *
+                               desc.kernel_w);
+    size_t out_count = (size_t) (batch * desc.out_channels * out_h * out_w);
     cdc_test_rng_t rng;
     cdc_test_rng_seed(&rng, seed);
     float *x = cdc_test_alloc(in_count * sizeof(float));
@@ -220,6 +221,15 @@ static void conv_check(cdc_context_t *context, cdc_split_t split, uint64_t seed)
     free(got);
 }
 
+/* AlexNet conv2-like, smaller. */
+static void conv_check(cdc_context_t *context, cdc_split_t split, uint64_t seed)
+{
+    cdc_conv2d_desc_t desc = {.in_channels = 32, .out_channels = 64, .kernel_h = 5,
+                              .kernel_w = 5, .stride_h = 1, .stride_w = 1, .pad_h = 2,
+                              .pad_w = 2, .dilation_h = 1, .dilation_w = 1};
+    conv_check_desc(context, desc, split, seed);
+}
+
 START_TEST(test_no_fault)
 {
     cdc_context_t *context = remote_context(0);
@@ -240,6 +250,35 @@ START_TEST(test_no_fault)
     ck_assert_uint_ge(counters.results, 6 * 4); /* >= n results for each of 6 calls */
     ck_assert_uint_gt(counters.bytes_in, 0);
     fc_case_free(&fc);
+    cdc_context_destroy(&context);
+}
+END_TEST
+
+/* Padding not smaller than the dilated kernel span (a 1x1 kernel with
+   padding 1, as PyTorch allows): workers refuse such tasks (issue 9), so the
+   coordinator never sends them and computes the layer itself, right. */
+START_TEST(test_padding_beyond_span_local)
+{
+    cdc_context_t *context = remote_context(0);
+    cdc_remote_counters_t before = remote_counters(context);
+    cdc_conv2d_desc_t desc = {.in_channels = 7, .out_channels = 12, .kernel_h = 1,
+                              .kernel_w = 1, .stride_h = 1, .stride_w = 1, .pad_h = 1,
+                              .pad_w = 1, .dilation_h = 1, .dilation_w = 1};
+    conv_check_desc(context, desc, CDC_SPLIT_ROWS, 4);
+    conv_check_desc(context, desc, CDC_SPLIT_COLUMNS, 5);
+    cdc_stats_t stats;
+    ck_assert_int_eq(cdc_context_stats(context, &stats), CDC_OK);
+    ck_assert_uint_eq(stats.fallbacks, 4); /* every call, two per split */
+    cdc_remote_counters_t after = remote_counters(context);
+    ck_assert_uint_eq(after.tasks_sent, before.tasks_sent);
+    ck_assert_uint_eq(after.error_replies, 0);
+    /* A padding one below the span still goes to the workers. */
+    desc.kernel_h = desc.kernel_w = 3;
+    desc.pad_h = desc.pad_w = 2;
+    conv_check_desc(context, desc, CDC_SPLIT_ROWS, 6);
+    ck_assert_int_eq(cdc_context_stats(context, &stats), CDC_OK);
+    ck_assert_uint_eq(stats.fallbacks, 4);
+    ck_assert_uint_gt(remote_counters(context).tasks_sent, after.tasks_sent);
     cdc_context_destroy(&context);
 }
 END_TEST
@@ -500,6 +539,7 @@ static Suite *distributed_suite(void)
     Suite *suite = suite_create("distributed");
     suite_add_tcase(suite, scenario("no_fault", test_no_fault));
     suite_add_tcase(suite, scenario("weights_once", test_weights_cross_once));
+    suite_add_tcase(suite, scenario("padding", test_padding_beyond_span_local));
     suite_add_tcase(suite, scenario("killed", test_worker_killed_between_calls));
     suite_add_tcase(suite, scenario("stopped", test_worker_stopped));
     suite_add_tcase(suite, scenario("all_dead", test_all_workers_dead));

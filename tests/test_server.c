@@ -373,6 +373,36 @@ START_TEST(test_wake)
 }
 END_TEST
 
+/* ZMQ_ROUTER_MANDATORY: a reply the socket cannot take (here: its peer has
+   left) is refused and counted, not dropped silently as a ROUTER does by
+   default; the worker counts these as replies dropped. */
+START_TEST(test_refused_reply_counted)
+{
+    start_server(0);
+    void *a = dealer();
+    send_ping(a, 1);
+    cdc_request_t *request = next_request();
+    zmq_close(a);
+    double deadline = cdc_test_now_s() + 5.0;
+    int rc = CDC_OK;
+    while (rc == CDC_OK && cdc_test_now_s() < deadline) {
+        cdc_test_sleep_ms(10); /* until the server has seen the peer go */
+        cdc_msg_header_t h;
+        cdc_msg_header_init(&h, CDC_MSG_PONG);
+        cdc_reply_t *reply = NULL;
+        ck_assert_int_eq(cdc_server_reply_new(server, request, &h, NULL, &reply), CDC_OK);
+        rc = cdc_server_send(server, &reply);
+        ck_assert_ptr_null(reply);
+    }
+    ck_assert_int_eq(rc, CDC_ETIMEDOUT);
+    cdc_server_counters_t counters;
+    cdc_server_counters(server, &counters);
+    ck_assert_uint_eq(counters.send_failures, 1);
+    cdc_request_destroy(&request);
+    stop_server();
+}
+END_TEST
+
 static Suite *server_suite(void)
 {
     Suite *suite = suite_create("server");
@@ -386,6 +416,7 @@ static Suite *server_suite(void)
     TCase *replies = tcase_create("replies");
     tcase_add_test(replies, test_several_replies);
     tcase_add_test(replies, test_peer_budget);
+    tcase_add_test(replies, test_refused_reply_counted);
     suite_add_tcase(suite, replies);
     return suite;
 }

@@ -197,6 +197,65 @@ START_TEST(test_replace_semantics)
 }
 END_TEST
 
+/* A scope (a peer) over its cap evicts its own least recently used entries,
+   never another scope's; the global bound still evicts in global LRU order;
+   an entry over the scope cap alone is refused naming --max-peer-memory. */
+START_TEST(test_scope_cap)
+{
+    enum { A = 11, B = 22, C = 33 };
+    size_t cost = cdc_weight_cache_entry_cost(1000);
+    cdc_weight_cache_t *cache = NULL;
+    ck_assert_int_eq(cdc_weight_cache_new(1 << 20, 0, &cache), CDC_OK);
+    cdc_weight_cache_limit_scope(cache, 3 * cost); /* three entries per scope */
+    ck_assert_uint_eq(stats_of(cache).max_scope_bytes, 3 * cost);
+    cdc_weight_value_t b1 = make_value(2, 2, -1.0f, 1000);
+    ck_assert_int_eq(cdc_weight_cache_put(cache, (cdc_weight_key_t){1, B}, &b1), CDC_OK);
+    for (uint64_t key = 1; key <= 3; key++) {
+        cdc_weight_value_t v = make_value(2, 2, (float) key, 1000);
+        ck_assert_int_eq(cdc_weight_cache_put(cache, (cdc_weight_key_t){key, A}, &v), CDC_OK);
+    }
+    ck_assert_uint_eq(cdc_weight_cache_scope_bytes(cache, A), 3 * cost);
+    /* Touch A's 1: its 2 is now A's oldest; B's 1 is the globally oldest. */
+    ck_assert_ptr_nonnull(cdc_weight_cache_get(cache, (cdc_weight_key_t){1, A}));
+    cdc_weight_value_t v4 = make_value(2, 2, 4.0f, 1000);
+    ck_assert_int_eq(cdc_weight_cache_put(cache, (cdc_weight_key_t){4, A}, &v4), CDC_OK);
+    ck_assert_ptr_null(cdc_weight_cache_get(cache, (cdc_weight_key_t){2, A}));
+    ck_assert_ptr_nonnull(cdc_weight_cache_get(cache, (cdc_weight_key_t){1, B}));
+    ck_assert_uint_eq(cdc_weight_cache_scope_bytes(cache, A), 3 * cost);
+    ck_assert_uint_eq(cdc_weight_cache_scope_bytes(cache, B), cost);
+    ck_assert_uint_eq(stats_of(cache).evictions, 1);
+    /* One entry larger than the cap: refused, nothing evicted. */
+    cdc_weight_value_t big = make_value(2, 2, 5.0f, 3 * cost);
+    ck_assert_int_eq(cdc_weight_cache_put(cache, (cdc_weight_key_t){5, A}, &big), CDC_ENOMEM);
+    ck_assert_ptr_nonnull(strstr(cdc_last_error(), "--max-peer-memory"));
+    big.release(big.owner);
+    ck_assert_uint_eq(stats_of(cache).evictions, 1);
+    ck_assert_uint_eq(stats_of(cache).count, 4);
+    cdc_weight_cache_destroy(&cache);
+
+    /* The global bound: room for four entries in all, three per scope. C's
+       put evicts the globally oldest, whoever's it is (here A's). */
+    ck_assert_int_eq(cdc_weight_cache_new(1 << 20, 4, &cache), CDC_OK);
+    cdc_weight_cache_limit_scope(cache, 3 * cost);
+    for (uint64_t key = 1; key <= 3; key++) {
+        cdc_weight_value_t v = make_value(2, 2, (float) key, 1000);
+        ck_assert_int_eq(cdc_weight_cache_put(cache, (cdc_weight_key_t){key, A}, &v), CDC_OK);
+    }
+    cdc_weight_value_t b = make_value(2, 2, 9.0f, 1000);
+    ck_assert_int_eq(cdc_weight_cache_put(cache, (cdc_weight_key_t){1, B}, &b), CDC_OK);
+    cdc_weight_value_t c = make_value(2, 2, 8.0f, 1000);
+    ck_assert_int_eq(cdc_weight_cache_put(cache, (cdc_weight_key_t){1, C}, &c), CDC_OK);
+    ck_assert_ptr_null(cdc_weight_cache_get(cache, (cdc_weight_key_t){1, A}));
+    ck_assert_ptr_nonnull(cdc_weight_cache_get(cache, (cdc_weight_key_t){1, B}));
+    ck_assert_uint_eq(cdc_weight_cache_scope_bytes(cache, A), 2 * cost);
+    ck_assert_uint_eq(cdc_weight_cache_scope_bytes(cache, C), cost);
+    /* A scope left empty is forgotten; 0 restores the whole budget. */
+    cdc_weight_cache_limit_scope(cache, 0);
+    ck_assert_uint_eq(stats_of(cache).max_scope_bytes, 1 << 20);
+    cdc_weight_cache_destroy(&cache);
+}
+END_TEST
+
 START_TEST(test_oversize_refused)
 {
     cdc_weight_cache_t *cache = NULL;
@@ -256,6 +315,7 @@ static Suite *weight_cache_suite(void)
     suite_add_tcase(suite, bytes);
     TCase *keys = tcase_create("keys");
     tcase_add_test(keys, test_replace_semantics);
+    tcase_add_test(keys, test_scope_cap);
     suite_add_tcase(suite, keys);
     TCase *scale = tcase_create("scale");
     tcase_add_test(scale, test_many_entries_fast);

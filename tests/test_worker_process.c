@@ -82,7 +82,9 @@ static const struct {
     {"--max-memory", "5KB"}, {"--max-memory", "\t1G"}, {"--max-entries", " 3"},
     {"--max-entries", "+3"}, {"--threads", " 2"},     {"--threads", "+2"},
     {"--index", " 1"},       {"--index", "+1"},       {"--parent-pid", " 1"},
-    {"--parent-pid", "+1"},
+    {"--parent-pid", "+1"},  {"--max-task-memory", "0"}, {"--max-task-memory", " 1M"},
+    {"--max-task-memory", "-1"}, {"--max-peer-memory", "0"}, {"--max-peer-memory", "1T"},
+    {"--max-peer-tasks", "0"}, {"--max-peer-tasks", "+2"}, {"--max-peer-tasks", "2000000"},
 };
 
 START_TEST(test_bad_number_exits_2)
@@ -112,9 +114,11 @@ START_TEST(test_good_numbers_accepted)
     snprintf(endpoint, sizeof endpoint, "ipc://%s/w", dir);
     snprintf(err_path, sizeof err_path, "%s/err", dir);
     snprintf(socket_path, sizeof socket_path, "%s/w", dir);
-    char *argv[] = {NULL,        "--bind",  endpoint, "--max-memory", "64M", "--max-entries",
-                    "100",       "--threads", "1",    "--index",      "3",   "--log",
-                    "error",     NULL};
+    char *argv[] = {NULL,           "--bind",         endpoint,  "--max-memory",
+                    "64M",          "--max-entries",  "100",     "--max-peer-memory",
+                    "16M",          "--max-task-memory", "256M", "--max-peer-tasks",
+                    "8",            "--threads",      "1",       "--index",
+                    "3",            "--log",          "error",   NULL};
     pid_t pid = spawn_worker(argv, err_path);
     struct stat st;
     double start = cdc_test_now_s();

@@ -304,6 +304,24 @@ static int open_context(cdc_server_t *self, const cdc_server_options_t *options,
     return CDC_OK;
 }
 
+/* Bounds on what peers cost (issue 9): a peer that does not read gets at
+   most send_hwm replies queued, then the ROUTER refuses more (MANDATORY:
+   an error to count, not a silent drop); a connection that does not finish
+   its handshake within handshake_ms is closed, so idle connections, which
+   libzmq cannot cap, do not accumulate. */
+static int set_limits(void *router, const cdc_server_options_t *options)
+{
+    int hwm = options->send_hwm > 0 ? options->send_hwm : CDC_SERVER_DEFAULT_SEND_HWM;
+    int handshake = options->handshake_ms > 0 ? options->handshake_ms
+                                              : CDC_SERVER_DEFAULT_HANDSHAKE_MS;
+    int mandatory = 1;
+    if (zmq_setsockopt(router, ZMQ_SNDHWM, &hwm, sizeof hwm) != 0 ||
+        zmq_setsockopt(router, ZMQ_ROUTER_MANDATORY, &mandatory, sizeof mandatory) != 0 ||
+        zmq_setsockopt(router, ZMQ_HANDSHAKE_IVL, &handshake, sizeof handshake) != 0)
+        return cdc__fail(CDC_ETRANSPORT, "socket limits: %s", zmq_strerror(zmq_errno()));
+    return CDC_OK;
+}
+
 static int open_socket(cdc_server_t *self, const cdc_server_options_t *options)
 {
     cdc_curve_cert_t cert;
@@ -328,6 +346,8 @@ static int open_socket(cdc_server_t *self, const cdc_server_options_t *options)
     zmq_setsockopt(self->router, ZMQ_MAXMSGSIZE, &max_message, sizeof max_message);
     zmq_setsockopt(self->router, ZMQ_SNDBUF, &buffer, sizeof buffer);
     zmq_setsockopt(self->router, ZMQ_RCVBUF, &buffer, sizeof buffer);
+    if ((rc = set_limits(self->router, options)) != CDC_OK)
+        return rc;
     if (zmq_bind(self->router, options->bind) != 0)
         return cdc__fail(CDC_ETRANSPORT, "bind %s: %s", options->bind,
                          zmq_strerror(zmq_errno()));

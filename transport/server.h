@@ -24,6 +24,14 @@
    RESULT (2^28 floats) plus room for small replies beside it. */
 #define CDC_SERVER_DEFAULT_PEER_BUDGET ((size_t) CDC_PROTO_MAX_FLOATS * 4 + ((size_t) 1 << 20))
 
+/* Default send high-water mark: libzmq's 1000 let a peer that does not read
+   hold 1000 replies (issue 9); the worker sets its own from --max-peer-tasks. */
+#define CDC_SERVER_DEFAULT_SEND_HWM 128
+/* Default handshake interval: libzmq cannot cap connections (libzmq issue
+   2877), so idle ones that never handshake are closed soon; a CURVE
+   handshake takes milliseconds even over a slow WiFi link. */
+#define CDC_SERVER_DEFAULT_HANDSHAKE_MS 2000
+
 typedef struct cdc_server cdc_server_t;
 typedef struct cdc_request cdc_request_t;
 typedef struct cdc_reply cdc_reply_t;
@@ -36,6 +44,12 @@ typedef struct {
     int buffer_bytes;   /* SO_SNDBUF/SO_RCVBUF; 0: 4 MiB                      */
     size_t copy_below;  /* payloads smaller than this are copied when taken;
                            0: 64 KiB (see cdc_request_take_payload)           */
+    int send_hwm;       /* ZMQ_SNDHWM: replies queued per connection before
+                           the socket refuses more (counted in send_failures);
+                           0: CDC_SERVER_DEFAULT_SEND_HWM                     */
+    int handshake_ms;   /* ZMQ_HANDSHAKE_IVL: a connection that has not
+                           finished its handshake by then is closed;
+                           0: CDC_SERVER_DEFAULT_HANDSHAKE_MS                 */
     const char *curve_secret; /* CURVE: this server's secret certificate file
                                  (cdcgemm-keygen's PATH_secret); NULL: none  */
     const char *curve_allow;  /* CURVE: directory of the public certificates
@@ -60,7 +74,8 @@ typedef struct {
     uint64_t invalid;        /* of those, answered with ERROR here          */
     uint64_t cancels;        /* CANCEL messages recorded                    */
     uint64_t replies_sent;   /* replies handed to the socket                */
-    uint64_t send_failures;  /* replies the socket refused (peer gone, full) */
+    uint64_t send_failures;  /* replies the socket refused: the peer is gone,
+                                or its queue is at the send high-water mark */
     uint64_t over_budget;    /* replies dropped: the peer's budget was full */
     uint64_t peers;          /* connections seen                            */
 } cdc_server_counters_t;
@@ -182,9 +197,11 @@ const cdc_msg_header_t *cdc_reply_header(const cdc_reply_t *reply);
 cdc_payload_t *cdc_reply_payload(cdc_reply_t *reply);
 
 /* Send *reply_p without blocking (the payload without a copy) and null
-   *reply_p. CDC_OK once the socket took it (a ROUTER silently drops replies
-   to a peer that has left); CDC_ETIMEDOUT when the socket refused it (counted
-   in send_failures; the reply is released). Socket thread only. */
+   *reply_p. CDC_OK once the socket took it; CDC_ETIMEDOUT when the socket
+   refused it: the peer has left, or has send_hwm replies queued that it is
+   not reading (ZMQ_ROUTER_MANDATORY makes the ROUTER say so instead of
+   dropping silently). Counted in send_failures; the reply is released.
+   Socket thread only. */
 int cdc_server_send(cdc_server_t *self, cdc_reply_t **reply_p);
 
 /* Release an unsent reply (its budget returns to the peer); accepts NULL and

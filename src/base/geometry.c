@@ -82,3 +82,22 @@ int cdc_conv_geometry_finish(cdc_conv_geometry_t *g)
     g->out_w = out_w;
     return CDC_OK;
 }
+
+/* The span fits: finish checked dilation * (kernel - 1) + 1 for overflow. */
+static int axis_padding(const char *axis, int64_t pad, int64_t kernel, int64_t dilation)
+{
+    int64_t span = dilation * (kernel - 1) + 1;
+    if (pad >= span)
+        return cdc__fail(CDC_EDIM,
+                         "conv pad_%s = %lld is not smaller than the dilated kernel span "
+                         "%lld (dilation_%s * (kernel_%s - 1) + 1): the extra rows or "
+                         "columns would be all padding",
+                         axis, (long long) pad, (long long) span, axis, axis);
+    return CDC_OK;
+}
+
+int cdc_conv_geometry_check_padding(const cdc_conv_geometry_t *g)
+{
+    int rc = axis_padding("h", g->pad_h, g->kernel_h, g->dilation_h);
+    return rc == CDC_OK ? axis_padding("w", g->pad_w, g->kernel_w, g->dilation_w) : rc;
+}

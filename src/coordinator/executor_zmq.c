@@ -3,6 +3,8 @@
 
 #include "client.h"
 #include "error.h"
+#include "geometry.h"
+#include "log.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -14,10 +16,30 @@ typedef struct {
     int wait_ms, timeout_ms;
 } zmq_executor_t;
 
+/* Workers refuse conv tasks whose padding is not smaller than the dilated
+   kernel span (their extra output is all padding, and a tiny request could
+   ask for a huge result: issue 9). The layer API accepts such padding, as
+   PyTorch does, so those tasks are never sent: none arrives, and the coded
+   call computes the data shards here (counted in fallbacks). */
+static int workers_refuse(const cdc_shard_task_t *tasks, int count)
+{
+    for (int t = 0; t < count; t++)
+        if (tasks[t].kind == CDC_TASK_CONV &&
+            cdc_conv_geometry_check_padding(tasks[t].geometry) != CDC_OK) {
+            CDC_LOG_DEBUGF("conv computed locally: %s", cdc_last_error());
+            return 1;
+        }
+    return 0;
+}
+
 static int zmq_run(cdc_executor_t *base, cdc_shard_task_t *tasks, int count, int needed,
                    uint64_t *arrived)
 {
     zmq_executor_t *self = (zmq_executor_t *) base;
+    if (workers_refuse(tasks, count)) {
+        *arrived = 0;
+        return CDC_OK;
+    }
     return cdc_client_run(self->client, tasks, count, needed, self->wait_ms,
                           self->timeout_ms, arrived);
 }

@@ -3,8 +3,10 @@
 
 #include "clock.h"
 #include "error.h"
+#include "hash.h"
 #include "log.h"
 #include "mailbox.h"
+#include "peer_tasks.h"
 #include "task_run.h"
 #include "weight_cache.h"
 
@@ -21,6 +23,7 @@ struct cdc_worker_compute {
     cdc_mailbox_t *requests; /* main loop -> thread; NULL item: stop */
     cdc_mailbox_t *replies;  /* thread -> main loop                  */
     cdc_weight_cache_t *cache;
+    cdc_peer_tasks_t *peer_tasks; /* the main loop's; released here when done */
     cdc_worker_counters_t counters;
     pthread_t thread;
     int started;
@@ -89,11 +92,24 @@ static void release_payload(void *owner)
     cdc_payload_destroy(&payload);
 }
 
+/* Whose cache entries a request uses: its peer's CURVE key (hashed; never 0),
+   so one coordinator's WEIGHTS never stand in for another's and its share
+   of the cache is counted apart. Peers without CURVE share scope 0: the
+   worker cannot tell them apart beyond their connection (ipc, loopback or
+   --insecure), and a coordinator that reconnects keeps its weights. */
+static uint64_t scope_of(const cdc_request_t *request)
+{
+    const char *user_id = cdc_request_peer(request)->user_id;
+    if (!user_id[0])
+        return 0;
+    return cdc__hash_bytes(user_id, strlen(user_id), UINT64_C(0x5c09e)); /* never 0 */
+}
+
 /* Keep the WEIGHTS frame itself (no copy for a large one) under its key. */
 static int put_weights(cdc_worker_compute_t *self, cdc_request_t *request)
 {
     const cdc_msg_header_t *h = &cdc_request_msg(request)->header;
-    cdc_weight_key_t key = {h->a_key, 0}; /* scope 0: shared by every peer, for now */
+    cdc_weight_key_t key = {h->a_key, scope_of(request)};
     cdc_payload_t *payload = cdc_request_take_payload(request, 0);
     if (!payload)
         return cdc__fail(CDC_ENOMEM, "weights %016llx", (unsigned long long) h->a_key);
@@ -116,14 +132,14 @@ static int put_weights(cdc_worker_compute_t *self, cdc_request_t *request)
 /* An operand as floats: the cached matrix for key, else the inline frame
    (used in place when aligned, else copied into *owned). NULL data with CDC_OK
    means the key is not cached (a miss). */
-static int operand(cdc_worker_compute_t *self, uint64_t key, int64_t rows, int64_t k,
-                   const cdc_frame_t *frame, const float **data, float **owned)
+static int operand(cdc_worker_compute_t *self, uint64_t scope, uint64_t key, int64_t rows,
+                   int64_t k, const cdc_frame_t *frame, const float **data, float **owned)
 {
     *data = NULL;
     *owned = NULL;
     if (key != 0) {
         const cdc_weight_value_t *held =
-            cdc_weight_cache_get(self->cache, (cdc_weight_key_t){key, 0});
+            cdc_weight_cache_get(self->cache, (cdc_weight_key_t){key, scope});
         if (!held)
             return CDC_OK;
         if (held->rows != rows || held->k != k)
@@ -146,20 +162,25 @@ static int operand(cdc_worker_compute_t *self, uint64_t key, int64_t rows, int64
     return CDC_OK;
 }
 
-/* Both operands of a task; *missing gets the key of one not cached (0: none). */
-static int task_operands(cdc_worker_compute_t *self, const cdc_msg_t *msg, const float **a,
-                         const float **second, float **owned, uint64_t *missing)
+/* Both operands of a task, cached ones from the sender's scope; *missing
+   gets the key of one not cached (0: none). */
+static int task_operands(cdc_worker_compute_t *self, const cdc_request_t *request,
+                         const float **a, const float **second, float **owned,
+                         uint64_t *missing)
 {
+    const cdc_msg_t *msg = cdc_request_msg(request);
     const cdc_msg_header_t *h = &msg->header;
     int is_conv = h->type == CDC_MSG_TASK_CONV;
+    uint64_t scope = scope_of(request);
     *missing = 0;
-    int rc = operand(self, h->a_key, h->rows, h->k, &msg->payload[0], a, &owned[0]);
+    int rc = operand(self, scope, h->a_key, h->rows, h->k, &msg->payload[0], a, &owned[0]);
     if (rc != CDC_OK || !*a) {
         *missing = h->a_key;
         return rc;
     }
-    rc = is_conv ? operand(self, 0, 0, 0, &msg->payload[1], second, &owned[1])
-                 : operand(self, h->bt_key, h->cols, h->k, &msg->payload[1], second, &owned[1]);
+    rc = is_conv ? operand(self, scope, 0, 0, 0, &msg->payload[1], second, &owned[1])
+                 : operand(self, scope, h->bt_key, h->cols, h->k, &msg->payload[1], second,
+                           &owned[1]);
     if (rc == CDC_OK && !*second)
         *missing = h->bt_key;
     return rc;
@@ -209,7 +230,7 @@ static int handle_task(cdc_worker_compute_t *self, const cdc_request_t *request)
     const float *a = NULL, *second = NULL;
     float *owned[2] = {NULL, NULL};
     uint64_t missing = 0;
-    int rc = task_operands(self, cdc_request_msg(request), &a, &second, owned, &missing);
+    int rc = task_operands(self, request, &a, &second, owned, &missing);
     if (rc == CDC_OK)
         rc = missing ? reply_miss(self, request, missing) : run_and_reply(self, request, a, second);
     free(owned[0]);
@@ -251,19 +272,22 @@ static void *compute_main(void *arg)
             self->counters.dropped_at_exit++; /* SIGTERM: only the current task finishes */
         else
             compute_request(self, request);
+        if (self->peer_tasks)
+            cdc__peer_tasks_release(self->peer_tasks, cdc_request_peer(request));
         cdc_request_destroy(&request);
     }
     return NULL;
 }
 
 int cdc__worker_compute_start(cdc_server_t *server, const cdc_worker_options_t *options,
-                              cdc_worker_compute_t **compute_p)
+                              cdc_peer_tasks_t *peer_tasks, cdc_worker_compute_t **compute_p)
 {
     *compute_p = NULL;
     cdc_worker_compute_t *self = calloc(1, sizeof *self);
     if (!self)
         return cdc__fail(CDC_ENOMEM, "compute thread");
     self->server = server;
+    self->peer_tasks = peer_tasks;
     int rc;
     if ((rc = cdc_mailbox_new(&self->requests)) != CDC_OK ||
         (rc = cdc_mailbox_new(&self->replies)) != CDC_OK ||
@@ -272,6 +296,7 @@ int cdc__worker_compute_start(cdc_server_t *server, const cdc_worker_options_t *
         cdc__worker_compute_stop(&self, NULL);
         return rc;
     }
+    cdc_weight_cache_limit_scope(self->cache, options->max_peer_memory);
     /* Signals go to the main loop, never to the compute thread. */
     sigset_t block, old;
     sigemptyset(&block);

@@ -2,6 +2,7 @@
 #ifndef CDC_WORKER_COMPUTE_H_INCLUDED
 #define CDC_WORKER_COMPUTE_H_INCLUDED
 
+#include "peer_tasks.h"
 #include "server.h"
 #include "worker.h"
 
@@ -18,11 +19,14 @@ typedef struct {
 typedef struct cdc_worker_compute cdc_worker_compute_t;
 
 /* Start the compute thread with an empty weight cache bounded by
-   options->max_memory and options->max_entries. Replies are built against
-   server (thread-safe calls only) and woken into its wait. Caller owns
-   *compute_p and must stop it with cdc__worker_compute_stop. */
+   options->max_memory, options->max_entries and, per peer scope,
+   options->max_peer_memory. Replies are built against server (thread-safe
+   calls only) and woken into its wait. Each request it is done with (run,
+   skipped or dropped) is released from peer_tasks (may be NULL), where the
+   main loop counted it. Caller owns *compute_p and must stop it with
+   cdc__worker_compute_stop. */
 int cdc__worker_compute_start(cdc_server_t *server, const cdc_worker_options_t *options,
-                              cdc_worker_compute_t **compute_p);
+                              cdc_peer_tasks_t *peer_tasks, cdc_worker_compute_t **compute_p);
 
 /* Queue a WEIGHTS or task request (taken over) for the compute thread, which
    handles them in order. Returns CDC_ENOMEM (request destroyed) if it

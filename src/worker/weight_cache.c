@@ -17,9 +17,19 @@
  *   (oldest); get and put move an entry to the newest end, eviction takes
  *   from the oldest end: O(1).
  *
+ * Scopes (issue 9): each key carries the scope of the peer that sent it, and
+ * each scope has its own LRU list and byte count beside the global ones. A
+ * put evicts the least recently used entries of its own scope while that
+ * scope is over max_scope_bytes, then the globally least recently used while
+ * the cache is over max_bytes: a peer at its cap displaces only itself, and
+ * another peer's entries go only in global LRU order. Scope records live only
+ * while they hold entries; there are few (one per authenticated peer that
+ * sent weights, plus the shared scope 0), so they are searched linearly.
+ *
  * The invariant: bytes = index array bytes + for each entry (its record as
  * the allocator rounds it + what its matrix's allocation really costs) <=
- * max_bytes, and count <= max_entries, after every put. */
+ * max_bytes, every scope's bytes (its entries' costs) <= max_scope_bytes,
+ * and count <= max_entries, after every put. */
 #include "weight_cache.h"
 
 #include "error.h"
@@ -31,18 +41,31 @@
 
 #define MIN_BUCKETS 16
 
-typedef struct entry {
+typedef struct entry entry_t;
+
+/* One scope's entries: its own LRU list and what they cost. */
+typedef struct {
+    uint64_t id;
+    size_t bytes, count;
+    entry_t *newest, *oldest;
+} scope_t;
+
+struct entry {
     cdc_weight_key_t key;
     cdc_weight_value_t value;
     size_t charge;
-    struct entry *chain;         /* next in the same bucket        */
-    struct entry *newer, *older; /* LRU neighbours                 */
-} entry_t;
+    scope_t *scope;
+    entry_t *chain;                     /* next in the same bucket      */
+    entry_t *newer, *older;             /* global LRU neighbours        */
+    entry_t *scope_newer, *scope_older; /* LRU neighbours in its scope  */
+};
 
 struct cdc_weight_cache {
     entry_t **buckets;
     size_t bucket_count; /* a power of two */
     entry_t *newest, *oldest;
+    scope_t **scopes;
+    size_t scope_count, scope_capacity;
     cdc_weight_cache_stats_t stats;
 };
 
@@ -85,6 +108,85 @@ static void lru_push_newest(cdc_weight_cache_t *self, entry_t *e)
     self->newest = e;
     if (!self->oldest)
         self->oldest = e;
+}
+
+static void scope_unlink(entry_t *e)
+{
+    scope_t *scope = e->scope;
+    if (e->scope_newer)
+        e->scope_newer->scope_older = e->scope_older;
+    else
+        scope->newest = e->scope_older;
+    if (e->scope_older)
+        e->scope_older->scope_newer = e->scope_newer;
+    else
+        scope->oldest = e->scope_newer;
+    e->scope_newer = e->scope_older = NULL;
+}
+
+static void scope_push_newest(entry_t *e)
+{
+    scope_t *scope = e->scope;
+    e->scope_older = scope->newest;
+    e->scope_newer = NULL;
+    if (scope->newest)
+        scope->newest->scope_newer = e;
+    scope->newest = e;
+    if (!scope->oldest)
+        scope->oldest = e;
+}
+
+/* Used now: the newest in both lists. */
+static void touch(cdc_weight_cache_t *self, entry_t *e)
+{
+    lru_unlink(self, e);
+    lru_push_newest(self, e);
+    scope_unlink(e);
+    scope_push_newest(e);
+}
+
+/* ---- scopes ------------------------------------------------------------- */
+
+static scope_t *scope_find(const cdc_weight_cache_t *self, uint64_t id)
+{
+    for (size_t i = 0; i < self->scope_count; i++)
+        if (self->scopes[i]->id == id)
+            return self->scopes[i];
+    return NULL;
+}
+
+/* The record of scope id, made when missing; NULL when out of memory. */
+static scope_t *scope_get(cdc_weight_cache_t *self, uint64_t id)
+{
+    scope_t *scope = scope_find(self, id);
+    if (scope)
+        return scope;
+    if (self->scope_count == self->scope_capacity) {
+        size_t capacity = self->scope_capacity ? 2 * self->scope_capacity : 4;
+        scope_t **grown = realloc(self->scopes, capacity * sizeof *grown);
+        if (!grown)
+            return NULL;
+        self->scopes = grown;
+        self->scope_capacity = capacity;
+    }
+    if (!(scope = calloc(1, sizeof *scope)))
+        return NULL;
+    scope->id = id;
+    self->scopes[self->scope_count++] = scope;
+    return scope;
+}
+
+/* A scope left without entries goes. */
+static void scope_drop_if_empty(cdc_weight_cache_t *self, scope_t *scope)
+{
+    if (scope->count > 0)
+        return;
+    for (size_t i = 0; i < self->scope_count; i++)
+        if (self->scopes[i] == scope) {
+            self->scopes[i] = self->scopes[--self->scope_count];
+            break;
+        }
+    free(scope);
 }
 
 /* ---- the index ---------------------------------------------------------- */
@@ -141,16 +243,20 @@ static void entry_release(cdc_weight_cache_t *self, entry_t *e)
 {
     index_remove(self, e);
     lru_unlink(self, e);
+    scope_unlink(e);
     self->stats.count--;
     self->stats.bytes -= e->charge;
+    e->scope->count--;
+    e->scope->bytes -= e->charge;
+    scope_drop_if_empty(self, e->scope);
     if (e->value.release)
         e->value.release(e->value.owner);
     free(e);
 }
 
-static void evict_oldest(cdc_weight_cache_t *self)
+static void evict(cdc_weight_cache_t *self, entry_t *e)
 {
-    entry_release(self, self->oldest);
+    entry_release(self, e);
     self->stats.evictions++;
 }
 
@@ -165,6 +271,7 @@ int cdc_weight_cache_new(size_t max_bytes, size_t max_entries, cdc_weight_cache_
     self->bucket_count = MIN_BUCKETS / 2;
     self->buckets = calloc(self->bucket_count, sizeof *self->buckets);
     self->stats.max_bytes = max_bytes;
+    self->stats.max_scope_bytes = max_bytes;
     self->stats.max_entries = max_entries ? max_entries : CDC_WEIGHT_CACHE_DEFAULT_ENTRIES;
     if (!self->buckets || index_grow(self) != CDC_OK) {
         free(self->buckets);
@@ -183,8 +290,22 @@ void cdc_weight_cache_destroy(cdc_weight_cache_t **cache_p)
     while (self->oldest)
         entry_release(self, self->oldest);
     free(self->buckets);
+    free(self->scopes);
     free(self);
     *cache_p = NULL;
+}
+
+void cdc_weight_cache_limit_scope(cdc_weight_cache_t *self, size_t max_scope_bytes)
+{
+    self->stats.max_scope_bytes = max_scope_bytes && max_scope_bytes < self->stats.max_bytes
+                                      ? max_scope_bytes
+                                      : self->stats.max_bytes;
+}
+
+size_t cdc_weight_cache_scope_bytes(const cdc_weight_cache_t *self, uint64_t scope)
+{
+    const scope_t *record = scope_find(self, scope);
+    return record ? record->bytes : 0;
 }
 
 const cdc_weight_value_t *cdc_weight_cache_get(cdc_weight_cache_t *self, cdc_weight_key_t key)
@@ -195,8 +316,7 @@ const cdc_weight_value_t *cdc_weight_cache_get(cdc_weight_cache_t *self, cdc_wei
         return NULL;
     }
     self->stats.hits++;
-    lru_unlink(self, e);
-    lru_push_newest(self, e);
+    touch(self, e);
     return &e->value;
 }
 
@@ -214,12 +334,49 @@ static int put_existing(cdc_weight_cache_t *self, entry_t *e, const cdc_weight_v
                          (unsigned long long) e->key.content, (long long) held->rows,
                          (long long) held->k);
     }
-    lru_unlink(self, e);
-    lru_push_newest(self, e);
+    touch(self, e);
     self->stats.duplicates++;
     if (value->release && value->owner != held->owner)
         value->release(value->owner);
     return CDC_OK;
+}
+
+/* An entry of charge bytes can never fit: refused before anything is
+   evicted for it. */
+static int check_fits_at_all(cdc_weight_cache_t *self, cdc_weight_key_t key, size_t charge)
+{
+    if (charge + self->stats.index_bytes > self->stats.max_bytes) {
+        self->stats.refused++;
+        return cdc__fail(CDC_ENOMEM,
+                         "weights %016llx: %zu bytes (with overhead) exceed the cache's "
+                         "--max-memory %zu",
+                         (unsigned long long) key.content, charge, self->stats.max_bytes);
+    }
+    if (charge > self->stats.max_scope_bytes) {
+        self->stats.refused++;
+        return cdc__fail(CDC_ENOMEM,
+                         "weights %016llx: %zu bytes (with overhead) exceed this peer's "
+                         "share of the cache, --max-peer-memory %zu",
+                         (unsigned long long) key.content, charge,
+                         self->stats.max_scope_bytes);
+    }
+    return CDC_OK;
+}
+
+/* Room for charge more bytes of scope id: its own oldest entries first while
+   it is over its cap, then the globally oldest while the cache is over. */
+static void make_room(cdc_weight_cache_t *self, uint64_t id, size_t charge)
+{
+    scope_t *own = scope_find(self, id);
+    while (own && own->oldest && own->bytes + charge > self->stats.max_scope_bytes) {
+        int last = own->count == 1; /* the record goes with its last entry */
+        evict(self, own->oldest);
+        if (last)
+            own = NULL;
+    }
+    while (self->oldest && (self->stats.count + 1 > self->stats.max_entries ||
+                            self->stats.bytes + charge > self->stats.max_bytes))
+        evict(self, self->oldest);
 }
 
 int cdc_weight_cache_put(cdc_weight_cache_t *self, cdc_weight_key_t key,
@@ -229,13 +386,9 @@ int cdc_weight_cache_put(cdc_weight_cache_t *self, cdc_weight_key_t key,
     if (existing)
         return put_existing(self, existing, value);
     size_t charge = cdc_weight_cache_entry_cost(value->alloc_bytes);
-    if (charge + self->stats.index_bytes > self->stats.max_bytes) {
-        self->stats.refused++;
-        return cdc__fail(CDC_ENOMEM,
-                         "weights %016llx: %zu bytes (with overhead) exceed the cache's "
-                         "--max-memory %zu",
-                         (unsigned long long) key.content, charge, self->stats.max_bytes);
-    }
+    int rc = check_fits_at_all(self, key, charge);
+    if (rc != CDC_OK)
+        return rc;
     entry_t *e = calloc(1, sizeof *e);
     if (!e)
         return cdc__fail(CDC_ENOMEM, "weight cache entry");
@@ -244,22 +397,28 @@ int cdc_weight_cache_put(cdc_weight_cache_t *self, cdc_weight_key_t key,
         free(e);
         return CDC_ENOMEM;
     }
-    while (self->oldest && (self->stats.count + 1 > self->stats.max_entries ||
-                            self->stats.bytes + charge > self->stats.max_bytes))
-        evict_oldest(self);
+    make_room(self, key.scope, charge);
     if (self->stats.bytes + charge > self->stats.max_bytes) { /* the grown index */
         free(e);
         self->stats.refused++;
         return cdc__fail(CDC_ENOMEM, "weights %016llx: %zu bytes do not fit beside the "
                          "cache's index", (unsigned long long) key.content, charge);
     }
+    /* After the evictions, which may have dropped the scope's record. */
+    if (!(e->scope = scope_get(self, key.scope))) {
+        free(e);
+        return cdc__fail(CDC_ENOMEM, "weight cache scope");
+    }
     e->key = key;
     e->value = *value;
     e->charge = charge;
     index_insert(self, e);
     lru_push_newest(self, e);
+    scope_push_newest(e);
     self->stats.count++;
     self->stats.bytes += charge;
+    e->scope->count++;
+    e->scope->bytes += charge;
     self->stats.inserted++;
     return CDC_OK;
 }

@@ -11,9 +11,9 @@
 
 /* A cache key. content is the sender's key for the matrix (the header's
    a_key: a hash of its floats and shape, never 0). scope says whose it is:
-   0 = shared by every peer (today); a peer's identity hash once entries
-   become per peer, so that one peer can neither read nor displace another's
-   matrices. Both take part in the hash and the comparison. */
+   the worker uses a hash of the peer's CURVE key, or 0 (shared) for peers
+   without one (compute.c), so one peer can neither read nor replace
+   another's matrices. Both take part in the hash and the comparison. */
 typedef struct {
     uint64_t content;
     uint64_t scope;
@@ -36,6 +36,7 @@ typedef struct {
     size_t bytes;       /* charged: entry costs + index_bytes            */
     size_t index_bytes; /* the hash index's bucket array                 */
     size_t max_bytes, max_entries;
+    size_t max_scope_bytes; /* one scope's entries (default max_bytes)   */
     uint64_t hits, misses;
     uint64_t inserted;
     uint64_t evictions; /* entries removed to make room                  */
@@ -56,16 +57,27 @@ int cdc_weight_cache_new(size_t max_bytes, size_t max_entries, cdc_weight_cache_
    nulls *cache_p. */
 void cdc_weight_cache_destroy(cdc_weight_cache_t **cache_p);
 
-/* Keep *value under key, evicting least recently used entries until the
-   entry fits both bounds. On CDC_OK the cache owns value->owner. A key
+/* Bound what the entries of any one scope may cost (entry costs, the index
+   not included): 0 or more than max_bytes means max_bytes. Entries already
+   held stay until the next put into their scope. */
+void cdc_weight_cache_limit_scope(cdc_weight_cache_t *self, size_t max_scope_bytes);
+
+/* What the entries of scope cost now (0 when it holds none). */
+size_t cdc_weight_cache_scope_bytes(const cdc_weight_cache_t *self, uint64_t scope);
+
+/* Keep *value under key, evicting until the entry fits every bound: first
+   the least recently used entries of key.scope while that scope would
+   exceed max_scope_bytes, then the least recently used of any scope while
+   the cache would exceed max_bytes or max_entries. On CDC_OK the cache owns value->owner. A key
    already held:
    - with an identical matrix (shape and every byte): the entry is kept and
      refreshed, value->owner released at once, CDC_OK (a duplicate);
    - with a different matrix: refused, CDC_EPROTO, nothing changes. A key
      names content, so this is a collision or a misbehaving sender; letting
      it through would change what other tasks under that key compute.
-   An entry costing more than max_bytes on its own is refused with
-   CDC_ENOMEM and nothing is evicted. On any error the caller still owns
+   An entry costing more than max_bytes or max_scope_bytes on its own is
+   refused with CDC_ENOMEM (the text naming --max-memory or
+   --max-peer-memory) and nothing is evicted. On any error the caller still owns
    value->owner. O(1) expected (plus the comparison for a duplicate). */
 int cdc_weight_cache_put(cdc_weight_cache_t *self, cdc_weight_key_t key,
                          const cdc_weight_value_t *value);

@@ -8,12 +8,14 @@
  * for a while. No zmq here: the server (transport/server.h) owns the socket. */
 #include "worker.h"
 
+#include "admission.h"
 #include "blas_backend.h"
 #include "clock.h"
 #include "compute.h"
 #include "error.h"
 #include "faults.h"
 #include "log.h"
+#include "peer_tasks.h"
 #include "server.h"
 
 #include <math.h>
@@ -21,6 +23,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+
+/* Replies queued per connection beyond one per admitted request: PONGs and
+   ERRORs of a peer that is slow to read (the send high-water mark). */
+#define CDC_WORKER_REPLY_ROOM 64
 
 /* A reply waiting for its (fault-delayed) send time. */
 typedef struct {
@@ -33,6 +39,8 @@ typedef struct {
     const cdc_worker_options_t *options;
     cdc_server_t *server;
     cdc_worker_compute_t *compute;
+    cdc_peer_tasks_t *peer_tasks; /* requests each peer has with compute */
+    size_t max_task_memory;
     cdc_fault_state_t faults;
     int has_faults;
     double hang_until; /* < 0: not hung; INFINITY: hung for ever */
@@ -45,6 +53,8 @@ void cdc_worker_options_init(cdc_worker_options_t *options)
 {
     memset(options, 0, sizeof *options);
     options->max_memory = (size_t) 1 << 30;
+    options->max_task_memory = CDC_WORKER_DEFAULT_TASK_MEMORY;
+    options->max_peer_tasks = CDC_WORKER_DEFAULT_PEER_TASKS;
     options->threads = 1;
 }
 
@@ -63,6 +73,8 @@ void cdc__worker_counters_add(cdc_worker_counters_t *into, const cdc_worker_coun
     into->hangs += from->hangs;
     into->cancelled += from->cancelled;
     into->over_budget += from->over_budget;
+    into->replies_dropped += from->replies_dropped;
+    into->refused += from->refused;
     into->dropped_at_exit += from->dropped_at_exit;
 }
 
@@ -79,6 +91,67 @@ static void answer_ping(loop_t *loop, const cdc_request_t *request)
         cdc_server_send(loop->server, &reply);
 }
 
+/* ERROR (code, text) to a valid request this worker will not run, sent
+   now. Counted by the caller. */
+static void refuse(loop_t *loop, const cdc_request_t *request, int code, const char *text)
+{
+    const cdc_msg_header_t *asked = &cdc_request_msg(request)->header;
+    cdc_msg_header_t h;
+    cdc_msg_header_init(&h, CDC_MSG_ERROR);
+    h.request_id = asked->request_id;
+    h.shard = asked->shard;
+    h.error_code = code;
+    size_t len = strlen(text);
+    cdc_payload_t *payload = cdc_payload_copy(text, len > CDC_PROTO_MAX_TEXT ? CDC_PROTO_MAX_TEXT
+                                                                             : len);
+    cdc_reply_t *reply = NULL;
+    CDC_LOG_INFOF("worker %d: %s", loop->options->index, text);
+    int rc = payload ? cdc_server_reply_new(loop->server, request, &h, &payload, &reply)
+                     : CDC_ENOMEM;
+    if (rc == CDC_OK)
+        cdc_server_send(loop->server, &reply);
+    else if (rc == CDC_ETIMEDOUT)
+        loop->counters.over_budget++; /* the peer is not reading */
+    cdc_payload_destroy(&payload);
+}
+
+/* The last failure's text without its status's own ("out of memory: "):
+   the ERROR's code travels beside it, and a limit is not a lack of memory. */
+static const char *detail(int status)
+{
+    const char *text = cdc_last_error(), *name = cdc_strerror(status);
+    size_t len = strlen(name);
+    return strncmp(text, name, len) == 0 && strncmp(text + len, ": ", 2) == 0 ? text + len + 2
+                                                                              : text;
+}
+
+/* WEIGHTS or a task to the compute thread, unless a limit refuses it (then
+   answered with ERROR here, nothing queued). Takes the request over. */
+static void submit(loop_t *loop, cdc_request_t *request)
+{
+    int rc = cdc__worker_admit(cdc_request_msg(request), loop->max_task_memory);
+    if (rc == CDC_OK)
+        rc = cdc__peer_tasks_acquire(loop->peer_tasks, cdc_request_peer(request));
+    if (rc != CDC_OK) {
+        char context[64];
+        snprintf(context, sizeof context, "%s refused",
+                 cdc_msg_type_name(cdc_request_msg(request)->header.type));
+        cdc__fail_within(rc, context); /* "TASK_CONV refused: <the limit>" */
+        if (rc == CDC_EDIM)
+            loop->counters.invalid++; /* geometry no coordinator sends */
+        else
+            loop->counters.refused++;
+        refuse(loop, request, rc, detail(rc));
+        cdc_request_destroy(&request);
+        return;
+    }
+    cdc_peer_identity_t peer = *cdc_request_peer(request);
+    if (cdc__worker_compute_submit(loop->compute, request) != CDC_OK) {
+        CDC_LOG_WARNF("worker: %s", cdc_last_error());
+        cdc__peer_tasks_release(loop->peer_tasks, &peer); /* it was destroyed */
+    }
+}
+
 /* A valid request: PING answered here; WEIGHTS and tasks to the compute
    thread; anything else refused. Takes the request over. */
 static void handle_request(loop_t *loop, cdc_request_t *request)
@@ -91,9 +164,8 @@ static void handle_request(loop_t *loop, cdc_request_t *request)
     case CDC_MSG_WEIGHTS:
     case CDC_MSG_TASK_GEMM:
     case CDC_MSG_TASK_CONV:
-        if (cdc__worker_compute_submit(loop->compute, request) != CDC_OK)
-            CDC_LOG_WARNF("worker: %s", cdc_last_error());
-        return; /* the compute thread owns it */
+        submit(loop, request);
+        return; /* submitted, or refused and destroyed */
     default: {
         char text[128];
         snprintf(text, sizeof text, "a worker does not accept %s messages",
@@ -310,14 +382,24 @@ static int loop_open(loop_t *loop, const cdc_worker_options_t *options)
     if ((rc = cdc__blas_ready()) != CDC_OK)
         return rc;
     cdc__blas_set_threads(options->threads > 0 ? options->threads : 1);
+    loop->max_task_memory = options->max_task_memory ? options->max_task_memory
+                                                     : CDC_WORKER_DEFAULT_TASK_MEMORY;
+    size_t max_peer_tasks = options->max_peer_tasks ? options->max_peer_tasks
+                                                    : CDC_WORKER_DEFAULT_PEER_TASKS;
+    if ((rc = cdc__peer_tasks_new(max_peer_tasks, &loop->peer_tasks)) != CDC_OK)
+        return rc;
     cdc_server_options_t server_options;
     cdc_server_options_init(&server_options);
     server_options.bind = options->bind;
     server_options.curve_secret = options->curve_secret;
     server_options.curve_allow = options->curve_allow;
+    /* Every request a peer may have admitted gets one reply; the rest of the
+       room is for PONGs and ERRORs. Beyond it the peer is not reading. */
+    server_options.send_hwm = (int) (max_peer_tasks < 1 << 20 ? max_peer_tasks : 1 << 20) +
+                              CDC_WORKER_REPLY_ROOM;
     if ((rc = cdc_server_new(&server_options, &loop->server)) != CDC_OK)
         return rc;
-    return cdc__worker_compute_start(loop->server, options, &loop->compute);
+    return cdc__worker_compute_start(loop->server, options, loop->peer_tasks, &loop->compute);
 }
 
 /* The socket file of an ipc:// endpoint we bound (libzmq leaves it), and
@@ -355,7 +437,9 @@ static void loop_close(loop_t *loop, cdc_worker_counters_t *counters)
         cdc_server_counters_t server;
         cdc_server_counters(loop->server, &server);
         loop->counters.messages = server.received;
+        loop->counters.replies_dropped = server.send_failures;
     }
+    cdc__peer_tasks_destroy(&loop->peer_tasks);
     int bound = loop->server != NULL;
     cdc_server_destroy(&loop->server);
     if (bound)

@@ -11,6 +11,12 @@ typedef struct {
     size_t max_memory;   /* bound on the weight cache's bytes, its overhead
                             included; LRU eviction                            */
     size_t max_entries;  /* bound on cached matrices (0: 65536)               */
+    size_t max_peer_memory; /* bound on one peer's cached weights (0: all of
+                            max_memory); docs/security.md                     */
+    size_t max_task_memory; /* bound on one task's working set: operands,
+                            result, im2col (0: 512 MiB)                       */
+    size_t max_peer_tasks;  /* bound on one peer's requests queued or running
+                            (0: 64)                                           */
     int threads;         /* OpenBLAS threads (>= 1)                           */
     const char *faults;  /* CDCGEMM_FAULTS schedule applied to this worker; NULL
                             or "" = none (docs/faults.md)                     */
@@ -41,10 +47,15 @@ typedef struct {
     uint64_t hangs;           /* hang faults started                         */
     uint64_t cancelled;       /* tasks skipped: their request was cancelled  */
     uint64_t over_budget;     /* replies dropped: the peer's budget was full */
+    uint64_t replies_dropped; /* replies the socket refused: the peer is not
+                                 reading (send high-water mark) or is gone    */
+    uint64_t refused;         /* requests refused by a limit: --max-task-memory,
+                                 --max-peer-tasks                             */
     uint64_t dropped_at_exit; /* queued requests not run: stop (SIGTERM)     */
 } cdc_worker_counters_t;
 
-/* Defaults: no endpoint, 1 GiB cache of at most 65536 matrices, 1 thread. */
+/* Defaults: no endpoint, 1 GiB cache of at most 65536 matrices (a peer may
+   use all of it), tasks of up to 512 MiB, 64 requests per peer, 1 thread. */
 void cdc_worker_options_init(cdc_worker_options_t *options);
 
 /* Bind options->bind (a transport server, transport/server.h) and serve
@@ -52,7 +63,10 @@ void cdc_worker_options_init(cdc_worker_options_t *options);
    EINTR). The calling thread answers PING and sends replies; shard tasks and
    weights go in order to a compute thread (which owns the weight cache), so
    heartbeats are answered while a long shard computes. Invalid messages get
-   an ERROR reply and are counted; the loop keeps serving. Faults from options->faults are applied to results as
+   an ERROR reply and are counted; the loop keeps serving. A task over
+   max_task_memory, conv padding not smaller than the dilated kernel span,
+   and a request beyond a peer's max_peer_tasks get an ERROR naming the
+   limit and are never queued. Faults from options->faults are applied to results as
    real behaviour (crash: _exit(3) before replying; hang; delayed, dropped or
    corrupted replies). Returns CDC_OK after a clean stop (or when the parent
    died), or a status when the socket could not be bound or the fault

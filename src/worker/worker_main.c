@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 
 static volatile sig_atomic_t stop_requested, reload_requested;
 static int insecure; /* --insecure */
@@ -34,6 +35,8 @@ static void usage(FILE *out)
 {
     fprintf(out,
             "usage: cdcgemm-worker --bind ENDPOINT [--max-memory BYTES] [--max-entries N]\n"
+            "                      [--max-peer-memory BYTES] [--max-task-memory BYTES]\n"
+            "                      [--max-peer-tasks N]\n"
             "                      [--threads N] [--faults SPEC] [--index N]\n"
             "                      [--parent-pid PID] [--log LEVEL]\n"
             "                      [--curve-secret FILE --curve-allow DIR | --insecure]\n"
@@ -49,6 +52,21 @@ static void usage(FILE *out)
             "                      beyond it. Suffixes K, M, G (powers of 1024) are\n"
             "                      accepted. Default 1G.\n"
             "  --max-entries N     bound on the number of cached matrices. Default 65536.\n"
+            "  --max-peer-memory BYTES\n"
+            "                      bound on what one coordinator's weights may take of\n"
+            "                      --max-memory (peers are told apart by CURVE key;\n"
+            "                      without CURVE they share one scope); a peer at its\n"
+            "                      bound evicts its own least recently used weights.\n"
+            "                      Default: all of --max-memory.\n"
+            "  --max-task-memory BYTES\n"
+            "                      bound on one task's working set: the operands it\n"
+            "                      carries, its result and a conv's im2col matrix. A\n"
+            "                      task over it gets an ERROR naming it. Default 512M\n"
+            "                      (VGG-16's largest layer shard needs 141 MB).\n"
+            "  --max-peer-tasks N  bound on the WEIGHTS and tasks one coordinator may\n"
+            "                      have queued or running here; beyond it, ERROR.\n"
+            "                      Default 64.\n");
+    fprintf(out,
             "  --threads N         OpenBLAS threads for this worker (1..256). Default 1:\n"
             "                      several workers sharing a machine must not\n"
             "                      oversubscribe its cores.\n"
@@ -74,6 +92,12 @@ static void usage(FILE *out)
             "                      the counters are printed at exit from info up.\n"
             "  --version           print the library and wire protocol versions and exit\n"
             "  --help              print this help and exit\n"
+            "\n"
+            "Conv tasks whose padding is not smaller than the dilated kernel span are\n"
+            "refused (the extra output is all padding). Replies to a coordinator that\n"
+            "does not read are dropped beyond --max-peer-tasks + 64 queued (counted\n"
+            "as 'replies dropped'); connections that do not finish the handshake in\n"
+            "2 s are closed. docs/security.md lists every limit.\n"
             "\n"
             "SIGTERM or SIGINT stops the worker cleanly: the task being computed\n"
             "finishes and its result is sent, queued tasks are dropped (counted as\n"
@@ -128,11 +152,51 @@ static int set_log_level(const char *name)
     return 0;
 }
 
+/* The options bounding what the worker holds (docs/security.md): 1 when
+   arg is one of them and value was taken, 0 when arg is none of them, 2
+   after a message on stderr. */
+static int parse_limit(const char *arg, const char *value, cdc_worker_options_t *options)
+{
+    static const char *const bytes[] = {"--max-memory", "--max-peer-memory",
+                                        "--max-task-memory"};
+    size_t *const targets[] = {&options->max_memory, &options->max_peer_memory,
+                               &options->max_task_memory};
+    long number;
+    if (!value)
+        return 0;
+    for (int i = 0; i < 3; i++) {
+        if (strcmp(arg, bytes[i]) != 0)
+            continue;
+        if (parse_bytes(value, targets[i]) == 0)
+            return 1;
+        fprintf(stderr, "cdcgemm-worker: %s '%s': expected bytes > 0 with an optional K, "
+                        "M or G suffix\n", arg, value);
+        return 2;
+    }
+    if (strcmp(arg, "--max-entries") == 0) {
+        if (parse_count(value, &options->max_entries) == 0)
+            return 1;
+        fprintf(stderr, "cdcgemm-worker: --max-entries '%s': expected a count > 0\n", value);
+        return 2;
+    }
+    if (strcmp(arg, "--max-peer-tasks") == 0) {
+        if (cdc__parse_long(value, 1, 1 << 20, &number) == 0) {
+            options->max_peer_tasks = (size_t) number;
+            return 1;
+        }
+        fprintf(stderr, "cdcgemm-worker: --max-peer-tasks '%s': expected 1..%d\n", value,
+                1 << 20);
+        return 2;
+    }
+    return 0;
+}
+
 /* The command line into *options: 0, -1 after --help or --version (exit 0),
    or 2 after a message on stderr (exit 2). */
 static int parse_args(int argc, char **argv, cdc_worker_options_t *options)
 {
     long number;
+    int limit;
     for (int i = 1; i < argc; i++) {
         const char *arg = argv[i];
         const char *value = i + 1 < argc ? argv[i + 1] : NULL;
@@ -156,18 +220,9 @@ static int parse_args(int argc, char **argv, cdc_worker_options_t *options)
             options->curve_secret = value;
         } else if (strcmp(arg, "--curve-allow") == 0 && value) {
             options->curve_allow = value;
-        } else if (strcmp(arg, "--max-memory") == 0 && value) {
-            if (parse_bytes(value, &options->max_memory) != 0) {
-                fprintf(stderr, "cdcgemm-worker: --max-memory '%s': expected bytes > 0 "
-                                "with an optional K, M or G suffix\n", value);
+        } else if ((limit = parse_limit(arg, value, options)) != 0) {
+            if (limit == 2)
                 return 2;
-            }
-        } else if (strcmp(arg, "--max-entries") == 0 && value) {
-            if (parse_count(value, &options->max_entries) != 0) {
-                fprintf(stderr, "cdcgemm-worker: --max-entries '%s': expected a count > 0\n",
-                        value);
-                return 2;
-            }
         } else if (strcmp(arg, "--threads") == 0 && value) {
             if (cdc__parse_long(value, 1, 256, &number) != 0) {
                 fprintf(stderr, "cdcgemm-worker: --threads '%s': expected 1..256\n", value);
@@ -252,13 +307,36 @@ static int check_security(const cdc_worker_options_t *options)
     return 0;
 }
 
+/* libzmq cannot cap connections (libzmq issue 2877): at a soft limit of
+   1024, or 256 under a strict ulimit, a few hundred idle connections use up
+   the descriptors and libzmq's I/O thread spins on failing accepts, starving
+   the coordinator's PINGs (issue 9). The hard limit is as far as we may go. */
+static void raise_descriptor_limit(void)
+{
+    struct rlimit limit;
+    if (getrlimit(RLIMIT_NOFILE, &limit) != 0)
+        return;
+    unsigned long long before = (unsigned long long) limit.rlim_cur;
+    if (limit.rlim_cur != limit.rlim_max) {
+        limit.rlim_cur = limit.rlim_max;
+        /* "unlimited" is refused above the kernel's fs.nr_open: its default. */
+        if (setrlimit(RLIMIT_NOFILE, &limit) != 0 && limit.rlim_max == RLIM_INFINITY) {
+            limit.rlim_cur = (rlim_t) 1 << 20;
+            setrlimit(RLIMIT_NOFILE, &limit);
+        }
+    }
+    getrlimit(RLIMIT_NOFILE, &limit); /* what holds now */
+    CDC_LOG_INFOF("cdcgemm-worker: descriptor limit (RLIMIT_NOFILE) %llu, was %llu",
+                  (unsigned long long) limit.rlim_cur, before);
+}
+
 static void print_counters(int index, const cdc_worker_counters_t *counters)
 {
     fprintf(stderr,
             "cdcgemm-worker %d: stopped (messages %llu, tasks %llu, weights %llu, "
             "misses %llu, invalid %llu, evictions %llu, pings %llu, delayed %llu, "
             "dropped %llu, corrupted %llu, hangs %llu, cancelled %llu, over budget %llu, "
-            "dropped at exit %llu)\n",
+            "replies dropped %llu, refused %llu, dropped at exit %llu)\n",
             index, (unsigned long long) counters->messages,
             (unsigned long long) counters->tasks,
             (unsigned long long) counters->weights_cached,
@@ -267,6 +345,8 @@ static void print_counters(int index, const cdc_worker_counters_t *counters)
             (unsigned long long) counters->delayed, (unsigned long long) counters->dropped,
             (unsigned long long) counters->corrupted, (unsigned long long) counters->hangs,
             (unsigned long long) counters->cancelled, (unsigned long long) counters->over_budget,
+            (unsigned long long) counters->replies_dropped,
+            (unsigned long long) counters->refused,
             (unsigned long long) counters->dropped_at_exit);
 }
 
@@ -285,6 +365,7 @@ int main(int argc, char **argv)
     }
     if ((parsed = check_security(&options)) != 0)
         return parsed;
+    raise_descriptor_limit();
 
     /* No SA_RESTART: the signal must interrupt the server's wait so the loop sees it. */
     struct sigaction action;

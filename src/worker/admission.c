@@ -1,0 +1,72 @@
+/* admission.c - a task's working set and conv padding, checked before it is queued.
+ *
+ * Everything is counted that the worker allocates for a task, besides the
+ * message itself: the operands it carries (libzmq already holds them, and
+ * they stay until the task is done), a copy of any operand frame that is not
+ * float-aligned (compute.c makes one; libzmq only misaligns small frames),
+ * the result, and for a conv the im2col matrix. Cached operands are not
+ * counted: --max-memory bounds the cache. The protocol bounds each matrix
+ * to 2^28 floats and each dimension to 2^24, so every product and sum here
+ * fits in 64 bits. */
+#include "admission.h"
+
+#include "error.h"
+
+#include <stdalign.h>
+#include <stdint.h>
+
+static size_t floats_bytes(int64_t a, int64_t b)
+{
+    return (size_t) ((uint64_t) a * (uint64_t) b * sizeof(float));
+}
+
+/* An operand's bytes when it is carried inline (key 0), else 0. */
+static size_t inline_operand(uint64_t key, int64_t rows, int64_t k)
+{
+    return key == 0 ? floats_bytes(rows, k) : 0;
+}
+
+static size_t copy_of(const cdc_frame_t *frame)
+{
+    return frame->size > 0 && (uintptr_t) frame->data % alignof(float) != 0 ? frame->size : 0;
+}
+
+void cdc__task_memory(const cdc_msg_t *msg, cdc_task_memory_t *memory)
+{
+    const cdc_msg_header_t *h = &msg->header;
+    *memory = (cdc_task_memory_t){0, 0, 0, 0, 0};
+    if (h->type != CDC_MSG_TASK_GEMM && h->type != CDC_MSG_TASK_CONV)
+        return;
+    int is_conv = h->type == CDC_MSG_TASK_CONV;
+    memory->inline_bytes = inline_operand(h->a_key, h->rows, h->k);
+    if (is_conv)
+        memory->inline_bytes += floats_bytes(h->batch, h->geometry.channels * h->geometry.h *
+                                                           h->geometry.w);
+    else
+        memory->inline_bytes += inline_operand(h->bt_key, h->cols, h->k);
+    memory->copy_bytes = copy_of(&msg->payload[0]) + copy_of(&msg->payload[1]);
+    memory->result_bytes = floats_bytes(h->rows, h->cols);
+    memory->im2col_bytes = is_conv ? floats_bytes(h->k, h->cols) : 0;
+    memory->total = memory->inline_bytes + memory->copy_bytes + memory->result_bytes +
+                    memory->im2col_bytes;
+}
+
+int cdc__worker_admit(const cdc_msg_t *msg, size_t max_task_memory)
+{
+    const cdc_msg_header_t *h = &msg->header;
+    int rc = CDC_OK;
+    if (h->type == CDC_MSG_TASK_CONV)
+        rc = cdc_conv_geometry_check_padding(&h->geometry);
+    if (rc != CDC_OK)
+        return rc;
+    cdc_task_memory_t memory;
+    cdc__task_memory(msg, &memory);
+    if (memory.total > max_task_memory)
+        return cdc__fail(CDC_ENOMEM,
+                         "it needs %zu bytes (operands %zu, result %zu, im2col %zu), over "
+                         "this worker's --max-task-memory %zu",
+                         memory.total,
+                         memory.inline_bytes + memory.copy_bytes, memory.result_bytes,
+                         memory.im2col_bytes, max_task_memory);
+    return CDC_OK;
+}
