@@ -499,6 +499,40 @@ START_TEST(test_chunked_budget_held_until_last_slice)
 }
 END_TEST
 
+/* A frame over ZMQ_MAXMSGSIZE (a chunk + 4 KiB) never reaches the server:
+   libzmq drops the connection on the frame's length, before allocating it.
+   The peer's next connection is served as usual. */
+START_TEST(test_frame_over_limit_dropped)
+{
+    start_server(0);
+    void *a = dealer();
+    size_t size = CDC_PROTO_CHUNK_BYTES + 8192;
+    float *data = ramp(size / sizeof(float), 1.0f);
+    cdc_msg_header_t h;
+    cdc_msg_header_init(&h, CDC_MSG_WEIGHTS);
+    h.a_key = 79;
+    h.rows = (int64_t) (size / sizeof(float));
+    h.k = 1;
+    send_msg(a, &h, data, size, 1); /* one frame, as protocol version 1 sent it */
+    cdc_request_t *request = NULL;
+    double until = cdc_test_now_s() + 0.5;
+    while (cdc_test_now_s() < until) {
+        ck_assert_int_eq(cdc_server_recv(server, &request), CDC_ETIMEDOUT);
+        cdc_server_wait(server, 50);
+    }
+    cdc_server_counters_t counters;
+    cdc_server_counters(server, &counters);
+    ck_assert_uint_eq(counters.received, 0);
+    send_ping(a, 61); /* on the connection libzmq makes again */
+    request = next_request();
+    ck_assert_uint_eq(cdc_request_msg(request)->header.request_id, 61);
+    cdc_request_destroy(&request);
+    free(data);
+    zmq_close(a);
+    stop_server();
+}
+END_TEST
+
 START_TEST(test_wake)
 {
     start_server(0);
@@ -538,6 +572,7 @@ static Suite *server_suite(void)
     tcase_add_test(chunks, test_chunked_payload_gathered);
     tcase_add_test(chunks, test_chunked_result_sent);
     tcase_add_test(chunks, test_chunked_budget_held_until_last_slice);
+    tcase_add_test(chunks, test_frame_over_limit_dropped);
     suite_add_tcase(suite, chunks);
     return suite;
 }
