@@ -878,8 +878,11 @@ START_TEST(test_fake_worker_flood_bounded)
             "%llu invalid, %llu late\n", before, parked, after,
             (unsigned long long) stats.invalid_messages, (unsigned long long) stats.late_replies);
     ck_assert_uint_gt(stats.invalid_messages, 32); /* more than a queue holds: read, dropped */
-    ck_assert_msg(parked - before < 50 * 1024 && after - before < 50 * 1024,
-                  "coordinator grew by %ld then %ld KiB", parked - before, after - before);
+    /* Under ASan freed blocks wait in its quarantine (256 MB), so RSS there
+       says nothing about what the coordinator holds. */
+    if (!getenv("CDC_TEST_SANITIZED"))
+        ck_assert_msg(parked - before < 50 * 1024 && after - before < 50 * 1024,
+                      "coordinator grew by %ld then %ld KiB", parked - before, after - before);
 }
 END_TEST
 
