@@ -94,8 +94,10 @@ int cdc_attacker_wait_reply(cdc_attacker_t *attacker, long timeout_ms, char *tex
         cdc_wire_decode(&msg, 0, &decoded) == CDC_OK) {
         type = decoded.header.type;
         if (type == CDC_MSG_ERROR && size) {
-            size_t n = decoded.payload[0].size < size - 1 ? decoded.payload[0].size : size - 1;
-            memcpy(text, decoded.payload[0].data, n);
+            /* ERROR text is one frame (at most 1024 bytes) */
+            const cdc_frame_t *frame = &decoded.payload[0].frames[0];
+            size_t n = frame->size < size - 1 ? frame->size : size - 1;
+            memcpy(text, frame->data, n);
             text[n] = '\0';
         }
     }

@@ -525,6 +525,69 @@ START_TEST(test_malformed_to_worker)
 }
 END_TEST
 
+
+/* Payloads of several chunks (protocol version 2, 4 MiB chunks): fc
+   3000x3000 at batch 360 on two of the workers (n = 1, r = 1). The weight
+   shards (36 MB, 9 chunks), the input (4.3 MB, 2 chunks) and every result
+   (4.3 MB, 2 chunks) travel in several frames each; the answer is right
+   and came back from the workers (no time-out, nothing invalid). */
+START_TEST(test_large_payloads)
+{
+    enum { OUT = 3000, IN = 3000, BATCH = 360 };
+    ck_assert_uint_gt((size_t) OUT * BATCH * sizeof(float), CDC_PROTO_CHUNK_BYTES);
+    cdc_test_rng_t rng;
+    cdc_test_rng_seed(&rng, 11);
+    float *weights = cdc_test_alloc(sizeof(float) * OUT * IN);
+    float *x = cdc_test_alloc(sizeof(float) * BATCH * IN);
+    float *want = cdc_test_alloc(sizeof(float) * BATCH * OUT);
+    float *got = cdc_test_alloc(sizeof(float) * BATCH * OUT);
+    cdc_test_fill_uniform(&rng, weights, (size_t) OUT * IN);
+    cdc_test_fill_uniform(&rng, x, (size_t) BATCH * IN);
+    cdc_layer_options_t options;
+    cdc_layer_options_init(&options);
+    options.split = CDC_SPLIT_ROWS;
+    cdc_context_t *reference = reference_context();
+    cdc_layer_t *layer = NULL;
+    ck_assert_int_eq(cdc_fc_new(reference, OUT, IN, weights, NULL, &options, &layer), CDC_OK);
+    ck_assert_int_eq(cdc_fc_forward(layer, BATCH, x, want), CDC_OK);
+    cdc_layer_destroy(&layer);
+    cdc_context_destroy(&reference);
+
+    cdc_config_t config;
+    cdc_config_init(&config);
+    const char *second_comma = strchr(strchr(endpoints, ',') + 1, ',');
+    snprintf(config.workers, sizeof config.workers, "%.*s", (int) (second_comma - endpoints),
+             endpoints);
+    config.parity = 1;
+    config.timeout_ms = 30000; /* a loaded machine must not turn this into a fallback */
+    config.log_level = CDC_LOG_ERROR;
+    cdc_context_t *context = NULL;
+    ck_assert_int_eq(cdc_context_new(&config, &context), CDC_OK);
+    ck_assert_int_eq(context->workers, 2);
+    ck_assert_int_eq(cdc_fc_new(context, OUT, IN, weights, NULL, &options, &layer), CDC_OK);
+    for (int call = 0; call < 2; call++) {
+        memset(got, 0, sizeof(float) * BATCH * OUT);
+        ck_assert_int_eq(cdc_fc_forward(layer, BATCH, x, got), CDC_OK);
+        double err = cdc_test_rel_error_ff(got, want, (size_t) BATCH * OUT);
+        ck_assert_msg(err <= 1e-5, "FC 3000x3000 relative error %g", err);
+    }
+    cdc_remote_counters_t counters = remote_counters(context);
+    /* Data + parity per call; a call returns once one of them is in (the
+       other may be counted late, by the next call or never). */
+    ck_assert_uint_eq(counters.tasks_sent, 4);
+    ck_assert_uint_ge(counters.results, 2);
+    ck_assert_uint_eq(counters.bytes_in, counters.results * OUT * BATCH * sizeof(float));
+    ck_assert_uint_eq(counters.weight_bytes, (uint64_t) 2 * OUT * IN * sizeof(float));
+    ck_assert_uint_eq(counters.timeouts + counters.invalid_replies + counters.error_replies, 0);
+    cdc_layer_destroy(&layer);
+    cdc_context_destroy(&context);
+    free(weights);
+    free(x);
+    free(want);
+    free(got);
+}
+END_TEST
+
 static TCase *scenario(const char *name, const TTest *test)
 {
     TCase *tcase = tcase_create(name);
@@ -544,6 +607,7 @@ static Suite *distributed_suite(void)
     suite_add_tcase(suite, scenario("stopped", test_worker_stopped));
     suite_add_tcase(suite, scenario("all_dead", test_all_workers_dead));
     suite_add_tcase(suite, scenario("malformed", test_malformed_to_worker));
+    suite_add_tcase(suite, scenario("large_payloads", test_large_payloads));
     return suite;
 }
 

@@ -865,6 +865,20 @@ static void solo_ping(solo_t *s, uint64_t id)
     ck_assert_int_eq(zmq_send(s->socket, packed, sizeof packed, 0), (int) sizeof packed);
 }
 
+/* A payload as protocol version 2 sends it: in chunks of
+   CDC_PROTO_CHUNK_BYTES; more: another part follows the payload. */
+static void send_chunked(void *socket, const void *data, size_t size, int more)
+{
+    size_t at = 0;
+    do {
+        size_t left = size - at;
+        size_t chunk = left < CDC_PROTO_CHUNK_BYTES ? left : CDC_PROTO_CHUNK_BYTES;
+        int last = at + chunk == size;
+        zmq_send(socket, (const char *) data + at, chunk, !last || more ? ZMQ_SNDMORE : 0);
+        at += chunk;
+    } while (at < size);
+}
+
 /* result = a · btᵀ, a: rows x k, bt: cols x k, inline. */
 static void solo_task(solo_t *s, uint64_t id, int64_t rows, int64_t k, int64_t cols,
                       const float *a, const float *bt)
@@ -878,8 +892,8 @@ static void solo_task(solo_t *s, uint64_t id, int64_t rows, int64_t k, int64_t c
     h.cols = cols;
     cdc_msg_header_pack(&h, packed);
     zmq_send(s->socket, packed, sizeof packed, ZMQ_SNDMORE);
-    zmq_send(s->socket, a, (size_t) (rows * k) * sizeof(float), ZMQ_SNDMORE);
-    zmq_send(s->socket, bt, (size_t) (cols * k) * sizeof(float), 0);
+    send_chunked(s->socket, a, (size_t) (rows * k) * sizeof(float), 1);
+    send_chunked(s->socket, bt, (size_t) (cols * k) * sizeof(float), 0);
 }
 
 /* The next reply within timeout_ms: its header (type 0 when none came) and,
@@ -1040,7 +1054,7 @@ static void solo_send(solo_t *s, const cdc_msg_header_t *h, const void *payload,
     cdc_msg_header_pack(h, packed);
     zmq_send(s->socket, packed, sizeof packed, payload ? ZMQ_SNDMORE : 0);
     if (payload)
-        zmq_send(s->socket, payload, size, 0);
+        send_chunked(s->socket, payload, size, 0);
 }
 
 static void solo_weights(solo_t *s, uint64_t key, const float *w, int64_t rows, int64_t k)

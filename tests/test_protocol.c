@@ -109,7 +109,8 @@ START_TEST(test_valid_messages_decode)
     cdc_frame_t frames[2] = {{packed, sizeof packed}, {a_data, sizeof a_data}};
     ck_assert_int_eq(cdc_msg_decode(frames, 2, &msg), CDC_OK);
     ck_assert_int_eq(msg.payload_count, 1);
-    ck_assert_ptr_eq(msg.payload[0].data, a_data);
+    ck_assert_int_eq(msg.payload[0].count, 1);
+    ck_assert_ptr_eq(msg.payload[0].frames[0].data, a_data);
     ck_assert_uint_eq(msg.header.request_id, 4);
 
     cdc_msg_header_init(&h, CDC_MSG_PING);
@@ -160,7 +161,7 @@ static void assert_header_eq(const cdc_msg_header_t *got, const cdc_msg_header_t
 /* A valid message of each type, every field it uses set, payloads to match. */
 typedef struct {
     cdc_msg_header_t header;
-    cdc_frame_t payload[CDC_PROTO_MAX_FRAMES - 1];
+    cdc_frame_t payload[CDC_PROTO_MAX_PAYLOADS]; /* whole payloads, one frame each here */
     int payload_count;
 } sample_msg_t;
 
@@ -222,7 +223,7 @@ static void sample_message(cdc_msg_type_t type, sample_msg_t *m)
         h->request_id = 77;
         break;
     }
-    m->payload_count = cdc_msg_frame_count(type) - 1;
+    m->payload_count = cdc_msg_payload_count(type);
 }
 
 static const cdc_msg_type_t every_type[] = {
@@ -238,7 +239,7 @@ START_TEST(test_every_type_decodes_to_same_header)
     sample_msg_t m;
     sample_message(type, &m);
     cdc_msg_header_pack(&m.header, packed);
-    cdc_frame_t frames[CDC_PROTO_MAX_FRAMES] = {{packed, sizeof packed}};
+    cdc_frame_t frames[1 + CDC_PROTO_MAX_PAYLOADS] = {{packed, sizeof packed}};
     for (int i = 0; i < m.payload_count; i++)
         frames[1 + i] = m.payload[i];
     cdc_msg_t msg;
@@ -247,7 +248,9 @@ START_TEST(test_every_type_decodes_to_same_header)
     assert_header_eq(&msg.header, &m.header);
     ck_assert_int_eq(msg.payload_count, m.payload_count);
     for (int i = 0; i < m.payload_count; i++) {
-        ck_assert_ptr_eq(msg.payload[i].data, m.payload[i].data);
+        ck_assert_int_eq(msg.payload[i].count, 1);
+        ck_assert_ptr_eq(msg.payload[i].frames, &frames[1 + i]); /* a view, not a copy */
+        ck_assert_ptr_eq(msg.payload[i].frames[0].data, m.payload[i].data);
         ck_assert_uint_eq(msg.payload[i].size, m.payload[i].size);
     }
     /* Matrix types carry float32, the others no dtype. */
@@ -261,15 +264,15 @@ START_TEST(test_every_type_named)
     static const char *const names[] = {"TASK_GEMM", "TASK_CONV", "WEIGHTS", "RESULT",
                                         "ERROR",     "MISS",      "PING",    "PONG",
                                         "CANCEL"};
-    static const int frames[] = {3, 3, 2, 2, 2, 1, 1, 1, 1};
+    static const int payloads[] = {2, 2, 1, 1, 1, 0, 0, 0, 0};
     for (int i = 0; i < TYPE_COUNT; i++) {
         ck_assert_str_eq(cdc_msg_type_name(every_type[i]), names[i]);
-        ck_assert_int_eq(cdc_msg_frame_count(every_type[i]), frames[i]);
+        ck_assert_int_eq(cdc_msg_payload_count(every_type[i]), payloads[i]);
     }
     ck_assert_str_eq(cdc_msg_type_name(0), "UNKNOWN");
     ck_assert_str_eq(cdc_msg_type_name(10), "UNKNOWN");
-    ck_assert_int_eq(cdc_msg_frame_count((cdc_msg_type_t) 0), 0);
-    ck_assert_int_eq(cdc_msg_frame_count((cdc_msg_type_t) 10), 0);
+    ck_assert_int_eq(cdc_msg_payload_count((cdc_msg_type_t) 0), -1);
+    ck_assert_int_eq(cdc_msg_payload_count((cdc_msg_type_t) 10), -1);
 }
 END_TEST
 
@@ -328,8 +331,10 @@ START_TEST(test_every_type_over_zmq)
         ck_assert_int_eq(msg.payload_count, m.payload_count);
         for (int p = 0; p < m.payload_count; p++) {
             ck_assert_uint_eq(msg.payload[p].size, m.payload[p].size);
+            ck_assert_int_eq(msg.payload[p].count, 1);
             if (m.payload[p].size)
-                ck_assert_mem_eq(msg.payload[p].data, m.payload[p].data, m.payload[p].size);
+                ck_assert_mem_eq(msg.payload[p].frames[0].data, m.payload[p].data,
+                                 m.payload[p].size);
         }
         cdc_wire_msg_close(&wire);
     }
@@ -418,7 +423,7 @@ START_TEST(test_cancel_decodes)
     ck_assert_int_eq(msg.payload_count, 0);
     ck_assert_uint_eq(msg.header.dtype, 0);
     ck_assert_str_eq(cdc_msg_type_name(CDC_MSG_CANCEL), "CANCEL");
-    ck_assert_int_eq(cdc_msg_frame_count(CDC_MSG_CANCEL), 1);
+    ck_assert_int_eq(cdc_msg_payload_count(CDC_MSG_CANCEL), 0);
     ck_assert_int_eq(cdc_msg_decode(frames, 2, &msg), CDC_EPROTO); /* no payload */
     h.shard = 64;
     cdc_msg_header_pack(&h, packed);
@@ -550,6 +555,202 @@ START_TEST(test_garbage)
 }
 END_TEST
 
+
+/* ---- protocol version 2: payloads in chunks ------------------------------- */
+
+#define CHUNK CDC_PROTO_CHUNK_BYTES
+/* 10,000,000 bytes: chunks of 4194304, 4194304 and 1611392. */
+#define BIG_ROWS 2500
+#define BIG_K 1000
+#define BIG_BYTES ((size_t) BIG_ROWS * BIG_K * sizeof(float))
+
+static uint8_t *big_bytes(void)
+{
+    static uint8_t *bytes;
+    if (!bytes) {
+        bytes = cdc_test_alloc(BIG_BYTES + CHUNK);
+        for (size_t i = 0; i < BIG_BYTES + CHUNK; i++)
+            bytes[i] = (uint8_t) (i * 2654435761u >> 13);
+    }
+    return bytes;
+}
+
+START_TEST(test_payload_frames_rule)
+{
+    ck_assert_int_eq(CHUNK, 4194304);
+    ck_assert_int_eq(cdc_msg_payload_frames(0), 1); /* a cached operand: one empty frame */
+    ck_assert_int_eq(cdc_msg_payload_frames(1), 1);
+    ck_assert_int_eq(cdc_msg_payload_frames(CHUNK), 1);
+    ck_assert_int_eq(cdc_msg_payload_frames(CHUNK + 1), 2);
+    ck_assert_int_eq(cdc_msg_payload_frames(BIG_BYTES), 3);
+    ck_assert_int_eq(cdc_msg_payload_frames((size_t) CDC_PROTO_MAX_FLOATS * 4),
+                     CDC_PROTO_MAX_PAYLOAD_FRAMES);
+    ck_assert_int_eq(CDC_PROTO_MAX_PAYLOAD_FRAMES, 256);
+    ck_assert_int_eq(CDC_PROTO_MAX_FRAMES, 1 + 2 * 256);
+}
+END_TEST
+
+/* A 10 MB TASK_GEMM operand, WEIGHTS matrix and RESULT through
+   cdc_wire_send / cdc_wire_recv: three frames each, the bytes identical
+   after gathering. */
+START_TEST(test_chunked_round_trip)
+{
+    static const cdc_msg_type_t types[] = {CDC_MSG_TASK_GEMM, CDC_MSG_WEIGHTS, CDC_MSG_RESULT};
+    cdc_msg_type_t type = types[_i];
+    const uint8_t *bytes = big_bytes();
+    cdc_msg_header_t h;
+    cdc_msg_header_init(&h, type);
+    h.request_id = 31;
+    h.rows = BIG_ROWS;
+    h.k = BIG_K;
+    h.cols = type == CDC_MSG_RESULT ? BIG_K : 2;
+    h.a_key = type == CDC_MSG_WEIGHTS ? 5 : 0;
+    cdc_frame_t payloads[2] = {{bytes, BIG_BYTES}, {bytes + 1, 2 * BIG_K * sizeof(float)}};
+    void *zmq = zmq_ctx_new();
+    void *out = zmq_socket(zmq, ZMQ_PAIR), *in = zmq_socket(zmq, ZMQ_PAIR);
+    ck_assert_int_eq(zmq_bind(in, "inproc://test-chunks"), 0);
+    ck_assert_int_eq(zmq_connect(out, "inproc://test-chunks"), 0);
+    int payload_count = cdc_msg_payload_count(type);
+    ck_assert_int_eq(cdc_wire_send(out, NULL, &h, payloads, payload_count, 0), CDC_OK);
+    cdc_wire_msg_t wire;
+    ck_assert_int_eq(cdc_wire_recv(in, &wire, 0), CDC_OK);
+    ck_assert_int_eq(wire.count, 1 + 3 + (payload_count - 1));
+    ck_assert_uint_eq(zmq_msg_size(&wire.parts[1]), CHUNK);
+    ck_assert_uint_eq(zmq_msg_size(&wire.parts[2]), CHUNK);
+    ck_assert_uint_eq(zmq_msg_size(&wire.parts[3]), BIG_BYTES - 2 * CHUNK);
+    cdc_msg_t msg;
+    ck_assert_msg(cdc_wire_decode(&wire, 0, &msg) == CDC_OK, "%s", cdc_last_error());
+    ck_assert_int_eq(msg.payload[0].count, 3);
+    ck_assert_uint_eq(msg.payload[0].size, BIG_BYTES);
+    uint8_t *gathered = cdc_test_alloc(BIG_BYTES);
+    cdc_msg_payload_gather(&msg.payload[0], gathered);
+    ck_assert_int_eq(memcmp(gathered, bytes, BIG_BYTES), 0);
+    if (payload_count == 2) {
+        ck_assert_int_eq(msg.payload[1].count, 1);
+        ck_assert_mem_eq(msg.payload[1].frames[0].data, bytes + 1, payloads[1].size);
+    }
+    free(gathered);
+    cdc_wire_msg_close(&wire);
+    zmq_close(out);
+    zmq_close(in);
+    zmq_ctx_term(zmq);
+}
+END_TEST
+
+/* A RESULT header of BIG_ROWS x BIG_K (10 MB) over the given frames: decode
+   must fail naming want. */
+static void expect_result_rejected(const cdc_frame_t *payload_frames, int count,
+                                   const char *want)
+{
+    cdc_msg_header_t h;
+    cdc_msg_header_init(&h, CDC_MSG_RESULT);
+    h.rows = BIG_ROWS;
+    h.cols = BIG_K;
+    cdc_msg_header_pack(&h, packed);
+    cdc_frame_t frames[8] = {{packed, sizeof packed}};
+    for (int i = 0; i < count; i++)
+        frames[1 + i] = payload_frames[i];
+    cdc_msg_t msg;
+    ck_assert_int_eq(cdc_msg_decode(frames, 1 + count, &msg), CDC_EPROTO);
+    ck_assert_msg(strstr(cdc_last_error(), want) != NULL, "'%s' does not name '%s'",
+                  cdc_last_error(), want);
+}
+
+START_TEST(test_chunk_layout_rejected)
+{
+    const uint8_t *b = big_bytes();
+    size_t last = BIG_BYTES - 2 * CHUNK;
+    /* The right layout decodes. */
+    cdc_msg_header_t h;
+    cdc_msg_header_init(&h, CDC_MSG_RESULT);
+    h.rows = BIG_ROWS;
+    h.cols = BIG_K;
+    cdc_msg_header_pack(&h, packed);
+    cdc_frame_t good[4] = {{packed, sizeof packed}, {b, CHUNK}, {b, CHUNK}, {b, last}};
+    cdc_msg_t msg;
+    ck_assert_msg(cdc_msg_decode(good, 4, &msg) == CDC_OK, "%s", cdc_last_error());
+    /* A first chunk short, a middle one long, the last one wrong. */
+    expect_result_rejected((cdc_frame_t[]){{b, CHUNK - 4}, {b, CHUNK + 4}, {b, last}}, 3,
+                           "result chunk 1 of 3 is 4194300 bytes, expected 4194304");
+    expect_result_rejected((cdc_frame_t[]){{b, CHUNK}, {b, CHUNK + 4}, {b, last - 4}}, 3,
+                           "result chunk 2 of 3 is 4194308 bytes, expected 4194304");
+    expect_result_rejected((cdc_frame_t[]){{b, CHUNK}, {b, CHUNK}, {b, last + 4}}, 3,
+                           "result chunk 3 of 3 is 1611396 bytes, expected 1611392");
+    /* A chunk missing, one extra, the whole payload in one frame over the
+       chunk size: the count says so before any size is read. */
+    expect_result_rejected((cdc_frame_t[]){{b, CHUNK}, {b, CHUNK + last}}, 2,
+                           "3 frames, expected 4 (header, result: 3)");
+    expect_result_rejected((cdc_frame_t[]){{b, CHUNK}, {b, CHUNK}, {b, last}, {b, 0}}, 4,
+                           "5 frames, expected 4 (header, result: 3)");
+    expect_result_rejected((cdc_frame_t[]){{b, BIG_BYTES}}, 1,
+                           "2 frames, expected 4 (header, result: 3)");
+    /* A frame over the chunk size where the count is right: 4 MiB + 4 bytes
+       must be a full chunk and 4 bytes, not 4 MiB + 4 and nothing. */
+    h.rows = (int64_t) (CHUNK / sizeof(float)) + 1;
+    h.cols = 1;
+    cdc_msg_header_pack(&h, packed);
+    cdc_frame_t over[3] = {{packed, sizeof packed}, {b, CHUNK + 4}, {b, 0}};
+    ck_assert_int_eq(cdc_msg_decode(over, 3, &msg), CDC_EPROTO);
+    ck_assert_ptr_nonnull(strstr(cdc_last_error(), "chunk 1 of 2 is 4194308 bytes"));
+}
+END_TEST
+
+START_TEST(test_chunked_task_layout)
+{
+    /* TASK_GEMM: a (10 MB, 3 chunks) inline, bt cached: one empty frame. */
+    const uint8_t *b = big_bytes();
+    size_t last = BIG_BYTES - 2 * CHUNK;
+    cdc_msg_header_t h;
+    cdc_msg_header_init(&h, CDC_MSG_TASK_GEMM);
+    h.rows = BIG_ROWS;
+    h.k = BIG_K;
+    h.cols = 3;
+    h.bt_key = 8;
+    cdc_msg_header_pack(&h, packed);
+    cdc_frame_t frames[6] = {{packed, sizeof packed}, {b, CHUNK}, {b, CHUNK}, {b, last},
+                             {b, 0},                  {b, 0}};
+    cdc_msg_t msg;
+    ck_assert_msg(cdc_msg_decode(frames, 5, &msg) == CDC_OK, "%s", cdc_last_error());
+    ck_assert_int_eq(msg.payload[0].count, 3);
+    ck_assert_ptr_eq(msg.payload[0].frames, &frames[1]);
+    ck_assert_int_eq(msg.payload[1].count, 1);
+    ck_assert_uint_eq(msg.payload[1].size, 0);
+    /* A keyed operand still travels as one empty frame, never chunks. */
+    ck_assert_int_eq(cdc_msg_decode(frames, 6, &msg), CDC_EPROTO);
+    ck_assert_ptr_nonnull(strstr(cdc_last_error(), "6 frames, expected 5 (header, a: 3, bt: 1)"));
+    frames[4] = (cdc_frame_t){b, 4};
+    ck_assert_int_eq(cdc_msg_decode(frames, 5, &msg), CDC_EPROTO);
+    ck_assert_ptr_nonnull(strstr(cdc_last_error(), "bt has key"));
+}
+END_TEST
+
+START_TEST(test_too_many_frames)
+{
+    /* More frames than any message may have: refused on the count alone,
+       before the header is looked at. */
+    static cdc_frame_t frames[CDC_PROTO_MAX_FRAMES + 1];
+    for (int i = 0; i < CDC_PROTO_MAX_FRAMES + 1; i++)
+        frames[i] = (cdc_frame_t){"", 0};
+    cdc_msg_t msg;
+    ck_assert_int_eq(cdc_msg_decode(frames, CDC_PROTO_MAX_FRAMES + 1, &msg), CDC_EPROTO);
+    ck_assert_ptr_nonnull(strstr(cdc_last_error(), "514 frames, at most 513"));
+    /* The largest valid message is exactly at the limit: two 1 GiB operands. */
+    cdc_msg_header_t h;
+    cdc_msg_header_init(&h, CDC_MSG_TASK_GEMM);
+    h.rows = 1 << 14;
+    h.k = 1 << 14;
+    h.cols = 1 << 14;
+    cdc_msg_header_pack(&h, packed);
+    frames[0] = (cdc_frame_t){packed, sizeof packed};
+    for (int i = 1; i < CDC_PROTO_MAX_FRAMES; i++)
+        frames[i] = (cdc_frame_t){big_bytes(), CHUNK};
+    ck_assert_msg(cdc_msg_decode(frames, CDC_PROTO_MAX_FRAMES, &msg) == CDC_OK, "%s",
+                  cdc_last_error());
+    ck_assert_int_eq(msg.payload[0].count, 256);
+    ck_assert_int_eq(msg.payload[1].count, 256);
+}
+END_TEST
+
 static Suite *protocol_suite(void)
 {
     Suite *suite = suite_create("protocol");
@@ -569,6 +770,13 @@ static Suite *protocol_suite(void)
     tcase_add_test(malformed, test_huge_dims);
     tcase_add_test(malformed, test_garbage);
     suite_add_tcase(suite, malformed);
+    TCase *chunks = tcase_create("chunks");
+    tcase_add_test(chunks, test_payload_frames_rule);
+    tcase_add_loop_test(chunks, test_chunked_round_trip, 0, 3);
+    tcase_add_test(chunks, test_chunk_layout_rejected);
+    tcase_add_test(chunks, test_chunked_task_layout);
+    tcase_add_test(chunks, test_too_many_frames);
+    suite_add_tcase(suite, chunks);
     return suite;
 }
 

@@ -1,7 +1,9 @@
-/* test_server.c - the worker's transport server: requests, identity, replies, budget, CANCEL. */
+/* test_server.c - the worker's transport server: requests, identity, replies, budget, CANCEL,
+   payloads in chunks both ways. */
 #include "protocol.h"
 #include "server.h"
 #include "testutil.h"
+#include "wire.h"
 
 #include "cdcgemm.h"
 
@@ -329,7 +331,8 @@ START_TEST(test_payload_taken)
         h.k = 1;
         send_msg(a, &h, data, sizes[i], 1);
         cdc_request_t *request = next_request();
-        const void *frame = cdc_request_msg(request)->payload[0].data;
+        ck_assert_int_eq(cdc_request_msg(request)->payload[0].count, 1);
+        const void *frame = cdc_request_msg(request)->payload[0].frames[0].data;
         cdc_payload_t *payload = cdc_request_take_payload(request, 0);
         ck_assert_ptr_nonnull(payload);
         ck_assert_ptr_null(cdc_request_take_payload(request, 0)); /* taken once */
@@ -348,6 +351,183 @@ START_TEST(test_payload_taken)
         ck_assert_ptr_null(payload);
         free(data);
     }
+    zmq_close(a);
+    stop_server();
+}
+END_TEST
+
+
+/* ---- payloads in chunks (protocol version 2) ------------------------------ */
+
+#define BIG_FLOATS ((size_t) 2500 * 1000) /* 10 MB: chunks of 4 MiB, 4 MiB, 1.5 MiB */
+
+static float *ramp(size_t floats, float scale)
+{
+    float *data = cdc_test_alloc(floats * sizeof(float));
+    for (size_t f = 0; f < floats; f++)
+        data[f] = (float) f * scale;
+    return data;
+}
+
+/* A 10 MB WEIGHTS arrives as three chunks and is taken as one buffer (the
+   one gather copy), identical, aligned, the chunks released. */
+START_TEST(test_chunked_payload_gathered)
+{
+    start_server(0);
+    void *a = dealer();
+    float *data = ramp(BIG_FLOATS, 0.5f);
+    cdc_msg_header_t h;
+    cdc_msg_header_init(&h, CDC_MSG_WEIGHTS);
+    h.a_key = 78;
+    h.rows = 2500;
+    h.k = 1000;
+    cdc_frame_t payload = {data, BIG_FLOATS * sizeof(float)};
+    ck_assert_int_eq(cdc_wire_send(a, NULL, &h, &payload, 1, 0), CDC_OK);
+    cdc_request_t *request = next_request();
+    const cdc_msg_payload_t *view = &cdc_request_msg(request)->payload[0];
+    ck_assert_int_eq(view->count, 3);
+    ck_assert_uint_eq(view->size, payload.size);
+    const void *chunks[3];
+    for (int j = 0; j < 3; j++)
+        chunks[j] = view->frames[j].data;
+    cdc_payload_t *taken = cdc_request_take_payload(request, 0);
+    ck_assert_ptr_nonnull(taken);
+    ck_assert_int_eq(view->count, 0); /* reads as empty now */
+    ck_assert_ptr_null(cdc_request_take_payload(request, 0));
+    cdc_request_destroy(&request);
+    for (int j = 0; j < 3; j++)
+        ck_assert_ptr_ne(cdc_payload_data(taken), chunks[j]);
+    ck_assert_uint_eq(cdc_payload_size(taken), payload.size);
+    ck_assert_uint_eq((uintptr_t) cdc_payload_data(taken) % 8, 0);
+    ck_assert_int_eq(memcmp(cdc_payload_data(taken), data, payload.size), 0);
+    cdc_payload_destroy(&taken);
+    free(data);
+    zmq_close(a);
+    stop_server();
+}
+END_TEST
+
+/* A RESULT reply of rows x 1000 floats, its payload a ramp. */
+static int big_result(const cdc_request_t *request, uint64_t id, cdc_reply_t **reply)
+{
+    cdc_msg_header_t h;
+    cdc_msg_header_init(&h, CDC_MSG_RESULT);
+    h.request_id = id;
+    h.rows = 2500;
+    h.cols = 1000;
+    cdc_payload_t *payload = cdc_payload_adopt(ramp(BIG_FLOATS, 0.25f), BIG_FLOATS * 4);
+    return cdc_server_reply_new(server, request, &h, &payload, reply);
+}
+
+/* The whole message at the dealer: a RESULT in three chunks, the bytes as
+   the worker computed them. */
+static void expect_big_result(void *socket, uint64_t id)
+{
+    cdc_wire_msg_t wire;
+    ck_assert_int_eq(cdc_wire_recv(socket, &wire, 0), CDC_OK);
+    ck_assert_int_eq(wire.count, 4);
+    cdc_msg_t msg;
+    ck_assert_msg(cdc_wire_decode(&wire, 0, &msg) == CDC_OK, "%s", cdc_last_error());
+    ck_assert_uint_eq(msg.header.request_id, id);
+    ck_assert_int_eq(msg.payload[0].count, 3);
+    float *want = ramp(BIG_FLOATS, 0.25f), *got = cdc_test_alloc(BIG_FLOATS * 4);
+    cdc_msg_payload_gather(&msg.payload[0], got);
+    ck_assert_int_eq(memcmp(got, want, BIG_FLOATS * 4), 0);
+    free(want);
+    free(got);
+    cdc_wire_msg_close(&wire);
+}
+
+START_TEST(test_chunked_result_sent)
+{
+    start_server(0);
+    void *a = dealer();
+    send_ping(a, 41);
+    cdc_request_t *request = next_request();
+    cdc_reply_t *reply = NULL;
+    ck_assert_int_eq(big_result(request, 41, &reply), CDC_OK);
+    ck_assert_int_eq(cdc_server_send(server, &reply), CDC_OK);
+    ck_assert_ptr_null(reply);
+    cdc_request_destroy(&request);
+    expect_big_result(a, 41);
+    zmq_close(a);
+    stop_server();
+}
+END_TEST
+
+/* The budget of a chunked reply comes back only when libzmq has freed its
+   last slice: with the peer's queue full (RCVHWM 1, nothing read), a
+   second 10 MB reply cannot all leave, and its bytes stay charged. */
+START_TEST(test_chunked_budget_held_until_last_slice)
+{
+    size_t one = CDC_PROTO_HEADER_SIZE + BIG_FLOATS * 4;
+    start_server(2 * one + 100); /* two such replies in flight, not three */
+    void *a = zmq_socket(zmq_context, ZMQ_DEALER);
+    int linger = 0, hwm = 1, timeout = 5000, buffer = 64 << 10;
+    zmq_setsockopt(a, ZMQ_LINGER, &linger, sizeof linger);
+    zmq_setsockopt(a, ZMQ_RCVHWM, &hwm, sizeof hwm);
+    zmq_setsockopt(a, ZMQ_RCVBUF, &buffer, sizeof buffer);
+    zmq_setsockopt(a, ZMQ_RCVTIMEO, &timeout, sizeof timeout);
+    ck_assert_int_eq(zmq_connect(a, endpoint), 0);
+    send_ping(a, 51);
+    cdc_request_t *request = next_request();
+    cdc_reply_t *r1 = NULL, *r2 = NULL, *r3 = NULL, *r4 = NULL;
+    ck_assert_int_eq(big_result(request, 1, &r1), CDC_OK);
+    ck_assert_int_eq(big_result(request, 2, &r2), CDC_OK);
+    ck_assert_int_eq(cdc_server_send(server, &r1), CDC_OK);
+    ck_assert_int_eq(cdc_server_send(server, &r2), CDC_OK);
+    /* Reply 1 fits the peer's queue and is released; reply 2 waits behind it. */
+    double deadline = cdc_test_now_s() + 5.0;
+    int rc;
+    while ((rc = big_result(request, 3, &r3)) != CDC_OK && cdc_test_now_s() < deadline)
+        cdc_test_sleep_ms(5);
+    ck_assert_int_eq(rc, CDC_OK);
+    cdc_test_sleep_ms(200);
+    ck_assert_int_eq(big_result(request, 4, &r4), CDC_ETIMEDOUT); /* 2 still charged */
+    /* Once the peer reads, the last slice of reply 2 is freed: budget back. */
+    expect_big_result(a, 1);
+    expect_big_result(a, 2);
+    deadline = cdc_test_now_s() + 5.0;
+    while ((rc = big_result(request, 4, &r4)) != CDC_OK && cdc_test_now_s() < deadline)
+        cdc_test_sleep_ms(5);
+    ck_assert_int_eq(rc, CDC_OK);
+    cdc_reply_destroy(&r3);
+    cdc_reply_destroy(&r4);
+    cdc_request_destroy(&request);
+    zmq_close(a);
+    stop_server();
+}
+END_TEST
+
+/* A frame over ZMQ_MAXMSGSIZE (a chunk + 4 KiB) never reaches the server:
+   libzmq drops the connection on the frame's length, before allocating it.
+   The peer's next connection is served as usual. */
+START_TEST(test_frame_over_limit_dropped)
+{
+    start_server(0);
+    void *a = dealer();
+    size_t size = CDC_PROTO_CHUNK_BYTES + 8192;
+    float *data = ramp(size / sizeof(float), 1.0f);
+    cdc_msg_header_t h;
+    cdc_msg_header_init(&h, CDC_MSG_WEIGHTS);
+    h.a_key = 79;
+    h.rows = (int64_t) (size / sizeof(float));
+    h.k = 1;
+    send_msg(a, &h, data, size, 1); /* one frame, as protocol version 1 sent it */
+    cdc_request_t *request = NULL;
+    double until = cdc_test_now_s() + 0.5;
+    while (cdc_test_now_s() < until) {
+        ck_assert_int_eq(cdc_server_recv(server, &request), CDC_ETIMEDOUT);
+        cdc_server_wait(server, 50);
+    }
+    cdc_server_counters_t counters;
+    cdc_server_counters(server, &counters);
+    ck_assert_uint_eq(counters.received, 0);
+    send_ping(a, 61); /* on the connection libzmq makes again */
+    request = next_request();
+    ck_assert_uint_eq(cdc_request_msg(request)->header.request_id, 61);
+    cdc_request_destroy(&request);
+    free(data);
     zmq_close(a);
     stop_server();
 }
@@ -418,6 +598,13 @@ static Suite *server_suite(void)
     tcase_add_test(replies, test_peer_budget);
     tcase_add_test(replies, test_refused_reply_counted);
     suite_add_tcase(suite, replies);
+    TCase *chunks = tcase_create("chunks");
+    tcase_set_timeout(chunks, 30);
+    tcase_add_test(chunks, test_chunked_payload_gathered);
+    tcase_add_test(chunks, test_chunked_result_sent);
+    tcase_add_test(chunks, test_chunked_budget_held_until_last_slice);
+    tcase_add_test(chunks, test_frame_over_limit_dropped);
+    suite_add_tcase(suite, chunks);
     return suite;
 }
 

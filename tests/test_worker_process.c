@@ -141,9 +141,17 @@ static void send_frames(void *socket, const cdc_msg_header_t *h, const void *pay
     uint8_t packed[CDC_PROTO_HEADER_SIZE];
     cdc_msg_header_pack(h, packed);
     zmq_send(socket, packed, sizeof packed, frames > 1 ? ZMQ_SNDMORE : 0);
-    for (int i = 1; i < frames; i++)
-        zmq_send(socket, i == 1 ? payload : NULL, i == 1 ? size : 0,
-                 i + 1 < frames ? ZMQ_SNDMORE : 0);
+    for (int i = 1; i < frames; i++) {
+        /* The first payload in protocol chunks (version 2), the rest empty. */
+        size_t left = i == 1 ? size : 0, at = 0;
+        do {
+            size_t chunk = left < CDC_PROTO_CHUNK_BYTES ? left : CDC_PROTO_CHUNK_BYTES;
+            left -= chunk;
+            zmq_send(socket, i == 1 ? (const char *) payload + at : NULL, chunk,
+                     i + 1 < frames || left ? ZMQ_SNDMORE : 0);
+            at += chunk;
+        } while (left);
+    }
 }
 
 /* The next reply's header within timeout_ms (type 0: none). */

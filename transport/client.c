@@ -53,6 +53,16 @@
 #define LIVENESS_SLICE_MS 5       /* a waiting call re-reads liveness this often */
 #define PLAN_GRACE_MS 1000        /* a silent worker stays in the plan (its shard
                                      erased, not sent) this long before n shrinks */
+/* Messages (libzmq counts whole messages, not frames) a data socket queues
+   before libzmq stops reading the connection. A call gives a worker one task
+   (several only when it has more tasks than planned workers), answered by
+   one reply per send, and the call reads continuously, so 32 never slows a
+   call; past it the worker's bytes wait in TCP (backpressure), nothing is
+   dropped here. What it bounds is what a peer can park between calls. */
+#define DATA_RCVHWM 32
+/* Stale messages read (and counted) per worker at the start of a call; a
+   peer still sending then is read by the call itself. */
+#define DRAIN_MAX (2 * DATA_RCVHWM)
 
 typedef struct {
     void *socket;
@@ -290,15 +300,21 @@ static void *dealer_new(void *zmq, int sndhwm)
         return NULL;
     int linger = 0, immediate = 1, reconnect_ms = CDC_RECONNECT_MS;
     int maxrt_ms = CDC_TCP_MAXRT_MS, connect_ms = CDC_CONNECT_TIMEOUT_MS;
+    /* A worker (or anything posing as one) cannot make libzmq allocate more
+       than a chunk per frame here (wire.h); results come in chunks. */
+    int64_t max_frame = CDC_WIRE_MAX_FRAME_BYTES;
     zmq_setsockopt(socket, ZMQ_LINGER, &linger, sizeof linger);
     zmq_setsockopt(socket, ZMQ_IMMEDIATE, &immediate, sizeof immediate);
     zmq_setsockopt(socket, ZMQ_RECONNECT_IVL, &reconnect_ms, sizeof reconnect_ms);
     zmq_setsockopt(socket, ZMQ_RECONNECT_IVL_MAX, &reconnect_ms, sizeof reconnect_ms);
     zmq_setsockopt(socket, ZMQ_TCP_MAXRT, &maxrt_ms, sizeof maxrt_ms);
     zmq_setsockopt(socket, ZMQ_CONNECT_TIMEOUT, &connect_ms, sizeof connect_ms);
+    zmq_setsockopt(socket, ZMQ_MAXMSGSIZE, &max_frame, sizeof max_frame);
     if (sndhwm > 0) {
         zmq_setsockopt(socket, ZMQ_SNDHWM, &sndhwm, sizeof sndhwm);
     } else {
+        int rcvhwm = DATA_RCVHWM;
+        zmq_setsockopt(socket, ZMQ_RCVHWM, &rcvhwm, sizeof rcvhwm);
         /* Data sockets carry weight shards of tens of MB: with the kernel's
            default 200 KB socket buffers the two processes take turns in
            small chunks (measured: 67 MB/s on 2 cores); 4 MB buffers (the
@@ -796,7 +812,7 @@ static void call_take_result(cdc_client_t *self, client_call_t *call, int t,
                              const cdc_msg_t *msg)
 {
     cdc_shard_task_t *task = &call->tasks[t];
-    memcpy(task->result, msg->payload[0].data, msg->payload[0].size);
+    cdc_msg_payload_gather(&msg->payload[0], task->result); /* the one copy, chunk by chunk */
     self->counters.results++;
     self->counters.bytes_in += msg->payload[0].size;
     call->state[t] = TASK_DONE;
@@ -836,7 +852,7 @@ static void call_apply_reply(cdc_client_t *self, client_call_t *call, int t, int
         self->counters.error_replies++;
         CDC_LOG_WARNF("worker %d: shard %d failed: %s: %.*s", w, h->shard,
                       cdc_err_name(h->error_code), (int) msg->payload[0].size,
-                      (const char *) msg->payload[0].data);
+                      (const char *) msg->payload[0].frames[0].data); /* one frame */
     } else {
         self->counters.invalid_replies++; /* e.g. a wrong shape */
     }
@@ -861,6 +877,31 @@ static void call_receive(cdc_client_t *self, client_call_t *call, int w)
         cdc_wire_msg_close(&wire);
     }
     cdc_wire_msg_close(&wire);
+}
+
+/* Before a call: read what waits on the data sockets (answers to calls
+   given up, or messages nobody asked for) and drop it, counted as late when
+   it names a request already made, else as invalid, so nothing unsolicited
+   is held from one call to the next. */
+static void drain_stale(cdc_client_t *self)
+{
+    for (int w = 0; w < self->count; w++) {
+        cdc_wire_msg_t wire;
+        for (int n = 0; n < DRAIN_MAX &&
+                        cdc_wire_recv(self->workers[w].socket, &wire, ZMQ_DONTWAIT) == CDC_OK;
+             n++) {
+            cdc_msg_t msg;
+            int valid = cdc_wire_decode(&wire, 0, &msg) == CDC_OK;
+            if (valid && msg.header.type == CDC_MSG_PONG)
+                ; /* as during a call: a PONG here is harmless */
+            else if (valid && msg.header.request_id <= self->next_request)
+                self->counters.late_replies++;
+            else
+                self->counters.invalid_replies++;
+            cdc_wire_msg_close(&wire);
+        }
+        cdc_wire_msg_close(&wire);
+    }
 }
 
 /* Give up at once on tasks whose worker has died since dispatch. */
@@ -901,6 +942,7 @@ int cdc_client_run(cdc_client_t *self, cdc_shard_task_t *tasks, int count, int n
     if (count < 1 || count > 64)
         return count == 0 ? CDC_OK : cdc__fail(CDC_EINVAL, "%d tasks, at most 64", count);
     pthread_mutex_lock(&self->lock);
+    drain_stale(self);
     client_call_t call;
     call_begin(self, &call, tasks, count, needed, wait_ms, timeout_ms, arrived);
     call_place(self, &call);

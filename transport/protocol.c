@@ -3,6 +3,8 @@
 
 #include "error.h"
 
+#include <limits.h>
+#include <stdio.h>
 #include <string.h>
 
 /* Byte offsets of the header fields (little-endian, no padding). */
@@ -23,6 +25,11 @@ enum {
     OFF_ERROR = 160,
     OFF_RESERVED = 164
 };
+
+/* A largest payload is a whole number of chunks, so CDC_PROTO_MAX_FRAMES is
+   exact. */
+_Static_assert(CDC_PROTO_MAX_FLOATS * 4 % (int64_t) CDC_PROTO_CHUNK_BYTES == 0,
+               "the largest payload is a whole number of chunks");
 
 static void put_u(uint8_t *p, uint64_t v, int bytes)
 {
@@ -108,23 +115,41 @@ int cdc_msg_header_unpack(const void *data, size_t size, cdc_msg_header_t *heade
     return CDC_OK;
 }
 
-int cdc_msg_frame_count(cdc_msg_type_t type)
+int cdc_msg_payload_count(cdc_msg_type_t type)
 {
     switch (type) {
     case CDC_MSG_TASK_GEMM:
     case CDC_MSG_TASK_CONV:
-        return 3;
+        return 2;
     case CDC_MSG_WEIGHTS:
     case CDC_MSG_RESULT:
     case CDC_MSG_ERROR:
-        return 2;
+        return 1;
     case CDC_MSG_MISS:
     case CDC_MSG_PING:
     case CDC_MSG_PONG:
     case CDC_MSG_CANCEL:
-        return 1;
+        return 0;
     }
-    return 0;
+    return -1;
+}
+
+int cdc_msg_payload_frames(size_t size)
+{
+    if (size == 0)
+        return 1; /* an empty payload (a cached operand) is one empty frame */
+    size_t frames = (size - 1) / CDC_PROTO_CHUNK_BYTES + 1;
+    return frames > INT_MAX ? INT_MAX : (int) frames;
+}
+
+void cdc_msg_payload_gather(const cdc_msg_payload_t *payload, void *out)
+{
+    uint8_t *at = out;
+    for (int i = 0; i < payload->count; i++) {
+        if (payload->frames[i].size)
+            memcpy(at, payload->frames[i].data, payload->frames[i].size);
+        at += payload->frames[i].size;
+    }
 }
 
 const char *cdc_msg_type_name(int type)
@@ -155,29 +180,25 @@ static int check_product(const char *type, const char *what, int64_t a, int64_t 
     return CDC_OK;
 }
 
-static int check_payload(const char *type, const char *what, const cdc_frame_t *frame,
-                         int64_t floats)
+/* What one payload must be, worked out from the header alone. */
+typedef struct {
+    const char *name; /* "a", "bt", "input", "weights", "result", "text" */
+    uint64_t bytes;   /* exact size (text: the most it may have)          */
+    uint64_t key;     /* nonzero: a cached operand, one empty frame       */
+    int text;         /* ERROR text: one frame of at most bytes           */
+} payload_spec_t;
+
+typedef struct {
+    payload_spec_t p[CDC_PROTO_MAX_PAYLOADS];
+    int count;
+} layout_t;
+
+static void layout_add(layout_t *l, const char *name, uint64_t key, int64_t floats)
 {
-    uint64_t want = (uint64_t) floats * sizeof(float);
-    if ((uint64_t) frame->size != want)
-        return cdc__fail(CDC_EPROTO, "%s: %s frame is %zu bytes, expected %llu", type,
-                         what, frame->size, (unsigned long long) want);
-    return CDC_OK;
+    l->p[l->count++] = (payload_spec_t){name, (uint64_t) floats * sizeof(float), key, 0};
 }
 
-static int check_inline_or_key(const char *type, const char *what, uint64_t key,
-                               const cdc_frame_t *frame, int64_t floats)
-{
-    if (key != 0) {
-        if (frame->size != 0)
-            return cdc__fail(CDC_EPROTO, "%s: %s has key %016llx and a %zu-byte payload",
-                             type, what, (unsigned long long) key, frame->size);
-        return CDC_OK;
-    }
-    return check_payload(type, what, frame, floats);
-}
-
-static int validate_gemm(const cdc_msg_header_t *h, const cdc_frame_t *frames)
+static int validate_gemm(const cdc_msg_header_t *h, layout_t *l)
 {
     const char *t = "TASK_GEMM";
     int64_t a_floats = 0, bt_floats = 0, result_floats = 0;
@@ -186,14 +207,14 @@ static int validate_gemm(const cdc_msg_header_t *h, const cdc_frame_t *frames)
         (rc = check_dim(t, "cols", h->cols)) ||
         (rc = check_product(t, "a", h->rows, h->k, &a_floats)) ||
         (rc = check_product(t, "bt", h->cols, h->k, &bt_floats)) ||
-        (rc = check_product(t, "result", h->rows, h->cols, &result_floats)) ||
-        (rc = check_inline_or_key(t, "a", h->a_key, &frames[1], a_floats)) ||
-        (rc = check_inline_or_key(t, "bt", h->bt_key, &frames[2], bt_floats)))
+        (rc = check_product(t, "result", h->rows, h->cols, &result_floats)))
         return rc;
+    layout_add(l, "a", h->a_key, a_floats);
+    layout_add(l, "bt", h->bt_key, bt_floats);
     return CDC_OK;
 }
 
-static int validate_conv(const cdc_msg_header_t *h, const cdc_frame_t *frames)
+static int validate_conv(const cdc_msg_header_t *h, layout_t *l)
 {
     const char *t = "TASK_CONV";
     cdc_conv_geometry_t g = h->geometry;
@@ -235,22 +256,115 @@ static int validate_conv(const cdc_msg_header_t *h, const cdc_frame_t *frames)
     int64_t unfolded = 0;
     if ((rc = check_product(t, "im2col", h->k, h->cols, &unfolded)) ||
         (rc = check_product(t, "a", h->rows, h->k, &a_floats)) ||
-        (rc = check_product(t, "result", h->rows, h->cols, &result_floats)) ||
-        (rc = check_inline_or_key(t, "a", h->a_key, &frames[1], a_floats)) ||
-        (rc = check_payload(t, "input", &frames[2], input_floats)))
+        (rc = check_product(t, "result", h->rows, h->cols, &result_floats)))
         return rc;
     if (h->bt_key != 0)
         return cdc__fail(CDC_EPROTO, "%s: bt_key must be 0", t);
+    layout_add(l, "a", h->a_key, a_floats);
+    layout_add(l, "input", 0, input_floats);
     return CDC_OK;
 }
 
-int cdc_msg_decode(const cdc_frame_t *frames, int count, cdc_msg_t *msg)
+/* The payloads of the types other than tasks (ERROR's text has a limit, not
+   a size). */
+static int validate_other(const cdc_msg_header_t *h, const char *t, layout_t *l)
 {
-    if (!frames || !msg || count < 1)
-        return cdc__fail(CDC_EPROTO, "empty message (%d frames)", count);
-    memset(msg, 0, sizeof *msg);
-    cdc_msg_header_t *h = &msg->header;
-    int rc = cdc_msg_header_unpack(frames[0].data, frames[0].size, h);
+    int64_t floats = 0;
+    int rc = CDC_OK;
+    switch ((cdc_msg_type_t) h->type) {
+    case CDC_MSG_WEIGHTS:
+        if (h->a_key == 0)
+            return cdc__fail(CDC_EPROTO, "WEIGHTS: key must be nonzero");
+        if (!(rc = check_dim(t, "rows", h->rows)) && !(rc = check_dim(t, "k", h->k)) &&
+            !(rc = check_product(t, "weights", h->rows, h->k, &floats)))
+            layout_add(l, "weights", 0, floats);
+        return rc;
+    case CDC_MSG_RESULT:
+        if (!(rc = check_dim(t, "rows", h->rows)) && !(rc = check_dim(t, "cols", h->cols)) &&
+            !(rc = check_product(t, "result", h->rows, h->cols, &floats)))
+            layout_add(l, "result", 0, floats);
+        return rc;
+    case CDC_MSG_ERROR:
+        l->p[l->count++] = (payload_spec_t){"text", CDC_PROTO_MAX_TEXT, 0, 1};
+        return CDC_OK;
+    case CDC_MSG_MISS:
+        if (h->a_key == 0)
+            return cdc__fail(CDC_EPROTO, "MISS: key must be nonzero");
+        return CDC_OK;
+    default: /* PING, PONG, CANCEL: the header alone */
+        return CDC_OK;
+    }
+}
+
+/* Frames a payload must take: cached operands and text travel in one. */
+static int spec_frames(const payload_spec_t *s)
+{
+    return s->key || s->text ? 1 : cdc_msg_payload_frames(s->bytes);
+}
+
+/* The n frames of one payload: each chunk of the exact size. */
+static int check_chunks(const char *t, const payload_spec_t *s, const cdc_frame_t *frames,
+                        int n)
+{
+    if (s->key && frames[0].size != 0)
+        return cdc__fail(CDC_EPROTO, "%s: %s has key %016llx and a %zu-byte payload", t,
+                         s->name, (unsigned long long) s->key, frames[0].size);
+    if (s->text && frames[0].size > s->bytes)
+        return cdc__fail(CDC_EPROTO, "%s: %s is %zu bytes, limit %llu", t, s->name,
+                         frames[0].size, (unsigned long long) s->bytes);
+    if (s->key || s->text)
+        return CDC_OK;
+    for (int j = 0; j < n; j++) {
+        uint64_t want = j + 1 < n ? CDC_PROTO_CHUNK_BYTES
+                                  : s->bytes - (uint64_t) (n - 1) * CDC_PROTO_CHUNK_BYTES;
+        if ((uint64_t) frames[j].size == want)
+            continue;
+        if (n == 1)
+            return cdc__fail(CDC_EPROTO, "%s: %s frame is %zu bytes, expected %llu", t,
+                             s->name, frames[j].size, (unsigned long long) want);
+        return cdc__fail(CDC_EPROTO, "%s: %s chunk %d of %d is %zu bytes, expected %llu", t,
+                         s->name, j + 1, n, frames[j].size, (unsigned long long) want);
+    }
+    return CDC_OK;
+}
+
+/* The frames after the header against the layout: first their count (each
+   payload's chunks), then every chunk's size; fills msg's payload views. */
+static int check_layout(const char *t, const layout_t *l, const cdc_frame_t *frames,
+                        int count, cdc_msg_t *msg)
+{
+    int expected = 1;
+    char detail[128] = "header";
+    size_t used = strlen(detail);
+    for (int i = 0; i < l->count; i++) {
+        expected += spec_frames(&l->p[i]);
+        int wrote = snprintf(detail + used, sizeof detail - used, ", %s: %d", l->p[i].name,
+                             spec_frames(&l->p[i]));
+        used += wrote > 0 && (size_t) wrote < sizeof detail - used ? (size_t) wrote : 0;
+    }
+    if (count != expected)
+        return cdc__fail(CDC_EPROTO, "%s: %d frames, expected %d (%s)", t, count, expected,
+                         detail);
+    int at = 1;
+    for (int i = 0; i < l->count; i++) {
+        int n = spec_frames(&l->p[i]);
+        int rc = check_chunks(t, &l->p[i], frames + at, n);
+        if (rc != CDC_OK)
+            return rc;
+        size_t size = 0;
+        for (int j = 0; j < n; j++)
+            size += frames[at + j].size;
+        msg->payload[i] = (cdc_msg_payload_t){frames + at, n, size};
+        at += n;
+    }
+    msg->payload_count = l->count;
+    return CDC_OK;
+}
+
+/* The header frame alone: size, magic, version, type, dtype, shard. */
+static int check_header(const cdc_frame_t *frame, cdc_msg_header_t *h)
+{
+    int rc = cdc_msg_header_unpack(frame->data, frame->size, h);
     if (rc != CDC_OK)
         return rc;
     if (h->magic != CDC_PROTO_MAGIC)
@@ -259,58 +373,42 @@ int cdc_msg_decode(const cdc_frame_t *frames, int count, cdc_msg_t *msg)
     if (h->version != CDC_PROTO_VERSION)
         return cdc__fail(CDC_EPROTO, "protocol version %u, this build speaks %d",
                          (unsigned) h->version, CDC_PROTO_VERSION);
-    int expected = cdc_msg_frame_count((cdc_msg_type_t) h->type);
-    if (expected == 0)
+    if (cdc_msg_payload_count((cdc_msg_type_t) h->type) < 0)
         return cdc__fail(CDC_EPROTO, "unknown message type %u", (unsigned) h->type);
     const char *t = cdc_msg_type_name(h->type);
-    if (count != expected)
-        return cdc__fail(CDC_EPROTO, "%s: %d frames, expected %d", t, count, expected);
     if (type_has_matrix(h->type) && h->dtype != CDC_PROTO_DTYPE_F32)
         return cdc__fail(CDC_EPROTO, "%s: dtype %u, only float32 (%d) is supported", t,
                          (unsigned) h->dtype, CDC_PROTO_DTYPE_F32);
     if (h->shard < 0 || h->shard >= 64)
         return cdc__fail(CDC_EPROTO, "%s: shard %d outside [0, 63]", t, (int) h->shard);
+    return CDC_OK;
+}
 
-    int64_t floats = 0;
-    switch ((cdc_msg_type_t) h->type) {
-    case CDC_MSG_TASK_GEMM:
-        rc = validate_gemm(h, frames);
-        break;
-    case CDC_MSG_TASK_CONV:
-        rc = validate_conv(h, frames);
-        break;
-    case CDC_MSG_WEIGHTS:
-        if (h->a_key == 0)
-            rc = cdc__fail(CDC_EPROTO, "WEIGHTS: key must be nonzero");
-        else if (!(rc = check_dim(t, "rows", h->rows)) && !(rc = check_dim(t, "k", h->k)) &&
-                 !(rc = check_product(t, "weights", h->rows, h->k, &floats)))
-            rc = check_payload(t, "weights", &frames[1], floats);
-        break;
-    case CDC_MSG_RESULT:
-        if (!(rc = check_dim(t, "rows", h->rows)) && !(rc = check_dim(t, "cols", h->cols)) &&
-            !(rc = check_product(t, "result", h->rows, h->cols, &floats)))
-            rc = check_payload(t, "result", &frames[1], floats);
-        break;
-    case CDC_MSG_ERROR:
-        if (frames[1].size > CDC_PROTO_MAX_TEXT)
-            rc = cdc__fail(CDC_EPROTO, "ERROR: text is %zu bytes, limit %d",
-                           frames[1].size, CDC_PROTO_MAX_TEXT);
-        break;
-    case CDC_MSG_MISS:
-        if (h->a_key == 0)
-            rc = cdc__fail(CDC_EPROTO, "MISS: key must be nonzero");
-        break;
-    case CDC_MSG_PING:
-    case CDC_MSG_PONG:
-    case CDC_MSG_CANCEL:
-        break;
-    }
+int cdc_msg_decode(const cdc_frame_t *frames, int count, cdc_msg_t *msg)
+{
+    if (!frames || !msg || count < 1)
+        return cdc__fail(CDC_EPROTO, "empty message (%d frames)", count);
+    memset(msg, 0, sizeof *msg);
+    if (count > CDC_PROTO_MAX_FRAMES)
+        return cdc__fail(CDC_EPROTO, "message has %d frames, at most %d", count,
+                         CDC_PROTO_MAX_FRAMES);
+    cdc_msg_header_t *h = &msg->header;
+    int rc = check_header(&frames[0], h);
     if (rc != CDC_OK)
         return rc;
-    msg->payload_count = count - 1;
-    for (int i = 1; i < count; i++)
-        msg->payload[i - 1] = frames[i];
-    return CDC_OK;
+    const char *t = cdc_msg_type_name(h->type);
+    layout_t layout = {.count = 0};
+    if (h->type == CDC_MSG_TASK_GEMM)
+        rc = validate_gemm(h, &layout);
+    else if (h->type == CDC_MSG_TASK_CONV)
+        rc = validate_conv(h, &layout);
+    else
+        rc = validate_other(h, t, &layout);
+    if (rc == CDC_OK)
+        rc = check_layout(t, &layout, frames, count, msg);
+    if (rc != CDC_OK)
+        msg->payload_count = 0;
+    return rc;
 }
 
 cdc_shard_task_t cdc_msg_task(const cdc_msg_header_t *header, const float *a,

@@ -14,14 +14,24 @@
 #include <stdint.h>
 
 #define CDC_PROTO_MAGIC 0x47434443u /* "CDCG" as little-endian bytes */
-#define CDC_PROTO_VERSION 1
+#define CDC_PROTO_VERSION 2
 #define CDC_PROTO_HEADER_SIZE 168
 #define CDC_PROTO_DTYPE_F32 1
 /* Bounds checked before anything is allocated from a header. */
 #define CDC_PROTO_MAX_DIM (INT64_C(1) << 24)    /* any single dimension     */
 #define CDC_PROTO_MAX_FLOATS (INT64_C(1) << 28) /* any one matrix: 1 GiB    */
 #define CDC_PROTO_MAX_TEXT 1024                 /* ERROR text bytes         */
-#define CDC_PROTO_MAX_FRAMES 3
+/* A payload of S bytes travels as max(1, ceil(S / CDC_PROTO_CHUNK_BYTES))
+   consecutive frames, each but the last exactly CDC_PROTO_CHUNK_BYTES: no
+   frame is larger, so ZMQ_MAXMSGSIZE (what libzmq allocates for a frame
+   before anything checks it) stays a few MB on both sides. */
+#define CDC_PROTO_CHUNK_BYTES ((size_t) 4 << 20)
+#define CDC_PROTO_MAX_PAYLOADS 2 /* payloads of any one message type */
+/* Frames of the largest payload (CDC_PROTO_MAX_FLOATS floats) and of the
+   largest message: the header and two such payloads. */
+#define CDC_PROTO_MAX_PAYLOAD_FRAMES                                                       \
+    ((int) (CDC_PROTO_MAX_FLOATS * 4 / (int64_t) CDC_PROTO_CHUNK_BYTES))
+#define CDC_PROTO_MAX_FRAMES (1 + CDC_PROTO_MAX_PAYLOADS * CDC_PROTO_MAX_PAYLOAD_FRAMES)
 
 typedef enum {
     CDC_MSG_TASK_GEMM = 1, /* result = a · btᵀ; frames: header, a, bt      */
@@ -57,12 +67,21 @@ typedef struct {
     size_t size;
 } cdc_frame_t;
 
-/* A validated message: the header and its payload frames (not copied: they
-   point into the frames given to cdc_msg_decode and may be unaligned, so read
-   them with memcpy). */
+/* One payload of a validated message: count consecutive frames starting at
+   frames (its chunks, see CDC_PROTO_CHUNK_BYTES), size bytes in all. A view:
+   frames points into the array given to cdc_msg_decode, which must live as
+   long as the message; the bytes may be unaligned (read them with memcpy or
+   cdc_msg_payload_gather). count is 0 only for a payload taken away. */
+typedef struct {
+    const cdc_frame_t *frames;
+    int count;
+    size_t size;
+} cdc_msg_payload_t;
+
+/* A validated message: the header and its payloads (not copied). */
 typedef struct {
     cdc_msg_header_t header;
-    cdc_frame_t payload[CDC_PROTO_MAX_FRAMES - 1];
+    cdc_msg_payload_t payload[CDC_PROTO_MAX_PAYLOADS];
     int payload_count;
 } cdc_msg_t;
 
@@ -76,16 +95,25 @@ void cdc_msg_header_pack(const cdc_msg_header_t *header, uint8_t *out);
    is not CDC_PROTO_HEADER_SIZE. */
 int cdc_msg_header_unpack(const void *data, size_t size, cdc_msg_header_t *header);
 
-/* Frames a message of this type must have (header included); 0 if unknown. */
-int cdc_msg_frame_count(cdc_msg_type_t type);
+/* Payloads a message of this type carries (0, 1 or 2); -1 if unknown. */
+int cdc_msg_payload_count(cdc_msg_type_t type);
 
-/* Validate frames[0..count-1] as one message and fill *msg. Returns CDC_OK, or
-   CDC_EPROTO with the reason in cdc_last_error(): wrong frame count, header
-   size, magic, version, unknown type, dtype, dimensions out of
-   [1, CDC_PROTO_MAX_DIM] or products over CDC_PROTO_MAX_FLOATS, a payload
-   length that is not the product of the dimensions times 4, invalid conv
-   geometry. Checks only arithmetic on the header; allocates nothing.
-   Thread-safe. */
+/* Frames a payload of size bytes travels in: max(1, ceil(size / chunk)). */
+int cdc_msg_payload_frames(size_t size);
+
+/* Copy the payload's bytes, chunk after chunk, into out (payload->size
+   bytes). Thread-safe. */
+void cdc_msg_payload_gather(const cdc_msg_payload_t *payload, void *out);
+
+/* Validate frames[0..count-1] as one message and fill *msg, whose payload
+   views point into frames (keep the array alive as long as *msg). Returns
+   CDC_OK, or CDC_EPROTO with the reason in cdc_last_error(): more than
+   CDC_PROTO_MAX_FRAMES frames, header size, magic, version, unknown type,
+   dtype, dimensions out of [1, CDC_PROTO_MAX_DIM] or products over
+   CDC_PROTO_MAX_FLOATS, invalid conv geometry, then the frame layout the
+   header's numbers imply: the frame count (each payload's chunks) and every
+   chunk's exact size. Checks only arithmetic on the header and the frame
+   sizes; allocates nothing. Thread-safe. */
 int cdc_msg_decode(const cdc_frame_t *frames, int count, cdc_msg_t *msg);
 
 /* The shard task a validated TASK_GEMM or TASK_CONV header describes, over a

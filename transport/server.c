@@ -8,12 +8,14 @@
  * thread can be addressed and charged without touching the socket.
  *
  * The budget: a reply's bytes are charged to its peer when it is built and
- * released when libzmq frees the payload (zmq_msg_init_data's free function,
- * called on libzmq's I/O thread once the bytes are written, or dropped because
- * the peer left). So a peer that stops reading, or a worker holding replies
- * back by a fault, can hold at most peer_budget bytes; a reply that would
- * exceed it is dropped and counted instead of queued. The reply object itself
- * is the free function's hint, so nothing else tracks it in flight.
+ * released when libzmq frees the last of the payload's slices (a payload
+ * travels as chunk frames, protocol.h, each a zmq_msg_init_data frame over a
+ * slice of the one buffer; the free function runs on libzmq's I/O thread once
+ * the bytes are written, or dropped because the peer left). So a peer that
+ * stops reading, or a worker holding replies back by a fault, can hold at
+ * most peer_budget bytes; a reply that would exceed it is dropped and counted
+ * instead of queued. The reply object itself is every slice's hint and
+ * counts them, so nothing else tracks it in flight.
  *
  * The peer table is bounded (MAX_PEERS, least recently seen dropped): ROUTER
  * cannot tell us when a connection closes (ZMQ_ROUTER_NOTIFY is a draft API in
@@ -49,6 +51,7 @@
 #include <zmq.h>
 
 #include "keys.h"
+#include "wire.h"
 
 #define MAX_PEERS 256
 #define MAX_CANCELS 64 /* remembered per peer; an older cancel is forgotten */
@@ -92,9 +95,9 @@ struct cdc_server {
 struct cdc_request {
     peer_t *peer;
     cdc_peer_identity_t identity;
-    zmq_msg_t parts[CDC_PROTO_MAX_FRAMES]; /* header, payloads              */
-    int count;
-    int taken[CDC_PROTO_MAX_FRAMES];
+    cdc_wire_msg_t wire; /* routing id, header, every payload's chunks; msg's
+                            payload views point into wire.frames            */
+    int taken[CDC_PROTO_MAX_PAYLOADS];
     cdc_msg_t msg;
     size_t copy_below;
 };
@@ -111,6 +114,8 @@ struct cdc_reply {
     cdc_msg_header_t header;
     cdc_payload_t *payload;
     size_t charge;
+    atomic_int holds; /* payload slices libzmq holds, plus the sender's own
+                         while it sends: the last one released frees the reply */
 };
 
 /* ---- peers -------------------------------------------------------------- */
@@ -335,11 +340,10 @@ static int open_socket(cdc_server_t *self, const cdc_server_options_t *options)
     if (rc != CDC_OK)
         return rc;
     int linger = 0;
-    /* Refuse absurd messages before libzmq allocates them: the largest valid
-       one is two CDC_PROTO_MAX_FLOATS matrices plus headers. */
-    int64_t max_message = options->max_message
-                              ? (int64_t) options->max_message
-                              : CDC_PROTO_MAX_FLOATS * (int64_t) sizeof(float) + 4096;
+    /* No valid frame is larger than a chunk: what a stranger can make libzmq
+       allocate for one frame before the handshake completes (wire.h). */
+    int64_t max_message =
+        options->max_message ? (int64_t) options->max_message : CDC_WIRE_MAX_FRAME_BYTES;
     int buffer = options->buffer_bytes > 0 ? options->buffer_bytes
                                            : 4 << 20; /* weight shards are tens of MB */
     zmq_setsockopt(self->router, ZMQ_LINGER, &linger, sizeof linger);
@@ -461,10 +465,19 @@ static void reply_release(cdc_reply_t *reply)
     free(reply);
 }
 
-static void payload_sent(void *data, void *hint)
+/* One hold on the reply let go: by libzmq when it frees a payload slice
+   (on its I/O thread, once the bytes are written or dropped), or by the
+   sender when it is done. The last one returns the budget. Any thread. */
+static void reply_unhold(cdc_reply_t *reply)
+{
+    if (atomic_fetch_sub(&reply->holds, 1) == 1)
+        reply_release(reply);
+}
+
+static void slice_sent(void *data, void *hint)
 {
     (void) data;
-    reply_release(hint);
+    reply_unhold(hint);
 }
 
 /* Routing id, then the packed header; more: a payload frame follows. */
@@ -481,29 +494,66 @@ static int send_head(cdc_server_t *self, const peer_t *peer, const cdc_msg_heade
     return CDC_OK;
 }
 
+/* The payload as zmq frames over its chunks, without a copy: each slice
+   points into the one buffer and holds the reply. Every slice is built
+   before anything is sent, so a failure here sends nothing (no half message
+   to merge with the next). *count_p is 0 for a header-only reply. */
+static int build_slices(cdc_reply_t *reply, zmq_msg_t **slices_p, int *count_p)
+{
+    *slices_p = NULL;
+    *count_p = 0;
+    cdc_payload_t *p = reply->payload;
+    if (!p)
+        return CDC_OK;
+    int n = cdc_msg_payload_frames(p->size);
+    zmq_msg_t *slices = malloc((size_t) n * sizeof *slices);
+    if (!slices)
+        return cdc__fail(CDC_ENOMEM, "reply: %d payload slices", n);
+    for (int j = 0; j < n; j++) {
+        size_t at = (size_t) j * CDC_PROTO_CHUNK_BYTES, left = p->size - at;
+        atomic_fetch_add(&reply->holds, 1); /* before libzmq could free it */
+        if (zmq_msg_init_data(&slices[j], (uint8_t *) p->data + at,
+                              left < CDC_PROTO_CHUNK_BYTES ? left : CDC_PROTO_CHUNK_BYTES,
+                              slice_sent, reply) != 0) {
+            atomic_fetch_sub(&reply->holds, 1);
+            for (int built = 0; built < j; built++)
+                zmq_msg_close(&slices[built]); /* the sender's hold keeps the reply */
+            free(slices);
+            return cdc__fail(CDC_ENOMEM, "reply: payload slice %d of %d", j + 1, n);
+        }
+    }
+    *slices_p = slices;
+    *count_p = n;
+    return CDC_OK;
+}
+
 int cdc_server_send(cdc_server_t *self, cdc_reply_t **reply_p)
 {
     cdc_reply_t *reply = *reply_p;
     *reply_p = NULL;
-    int has_payload = reply->payload != NULL;
-    int rc = send_head(self, reply->peer, &reply->header, has_payload);
-    if (rc == CDC_OK && has_payload) {
-        zmq_msg_t part;
-        cdc_payload_t *p = reply->payload;
-        if (zmq_msg_init_data(&part, p->data, p->size, payload_sent, reply) != 0) {
-            rc = cdc__fail(CDC_ENOMEM, "reply frame");
+    atomic_store(&reply->holds, 1); /* the sender's own, until the end here */
+    zmq_msg_t *slices = NULL;
+    int n = 0;
+    int rc = build_slices(reply, &slices, &n);
+    if (rc == CDC_OK)
+        rc = send_head(self, reply->peer, &reply->header, n > 0);
+    /* After the head, zmq takes the remaining parts of the message whole (its
+       queue limit counts messages), so a slice is refused only when the
+       head was: each unsent slice is closed, which lets go of its hold. */
+    for (int j = 0; j < n; j++) {
+        int flags = ZMQ_DONTWAIT | (j + 1 < n ? ZMQ_SNDMORE : 0);
+        if (rc == CDC_OK && zmq_msg_send(&slices[j], self->router, flags) >= 0)
+            continue;
+        if (rc == CDC_OK) {
+            rc = cdc__fail(CDC_ETIMEDOUT, "send payload slice %d of %d: %s", j + 1, n,
+                           zmq_strerror(zmq_errno()));
             zmq_send(self->router, "", 0, ZMQ_DONTWAIT); /* end the message begun */
-        } else {
-            reply = NULL; /* libzmq owns it now: payload_sent releases it */
-            if (zmq_msg_send(&part, self->router, ZMQ_DONTWAIT) < 0) {
-                zmq_msg_close(&part);
-                rc = cdc__fail(CDC_ETIMEDOUT, "send payload: %s", zmq_strerror(zmq_errno()));
-            }
         }
+        zmq_msg_close(&slices[j]);
     }
-    if (reply)
-        reply_release(reply);
+    free(slices);
     count(self, rc == CDC_OK ? &self->counters.replies_sent : &self->counters.send_failures);
+    reply_unhold(reply); /* freed now, or when libzmq frees the last slice */
     return rc;
 }
 
@@ -567,6 +617,7 @@ int cdc_server_reply_new(cdc_server_t *self, const cdc_request_t *request,
     reply->header = *header;
     reply->payload = payload;
     reply->charge = charge;
+    atomic_init(&reply->holds, 0);
     *reply_p = reply;
     return CDC_OK;
 }
@@ -604,47 +655,6 @@ static uint64_t salvage_request_id(zmq_msg_t *header, int32_t *shard)
     return h.request_id;
 }
 
-/* Read the rest of a message whose routing id is in *route: up to
-   CDC_PROTO_MAX_FRAMES frames into request->parts; *extra counts the frames
-   beyond (which are closed). */
-static int recv_frames(cdc_server_t *self, zmq_msg_t *route, cdc_request_t *request,
-                       int *extra)
-{
-    *extra = 0;
-    int more = zmq_msg_more(route);
-    while (more) {
-        zmq_msg_t part;
-        zmq_msg_init(&part);
-        if (zmq_msg_recv(&part, self->router, 0) < 0) {
-            zmq_msg_close(&part);
-            return cdc__fail(CDC_ETRANSPORT, "receive: %s", zmq_strerror(zmq_errno()));
-        }
-        more = zmq_msg_more(&part);
-        if (request->count < CDC_PROTO_MAX_FRAMES) {
-            request->parts[request->count++] = part;
-        } else {
-            (*extra)++;
-            zmq_msg_close(&part);
-        }
-    }
-    return CDC_OK;
-}
-
-static int decode(cdc_request_t *request, int extra)
-{
-    if (request->count < 1)
-        return cdc__fail(CDC_EPROTO, "message has no protocol frames");
-    if (extra > 0)
-        return cdc__fail(CDC_EPROTO, "message has %d frames, at most %d",
-                         request->count + extra, CDC_PROTO_MAX_FRAMES);
-    cdc_frame_t frames[CDC_PROTO_MAX_FRAMES];
-    for (int i = 0; i < request->count; i++) {
-        frames[i].data = zmq_msg_data(&request->parts[i]);
-        frames[i].size = zmq_msg_size(&request->parts[i]);
-    }
-    return cdc_msg_decode(frames, request->count, &request->msg);
-}
-
 static void record_cancel(cdc_server_t *self, peer_t *from, uint64_t request_id)
 {
     principal_t *peer = from->principal;
@@ -676,54 +686,55 @@ static void set_identity(cdc_request_t *request)
              request->peer->principal->user_id);
 }
 
-/* One message off the socket: CDC_OK with a request (maybe a CANCEL), or a
-   status (the invalid ones answered). */
-static int recv_one(cdc_server_t *self, cdc_request_t **request_p)
+/* The request for a whole message read off the socket (routing id first):
+   NULL when out of memory (the message is then dropped unanswered). */
+static cdc_request_t *request_for(cdc_server_t *self, cdc_wire_msg_t *wire)
 {
-    zmq_msg_t route;
-    zmq_msg_init(&route);
-    if (zmq_msg_recv(&route, self->router, ZMQ_DONTWAIT) < 0) {
-        zmq_msg_close(&route);
-        if (zmq_errno() == EAGAIN)
-            return CDC_ETIMEDOUT;
-        return cdc__fail(CDC_ETRANSPORT, "receive: %s", zmq_strerror(zmq_errno()));
-    }
-    /* Out of memory, the rest of the message is still read (into a scratch
-       request) so that the next receive starts at a message boundary. */
-    static _Thread_local cdc_request_t scratch;
     cdc_request_t *request = calloc(1, sizeof *request);
-    int extra = 0;
-    int rc = recv_frames(self, &route, request ? request : &scratch, &extra);
-    if (!request) {
-        for (int i = 0; i < scratch.count; i++)
-            zmq_msg_close(&scratch.parts[i]);
-        scratch.count = 0;
-        rc = cdc__fail(CDC_ENOMEM, "request");
-    }
     /* Present only when a security mechanism authenticated the connection;
        libzmq attaches it to the frames the peer sent, not the routing id. */
-    const char *user_id = rc == CDC_OK && request->count > 0
-                              ? zmq_msg_gets(&request->parts[0], "User-Id")
-                              : NULL;
-    peer_t *peer = rc == CDC_OK ? peer_for(self, zmq_msg_data(&route), zmq_msg_size(&route),
-                                           user_id ? user_id : "")
-                                : NULL;
-    zmq_msg_close(&route);
-    if (rc == CDC_OK && !peer)
-        rc = cdc__fail(CDC_ENOMEM, "peer record");
-    if (rc != CDC_OK) {
-        cdc_request_destroy(&request); /* the rest of the message is dropped */
-        return rc;
+    const char *user_id = wire->count > 1 ? zmq_msg_gets(&wire->parts[1], "User-Id") : NULL;
+    peer_t *peer = request && wire->count > 0
+                       ? peer_for(self, zmq_msg_data(&wire->parts[0]),
+                                  zmq_msg_size(&wire->parts[0]), user_id ? user_id : "")
+                       : NULL;
+    if (!peer) {
+        cdc__fail(CDC_ENOMEM, request ? "peer record" : "request");
+        free(request);
+        cdc_wire_msg_close(wire);
+        return NULL;
     }
-    count(self, &self->counters.received);
+    request->wire = *wire; /* the request owns the parts from here */
+    cdc_wire_msg_init(wire);
     request->peer = peer_ref(peer);
     request->copy_below = self->copy_below;
     set_identity(request);
-    if ((rc = decode(request, extra)) != CDC_OK) {
+    return request;
+}
+
+/* One message off the socket: CDC_OK with a request (maybe a CANCEL), or a
+   status (the invalid ones answered). The whole message is read first, a
+   message over CDC_WIRE_MAX_PARTS to its end, so the next starts at a
+   message boundary whatever happens to this one. */
+static int recv_one(cdc_server_t *self, cdc_request_t **request_p)
+{
+    cdc_wire_msg_t wire;
+    int rc = cdc_wire_recv(self->router, &wire, ZMQ_DONTWAIT);
+    if (rc != CDC_OK) {
+        cdc_wire_msg_close(&wire);
+        return rc;
+    }
+    cdc_request_t *request = request_for(self, &wire);
+    if (!request)
+        return CDC_ENOMEM;
+    count(self, &self->counters.received);
+    /* Frame 0 is the routing id; the protocol frames follow. */
+    if ((rc = cdc_wire_decode(&request->wire, 1, &request->msg)) != CDC_OK) {
         int32_t shard = 0;
-        uint64_t id = request->count > 0 ? salvage_request_id(&request->parts[0], &shard) : 0;
+        uint64_t id = request->wire.count > 1 ? salvage_request_id(&request->wire.parts[1], &shard)
+                                              : 0;
         count(self, &self->counters.invalid);
-        send_error(self, peer, id, shard, CDC_EPROTO, cdc_last_error());
+        send_error(self, request->peer, id, shard, CDC_EPROTO, cdc_last_error());
         cdc_request_destroy(&request);
         return CDC_EPROTO;
     }
@@ -763,9 +774,7 @@ void cdc_request_destroy(cdc_request_t **request_p)
     if (!request_p || !*request_p)
         return;
     cdc_request_t *request = *request_p;
-    for (int i = 0; i < request->count; i++)
-        if (!request->taken[i])
-            zmq_msg_close(&request->parts[i]);
+    cdc_wire_msg_close(&request->wire);
     peer_unref(request->peer);
     free(request);
     *request_p = NULL;
@@ -773,11 +782,18 @@ void cdc_request_destroy(cdc_request_t **request_p)
 
 /* ---- payloads ----------------------------------------------------------- */
 
-cdc_payload_t *cdc_request_take_payload(cdc_request_t *request, int i)
+/* Free a part's memory now; the slot stays closable (the request closes
+   every part when it is destroyed). */
+static void part_release(zmq_msg_t *part)
 {
-    if (i < 0 || i + 1 >= request->count || request->taken[i + 1])
-        return NULL;
-    zmq_msg_t *frame = &request->parts[i + 1];
+    zmq_msg_close(part);
+    zmq_msg_init(part);
+}
+
+/* A one-frame payload: the frame itself when large and aligned, else a copy
+   (see cdc_request_take_payload). */
+static cdc_payload_t *take_frame(cdc_request_t *request, zmq_msg_t *frame)
+{
     size_t size = zmq_msg_size(frame);
     const void *data = zmq_msg_data(frame);
     cdc_payload_t *payload;
@@ -785,22 +801,55 @@ cdc_payload_t *cdc_request_take_payload(cdc_request_t *request, int i)
         payload = cdc_payload_copy(data, size);
         if (!payload)
             return NULL;
-        zmq_msg_close(frame);
-    } else {
-        payload = calloc(1, sizeof *payload);
-        if (!payload)
-            return NULL;
-        payload->is_frame = 1;
-        zmq_msg_init(&payload->frame);
-        zmq_msg_move(&payload->frame, frame); /* the frame itself: no copy */
-        zmq_msg_close(frame);
-        payload->data = zmq_msg_data(&payload->frame);
-        payload->size = size;
-        payload->footprint = cdc__alloc_footprint(sizeof *payload) +
-                             cdc__alloc_footprint(size + ZMQ_CONTENT_BYTES);
+        part_release(frame);
+        return payload;
     }
-    request->taken[i + 1] = 1;
-    request->msg.payload[i] = (cdc_frame_t){NULL, 0};
+    payload = calloc(1, sizeof *payload);
+    if (!payload)
+        return NULL;
+    payload->is_frame = 1;
+    zmq_msg_init(&payload->frame);
+    zmq_msg_move(&payload->frame, frame); /* the frame itself: no copy */
+    payload->data = zmq_msg_data(&payload->frame);
+    payload->size = size;
+    payload->footprint =
+        cdc__alloc_footprint(sizeof *payload) + cdc__alloc_footprint(size + ZMQ_CONTENT_BYTES);
+    return payload;
+}
+
+/* A payload of several chunks gathered into one buffer (the one copy a
+   chunked payload costs), each chunk freed as soon as it is copied so the
+   peak stays about one payload plus one chunk. */
+static cdc_payload_t *gather_chunks(zmq_msg_t *chunks, const cdc_msg_payload_t *view)
+{
+    cdc_payload_t *payload = cdc_payload_adopt(malloc(view->size), view->size);
+    if (!payload || !payload->data) {
+        cdc_payload_destroy(&payload);
+        return NULL;
+    }
+    size_t at = 0;
+    for (int j = 0; j < view->count; j++) {
+        size_t size = zmq_msg_size(&chunks[j]);
+        memcpy((uint8_t *) payload->data + at, zmq_msg_data(&chunks[j]), size);
+        at += size;
+        part_release(&chunks[j]);
+    }
+    return payload;
+}
+
+cdc_payload_t *cdc_request_take_payload(cdc_request_t *request, int i)
+{
+    if (i < 0 || i >= request->msg.payload_count || request->taken[i])
+        return NULL;
+    cdc_msg_payload_t *view = &request->msg.payload[i];
+    /* wire.frames[f] views wire.parts[1 + f] (part 0 is the routing id). */
+    zmq_msg_t *first = &request->wire.parts[1 + (view->frames - request->wire.frames)];
+    cdc_payload_t *payload =
+        view->count == 1 ? take_frame(request, first) : gather_chunks(first, view);
+    if (!payload)
+        return NULL;
+    request->taken[i] = 1;
+    *view = (cdc_msg_payload_t){NULL, 0, 0};
     return payload;
 }
 

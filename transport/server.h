@@ -39,7 +39,7 @@ typedef struct cdc_payload cdc_payload_t;
 
 typedef struct {
     const char *bind;   /* endpoint: tcp://HOST:PORT or ipc://PATH (required)   */
-    size_t max_message; /* ZMQ_MAXMSGSIZE; 0: two largest matrices + headers */
+    size_t max_message; /* ZMQ_MAXMSGSIZE; 0: a chunk + 4 KiB (wire.h)     */
     size_t peer_budget; /* reply bytes in flight per peer; 0: the default   */
     int buffer_bytes;   /* SO_SNDBUF/SO_RCVBUF; 0: 4 MiB                      */
     size_t copy_below;  /* payloads smaller than this are copied when taken;
@@ -142,13 +142,15 @@ const cdc_msg_t *cdc_request_msg(const cdc_request_t *request);
 /* Who sent it (see cdc_peer_identity_t); valid while the request lives. */
 const cdc_peer_identity_t *cdc_request_peer(const cdc_request_t *request);
 
-/* Move payload frame i out of the request as an owned buffer, without a copy
-   when the frame has its own allocation and 8-byte aligned data (large
-   frames). A frame below copy_below bytes is copied into a buffer of its own
-   size: libzmq packs small frames into shared 8 KiB receive buffers, so
-   keeping the frame would keep the whole buffer alive. msg->payload[i] reads
-   as empty afterwards. Returns NULL when out of memory or when i is not a
-   payload (or was taken). Caller owns the result and must destroy it with
+/* Move payload i out of the request as an owned buffer. A payload of one
+   frame is taken without a copy when the frame has its own allocation and
+   8-byte aligned data (large frames); one below copy_below bytes is copied
+   into a buffer of its own size: libzmq packs small frames into shared 8 KiB
+   receive buffers, so keeping the frame would keep the whole buffer alive.
+   A payload of several chunks is gathered into one buffer (one copy), each
+   chunk freed as soon as it is copied. msg->payload[i] reads as empty
+   afterwards. Returns NULL when out of memory or when i is not a payload
+   (or was taken). Caller owns the result and must destroy it with
    cdc_payload_destroy. Thread-safe for distinct requests. */
 cdc_payload_t *cdc_request_take_payload(cdc_request_t *request, int i);
 
@@ -196,12 +198,14 @@ int cdc_server_reply_new(cdc_server_t *self, const cdc_request_t *request,
 const cdc_msg_header_t *cdc_reply_header(const cdc_reply_t *reply);
 cdc_payload_t *cdc_reply_payload(cdc_reply_t *reply);
 
-/* Send *reply_p without blocking (the payload without a copy) and null
-   *reply_p. CDC_OK once the socket took it; CDC_ETIMEDOUT when the socket
-   refused it: the peer has left, or has send_hwm replies queued that it is
-   not reading (ZMQ_ROUTER_MANDATORY makes the ROUTER say so instead of
-   dropping silently). Counted in send_failures; the reply is released.
-   Socket thread only. */
+/* Send *reply_p without blocking and null *reply_p. The payload goes
+   without a copy, as chunk frames over slices of its buffer; the reply (its
+   budget, its payload) is released when libzmq frees the last slice. CDC_OK
+   once the socket took it; CDC_ETIMEDOUT when the socket refused it: the
+   peer has left, or has send_hwm replies queued that it is not reading
+   (ZMQ_ROUTER_MANDATORY makes the ROUTER say so instead of dropping
+   silently). Counted in send_failures; the reply is released. CDC_ENOMEM
+   when the slices cannot be built (nothing is sent). Socket thread only. */
 int cdc_server_send(cdc_server_t *self, cdc_reply_t **reply_p);
 
 /* Release an unsent reply (its budget returns to the peer); accepts NULL and

@@ -4,6 +4,7 @@
 #include "error.h"
 
 #include <errno.h>
+#include <stdlib.h>
 #include <string.h>
 
 static int map_errno(const char *what)
@@ -32,91 +33,168 @@ static void parts_close(zmq_msg_t *parts, int from, int count)
         zmq_msg_close(&parts[i]);
 }
 
+/* Parts the message will have: routing id, header, every payload's chunks;
+   -1 when the protocol frames would be more than any receiver accepts. */
+static int parts_needed(int routed, const cdc_frame_t *payloads, int payload_count)
+{
+    int frames = 1;
+    for (int i = 0; i < payload_count; i++) {
+        int chunks = cdc_msg_payload_frames(payloads[i].size);
+        if (chunks > CDC_PROTO_MAX_FRAMES - frames)
+            return -1;
+        frames += chunks;
+    }
+    return frames + (routed ? 1 : 0);
+}
+
+/* Header, then each payload cut into chunks, into parts[*count...]. On
+   failure the part at *count was not initialised. */
+static int build_protocol_parts(zmq_msg_t *parts, int *count, const cdc_msg_header_t *header,
+                                const cdc_frame_t *payloads, int payload_count)
+{
+    uint8_t packed[CDC_PROTO_HEADER_SIZE];
+    cdc_msg_header_pack(header, packed);
+    int rc = part_build(&parts[*count], *count, packed, sizeof packed);
+    for (int i = 0; rc == CDC_OK && i < payload_count; i++) {
+        int frames = cdc_msg_payload_frames(payloads[i].size);
+        const uint8_t *data = payloads[i].data;
+        for (int j = 0; rc == CDC_OK && j < frames; j++) {
+            size_t at = (size_t) j * CDC_PROTO_CHUNK_BYTES, left = payloads[i].size - at;
+            (*count)++;
+            rc = part_build(&parts[*count], *count, data ? data + at : NULL,
+                            left < CDC_PROTO_CHUNK_BYTES ? left : CDC_PROTO_CHUNK_BYTES);
+        }
+    }
+    if (rc == CDC_OK)
+        (*count)++;
+    return rc;
+}
+
 int cdc_wire_send(void *socket, zmq_msg_t *routing_id, const cdc_msg_header_t *header,
                   const cdc_frame_t *payloads, int payload_count, int flags)
 {
-    if (payload_count < 0 || payload_count > CDC_WIRE_MAX_PARTS - 2)
+    if (payload_count < 0 || payload_count > CDC_PROTO_MAX_PAYLOADS)
         return cdc__fail(CDC_EINVAL, "send: %d payloads, at most %d", payload_count,
-                         CDC_WIRE_MAX_PARTS - 2);
+                         CDC_PROTO_MAX_PAYLOADS);
+    int total = parts_needed(routing_id != NULL, payloads, payload_count);
+    if (total < 0)
+        return cdc__fail(CDC_EINVAL, "send: payloads need more than %d frames",
+                         CDC_PROTO_MAX_FRAMES);
     /* Every part is built before the first is sent: a part that cannot be
        allocated once the first left with "more" would leave half a message
        that merges with the next one (issue 9, finding 7). */
-    zmq_msg_t parts[CDC_WIRE_MAX_PARTS];
-    int count = 0, rc = CDC_OK;
+    zmq_msg_t *parts = malloc((size_t) total * sizeof *parts);
+    if (!parts)
+        return cdc__fail(CDC_ENOMEM, "send: %d message parts", total);
+    int count = 0;
     if (routing_id) {
         zmq_msg_init(&parts[count]);
         zmq_msg_copy(&parts[count++], routing_id);
     }
-    uint8_t packed[CDC_PROTO_HEADER_SIZE];
-    cdc_msg_header_pack(header, packed);
-    rc = part_build(&parts[count], count, packed, sizeof packed);
-    for (int i = 0; rc == CDC_OK && i < payload_count; i++) {
-        count++;
-        rc = part_build(&parts[count], count, payloads[i].data, payloads[i].size);
-    }
+    int rc = build_protocol_parts(parts, &count, header, payloads, payload_count);
     if (rc != CDC_OK) {
         parts_close(parts, 0, count); /* part `count` was not initialised */
+        free(parts);
         return rc;
     }
-    count++;
-    /* Once the first part is accepted zmq queues the rest atomically, so a
-       later EAGAIN cannot leave half a message on the wire. */
+    /* Once the first part is accepted zmq queues the rest atomically (its
+       high-water mark counts whole messages), so a later EAGAIN cannot leave
+       half a message on the wire. */
     for (int i = 0; i < count; i++) {
         if (zmq_msg_send(&parts[i], socket, flags | (i + 1 < count ? ZMQ_SNDMORE : 0)) < 0) {
             parts_close(parts, i, count);
-            return map_errno(i == 0 ? "send" : "send part");
+            rc = map_errno(i == 0 ? "send" : "send part");
+            break;
         }
     }
+    free(parts);
+    return rc;
+}
+
+void cdc_wire_msg_init(cdc_wire_msg_t *msg)
+{
+    memset(msg, 0, sizeof *msg);
+}
+
+int cdc_wire_msg_reserve(cdc_wire_msg_t *msg, int parts)
+{
+    if (parts <= msg->capacity)
+        return CDC_OK;
+    if (parts > CDC_WIRE_MAX_PARTS)
+        return cdc__fail(CDC_EINVAL, "message of %d parts, at most %d", parts,
+                         CDC_WIRE_MAX_PARTS);
+    zmq_msg_t *grown = realloc(msg->parts, (size_t) parts * sizeof *grown);
+    if (!grown)
+        return cdc__fail(CDC_ENOMEM, "message of %d parts", parts);
+    msg->parts = grown; /* zmq_msg_t is moved as bytes, as zmq_msg_move does */
+    cdc_frame_t *frames = realloc(msg->frames, (size_t) parts * sizeof *frames);
+    if (!frames)
+        return cdc__fail(CDC_ENOMEM, "message of %d parts", parts);
+    msg->frames = frames;
+    msg->capacity = parts;
     return CDC_OK;
+}
+
+/* Keep part as the next of *msg, or close it (counted) when the message is
+   past CDC_WIRE_MAX_PARTS or there is no memory to keep it. */
+static void keep_part(cdc_wire_msg_t *msg, zmq_msg_t *part)
+{
+    if (msg->count == msg->capacity && !msg->truncated && !msg->out_of_memory) {
+        int want = msg->capacity < 4 ? 4 : 2 * msg->capacity;
+        want = want > CDC_WIRE_MAX_PARTS ? CDC_WIRE_MAX_PARTS : want;
+        if (msg->count == CDC_WIRE_MAX_PARTS)
+            msg->truncated = 1;
+        else if (cdc_wire_msg_reserve(msg, want) != CDC_OK)
+            msg->out_of_memory = 1;
+    }
+    if (msg->count < msg->capacity && !msg->truncated && !msg->out_of_memory) {
+        msg->parts[msg->count++] = *part;
+        return;
+    }
+    msg->dropped++;
+    zmq_msg_close(part);
 }
 
 int cdc_wire_recv(void *socket, cdc_wire_msg_t *msg, int flags)
 {
-    msg->count = 0;
-    msg->truncated = 0;
-    int more = 1;
+    cdc_wire_msg_init(msg);
+    int more = 1, first = 1;
     while (more) {
         zmq_msg_t part;
         zmq_msg_init(&part);
         /* Only the first part may wait; the rest are already here. */
-        if (zmq_msg_recv(&part, socket, msg->count == 0 && !msg->truncated ? flags : 0) < 0) {
+        if (zmq_msg_recv(&part, socket, first ? flags : 0) < 0) {
             zmq_msg_close(&part);
             return map_errno("receive");
         }
+        first = 0;
         more = zmq_msg_more(&part);
-        if (msg->count < CDC_WIRE_MAX_PARTS) {
-            msg->parts[msg->count++] = part;
-        } else {
-            msg->truncated = 1;
-            zmq_msg_close(&part);
-        }
+        keep_part(msg, &part);
     }
     return CDC_OK;
 }
 
 void cdc_wire_msg_close(cdc_wire_msg_t *msg)
 {
-    for (int i = 0; i < msg->count; i++)
-        zmq_msg_close(&msg->parts[i]);
-    msg->count = 0;
+    parts_close(msg->parts, 0, msg->count);
+    free(msg->parts);
+    free(msg->frames);
+    cdc_wire_msg_init(msg);
 }
 
-int cdc_wire_decode(const cdc_wire_msg_t *msg, int first, cdc_msg_t *decoded)
+int cdc_wire_decode(cdc_wire_msg_t *msg, int first, cdc_msg_t *decoded)
 {
+    int count = msg->count + msg->dropped - first;
     if (msg->truncated)
-        return cdc__fail(CDC_EPROTO, "message has more than %d frames", CDC_WIRE_MAX_PARTS);
-    int count = msg->count - first;
-    if (count < 1)
-        return cdc__fail(CDC_EPROTO, "message has no protocol frames");
-    cdc_frame_t frames[CDC_WIRE_MAX_PARTS];
-    for (int i = 0; i < count; i++) {
-        /* zmq_msg_data is not const-qualified; the frames are only read. */
-        zmq_msg_t *part = (zmq_msg_t *) &msg->parts[first + i];
-        frames[i].data = zmq_msg_data(part);
-        frames[i].size = zmq_msg_size(part);
-    }
-    if (count > CDC_PROTO_MAX_FRAMES)
         return cdc__fail(CDC_EPROTO, "message has %d frames, at most %d", count,
                          CDC_PROTO_MAX_FRAMES);
-    return cdc_msg_decode(frames, count, decoded);
+    if (msg->out_of_memory)
+        return cdc__fail(CDC_ENOMEM, "no memory to keep a message of %d frames", count);
+    if (count < 1)
+        return cdc__fail(CDC_EPROTO, "message has no protocol frames");
+    for (int i = 0; i < count; i++) {
+        zmq_msg_t *part = &msg->parts[first + i];
+        msg->frames[i] = (cdc_frame_t){zmq_msg_data(part), zmq_msg_size(part)};
+    }
+    return cdc_msg_decode(msg->frames, count, decoded);
 }

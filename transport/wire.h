@@ -8,22 +8,39 @@
 
 #include <zmq.h>
 
-/* Frames kept per received message: a routing id, the protocol frames, and one
+/* Parts kept per received message: a routing id, the protocol frames, and one
    spare so an over-long message is seen as such rather than silently cut. */
 #define CDC_WIRE_MAX_PARTS (CDC_PROTO_MAX_FRAMES + 2)
 
+/* ZMQ_MAXMSGSIZE of every socket that talks the protocol: the largest frame
+   a valid message has (a chunk; the header is 168 bytes, ERROR text at most
+   1 KiB) plus a margin. libzmq allocates a frame as soon as it has read its
+   length, before the CURVE handshake completes: this is what one connection
+   can make a process allocate per frame. */
+#define CDC_WIRE_MAX_FRAME_BYTES ((int64_t) CDC_PROTO_CHUNK_BYTES + 4096)
+
+/* A received message: its parts, grown as they arrive (most messages have
+   one to three), and the frame views cdc_wire_decode hands to
+   cdc_msg_decode, kept here so a decoded message's payloads stay valid as
+   long as this message. */
 typedef struct {
-    zmq_msg_t parts[CDC_WIRE_MAX_PARTS];
-    int count;     /* parts held (initialised) in parts[]                  */
-    int truncated; /* the message had more parts than CDC_WIRE_MAX_PARTS   */
+    zmq_msg_t *parts;    /* parts[0..count-1] held (initialised)             */
+    cdc_frame_t *frames; /* room for capacity views, filled by decoding     */
+    int count, capacity;
+    int dropped;         /* parts read and closed: past CDC_WIRE_MAX_PARTS,
+                            or no memory to keep them                        */
+    int truncated;       /* the message had more than CDC_WIRE_MAX_PARTS    */
+    int out_of_memory;   /* a part could not be kept for want of memory     */
 } cdc_wire_msg_t;
 
-/* Send header + payloads as one multipart message. routing_id (ROUTER side)
-   may be NULL. flags may hold ZMQ_DONTWAIT. Payloads are copied. Returns
-   CDC_OK; CDC_ETIMEDOUT when the socket cannot take the message now (EAGAIN:
-   no connected peer or queue full); CDC_ENOMEM when a part cannot be
-   allocated (every part is built before the first is sent, so nothing is
-   sent then); CDC_ETRANSPORT on any other zmq error. */
+/* Send header + payloads as one multipart message, each payload split into
+   chunk frames (CDC_PROTO_CHUNK_BYTES; an empty payload is one empty frame).
+   routing_id (ROUTER side) may be NULL. flags may hold ZMQ_DONTWAIT.
+   Payloads are copied. Returns CDC_OK; CDC_ETIMEDOUT when the socket cannot
+   take the message now (EAGAIN: no connected peer or queue full); CDC_ENOMEM
+   when a part cannot be allocated (every part is built before the first is
+   sent, so nothing is sent then); CDC_EINVAL when the payloads need more
+   parts than a message may have; CDC_ETRANSPORT on any other zmq error. */
 int cdc_wire_send(void *socket, zmq_msg_t *routing_id, const cdc_msg_header_t *header,
                   const cdc_frame_t *payloads, int payload_count, int flags);
 
@@ -32,16 +49,29 @@ int cdc_wire_send(void *socket, zmq_msg_t *routing_id, const cdc_msg_header_t *h
    production. Not thread-safe; tests only. */
 extern int cdc__wire_fail_alloc_at;
 
+/* An empty message (nothing held): what cdc_wire_recv starts from. */
+void cdc_wire_msg_init(cdc_wire_msg_t *msg);
+
+/* Room for parts parts (at most CDC_WIRE_MAX_PARTS) in *msg. CDC_OK, or
+   CDC_ENOMEM / CDC_EINVAL; *msg is unchanged then. */
+int cdc_wire_msg_reserve(cdc_wire_msg_t *msg, int parts);
+
 /* Receive one whole multipart message into *msg (which the caller must later
-   release with cdc_wire_msg_close even on failure). Returns CDC_OK,
-   CDC_ETIMEDOUT when none is waiting (with ZMQ_DONTWAIT), CDC_ETRANSPORT. */
+   release with cdc_wire_msg_close even on failure). A message with more
+   parts than CDC_WIRE_MAX_PARTS is still read to its end (the parts past
+   the limit closed at once) and marked truncated, so the next receive
+   starts at a message boundary. Returns CDC_OK, CDC_ETIMEDOUT when none is
+   waiting (with ZMQ_DONTWAIT), CDC_ETRANSPORT. */
 int cdc_wire_recv(void *socket, cdc_wire_msg_t *msg, int flags);
 
-/* Release every part of *msg. Accepts a message already closed. */
+/* Release every part of *msg and its arrays. Accepts a message already
+   closed. */
 void cdc_wire_msg_close(cdc_wire_msg_t *msg);
 
-/* Validate parts[first..count-1] of *msg as a protocol message. CDC_EPROTO when
-   the message was truncated or fails cdc_msg_decode. */
-int cdc_wire_decode(const cdc_wire_msg_t *msg, int first, cdc_msg_t *decoded);
+/* Validate parts[first..count-1] of *msg as a protocol message; *decoded's
+   payloads point into *msg (valid until it is closed). CDC_EPROTO when the
+   message was truncated or fails cdc_msg_decode, CDC_ENOMEM when a part
+   could not be kept. */
+int cdc_wire_decode(cdc_wire_msg_t *msg, int first, cdc_msg_t *decoded);
 
 #endif

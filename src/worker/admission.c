@@ -2,8 +2,8 @@
  *
  * Everything is counted that the worker allocates for a task, besides the
  * message itself: the operands it carries (libzmq already holds them, and
- * they stay until the task is done), a copy of any operand frame that is not
- * float-aligned (compute.c makes one; libzmq only misaligns small frames),
+ * they stay until the task is done), a copy of any operand that is not one
+ * float-aligned frame (compute.c gathers chunks and misaligned frames),
  * the result, and for a conv the im2col matrix. Cached operands are not
  * counted: --max-memory bounds the cache. The protocol bounds each matrix
  * to 2^28 floats and each dimension to 2^24, so every product and sum here
@@ -26,9 +26,13 @@ static size_t inline_operand(uint64_t key, int64_t rows, int64_t k)
     return key == 0 ? floats_bytes(rows, k) : 0;
 }
 
-static size_t copy_of(const cdc_frame_t *frame)
+/* An inline payload is used in place when it is one aligned frame; one in
+   several chunks, or misaligned, is gathered into a copy (compute.c). */
+static size_t copy_of(const cdc_msg_payload_t *payload)
 {
-    return frame->size > 0 && (uintptr_t) frame->data % alignof(float) != 0 ? frame->size : 0;
+    int in_place = payload->count == 1 &&
+                   (uintptr_t) payload->frames[0].data % alignof(float) == 0;
+    return payload->size > 0 && !in_place ? payload->size : 0;
 }
 
 void cdc__task_memory(const cdc_msg_t *msg, cdc_task_memory_t *memory)

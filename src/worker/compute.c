@@ -129,11 +129,13 @@ static int put_weights(cdc_worker_compute_t *self, cdc_request_t *request)
     return CDC_OK;
 }
 
-/* An operand as floats: the cached matrix for key, else the inline frame
-   (used in place when aligned, else copied into *owned). NULL data with CDC_OK
-   means the key is not cached (a miss). */
+/* An operand as floats: the cached matrix for key (in scope), else the
+   inline payload (used in place when it is one aligned frame, else gathered
+   into *owned: chunks of a large payload are not contiguous). NULL data with
+   CDC_OK means the key is not cached (a miss). */
 static int operand(cdc_worker_compute_t *self, uint64_t scope, uint64_t key, int64_t rows,
-                   int64_t k, const cdc_frame_t *frame, const float **data, float **owned)
+                   int64_t k, const cdc_msg_payload_t *payload, const float **data,
+                   float **owned)
 {
     *data = NULL;
     *owned = NULL;
@@ -150,14 +152,14 @@ static int operand(cdc_worker_compute_t *self, uint64_t scope, uint64_t key, int
         *data = held->data;
         return CDC_OK;
     }
-    if ((uintptr_t) frame->data % alignof(float) == 0) {
-        *data = frame->data;
+    if (payload->count == 1 && (uintptr_t) payload->frames[0].data % alignof(float) == 0) {
+        *data = payload->frames[0].data;
         return CDC_OK;
     }
-    *owned = malloc(frame->size);
+    *owned = malloc(payload->size);
     if (!*owned)
-        return cdc__fail(CDC_ENOMEM, "operand of %zu bytes", frame->size);
-    memcpy(*owned, frame->data, frame->size);
+        return cdc__fail(CDC_ENOMEM, "operand of %zu bytes", payload->size);
+    cdc_msg_payload_gather(payload, *owned);
     *data = *owned;
     return CDC_OK;
 }

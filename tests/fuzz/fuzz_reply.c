@@ -2,14 +2,15 @@
  *
  * The input is a list of frames (fuzz_frames.h): what a worker (or anything
  * posing as one) sends to the coordinator's DEALER. They are put in zmq
- * messages as cdc_wire_recv leaves them (with its "truncated" mark past
- * CDC_WIRE_MAX_PARTS) and decoded by cdc_wire_decode(msg, 0, ...) as
+ * messages as cdc_wire_recv leaves them (with its "truncated" mark and the
+ * parts it dropped past CDC_WIRE_MAX_PARTS) and decoded by
+ * cdc_wire_decode(msg, 0, ...) as
  * transport/client.c's call_receive does. zmq_msg_init_size needs no
  * context or socket: nothing touches the network.
  *
  * A decoded reply is then held to what client.c relies on when it matches
  * (request id, shard, worker) and applies it: a RESULT whose shape matches a
- * task is memcpy'd whole into that task's rows x cols result buffer (done
+ * task is gathered whole into that task's rows x cols result buffer (done
  * here into a buffer of exactly that size), an ERROR's text is printed with
  * "%.*s" and an int length, a MISS names a nonzero key to forget. */
 #include "fuzz_frames.h"
@@ -48,18 +49,20 @@ static void apply_reply(const cdc_msg_t *msg)
            match to be taken. */
         size_t bytes = (size_t) (h->rows * h->cols) * sizeof(float);
         EXPECT(msg->payload[0].size == bytes, h);
+        EXPECT(msg->payload[0].count == cdc_msg_payload_frames(bytes), h);
         float *result = malloc(bytes);
         if (result)
-            memcpy(result, msg->payload[0].data, msg->payload[0].size);
+            cdc_msg_payload_gather(&msg->payload[0], result);
         free(result);
         break;
     }
     case CDC_MSG_ERROR: {
         EXPECT(msg->payload_count == 1, h);
         EXPECT(msg->payload[0].size <= CDC_PROTO_MAX_TEXT, h);
+        EXPECT(msg->payload[0].count == 1, h);
         char text[CDC_PROTO_MAX_TEXT + 64];
         snprintf(text, sizeof text, "%s: %.*s", cdc_err_name(h->error_code),
-                 (int) msg->payload[0].size, (const char *) msg->payload[0].data);
+                 (int) msg->payload[0].size, (const char *) msg->payload[0].frames[0].data);
         break;
     }
     case CDC_MSG_MISS:
@@ -78,8 +81,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     int extra = 0;
     int count = cdc_fuzz_split(data, size, cut, CDC_WIRE_MAX_PARTS, &extra);
     cdc_wire_msg_t wire;
-    memset(&wire, 0, sizeof wire);
+    cdc_wire_msg_init(&wire);
     wire.truncated = extra > 0;
+    wire.dropped = extra;
+    if (count > 0 && cdc_wire_msg_reserve(&wire, count) != CDC_OK)
+        return 0;
     for (int i = 0; i < count; i++) {
         if (zmq_msg_init_size(&wire.parts[i], cut[i].size) != 0)
             break;

@@ -36,13 +36,14 @@ static void fail(const char *what, const cdc_msg_header_t *h)
             fail(#cond, h);                                                               \
     } while (0)
 
-/* An operand as the worker takes it: a copy of rows x k floats. */
-static float *operand_copy(const cdc_frame_t *frame, int64_t rows, int64_t k)
+/* An operand as the worker takes it: its chunks gathered into a buffer of
+   rows x k floats. */
+static float *operand_copy(const cdc_msg_payload_t *payload, int64_t rows, int64_t k)
 {
     size_t bytes = (size_t) rows * (size_t) k * sizeof(float);
     float *copy = malloc(bytes);
     if (copy)
-        memcpy(copy, frame->data, frame->size);
+        cdc_msg_payload_gather(payload, copy);
     return copy;
 }
 
@@ -62,13 +63,21 @@ static int64_t checked_product(int64_t a, int64_t b, const cdc_msg_header_t *h)
     return a * b;
 }
 
-static void check_inline(uint64_t key, const cdc_frame_t *frame, int64_t floats,
+/* A payload as the decoder promises it: a cached operand is one empty
+   frame; an inline one its exact size in chunks, each but the last full. */
+static void check_inline(uint64_t key, const cdc_msg_payload_t *payload, int64_t floats,
                          const cdc_msg_header_t *h)
 {
-    if (key != 0)
-        EXPECT(frame->size == 0, h);
-    else
-        EXPECT(frame->size == (size_t) floats * sizeof(float), h);
+    size_t want = key != 0 ? 0 : (size_t) floats * sizeof(float);
+    EXPECT(payload->size == want, h);
+    EXPECT(payload->count == cdc_msg_payload_frames(want), h);
+    size_t total = 0;
+    for (int j = 0; j < payload->count; j++) {
+        EXPECT(payload->frames[j].size <= CDC_PROTO_CHUNK_BYTES, h);
+        EXPECT(j + 1 == payload->count || payload->frames[j].size == CDC_PROTO_CHUNK_BYTES, h);
+        total += payload->frames[j].size;
+    }
+    EXPECT(total == want, h);
 }
 
 /* The geometry of a decoded TASK_CONV and the sizes it implies. */
@@ -110,8 +119,11 @@ static void run_small_task(const cdc_msg_t *msg)
 static void check_decoded(const cdc_msg_t *msg, int count)
 {
     const cdc_msg_header_t *h = &msg->header;
-    EXPECT(msg->payload_count == count - 1, h);
-    EXPECT(cdc_msg_frame_count((cdc_msg_type_t) h->type) == count, h);
+    EXPECT(msg->payload_count == cdc_msg_payload_count((cdc_msg_type_t) h->type), h);
+    int frames = 1;
+    for (int i = 0; i < msg->payload_count; i++)
+        frames += msg->payload[i].count;
+    EXPECT(frames == count, h);
     EXPECT(h->shard >= 0 && h->shard < 64, h);
     switch ((cdc_msg_type_t) h->type) {
     case CDC_MSG_TASK_GEMM:
@@ -140,7 +152,7 @@ static void check_decoded(const cdc_msg_t *msg, int count)
         check_inline(0, &msg->payload[0], checked_floats(h->rows, h->cols, h), h);
         break;
     case CDC_MSG_ERROR:
-        EXPECT(msg->payload[0].size <= CDC_PROTO_MAX_TEXT, h);
+        EXPECT(msg->payload[0].size <= CDC_PROTO_MAX_TEXT && msg->payload[0].count == 1, h);
         break;
     case CDC_MSG_MISS:
         EXPECT(h->a_key != 0, h);

@@ -4,7 +4,7 @@
  *
  * The wire seeds are small valid messages of every type, packed by this
  * build's protocol.c, so run it again whenever the protocol version or
- * header changes (test_protocol checks that every committed seed still
+ * header changes (test_fuzz_inputs checks that every committed seed still
  * decodes). The fault and environment seeds are the examples of
  * docs/faults.md and docs/configuration.md. */
 #include "fuzz_frames.h"
