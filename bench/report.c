@@ -65,6 +65,13 @@ void cdc_run_write_json(FILE *out, const cdc_run_t *run, const char *model)
     int workers = c->workers[0] ? 1 : c->local_workers;
     for (const char *p = c->workers; c->workers[0] && *p; p++)
         workers += *p == ',';
+    if (strncmp(c->workers, "discover", 8) == 0) {
+        /* Discovered workers: as many as the widest call used. */
+        workers = 0;
+        for (int i = 0; i < run->requests; i++)
+            if (run->records[i].shards > workers)
+                workers = run->records[i].shards;
+    }
     fprintf(out, "{\"label\": ");
     json_string(out, run->label);
     fprintf(out, ", \"model\": ");

@@ -83,7 +83,8 @@ typedef enum {
 #define CDC_CONFIG_STR 1024
 
 typedef struct {
-    char workers[CDC_CONFIG_STR]; /* comma-separated endpoints; "" = local      */
+    char workers[CDC_CONFIG_STR]; /* comma-separated endpoints, or discover[:PORT]
+                                     (docs/deploy.md); "" = local            */
     int local_workers;            /* workers to spawn/run locally (default 5)   */
     int parity;                   /* r, 0..CDC_MAX_PARITY (default 1)           */
     cdc_split_t split;            /* default split for layers (default auto)   */
@@ -112,10 +113,16 @@ typedef struct {
                                      naming its endpoint; "" = plaintext      */
     int insecure;                 /* 1: allow plaintext tcp workers that are
                                      not loopback (refused otherwise)         */
+    /* Since 0.1.0 (took 9 reserved words; docs/deploy.md): discovery. */
+    char discover_interface[64];  /* workers=discover: the interface beacons
+                                     are heard on; "" = CZMQ's choice        */
+    int32_t discover_wait_ms;     /* workers=discover: how long to listen for
+                                     the first set (default 3000)            */
+    int32_t reserved_pad;         /* 0 */
     /* Room for new settings without an ABI break (docs/abi.md): zeroed by
        cdc_config_init, never read by this version. A new field takes the
        first slots and the count shrinks so the size stays the same. */
-    uint64_t reserved[256];
+    uint64_t reserved[247];
 } cdc_config_t;
 
 /* Fill *config with the documented defaults. Never fails. */

@@ -4,6 +4,7 @@
 #ifndef CDC_CLIENT_H_INCLUDED
 #define CDC_CLIENT_H_INCLUDED
 
+#include "discovery.h"
 #include "keys.h"
 #include "task.h"
 
@@ -48,6 +49,20 @@ int cdc_client_new(const char *endpoints, int connect_wait_ms, cdc_client_t **cl
 int cdc_client_new_curve(const char *endpoints, int connect_wait_ms,
                          const cdc_curve_cert_t *client_cert,
                          const cdc_curve_cert_t *server_certs, cdc_client_t **client_p);
+
+/* Workers found by their beacons (discovery.h) instead of an endpoint list,
+   over CURVE with client_cert's keys: a beacon's worker is added when it
+   speaks this protocol version and its key is in trusted (a certificate file
+   or a directory of them: CDCGEMM_CURVE_SERVER). Listens up to wait_ms for
+   the first set (ending sooner once one was heard and no new one for two
+   beacon periods), then keeps listening on the heartbeat thread: a worker
+   announcing itself later is added between calls and joins the plan when it
+   answers a PING. With none found, calls run locally until one is. Returns
+   CDC_OK, CDC_EINVAL (no certificate or trusted path) or CDC_ETRANSPORT (no
+   broadcast interface). */
+int cdc_client_new_discover(const cdc_discovery_where_t *where, int wait_ms,
+                            int connect_wait_ms, const cdc_curve_cert_t *client_cert,
+                            const char *trusted, cdc_client_t **client_p);
 
 /* Close every socket; accepts NULL and *NULL; nulls *client_p. */
 void cdc_client_destroy(cdc_client_t **client_p);

@@ -52,6 +52,10 @@ int cdc__executor_zmq_new(const cdc_config_t *config, const char *endpoints,
    always count). Thread-safe. */
 int cdc__executor_live(cdc_executor_t *executor, uint64_t *mask);
 
+/* Workers a ZeroMQ executor knows (endpoints given, or discovered so far);
+   -1 for any other executor. */
+int cdc__executor_worker_count(cdc_executor_t *executor);
+
 /* The transport counters of a ZeroMQ executor; CDC_EINVAL for another kind.
    Thread-safe. */
 int cdc__executor_remote_counters(cdc_executor_t *executor,

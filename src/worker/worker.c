@@ -8,6 +8,8 @@
  * for a while. No zmq here: the server (transport/server.h) owns the socket. */
 #include "worker.h"
 
+#include "announce.h"
+
 #include "blas_backend.h"
 #include "clock.h"
 #include "compute.h"
@@ -32,6 +34,7 @@ typedef struct {
 typedef struct {
     const cdc_worker_options_t *options;
     cdc_server_t *server;
+    cdc_announcer_t *announcer; /* --announce: beacons while serving */
     cdc_worker_compute_t *compute;
     cdc_fault_state_t faults;
     int has_faults;
@@ -317,6 +320,11 @@ static int loop_open(loop_t *loop, const cdc_worker_options_t *options)
     server_options.curve_allow = options->curve_allow;
     if ((rc = cdc_server_new(&server_options, &loop->server)) != CDC_OK)
         return rc;
+    /* Once bound, so a coordinator that hears the beacon finds the socket. */
+    if (options->announce && (rc = cdc__worker_announce(options->bind, options->curve_secret,
+                                                        options->announce,
+                                                        &loop->announcer)) != CDC_OK)
+        return rc;
     return cdc__worker_compute_start(loop->server, options, &loop->compute);
 }
 
@@ -344,6 +352,7 @@ static void loop_close(loop_t *loop, cdc_worker_counters_t *counters)
 {
     /* Stop: the current task finishes and its reply goes out; the queue is
        dropped (finding 10 of issue 9: 23 queued tasks all ran after SIGTERM). */
+    cdc_announcer_destroy(&loop->announcer); /* a stopping worker is not to be found */
     cdc__worker_compute_finish(loop->compute);
     if (loop->compute && loop->server)
         send_replies(loop);

@@ -1,5 +1,6 @@
 /* worker_main.c - cdcgemm-worker: command line and signals around the serving loop. */
 #include "cdcgemm.h"
+#include "discovery.h"
 #include "faults.h"
 #include "keys.h"
 #include "log.h"
@@ -17,6 +18,8 @@
 
 static volatile sig_atomic_t stop_requested, reload_requested;
 static int insecure; /* --insecure */
+static int announce; /* --announce */
+static cdc_discovery_where_t announce_where; /* --announce-port, --announce-interface */
 
 static void on_signal(int signo)
 {
@@ -37,6 +40,7 @@ static void usage(FILE *out)
             "                      [--threads N] [--faults SPEC] [--index N]\n"
             "                      [--parent-pid PID] [--log LEVEL]\n"
             "                      [--curve-secret FILE --curve-allow DIR | --insecure]\n"
+            "                      [--announce [--announce-port N] [--announce-interface IF]]\n"
             "       cdcgemm-worker --version | --help\n"
             "\n"
             "Serve coded GEMM shard tasks for the cdcgemm coordinator over ZeroMQ.\n"
@@ -70,6 +74,13 @@ static void usage(FILE *out)
             "  --insecure          allow a plaintext tcp bind to a non-loopback address\n"
             "                      (refused otherwise: anyone who reaches the port could\n"
             "                      use the worker); warns on every start\n"
+            "  --announce          broadcast this worker's endpoint and CURVE public key\n"
+            "                      every 500 ms (CZMQ zbeacon, UDP) so coordinators with\n"
+            "                      CDCGEMM_WORKERS=discover find it; needs CURVE and a\n"
+            "                      tcp://HOST:PORT bind (docs/deploy.md)\n"
+            "  --announce-port N   UDP port of the beacons (default 47474)\n"
+            "  --announce-interface IF  the network interface to announce on (default:\n"
+            "                      CZMQ's choice, the first broadcast interface)\n"
             "  --log LEVEL         error, warn, info or debug (stderr). Default info;\n"
             "                      the counters are printed at exit from info up.\n"
             "  --version           print the library and wire protocol versions and exit\n"
@@ -146,8 +157,8 @@ static int parse_args(int argc, char **argv, cdc_worker_options_t *options)
                    cdc_version(), CDC_PROTO_VERSION);
             return -1;
         }
-        if (strcmp(arg, "--insecure") == 0) {
-            insecure = 1;
+        if (strcmp(arg, "--insecure") == 0 || strcmp(arg, "--announce") == 0) {
+            *(arg[2] == 'i' ? &insecure : &announce) = 1;
             continue; /* takes no value */
         }
         if (strcmp(arg, "--bind") == 0 && value) {
@@ -194,6 +205,15 @@ static int parse_args(int argc, char **argv, cdc_worker_options_t *options)
                                 "or debug\n", value);
                 return 2;
             }
+        } else if (strcmp(arg, "--announce-port") == 0 && value) {
+            if (cdc__parse_long(value, 1, 65535, &number) != 0) {
+                fprintf(stderr, "cdcgemm-worker: --announce-port '%s': expected 1..65535\n",
+                        value);
+                return 2;
+            }
+            announce_where.udp_port = (int) number;
+        } else if (strcmp(arg, "--announce-interface") == 0 && value) {
+            announce_where.interface = value;
         } else if (strcmp(arg, "--parent-pid") == 0 && value) {
             if (cdc__parse_long(value, 1, LONG_MAX, &number) != 0) {
                 fprintf(stderr, "cdcgemm-worker: --parent-pid '%s': expected a pid\n", value);
@@ -299,6 +319,8 @@ int main(int argc, char **argv)
         options.reload = &reload_requested;
     }
 
+    if (announce)
+        options.announce = &announce_where;
     cdc_worker_counters_t counters;
     int rc = cdc_worker_run(&options, &stop_requested, &counters);
     if (rc != CDC_OK) {
