@@ -139,6 +139,48 @@ static int set_log_level(const char *name)
     return 0;
 }
 
+/* --announce, --announce-port N, --announce-interface IF: the arguments
+   taken (0: arg is none of them), or -1 after a message on stderr. */
+static int parse_announce(const char *arg, const char *value)
+{
+    long port;
+    if (strcmp(arg, "--announce") == 0) {
+        announce = 1;
+        return 1;
+    }
+    if (strcmp(arg, "--announce-interface") == 0 && value) {
+        announce_where.interface = value;
+        return 2;
+    }
+    if (strcmp(arg, "--announce-port") != 0 || !value)
+        return 0;
+    if (cdc__parse_long(value, 1, 65535, &port) != 0) {
+        fprintf(stderr, "cdcgemm-worker: --announce-port '%s': expected 1..65535\n", value);
+        return -1;
+    }
+    announce_where.udp_port = (int) port;
+    return 2;
+}
+
+/* Take the --announce arguments out of argv (so parse_args sees the rest):
+   0, or 2 after a message on stderr. */
+static int take_announce_args(int *argc, char **argv)
+{
+    int kept = 1;
+    for (int i = 1; i < *argc; i++) {
+        int used = parse_announce(argv[i], i + 1 < *argc ? argv[i + 1] : NULL);
+        if (used < 0)
+            return 2;
+        if (used == 0)
+            argv[kept++] = argv[i];
+        else
+            i += used - 1;
+    }
+    *argc = kept;
+    argv[kept] = NULL;
+    return 0;
+}
+
 /* The command line into *options: 0, -1 after --help or --version (exit 0),
    or 2 after a message on stderr (exit 2). */
 static int parse_args(int argc, char **argv, cdc_worker_options_t *options)
@@ -157,8 +199,8 @@ static int parse_args(int argc, char **argv, cdc_worker_options_t *options)
                    cdc_version(), CDC_PROTO_VERSION);
             return -1;
         }
-        if (strcmp(arg, "--insecure") == 0 || strcmp(arg, "--announce") == 0) {
-            *(arg[2] == 'i' ? &insecure : &announce) = 1;
+        if (strcmp(arg, "--insecure") == 0) {
+            insecure = 1;
             continue; /* takes no value */
         }
         if (strcmp(arg, "--bind") == 0 && value) {
@@ -205,15 +247,6 @@ static int parse_args(int argc, char **argv, cdc_worker_options_t *options)
                                 "or debug\n", value);
                 return 2;
             }
-        } else if (strcmp(arg, "--announce-port") == 0 && value) {
-            if (cdc__parse_long(value, 1, 65535, &number) != 0) {
-                fprintf(stderr, "cdcgemm-worker: --announce-port '%s': expected 1..65535\n",
-                        value);
-                return 2;
-            }
-            announce_where.udp_port = (int) number;
-        } else if (strcmp(arg, "--announce-interface") == 0 && value) {
-            announce_where.interface = value;
         } else if (strcmp(arg, "--parent-pid") == 0 && value) {
             if (cdc__parse_long(value, 1, LONG_MAX, &number) != 0) {
                 fprintf(stderr, "cdcgemm-worker: --parent-pid '%s': expected a pid\n", value);
@@ -295,7 +328,9 @@ int main(int argc, char **argv)
     cdc__log_level = CDC_LOG_INFO;
     cdc_worker_options_t options;
     cdc_worker_options_init(&options);
-    int parsed = parse_args(argc, argv, &options);
+    int parsed = take_announce_args(&argc, argv);
+    if (parsed == 0)
+        parsed = parse_args(argc, argv, &options);
     if (parsed != 0)
         return parsed < 0 ? 0 : parsed;
     if (!options.bind) {
