@@ -172,10 +172,14 @@ typedef struct {
     uint64_t invalid_messages;  /* malformed or unmatched replies, dropped     */
     uint64_t weights_sent;      /* weight shards sent to workers              */
     uint64_t weight_bytes;      /* payload bytes of those (in bytes_out too)  */
+    /* Since 0.1.0 (took 1 reserved word). */
+    uint64_t worker_goodbyes;   /* live workers that left on purpose (said
+                                   GOODBYE: SIGTERM, a service stop); not
+                                   deaths                                     */
     /* Room for new counters without an ABI break (docs/abi.md): written as
        0 by this version. A new counter takes the first slot and the count
        shrinks by one. */
-    uint64_t reserved[32];
+    uint64_t reserved[31];
 } cdc_stats_t;
 
 /* Copy the counters into *stats. Thread-safe. */

@@ -221,6 +221,9 @@ static void sample_message(cdc_msg_type_t type, sample_msg_t *m)
         cdc_msg_header_init(h, type);
         h->request_id = 77;
         break;
+    case CDC_MSG_GOODBYE:
+        cdc_msg_header_init(h, type);
+        break;
     }
     m->payload_count = cdc_msg_frame_count(type) - 1;
 }
@@ -228,7 +231,7 @@ static void sample_message(cdc_msg_type_t type, sample_msg_t *m)
 static const cdc_msg_type_t every_type[] = {
     CDC_MSG_TASK_GEMM, CDC_MSG_TASK_CONV, CDC_MSG_WEIGHTS, CDC_MSG_RESULT,
     CDC_MSG_ERROR,     CDC_MSG_MISS,      CDC_MSG_PING,    CDC_MSG_PONG,
-    CDC_MSG_CANCEL,
+    CDC_MSG_CANCEL,    CDC_MSG_GOODBYE,
 };
 #define TYPE_COUNT ((int) (sizeof every_type / sizeof every_type[0]))
 
@@ -260,16 +263,16 @@ START_TEST(test_every_type_named)
 {
     static const char *const names[] = {"TASK_GEMM", "TASK_CONV", "WEIGHTS", "RESULT",
                                         "ERROR",     "MISS",      "PING",    "PONG",
-                                        "CANCEL"};
-    static const int frames[] = {3, 3, 2, 2, 2, 1, 1, 1, 1};
+                                        "CANCEL",    "GOODBYE"};
+    static const int frames[] = {3, 3, 2, 2, 2, 1, 1, 1, 1, 1};
     for (int i = 0; i < TYPE_COUNT; i++) {
         ck_assert_str_eq(cdc_msg_type_name(every_type[i]), names[i]);
         ck_assert_int_eq(cdc_msg_frame_count(every_type[i]), frames[i]);
     }
     ck_assert_str_eq(cdc_msg_type_name(0), "UNKNOWN");
-    ck_assert_str_eq(cdc_msg_type_name(10), "UNKNOWN");
+    ck_assert_str_eq(cdc_msg_type_name(11), "UNKNOWN");
     ck_assert_int_eq(cdc_msg_frame_count((cdc_msg_type_t) 0), 0);
-    ck_assert_int_eq(cdc_msg_frame_count((cdc_msg_type_t) 10), 0);
+    ck_assert_int_eq(cdc_msg_frame_count((cdc_msg_type_t) 11), 0);
 }
 END_TEST
 

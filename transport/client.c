@@ -71,6 +71,7 @@ typedef struct {
     int64_t next_ping;  /* ms                                                */
     int outstanding;    /* a PING is unanswered                              */
     int ever_live;
+    int version_warned; /* its protocol version differs: said once           */
 } heartbeat_peer_t;
 
 struct cdc_client {
@@ -93,6 +94,7 @@ struct cdc_client {
     uint64_t silent;            /* bit w: dead by silence, not by a drop */
     int64_t dead_since[CDC_MAX_WORKERS]; /* ms, for the plan's grace   */
     uint64_t heartbeats_missed, worker_deaths, worker_rejoins, heartbeat_invalid;
+    uint64_t worker_goodbyes; /* live workers that left on purpose          */
     heartbeat_peer_t peers[CDC_MAX_WORKERS];
     void *stop_pipe;            /* main side of the heartbeat thread's stop pipe */
     void *thread_pipe;          /* thread side                            */
@@ -233,18 +235,55 @@ static void heartbeat_monitor(cdc_client_t *self, int w, int64_t now)
     cdc_wire_msg_close(&event);
 }
 
-/* Worker w's heartbeat socket: PONGs make it live. */
+/* Worker w said GOODBYE (it stops on purpose): out of the plan at once,
+   its pending tasks given up, and no death counted. */
+static void set_left(cdc_client_t *self, int w)
+{
+    uint64_t bit = UINT64_C(1) << w;
+    pthread_mutex_lock(&self->state_lock);
+    int was = (self->live & bit) != 0;
+    self->live &= ~bit;
+    self->silent &= ~bit;
+    self->worker_goodbyes += was;
+    pthread_mutex_unlock(&self->state_lock);
+    if (was)
+        CDC_LOG_INFOF("worker %d left (said goodbye)", w);
+}
+
+/* A reply whose header is ours but for its version: say so once per worker
+   (it is never used: every message it sends fails validation). */
+static void version_mismatch(cdc_client_t *self, int w, const cdc_wire_msg_t *wire)
+{
+    cdc_msg_header_t h;
+    if (self->peers[w].version_warned || wire->count < 1 ||
+        cdc_msg_header_unpack(zmq_msg_data((zmq_msg_t *) &wire->parts[0]),
+                              zmq_msg_size((zmq_msg_t *) &wire->parts[0]), &h) != CDC_OK ||
+        h.magic != CDC_PROTO_MAGIC || h.version == CDC_PROTO_VERSION)
+        return;
+    self->peers[w].version_warned = 1;
+    CDC_LOG_ERRORF("worker %d (%s) speaks wire protocol version %u, this coordinator version "
+                   "%d: it is not used (upgrade one of them; docs/deploy.md)",
+                   w, self->endpoints[w], (unsigned) h.version, CDC_PROTO_VERSION);
+}
+
+/* Worker w's heartbeat socket: PONGs make it live, GOODBYE takes it out. */
 static void heartbeat_pongs(cdc_client_t *self, int w, int64_t now)
 {
     heartbeat_peer_t *peer = &self->peers[w];
     cdc_wire_msg_t wire;
     while (cdc_wire_recv(peer->socket, &wire, ZMQ_DONTWAIT) == CDC_OK) {
         cdc_msg_t msg;
-        if (cdc_wire_decode(&wire, 0, &msg) == CDC_OK && msg.header.type == CDC_MSG_PONG) {
+        int valid = cdc_wire_decode(&wire, 0, &msg) == CDC_OK;
+        if (valid && msg.header.type == CDC_MSG_PONG) {
             peer->last_pong = now;
             peer->outstanding = 0;
             set_live(self, w, 1, 0, "answered a PING");
+        } else if (valid && msg.header.type == CDC_MSG_GOODBYE) {
+            peer->outstanding = 0;
+            set_left(self, w);
         } else {
+            if (!valid)
+                version_mismatch(self, w, &wire);
             /* Never self->lock here: a call holds it for its whole
                duration and heartbeats must not wait for calls. */
             pthread_mutex_lock(&self->state_lock);
@@ -706,6 +745,7 @@ void cdc_client_counters(cdc_client_t *self, cdc_remote_counters_t *counters)
     counters->heartbeats_missed = self->heartbeats_missed;
     counters->worker_deaths = self->worker_deaths;
     counters->worker_rejoins = self->worker_rejoins;
+    counters->worker_goodbyes = self->worker_goodbyes;
     counters->invalid_replies += self->heartbeat_invalid;
     counters->live_mask = self->live;
     pthread_mutex_unlock(&self->state_lock);
@@ -991,7 +1031,8 @@ static void call_receive(cdc_client_t *self, client_call_t *call, int w)
         if (cdc_wire_decode(&wire, 0, &msg) != CDC_OK) {
             self->counters.invalid_replies++;
             CDC_LOG_WARNF("worker %d: invalid reply: %s", w, cdc_last_error());
-        } else if (msg.header.type != CDC_MSG_PONG) {
+        } else if (msg.header.type != CDC_MSG_PONG && msg.header.type != CDC_MSG_GOODBYE) {
+            /* (A GOODBYE reaches the heartbeat thread too, which acts on it.) */
             int t = call_match_reply(self, call, w, &msg.header);
             if (t >= 0)
                 call_apply_reply(self, call, t, w, &msg);

@@ -27,6 +27,7 @@ typedef struct {
     uint64_t heartbeats_missed; /* PINGs to a live worker unanswered at the next */
     uint64_t worker_deaths;   /* live -> dead: connection dropped or silent  */
     uint64_t worker_rejoins;  /* dead -> live again (answered a PING)        */
+    uint64_t worker_goodbyes; /* live workers that left on purpose (GOODBYE) */
     uint64_t dead_skipped;    /* tasks not sent or given up: worker dead     */
     uint64_t live_mask;       /* bit w: worker w answers heartbeats now      */
 } cdc_remote_counters_t;

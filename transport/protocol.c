@@ -122,6 +122,7 @@ int cdc_msg_frame_count(cdc_msg_type_t type)
     case CDC_MSG_PING:
     case CDC_MSG_PONG:
     case CDC_MSG_CANCEL:
+    case CDC_MSG_GOODBYE:
         return 1;
     }
     return 0;
@@ -131,8 +132,8 @@ const char *cdc_msg_type_name(int type)
 {
     static const char *const names[] = {"UNKNOWN", "TASK_GEMM", "TASK_CONV", "WEIGHTS",
                                         "RESULT",  "ERROR",     "MISS",      "PING",
-                                        "PONG",    "CANCEL"};
-    return type >= 1 && type <= 9 ? names[type] : names[0];
+                                        "PONG",    "CANCEL",    "GOODBYE"};
+    return type >= 1 && type <= 10 ? names[type] : names[0];
 }
 
 static int check_dim(const char *type, const char *name, int64_t value)
@@ -303,6 +304,7 @@ int cdc_msg_decode(const cdc_frame_t *frames, int count, cdc_msg_t *msg)
     case CDC_MSG_PING:
     case CDC_MSG_PONG:
     case CDC_MSG_CANCEL:
+    case CDC_MSG_GOODBYE:
         break;
     }
     if (rc != CDC_OK)

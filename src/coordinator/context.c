@@ -237,6 +237,7 @@ int cdc_context_stats(cdc_context_t *context, cdc_stats_t *stats)
         stats->heartbeats_missed = remote.heartbeats_missed;
         stats->worker_deaths = remote.worker_deaths;
         stats->worker_rejoins = remote.worker_rejoins;
+        stats->worker_goodbyes = remote.worker_goodbyes;
         stats->invalid_messages = remote.invalid_replies;
         stats->weights_sent = remote.weights_sent;
         stats->weight_bytes = remote.weight_bytes;

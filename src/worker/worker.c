@@ -366,6 +366,8 @@ static void loop_close(loop_t *loop, cdc_worker_counters_t *counters)
         loop->counters.messages = server.received;
     }
     int bound = loop->server != NULL;
+    if (bound)
+        cdc_server_goodbye(loop->server); /* leaving on purpose: not a death */
     cdc_server_destroy(&loop->server);
     if (bound)
         remove_ipc_endpoint(loop->options);
