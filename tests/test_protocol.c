@@ -1,6 +1,7 @@
 /* test_protocol.c - wire header round trips (every message type, packed and
    decoded, and over a real zmq socket) and rejection of malformed messages. */
 #include "protocol.h"
+#include "status.h"
 #include "testutil.h"
 #include "wire.h"
 
@@ -165,6 +166,7 @@ typedef struct {
 } sample_msg_t;
 
 static const char error_text[] = "worker out of memory";
+static const char status_text[] = "cache_bytes=1024\nload=2\n";
 
 static void sample_message(cdc_msg_type_t type, sample_msg_t *m)
 {
@@ -213,9 +215,13 @@ static void sample_message(cdc_msg_type_t type, sample_msg_t *m)
         h->a_key = 42;
         break;
     case CDC_MSG_PING:
+        cdc_msg_header_init(h, type);
+        h->request_id = UINT64_C(1) << 63;
+        break;
     case CDC_MSG_PONG:
         cdc_msg_header_init(h, type);
         h->request_id = UINT64_C(1) << 63;
+        m->payload[0] = (cdc_frame_t){status_text, sizeof status_text - 1};
         break;
     case CDC_MSG_CANCEL:
         cdc_msg_header_init(h, type);
@@ -264,7 +270,7 @@ START_TEST(test_every_type_named)
     static const char *const names[] = {"TASK_GEMM", "TASK_CONV", "WEIGHTS", "RESULT",
                                         "ERROR",     "MISS",      "PING",    "PONG",
                                         "CANCEL",    "GOODBYE"};
-    static const int frames[] = {3, 3, 2, 2, 2, 1, 1, 1, 1, 1};
+    static const int frames[] = {3, 3, 2, 2, 2, 1, 1, 2, 1, 1};
     for (int i = 0; i < TYPE_COUNT; i++) {
         ck_assert_str_eq(cdc_msg_type_name(every_type[i]), names[i]);
         ck_assert_int_eq(cdc_msg_frame_count(every_type[i]), frames[i]);
@@ -553,6 +559,36 @@ START_TEST(test_garbage)
 }
 END_TEST
 
+/* The PONG's status text: written and read back; unknown keys skipped (a
+   newer worker's); malformed lines refused with the line named. */
+START_TEST(test_status_text)
+{
+    cdc_status_report_t in = {.cache_bytes = UINT64_MAX, .cache_entries = 7,
+                              .max_memory = (uint64_t) 1 << 30, .tasks = 123456789, .load = 0};
+    char text[CDC_PROTO_MAX_TEXT];
+    size_t len = cdc_status_format(&in, text, sizeof text);
+    ck_assert_uint_eq(len, strlen(text));
+    cdc_status_report_t out;
+    ck_assert_int_eq(cdc_status_parse(text, len, &out), CDC_OK);
+    ck_assert_int_eq(memcmp(&in, &out, sizeof in), 0);
+    const char newer[] = "gflops=12\ntasks=5\n\nrtt_us=300";
+    ck_assert_int_eq(cdc_status_parse(newer, sizeof newer - 1, &out), CDC_OK);
+    ck_assert_uint_eq(out.tasks, 5);
+    ck_assert_uint_eq(out.cache_bytes, 0);
+    static const char *const bad[] = {"tasks", "=5", "tasks=", "tasks=-1", "tasks=5x",
+                                      "Tasks=5", "tasks=18446744073709551616", "a b=1"};
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        ck_assert_msg(cdc_status_parse(bad[i], strlen(bad[i]), &out) == CDC_EPROTO, "%s",
+                      bad[i]);
+        ck_assert_ptr_nonnull(strstr(cdc_last_error(), "line 1"));
+    }
+    /* Cut short: whole lines only. */
+    len = cdc_status_format(&in, text, 30);
+    ck_assert_uint_lt(len, 30);
+    ck_assert_int_eq(cdc_status_parse(text, len, &out), CDC_OK);
+}
+END_TEST
+
 static Suite *protocol_suite(void)
 {
     Suite *suite = suite_create("protocol");
@@ -564,6 +600,7 @@ static Suite *protocol_suite(void)
     tcase_add_test(round_trip, test_random_headers_round_trip);
     tcase_add_test(round_trip, test_every_type_over_zmq);
     tcase_add_test(round_trip, test_cancel_decodes);
+    tcase_add_test(round_trip, test_status_text);
     suite_add_tcase(suite, round_trip);
     TCase *malformed = tcase_create("malformed");
     tcase_add_test(malformed, test_bad_header);

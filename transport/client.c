@@ -39,6 +39,7 @@
 #include "log.h"
 #include "discovery.h"
 #include "placement.h"
+#include "status.h"
 #include "wire.h"
 
 #include <errno.h>
@@ -72,6 +73,10 @@ typedef struct {
     int outstanding;    /* a PING is unanswered                              */
     int ever_live;
     int version_warned; /* its protocol version differs: said once           */
+    /* From its last PONG (read by cdc_client_status under state_lock): */
+    double rtt_ms;              /* PING to PONG; < 0 before the first      */
+    cdc_status_report_t status; /* what it said about itself               */
+    int has_status;
 } heartbeat_peer_t;
 
 struct cdc_client {
@@ -266,6 +271,24 @@ static void version_mismatch(cdc_client_t *self, int w, const cdc_wire_msg_t *wi
                    w, self->endpoints[w], (unsigned) h.version, CDC_PROTO_VERSION);
 }
 
+/* A PONG's round trip (its id is the PING's send time) and status text. */
+static void record_status(cdc_client_t *self, int w, const cdc_msg_t *pong, int64_t now)
+{
+    cdc_status_report_t status;
+    int parsed = cdc_status_parse(pong->payload[0].data, pong->payload[0].size, &status) ==
+                 CDC_OK;
+    pthread_mutex_lock(&self->state_lock);
+    heartbeat_peer_t *peer = &self->peers[w];
+    peer->rtt_ms = (double) (now - (int64_t) pong->header.request_id);
+    if (parsed) {
+        peer->status = status;
+        peer->has_status = 1;
+    } else {
+        self->heartbeat_invalid++; /* a malformed status: the PONG still counts */
+    }
+    pthread_mutex_unlock(&self->state_lock);
+}
+
 /* Worker w's heartbeat socket: PONGs make it live, GOODBYE takes it out. */
 static void heartbeat_pongs(cdc_client_t *self, int w, int64_t now)
 {
@@ -277,6 +300,7 @@ static void heartbeat_pongs(cdc_client_t *self, int w, int64_t now)
         if (valid && msg.header.type == CDC_MSG_PONG) {
             peer->last_pong = now;
             peer->outstanding = 0;
+            record_status(self, w, &msg, now);
             set_live(self, w, 1, 0, "answered a PING");
         } else if (valid && msg.header.type == CDC_MSG_GOODBYE) {
             peer->outstanding = 0;
@@ -729,6 +753,25 @@ int cdc_client_live(cdc_client_t *self, uint64_t *mask)
     if (mask)
         *mask = live;
     return cdc__popcount64(live);
+}
+
+int cdc_client_status(cdc_client_t *self, cdc_worker_status_t *out, int max)
+{
+    pthread_mutex_lock(&self->state_lock);
+    int count = self->count < max ? self->count : max;
+    for (int w = 0; w < count; w++) {
+        const heartbeat_peer_t *peer = &self->peers[w];
+        cdc_worker_status_t *o = &out[w];
+        memset(o, 0, sizeof *o);
+        snprintf(o->endpoint, sizeof o->endpoint, "%s", self->endpoints[w]);
+        o->live = (self->live & (UINT64_C(1) << w)) != 0;
+        o->rtt_ms = peer->ever_live ? peer->rtt_ms : -1.0;
+        o->version = peer->ever_live ? CDC_PROTO_VERSION : 0;
+        o->has_status = peer->has_status;
+        o->status = peer->status;
+    }
+    pthread_mutex_unlock(&self->state_lock);
+    return count;
 }
 
 int cdc_client_worker_count(const cdc_client_t *self)

@@ -6,6 +6,7 @@
 
 #include "discovery.h"
 #include "keys.h"
+#include "status.h"
 #include "task.h"
 
 #include <stdint.h>
@@ -98,6 +99,21 @@ int cdc_client_live(cdc_client_t *self, uint64_t *mask);
    worker leaves the plan at once). Calls spread their shards over these.
    Returns their count. Thread-safe. */
 int cdc_client_planned(cdc_client_t *self, uint64_t *mask);
+
+/* One worker as the heartbeats see it. */
+typedef struct {
+    char endpoint[CDC_CURVE_ENDPOINT_MAX];
+    int live;                   /* answers heartbeats now                     */
+    double rtt_ms;              /* its last PING round trip; < 0: never      */
+    int version;                /* wire protocol version it speaks (0: not
+                                   heard yet; another version never answers) */
+    int has_status;             /* status below came from its PONGs          */
+    cdc_status_report_t status; /* cache, memory budget, tasks, load         */
+} cdc_worker_status_t;
+
+/* Up to max workers' status into out[0..]; returns how many were written.
+   Thread-safe; never waits for a call. */
+int cdc_client_status(cdc_client_t *self, cdc_worker_status_t *out, int max);
 
 /* Copy the counters. Thread-safe. */
 void cdc_client_counters(cdc_client_t *self, cdc_remote_counters_t *counters);

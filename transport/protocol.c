@@ -117,10 +117,10 @@ int cdc_msg_frame_count(cdc_msg_type_t type)
     case CDC_MSG_WEIGHTS:
     case CDC_MSG_RESULT:
     case CDC_MSG_ERROR:
+    case CDC_MSG_PONG:
         return 2;
     case CDC_MSG_MISS:
     case CDC_MSG_PING:
-    case CDC_MSG_PONG:
     case CDC_MSG_CANCEL:
     case CDC_MSG_GOODBYE:
         return 1;
@@ -293,8 +293,9 @@ int cdc_msg_decode(const cdc_frame_t *frames, int count, cdc_msg_t *msg)
             rc = check_payload(t, "result", &frames[1], floats);
         break;
     case CDC_MSG_ERROR:
+    case CDC_MSG_PONG: /* its status text (status.h) */
         if (frames[1].size > CDC_PROTO_MAX_TEXT)
-            rc = cdc__fail(CDC_EPROTO, "ERROR: text is %zu bytes, limit %d",
+            rc = cdc__fail(CDC_EPROTO, "%s: text is %zu bytes, limit %d", t,
                            frames[1].size, CDC_PROTO_MAX_TEXT);
         break;
     case CDC_MSG_MISS:
@@ -302,7 +303,6 @@ int cdc_msg_decode(const cdc_frame_t *frames, int count, cdc_msg_t *msg)
             rc = cdc__fail(CDC_EPROTO, "MISS: key must be nonzero");
         break;
     case CDC_MSG_PING:
-    case CDC_MSG_PONG:
     case CDC_MSG_CANCEL:
     case CDC_MSG_GOODBYE:
         break;

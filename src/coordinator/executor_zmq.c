@@ -132,6 +132,13 @@ int cdc__executor_worker_count(cdc_executor_t *executor)
     return cdc_client_worker_count(((zmq_executor_t *) executor)->client);
 }
 
+int cdc__executor_worker_status(cdc_executor_t *executor, cdc_worker_status_t *out, int max)
+{
+    if (!executor || executor->ops != &zmq_ops)
+        return 0;
+    return cdc_client_status(((zmq_executor_t *) executor)->client, out, max);
+}
+
 int cdc__executor_live(cdc_executor_t *executor, uint64_t *mask)
 {
     if (executor->ops->live)
