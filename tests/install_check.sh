@@ -85,9 +85,13 @@ check_prefix() { # TAG PREFIX LIBDIR
            "$prefix/include/cdcgemm_version.h" "$prefix/bin/cdcgemm-worker" \
            "$prefix/bin/cdcgemm-bench" "$prefix/bin/cdcgemm-keygen" "$lib/pkgconfig/cdcgemm.pc" \
            "$lib/cmake/cdcgemm/cdcgemmConfig.cmake" \
-           "$lib/cmake/cdcgemm/cdcgemmConfigVersion.cmake"; do
+           "$lib/cmake/cdcgemm/cdcgemmConfigVersion.cmake" \
+           "$prefix/lib/systemd/system/cdcgemm-worker@.service" \
+           "$prefix/share/doc/cdcgemm/worker.env.example" "$prefix/share/doc/cdcgemm/deploy.md"; do
     check "installed ${f#"$prefix"/}" test -e "$f"
   done
+  check "cdcgemm-worker@.service runs the installed worker" \
+    grep -q "^ExecStart=$prefix/bin/cdcgemm-worker " "$prefix/lib/systemd/system/cdcgemm-worker@.service"
   check "SONAME libcdcgemm.so.${version%%.*}" \
     sh -c "objdump -p '$lib/libcdcgemm.so' | grep -q 'SONAME *libcdcgemm.so.${version%%.*}\$'"
   for sym in cdc_version cdc_context_new cdc_context_erase_next cblas_sgemm sgemm_; do

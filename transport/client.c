@@ -369,15 +369,39 @@ static void *heartbeat_main(void *arg)
     return NULL;
 }
 
+/* Reconnection over a real network (tests/netns/cluster.sh partitions a host
+   for 3 s and wants it back within 2 s of its link returning):
+   - a reconnect attempt every CDC_RECONNECT_MS, no exponential back-off
+     (ZMQ_RECONNECT_IVL_MAX equal to the interval);
+   - ZMQ_TCP_MAXRT (TCP_USER_TIMEOUT): a connection whose sent bytes stay
+     unacknowledged this long is dropped by the kernel. Without it a connection
+     across a partition survives, and its first bytes after the link returns
+     wait for TCP's retransmission back-off (0.2, 0.6, 1.4, 3.0, 6.2 s ...), so
+     a host partitioned for 3 s could stay silent for 3 more. Only unanswered
+     segments count (a busy or stopped worker's kernel still acknowledges), so
+     this cannot fire on a loaded machine; the heartbeat has called such a
+     worker dead long before (300 ms);
+   - ZMQ_CONNECT_TIMEOUT: a connect() whose SYN goes unanswered (the host is
+     still cut off) is abandoned after this long and retried, instead of
+     waiting for the SYN's own 1 s, 3 s back-off.
+   None of them matters to ipc:// endpoints. */
+#define CDC_RECONNECT_MS 100
+#define CDC_TCP_MAXRT_MS 1000
+#define CDC_CONNECT_TIMEOUT_MS 250
+
 static void *dealer_new(void *zmq, int sndhwm)
 {
     void *socket = zmq_socket(zmq, ZMQ_DEALER);
     if (!socket)
         return NULL;
-    int linger = 0, immediate = 1, reconnect_ms = 100;
+    int linger = 0, immediate = 1, reconnect_ms = CDC_RECONNECT_MS;
+    int maxrt_ms = CDC_TCP_MAXRT_MS, connect_ms = CDC_CONNECT_TIMEOUT_MS;
     zmq_setsockopt(socket, ZMQ_LINGER, &linger, sizeof linger);
     zmq_setsockopt(socket, ZMQ_IMMEDIATE, &immediate, sizeof immediate);
+    zmq_setsockopt(socket, ZMQ_RECONNECT_IVL, &reconnect_ms, sizeof reconnect_ms);
     zmq_setsockopt(socket, ZMQ_RECONNECT_IVL_MAX, &reconnect_ms, sizeof reconnect_ms);
+    zmq_setsockopt(socket, ZMQ_TCP_MAXRT, &maxrt_ms, sizeof maxrt_ms);
+    zmq_setsockopt(socket, ZMQ_CONNECT_TIMEOUT, &connect_ms, sizeof connect_ms);
     if (sndhwm > 0) {
         zmq_setsockopt(socket, ZMQ_SNDHWM, &sndhwm, sizeof sndhwm);
     } else {
