@@ -90,6 +90,8 @@ struct cdc_client {
     cdc_listener_t *listener; /* discovery: beacons, read by the heartbeat
                                  thread; NULL with an endpoint list          */
     char *trusted;            /* discovery: CDCGEMM_CURVE_SERVER (keys admitted) */
+    int pending;              /* discovery: worker number count has its sockets
+                                 and waits to be counted (state_lock)        */
     uint64_t next_request;
     pthread_mutex_t lock; /* serialises calls; guards counters */
     cdc_remote_counters_t counters;
@@ -361,10 +363,10 @@ static void *heartbeat_main(void *arg)
             if (items[1 + w].revents & ZMQ_POLLIN)
                 heartbeat_pongs(self, w, now);
         }
-        if (self->listener && (items[n - 1].revents & ZMQ_POLLIN)) {
+        if (self->listener && (items[n - 1].revents & ZMQ_POLLIN || self->pending))
             discovery_poll(self);
-            n = heartbeat_items(self, items, &count); /* workers may have joined */
-        }
+        if (self->count != count)
+            n = heartbeat_items(self, items, &count); /* a worker was discovered */
     }
     return NULL;
 }
@@ -636,7 +638,7 @@ void cdc_client_destroy(cdc_client_t **client_p)
 static int discovery_admit(cdc_client_t *self, const cdc_discovered_t *found,
                            cdc_curve_cert_t *cert)
 {
-    for (int w = 0; w < self->count; w++)
+    for (int w = 0; w < self->count + self->pending; w++)
         if (strcmp(self->endpoints[w], found->endpoint) == 0)
             return 0;
     if (found->version != CDC_PROTO_VERSION) {
@@ -665,10 +667,9 @@ static void close_worker(cdc_client_t *self, int w)
     memset(&self->peers[w], 0, sizeof self->peers[w]);
 }
 
-/* Worker number count: its sockets first, then the count that makes calls
-   and the heartbeat thread see it. The caller holds self->lock (or no call
-   can run yet). */
-static int worker_add(cdc_client_t *self, const char *endpoint, const cdc_curve_cert_t *cert)
+/* Worker number count's sockets, connected to endpoint; not yet counted
+   (discovery_publish does that). */
+static int worker_prepare(cdc_client_t *self, const char *endpoint, const cdc_curve_cert_t *cert)
 {
     int w = self->count;
     if (w == CDC_MAX_WORKERS)
@@ -680,25 +681,47 @@ static int worker_add(cdc_client_t *self, const char *endpoint, const cdc_curve_
         close_worker(self, w);
         return rc;
     }
-    pthread_mutex_lock(&self->state_lock);
-    self->count = w + 1;
-    pthread_mutex_unlock(&self->state_lock);
-    CDC_LOG_INFOF("discovery: worker %d is %s", w, endpoint);
+    self->peers[w].next_ping = 0; /* PINGed at once once counted */
     return CDC_OK;
 }
 
-/* Heartbeat thread: the beacons waiting. A worker is added only between
-   calls (a call owns the data sockets and the worker count); during one,
-   the beacon is skipped and the next, half a second later, adds it. */
+/* Count a prepared worker: calls and the heartbeat thread see it from now.
+   The caller holds self->lock (no call runs) or no thread but its own runs
+   yet. */
+static void discovery_publish(cdc_client_t *self)
+{
+    pthread_mutex_lock(&self->state_lock);
+    int added = self->pending;
+    if (added) {
+        self->count++;
+        self->pending = 0;
+    }
+    pthread_mutex_unlock(&self->state_lock);
+    if (added)
+        CDC_LOG_INFOF("discovery: worker %d is %s", self->count - 1,
+                      self->endpoints[self->count - 1]);
+}
+
+/* Heartbeat thread: the beacons waiting. A worker it admits gets its
+   sockets here; it is counted between calls (a call owns the worker count
+   and the data sockets): by the next call, or here when no call runs. */
 static void discovery_poll(cdc_client_t *self)
 {
     cdc_discovered_t found;
     while (cdc_listener_next(self->listener, 0, &found) == CDC_OK) {
         cdc_curve_cert_t cert;
-        if (!discovery_admit(self, &found, &cert) || pthread_mutex_trylock(&self->lock) != 0)
-            continue;
-        if (worker_add(self, found.endpoint, &cert) != CDC_OK)
+        if (self->pending || !discovery_admit(self, &found, &cert))
+            continue; /* one at a time: the next beacon comes in 500 ms */
+        if (worker_prepare(self, found.endpoint, &cert) != CDC_OK) {
             CDC_LOG_WARNF("%s", cdc_last_error());
+            continue;
+        }
+        pthread_mutex_lock(&self->state_lock);
+        self->pending = 1;
+        pthread_mutex_unlock(&self->state_lock);
+    }
+    if (self->pending && pthread_mutex_trylock(&self->lock) == 0) {
+        discovery_publish(self);
         pthread_mutex_unlock(&self->lock);
     }
 }
@@ -719,8 +742,11 @@ static void discovery_first_set(cdc_client_t *self, int wait_ms)
         int slice = deadline - now < 50 ? (int) (deadline - now) : 50;
         if (cdc_listener_next(self->listener, slice, &found) == CDC_OK &&
             discovery_admit(self, &found, &cert) &&
-            worker_add(self, found.endpoint, &cert) == CDC_OK)
+            worker_prepare(self, found.endpoint, &cert) == CDC_OK) {
+            self->pending = 1;
+            discovery_publish(self); /* no other thread yet */
             last_new = (int64_t) cdc__clock_ms();
+        }
     }
     if (self->count == 0)
         CDC_LOG_WARNF("discovery: no trusted worker announced itself within %d ms; calls "
@@ -1147,6 +1173,8 @@ int cdc_client_run(cdc_client_t *self, cdc_shard_task_t *tasks, int count, int n
     if (count < 1 || count > 64)
         return count == 0 ? CDC_OK : cdc__fail(CDC_EINVAL, "%d tasks, at most 64", count);
     pthread_mutex_lock(&self->lock);
+    if (self->pending)
+        discovery_publish(self); /* a worker discovered since the last call */
     client_call_t call;
     call_begin(self, &call, tasks, count, needed, wait_ms, timeout_ms, arrived);
     call_place(self, &call);

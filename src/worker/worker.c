@@ -358,6 +358,11 @@ static void loop_close(loop_t *loop, cdc_worker_counters_t *counters)
     /* Stop: the current task finishes and its reply goes out; the queue is
        dropped (finding 10 of issue 9: 23 queued tasks all ran after SIGTERM). */
     cdc_announcer_destroy(&loop->announcer); /* a stopping worker is not to be found */
+    /* Goodbye first: finishing the current task can take longer than the
+       coordinator's 300 ms silence verdict, and it must not count a death
+       (it decodes the shards this worker will not send). */
+    if (loop->server)
+        cdc_server_goodbye(loop->server);
     cdc__worker_compute_finish(loop->compute);
     if (loop->compute && loop->server)
         send_replies(loop);
@@ -371,8 +376,6 @@ static void loop_close(loop_t *loop, cdc_worker_counters_t *counters)
         loop->counters.messages = server.received;
     }
     int bound = loop->server != NULL;
-    if (bound)
-        cdc_server_goodbye(loop->server); /* leaving on purpose: not a death */
     cdc_server_destroy(&loop->server);
     if (bound)
         remove_ipc_endpoint(loop->options);
