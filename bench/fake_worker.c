@@ -58,8 +58,9 @@ static void serve_incoming(fake_t *fake)
                 cdc_msg_header_t pong;
                 cdc_msg_header_init(&pong, CDC_MSG_PONG);
                 pong.request_id = decoded.header.request_id;
-                if (cdc_wire_send(fake->socket, &msg.parts[0], &pong, NULL, 0, ZMQ_DONTWAIT) ==
-                    CDC_OK)
+                cdc_frame_t status = {"", 0};
+                if (cdc_wire_send(fake->socket, &msg.parts[0], &pong, &status, 1,
+                                  ZMQ_DONTWAIT) == CDC_OK)
                     fake->pongs++;
             }
         }

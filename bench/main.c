@@ -7,6 +7,7 @@
 #include "bench_hostile.h"
 #include "bench_im2col.h"
 #include "bench_run.h"
+#include "bench_status.h"
 #include "demo.h"
 
 #include <stdio.h>
@@ -28,6 +29,8 @@ static void usage(FILE *out)
             "  cache         worker weight cache: 200,000 inserts; a worker's RSS vs --max-memory\n"
             "  hostile       strangers, a misbehaving allowed peer and a fake worker against\n"
             "                real processes: replies, memory, correctness, latency\n"
+            "  status        the workers at a glance: alive, round trip, protocol, cache,\n"
+            "                memory budget, tasks, load (--json for one JSON object)\n"
             "  help          this text\n");
 }
 
@@ -52,6 +55,8 @@ int main(int argc, char **argv)
         return cdc_bench_cache(argc - 1, argv + 1);
     if (strcmp(command, "hostile") == 0)
         return cdc_bench_hostile(argc - 1, argv + 1);
+    if (strcmp(command, "status") == 0)
+        return cdc_bench_status(argc - 1, argv + 1);
     if (strcmp(command, "demo") == 0)
         return cdc_bench_demo(argc - 1, argv + 1);
     if (strcmp(command, "help") == 0 || strcmp(command, "--help") == 0) {

@@ -65,6 +65,13 @@ void cdc_run_write_json(FILE *out, const cdc_run_t *run, const char *model)
     int workers = c->workers[0] ? 1 : c->local_workers;
     for (const char *p = c->workers; c->workers[0] && *p; p++)
         workers += *p == ',';
+    if (strncmp(c->workers, "discover", 8) == 0) {
+        /* Discovered workers: as many as the widest call used. */
+        workers = 0;
+        for (int i = 0; i < run->requests; i++)
+            if (run->records[i].shards > workers)
+                workers = run->records[i].shards;
+    }
     fprintf(out, "{\"label\": ");
     json_string(out, run->label);
     fprintf(out, ", \"model\": ");
@@ -92,12 +99,13 @@ void cdc_run_write_json(FILE *out, const cdc_run_t *run, const char *model)
     fprintf(out,
             ",\n  \"counters\": {\"calls\": %llu, \"shards_sent\": %llu, \"shards_erased\": "
             "%llu, \"results_decoded\": %llu, \"fallbacks\": %llu, \"bytes_out\": %llu, "
-            "\"bytes_in\": %llu,\n    \"worker_deaths\": %llu, \"worker_rejoins\": %llu}}",
+            "\"bytes_in\": %llu,\n    \"worker_deaths\": %llu, \"worker_rejoins\": %llu, "
+            "\"worker_goodbyes\": %llu}}",
             (unsigned long long) t->calls, (unsigned long long) t->shards_sent,
             (unsigned long long) t->shards_erased, (unsigned long long) t->results_decoded,
             (unsigned long long) t->fallbacks, (unsigned long long) t->bytes_out,
             (unsigned long long) t->bytes_in, (unsigned long long) t->worker_deaths,
-            (unsigned long long) t->worker_rejoins);
+            (unsigned long long) t->worker_rejoins, (unsigned long long) t->worker_goodbyes);
 }
 
 int cdc_report_json(const char *path, const cdc_run_t *runs, int count, const char *model)

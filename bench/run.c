@@ -33,6 +33,8 @@ static void run_request(const cdc_workload_t *workload, cdc_context_t *context,
         record->rel_error = err > record->rel_error ? err : record->rel_error;
         record->oracle_ms += report.oracle_ms > 0 ? report.oracle_ms : report.executor_ms;
         record->decoded += report.decoded;
+        if (report.n + report.r > record->shards)
+            record->shards = report.n + report.r;
         cdc_outcome_t outcome = err > CDC_BENCH_WRONG_TOLERANCE ? CDC_OUTCOME_WRONG
                                 : report.fallback > 0           ? CDC_OUTCOME_FALLBACK
                                 : report.decoded > 0            ? CDC_OUTCOME_RECOVERED

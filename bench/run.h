@@ -17,6 +17,8 @@ typedef struct {
     double oracle_ms;  /* sum over layers of the n-th fastest shard response */
     double rel_error;  /* worst layer output error vs the reference          */
     int decoded;       /* data shards rebuilt from parity                    */
+    int shards;        /* most shards (n + r) a layer of it was cut into: the
+                          workers it used                                   */
     cdc_outcome_t outcome;
 } cdc_request_record_t;
 

@@ -83,7 +83,8 @@ typedef enum {
 #define CDC_CONFIG_STR 1024
 
 typedef struct {
-    char workers[CDC_CONFIG_STR]; /* comma-separated endpoints; "" = local      */
+    char workers[CDC_CONFIG_STR]; /* comma-separated endpoints, or discover[:PORT]
+                                     (docs/deploy.md); "" = local            */
     int local_workers;            /* workers to spawn/run locally (default 5)   */
     int parity;                   /* r, 0..CDC_MAX_PARITY (default 1)           */
     cdc_split_t split;            /* default split for layers (default auto)   */
@@ -112,10 +113,16 @@ typedef struct {
                                      naming its endpoint; "" = plaintext      */
     int insecure;                 /* 1: allow plaintext tcp workers that are
                                      not loopback (refused otherwise)         */
+    /* Since 0.1.0 (took 9 reserved words; docs/deploy.md): discovery. */
+    char discover_interface[64];  /* workers=discover: the interface beacons
+                                     are heard on; "" = CZMQ's choice        */
+    int32_t discover_wait_ms;     /* workers=discover: how long to listen for
+                                     the first set (default 3000)            */
+    int32_t reserved_pad;         /* 0 */
     /* Room for new settings without an ABI break (docs/abi.md): zeroed by
        cdc_config_init, never read by this version. A new field takes the
        first slots and the count shrinks so the size stays the same. */
-    uint64_t reserved[256];
+    uint64_t reserved[247];
 } cdc_config_t;
 
 /* Fill *config with the documented defaults. Never fails. */
@@ -165,10 +172,14 @@ typedef struct {
     uint64_t invalid_messages;  /* malformed or unmatched replies, dropped     */
     uint64_t weights_sent;      /* weight shards sent to workers              */
     uint64_t weight_bytes;      /* payload bytes of those (in bytes_out too)  */
+    /* Since 0.1.0 (took 1 reserved word). */
+    uint64_t worker_goodbyes;   /* live workers that left on purpose (said
+                                   GOODBYE: SIGTERM, a service stop); not
+                                   deaths                                     */
     /* Room for new counters without an ABI break (docs/abi.md): written as
        0 by this version. A new counter takes the first slot and the count
        shrinks by one. */
-    uint64_t reserved[32];
+    uint64_t reserved[31];
 } cdc_stats_t;
 
 /* Copy the counters into *stats. Thread-safe. */

@@ -11,7 +11,8 @@
 static const char *const all_vars[] = {
     "CDCGEMM_WORKERS", "CDCGEMM_LOCAL_WORKERS", "CDCGEMM_PARITY", "CDCGEMM_SPLIT",
     "CDCGEMM_WAIT_MS", "CDCGEMM_TIMEOUT_MS", "CDCGEMM_MIN_FLOPS", "CDCGEMM_FAULTS",
-    "CDCGEMM_STATS",   "CDCGEMM_LOG",           "CDCGEMM_CODE",    "CDCGEMM_VERIFY"};
+    "CDCGEMM_STATS",   "CDCGEMM_LOG",           "CDCGEMM_CODE",    "CDCGEMM_VERIFY",
+    "CDCGEMM_DISCOVER_INTERFACE", "CDCGEMM_DISCOVER_WAIT_MS"};
 
 static void clear_env(void)
 {
@@ -87,6 +88,12 @@ static const struct {
     {"CDCGEMM_WAIT_MS", "+0"},        {"CDCGEMM_VERIFY", " 1"},
     {"CDCGEMM_MIN_FLOPS", " 5"},      {"CDCGEMM_MIN_FLOPS", "+5"},
     {"CDCGEMM_MIN_FLOPS", "0x10"},
+    {"CDCGEMM_WORKERS", "discover:"},  {"CDCGEMM_WORKERS", "discover:0"},
+    {"CDCGEMM_WORKERS", "discover:70000"}, {"CDCGEMM_WORKERS", "discover: 5"},
+    {"CDCGEMM_WORKERS", "discover:+5"}, {"CDCGEMM_DISCOVER_WAIT_MS", "-1"},
+    {"CDCGEMM_DISCOVER_WAIT_MS", "3s"},
+    {"CDCGEMM_DISCOVER_INTERFACE", "an-interface-name-far-longer-than-sixty-four-bytes-which-"
+                                   "no-kernel-would-allow"},
 };
 
 START_TEST(test_env_bad_value_names_variable)
@@ -104,6 +111,29 @@ START_TEST(test_env_bad_value_names_variable)
     cdc_context_t *ctx = (cdc_context_t *) 0x1;
     ck_assert_int_eq(cdc_context_new_from_env(&ctx), CDC_ECONFIG);
     ck_assert_ptr_eq(ctx, (cdc_context_t *) 0x1);
+    clear_env();
+}
+END_TEST
+
+START_TEST(test_discover_values)
+{
+    clear_env();
+    cdc_config_t config;
+    cdc_config_init(&config);
+    ck_assert_int_eq(config.discover_wait_ms, 3000);
+    setenv("CDCGEMM_WORKERS", "discover:47001", 1);
+    setenv("CDCGEMM_DISCOVER_INTERFACE", "eth0", 1);
+    setenv("CDCGEMM_DISCOVER_WAIT_MS", "500", 1);
+    ck_assert_int_eq(cdc_config_from_env(&config), CDC_OK);
+    ck_assert_str_eq(config.workers, "discover:47001");
+    ck_assert_str_eq(config.discover_interface, "eth0");
+    ck_assert_int_eq(config.discover_wait_ms, 500);
+    /* Discovery admits only trusted keys: without CURVE it is refused. */
+    cdc_context_t *ctx = NULL;
+    ck_assert_int_eq(cdc_context_new(&config, &ctx), CDC_ECONFIG);
+    ck_assert_msg(strstr(cdc_last_error(), "CDCGEMM_CURVE_SERVER") != NULL, "%s",
+                  cdc_last_error());
+    ck_assert_ptr_null(ctx);
     clear_env();
 }
 END_TEST
@@ -255,6 +285,7 @@ static Suite *config_suite(void)
     tcase_add_loop_test(env, test_env_bad_value_names_variable, 0,
                         (int) (sizeof bad_values / sizeof *bad_values));
     tcase_add_test(env, test_split_names);
+    tcase_add_test(env, test_discover_values);
     suite_add_tcase(suite, env);
     TCase *unknown = tcase_create("unknown_variables");
     tcase_add_test(unknown, test_closest_variable);

@@ -711,9 +711,9 @@ static void *fake_worker_main(void *arg)
                 cdc_msg_header_init(&reply, CDC_MSG_PONG);
                 reply.request_id = h.request_id;
                 cdc_msg_header_pack(&reply, packed);
-                const void *frames[] = {packed};
-                size_t sizes[] = {sizeof packed};
-                send_frames(socket, &parts[0], frames, sizes, 1);
+                const void *frames[] = {packed, ""}; /* an empty status text */
+                size_t sizes[] = {sizeof packed, 0};
+                send_frames(socket, &parts[0], frames, sizes, 2);
             } else if (h.type == CDC_MSG_TASK_GEMM || h.type == CDC_MSG_TASK_CONV) {
                 fake->tasks++;
                 size_t bytes = (size_t) (h.rows * h.cols) * sizeof(float);

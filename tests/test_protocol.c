@@ -1,6 +1,7 @@
 /* test_protocol.c - wire header round trips (every message type, packed and
    decoded, and over a real zmq socket) and rejection of malformed messages. */
 #include "protocol.h"
+#include "status.h"
 #include "testutil.h"
 #include "wire.h"
 
@@ -166,6 +167,7 @@ typedef struct {
 } sample_msg_t;
 
 static const char error_text[] = "worker out of memory";
+static const char status_text[] = "cache_bytes=1024\nload=2\n";
 
 static void sample_message(cdc_msg_type_t type, sample_msg_t *m)
 {
@@ -214,13 +216,20 @@ static void sample_message(cdc_msg_type_t type, sample_msg_t *m)
         h->a_key = 42;
         break;
     case CDC_MSG_PING:
+        cdc_msg_header_init(h, type);
+        h->request_id = UINT64_C(1) << 63;
+        break;
     case CDC_MSG_PONG:
         cdc_msg_header_init(h, type);
         h->request_id = UINT64_C(1) << 63;
+        m->payload[0] = (cdc_frame_t){status_text, sizeof status_text - 1};
         break;
     case CDC_MSG_CANCEL:
         cdc_msg_header_init(h, type);
         h->request_id = 77;
+        break;
+    case CDC_MSG_GOODBYE:
+        cdc_msg_header_init(h, type);
         break;
     }
     m->payload_count = cdc_msg_payload_count(type);
@@ -229,7 +238,7 @@ static void sample_message(cdc_msg_type_t type, sample_msg_t *m)
 static const cdc_msg_type_t every_type[] = {
     CDC_MSG_TASK_GEMM, CDC_MSG_TASK_CONV, CDC_MSG_WEIGHTS, CDC_MSG_RESULT,
     CDC_MSG_ERROR,     CDC_MSG_MISS,      CDC_MSG_PING,    CDC_MSG_PONG,
-    CDC_MSG_CANCEL,
+    CDC_MSG_CANCEL,    CDC_MSG_GOODBYE,
 };
 #define TYPE_COUNT ((int) (sizeof every_type / sizeof every_type[0]))
 
@@ -263,16 +272,16 @@ START_TEST(test_every_type_named)
 {
     static const char *const names[] = {"TASK_GEMM", "TASK_CONV", "WEIGHTS", "RESULT",
                                         "ERROR",     "MISS",      "PING",    "PONG",
-                                        "CANCEL"};
-    static const int payloads[] = {2, 2, 1, 1, 1, 0, 0, 0, 0};
+                                        "CANCEL",    "GOODBYE"};
+    static const int payloads[] = {2, 2, 1, 1, 1, 0, 0, 1, 0, 0};
     for (int i = 0; i < TYPE_COUNT; i++) {
         ck_assert_str_eq(cdc_msg_type_name(every_type[i]), names[i]);
         ck_assert_int_eq(cdc_msg_payload_count(every_type[i]), payloads[i]);
     }
     ck_assert_str_eq(cdc_msg_type_name(0), "UNKNOWN");
-    ck_assert_str_eq(cdc_msg_type_name(10), "UNKNOWN");
+    ck_assert_str_eq(cdc_msg_type_name(11), "UNKNOWN");
     ck_assert_int_eq(cdc_msg_payload_count((cdc_msg_type_t) 0), -1);
-    ck_assert_int_eq(cdc_msg_payload_count((cdc_msg_type_t) 10), -1);
+    ck_assert_int_eq(cdc_msg_payload_count((cdc_msg_type_t) 11), -1);
 }
 END_TEST
 
@@ -751,6 +760,36 @@ START_TEST(test_too_many_frames)
 }
 END_TEST
 
+/* The PONG's status text: written and read back; unknown keys skipped (a
+   newer worker's); malformed lines refused with the line named. */
+START_TEST(test_status_text)
+{
+    cdc_status_report_t in = {.cache_bytes = UINT64_MAX, .cache_entries = 7,
+                              .max_memory = (uint64_t) 1 << 30, .tasks = 123456789, .load = 0};
+    char text[CDC_PROTO_MAX_TEXT];
+    size_t len = cdc_status_format(&in, text, sizeof text);
+    ck_assert_uint_eq(len, strlen(text));
+    cdc_status_report_t out;
+    ck_assert_int_eq(cdc_status_parse(text, len, &out), CDC_OK);
+    ck_assert_int_eq(memcmp(&in, &out, sizeof in), 0);
+    const char newer[] = "gflops=12\ntasks=5\n\nrtt_us=300";
+    ck_assert_int_eq(cdc_status_parse(newer, sizeof newer - 1, &out), CDC_OK);
+    ck_assert_uint_eq(out.tasks, 5);
+    ck_assert_uint_eq(out.cache_bytes, 0);
+    static const char *const bad[] = {"tasks", "=5", "tasks=", "tasks=-1", "tasks=5x",
+                                      "Tasks=5", "tasks=18446744073709551616", "a b=1"};
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        ck_assert_msg(cdc_status_parse(bad[i], strlen(bad[i]), &out) == CDC_EPROTO, "%s",
+                      bad[i]);
+        ck_assert_ptr_nonnull(strstr(cdc_last_error(), "line 1"));
+    }
+    /* Cut short: whole lines only. */
+    len = cdc_status_format(&in, text, 30);
+    ck_assert_uint_lt(len, 30);
+    ck_assert_int_eq(cdc_status_parse(text, len, &out), CDC_OK);
+}
+END_TEST
+
 static Suite *protocol_suite(void)
 {
     Suite *suite = suite_create("protocol");
@@ -762,6 +801,7 @@ static Suite *protocol_suite(void)
     tcase_add_test(round_trip, test_random_headers_round_trip);
     tcase_add_test(round_trip, test_every_type_over_zmq);
     tcase_add_test(round_trip, test_cancel_decodes);
+    tcase_add_test(round_trip, test_status_text);
     suite_add_tcase(suite, round_trip);
     TCase *malformed = tcase_create("malformed");
     tcase_add_test(malformed, test_bad_header);

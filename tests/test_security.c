@@ -268,6 +268,34 @@ START_TEST(test_keygen_writes_loadable_pair)
 }
 END_TEST
 
+/* Discovery admits a worker by the key it announces (cdc_curve_trusted_key). */
+START_TEST(test_trusted_key_lookup)
+{
+    make_dir();
+    char trusted[96], path[160];
+    in_dir(trusted, sizeof trusted, "trusted");
+    ck_assert_int_eq(mkdir(trusted, 0700), 0);
+    cdc_curve_cert_t a, b, stranger, found;
+    keygen("trusted/a", NULL, &a);
+    keygen("trusted/b", "tcp://10.0.0.9:7001", &b);
+    keygen("stranger", NULL, &stranger);
+    ck_assert_int_eq(cdc_curve_trusted_key(trusted, b.public_txt, &found), CDC_OK);
+    ck_assert_int_eq(memcmp(found.public_key, b.public_key, 32), 0);
+    ck_assert_int_eq(found.has_secret, 0);
+    ck_assert_int_eq(cdc_curve_trusted_key(trusted, a.public_txt, &found), CDC_OK);
+    ck_assert_int_eq(memcmp(found.public_key, a.public_key, 32), 0);
+    /* The stranger's key is nowhere in the directory: not admitted (its
+       _secret files there are never read as trust). */
+    ck_assert_int_eq(cdc_curve_trusted_key(trusted, stranger.public_txt, &found), CDC_ECONFIG);
+    ck_assert_ptr_nonnull(strstr(cdc_last_error(), stranger.public_txt));
+    /* One certificate file: that key only. */
+    ck_assert_int_eq(cdc_curve_trusted_key(in_dir(path, sizeof path, "trusted/a"),
+                                           a.public_txt, &found), CDC_OK);
+    ck_assert_int_eq(cdc_curve_trusted_key(path, b.public_txt, &found), CDC_ECONFIG);
+    remove_dir();
+}
+END_TEST
+
 /* ---- the server in process: User-Id, scoping, a stranger ------------------- */
 
 START_TEST(test_user_id_is_client_key)
@@ -892,6 +920,7 @@ static Suite *security_suite(void)
     TCase *keys = tcase_create("keys");
     tcase_add_test(keys, test_keygen_writes_loadable_pair);
     tcase_add_test(keys, test_endpoint_rule);
+    tcase_add_test(keys, test_trusted_key_lookup);
     suite_add_tcase(suite, keys);
     TCase *server = tcase_create("server");
     tcase_add_test(server, test_user_id_is_client_key);

@@ -265,6 +265,119 @@ START_TEST(test_sigterm_drops_queue)
 }
 END_TEST
 
+/* A message of another wire protocol version gets ERROR naming both
+   versions; SIGTERM sends GOODBYE to every coordinator connection. */
+START_TEST(test_version_refused_and_goodbye)
+{
+    char dir[64], endpoint[96], err_path[96], text[2048];
+    make_dir(dir, sizeof dir);
+    snprintf(endpoint, sizeof endpoint, "ipc://%s/w", dir);
+    snprintf(err_path, sizeof err_path, "%s/err", dir);
+    char *argv[] = {NULL, "--bind", endpoint, "--log", "warn", NULL};
+    pid_t pid = spawn_worker(argv, err_path);
+    void *zmq = zmq_ctx_new(), *socket = zmq_socket(zmq, ZMQ_DEALER);
+    int linger = 0;
+    zmq_setsockopt(socket, ZMQ_LINGER, &linger, sizeof linger);
+    ck_assert_int_eq(zmq_connect(socket, endpoint), 0);
+    cdc_msg_header_t h;
+    cdc_msg_header_init(&h, CDC_MSG_PING);
+    h.request_id = 1;
+    send_frames(socket, &h, NULL, 0, 1);
+    ck_assert_uint_eq(recv_header(socket, 5000).type, CDC_MSG_PONG);
+
+    h.version = CDC_PROTO_VERSION + 97;
+    h.request_id = 2;
+    send_frames(socket, &h, NULL, 0, 1);
+    zmq_pollitem_t item = {socket, 0, ZMQ_POLLIN, 0};
+    ck_assert_int_eq(zmq_poll(&item, 1, 5000), 1);
+    uint8_t packed[CDC_PROTO_HEADER_SIZE];
+    ck_assert_int_eq(zmq_recv(socket, packed, sizeof packed, 0), CDC_PROTO_HEADER_SIZE);
+    cdc_msg_header_t reply;
+    cdc_msg_header_unpack(packed, sizeof packed, &reply);
+    ck_assert_uint_eq(reply.type, CDC_MSG_ERROR);
+    ck_assert_uint_eq(reply.version, CDC_PROTO_VERSION); /* in its own version */
+    int n = zmq_recv(socket, text, sizeof text - 1, 0);
+    ck_assert_int_ge(n, 0);
+    text[n] = '\0';
+    char theirs[16], ours[16];
+    snprintf(theirs, sizeof theirs, "%d", CDC_PROTO_VERSION + 97);
+    snprintf(ours, sizeof ours, "%d", CDC_PROTO_VERSION);
+    ck_assert_msg(strstr(text, theirs) && strstr(text, ours), "ERROR text: '%s'", text);
+
+    ck_assert_int_eq(kill(pid, SIGTERM), 0);
+    ck_assert_uint_eq(recv_header(socket, 5000).type, CDC_MSG_GOODBYE);
+    int status = wait_exit(pid, 10.0);
+    ck_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+    zmq_close(socket);
+    zmq_ctx_term(zmq);
+    unlink(err_path);
+    rmdir(dir);
+}
+END_TEST
+
+/* A worker that stops on purpose is taken out of the coordinator's plan at
+   once, without a death and without a local fallback; its successor on the
+   same endpoint rejoins. */
+START_TEST(test_goodbye_is_not_a_death)
+{
+    char dir[64], endpoints[256], ep[2][96], err_path[2][96];
+    make_dir(dir, sizeof dir);
+    pid_t pids[2];
+    for (int i = 0; i < 2; i++) {
+        snprintf(ep[i], sizeof ep[i], "ipc://%s/w%d", dir, i);
+        snprintf(err_path[i], sizeof err_path[i], "%s/err%d", dir, i);
+        char *argv[] = {NULL, "--bind", ep[i], "--log", "warn", NULL};
+        pids[i] = spawn_worker(argv, err_path[i]);
+    }
+    snprintf(endpoints, sizeof endpoints, "%s,%s", ep[0], ep[1]);
+    cdc_config_t config;
+    cdc_config_init(&config);
+    snprintf(config.workers, sizeof config.workers, "%s", endpoints);
+    config.parity = 1;
+    cdc_context_t *ctx = NULL;
+    ck_assert_int_eq(cdc_context_new(&config, &ctx), CDC_OK);
+    enum { M = 64, N = 48, K = 32 };
+    static float a[M * K], b[K * N], c[M * N];
+    for (int i = 0; i < M * K; i++)
+        a[i] = (float) (i % 7) - 3.0f;
+    for (int i = 0; i < K * N; i++)
+        b[i] = (float) (i % 5) - 2.0f;
+    ck_assert_int_eq(cdc_sgemm(ctx, CDC_ROW_MAJOR, CDC_NO_TRANS, CDC_NO_TRANS, M, N, K, 1.0f,
+                               a, K, b, N, 0.0f, c, N), CDC_OK);
+    ck_assert_int_eq(kill(pids[1], SIGTERM), 0);
+    ck_assert_int_ge(wait_exit(pids[1], 10.0), 0);
+    cdc_stats_t stats;
+    double start = cdc_test_now_s();
+    do {
+        cdc_test_sleep_ms(10);
+        cdc_context_stats(ctx, &stats);
+    } while (stats.worker_goodbyes == 0 && cdc_test_now_s() - start < 5.0);
+    ck_assert_uint_eq(stats.worker_goodbyes, 1);
+    uint64_t fallbacks = stats.fallbacks;
+    for (int i = 0; i < 5; i++)
+        ck_assert_int_eq(cdc_sgemm(ctx, CDC_ROW_MAJOR, CDC_NO_TRANS, CDC_NO_TRANS, M, N, K,
+                                   1.0f, a, K, b, N, 0.0f, c, N), CDC_OK);
+    char *argv[] = {NULL, "--bind", ep[1], "--log", "warn", NULL};
+    pids[1] = spawn_worker(argv, err_path[1]); /* the upgraded one */
+    start = cdc_test_now_s();
+    do {
+        cdc_test_sleep_ms(10);
+        cdc_context_stats(ctx, &stats);
+    } while (stats.worker_rejoins == 0 && cdc_test_now_s() - start < 5.0);
+    cdc_context_stats(ctx, &stats);
+    ck_assert_uint_eq(stats.worker_deaths, 0);
+    ck_assert_uint_eq(stats.worker_rejoins, 1);
+    ck_assert_uint_eq(stats.fallbacks, fallbacks);
+    cdc_context_destroy(&ctx);
+    for (int i = 0; i < 2; i++) {
+        kill(pids[i], SIGTERM);
+        wait_exit(pids[i], 10.0);
+        unlink(err_path[i]);
+    }
+    rmdir(dir);
+}
+END_TEST
+
 /* ---- ipc files ---------------------------------------------------------- */
 
 /* A coordinator (a forked child spawning local workers) SIGKILLed: its
@@ -377,6 +490,8 @@ static Suite *worker_process_suite(void)
     suite_add_tcase(suite, command_line);
     TCase *stop = tcase_create("stop");
     tcase_add_test(stop, test_sigterm_drops_queue);
+    tcase_add_test(stop, test_version_refused_and_goodbye);
+    tcase_add_test(stop, test_goodbye_is_not_a_death);
     tcase_set_timeout(stop, 60);
     suite_add_tcase(suite, stop);
     TCase *files = tcase_create("files");

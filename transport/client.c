@@ -37,11 +37,15 @@
 #include "error.h"
 #include "hash.h"
 #include "log.h"
+#include "discovery.h"
 #include "placement.h"
+#include "status.h"
 #include "wire.h"
 
 #include <errno.h>
 #include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -78,6 +82,11 @@ typedef struct {
     int64_t next_ping;  /* ms                                                */
     int outstanding;    /* a PING is unanswered                              */
     int ever_live;
+    int version_warned; /* its protocol version differs: said once           */
+    /* From its last PONG (read by cdc_client_status under state_lock): */
+    double rtt_ms;              /* PING to PONG; < 0 before the first      */
+    cdc_status_report_t status; /* what it said about itself               */
+    int has_status;
 } heartbeat_peer_t;
 
 struct cdc_client {
@@ -86,7 +95,13 @@ struct cdc_client {
     cdc_curve_cert_t curve_client;
     uint8_t curve_servers[CDC_MAX_WORKERS][CDC_CURVE_KEY_BYTES];
     remote_worker_t workers[CDC_MAX_WORKERS];
-    int count;
+    char endpoints[CDC_MAX_WORKERS][CDC_CURVE_ENDPOINT_MAX]; /* worker w's     */
+    atomic_int count; /* grows (discovery) only under lock and state_lock    */
+    cdc_listener_t *listener; /* discovery: beacons, read by the heartbeat
+                                 thread; NULL with an endpoint list          */
+    char *trusted;            /* discovery: CDCGEMM_CURVE_SERVER (keys admitted) */
+    int pending;              /* discovery: worker number count has its sockets
+                                 and waits to be counted (state_lock)        */
     uint64_t next_request;
     pthread_mutex_t lock; /* serialises calls; guards counters */
     cdc_remote_counters_t counters;
@@ -96,6 +111,7 @@ struct cdc_client {
     uint64_t silent;            /* bit w: dead by silence, not by a drop */
     int64_t dead_since[CDC_MAX_WORKERS]; /* ms, for the plan's grace   */
     uint64_t heartbeats_missed, worker_deaths, worker_rejoins, heartbeat_invalid;
+    uint64_t worker_goodbyes; /* live workers that left on purpose          */
     heartbeat_peer_t peers[CDC_MAX_WORKERS];
     void *stop_pipe;            /* main side of the heartbeat thread's stop pipe */
     void *thread_pipe;          /* thread side                            */
@@ -198,33 +214,152 @@ static void heartbeat_ping(cdc_client_t *self, int w, int64_t now)
     peer->next_ping = peer->next_ping + period > now ? peer->next_ping + period : now + period;
 }
 
+/* PINGs due and silence verdicts; returns when the thread must next wake. */
+static int64_t heartbeat_tick(cdc_client_t *self, int count, int64_t now)
+{
+    int64_t next = now + CDC_HEARTBEAT_MS;
+    for (int w = 0; w < count; w++) {
+        heartbeat_peer_t *peer = &self->peers[w];
+        if (now >= peer->next_ping)
+            heartbeat_ping(self, w, now);
+        int live = (self->live & (UINT64_C(1) << w)) != 0;
+        if (live && now - peer->last_pong > CDC_HEARTBEAT_DEAD_MS)
+            set_live(self, w, 0, 1, "no PONG");
+        live = (self->live & (UINT64_C(1) << w)) != 0;
+        if (peer->next_ping < next)
+            next = peer->next_ping;
+        if (live && peer->last_pong + CDC_HEARTBEAT_DEAD_MS + 1 < next)
+            next = peer->last_pong + CDC_HEARTBEAT_DEAD_MS + 1;
+    }
+    return next;
+}
+
+/* Worker w's monitor: a dropped connection makes it dead at once. */
+static void heartbeat_monitor(cdc_client_t *self, int w, int64_t now)
+{
+    heartbeat_peer_t *peer = &self->peers[w];
+    cdc_wire_msg_t event;
+    if (cdc_wire_recv(peer->monitor, &event, ZMQ_DONTWAIT) == CDC_OK && event.count >= 1 &&
+        zmq_msg_size(&event.parts[0]) >= 2) {
+        uint16_t id;
+        memcpy(&id, zmq_msg_data(&event.parts[0]), sizeof id);
+        if (id == ZMQ_EVENT_DISCONNECTED) {
+            peer->outstanding = 0;
+            peer->next_ping = now; /* probe the reconnection at once */
+            set_live(self, w, 0, 0, "connection dropped");
+        }
+    }
+    cdc_wire_msg_close(&event);
+}
+
+/* Worker w said GOODBYE (it stops on purpose): out of the plan at once,
+   its pending tasks given up, and no death counted. */
+static void set_left(cdc_client_t *self, int w)
+{
+    uint64_t bit = UINT64_C(1) << w;
+    pthread_mutex_lock(&self->state_lock);
+    int was = (self->live & bit) != 0;
+    self->live &= ~bit;
+    self->silent &= ~bit;
+    self->worker_goodbyes += was;
+    pthread_mutex_unlock(&self->state_lock);
+    if (was)
+        CDC_LOG_INFOF("worker %d left (said goodbye)", w);
+}
+
+/* A reply whose header is ours but for its version: say so once per worker
+   (it is never used: every message it sends fails validation). */
+static void version_mismatch(cdc_client_t *self, int w, const cdc_wire_msg_t *wire)
+{
+    cdc_msg_header_t h;
+    if (self->peers[w].version_warned || wire->count < 1 ||
+        cdc_msg_header_unpack(zmq_msg_data((zmq_msg_t *) &wire->parts[0]),
+                              zmq_msg_size((zmq_msg_t *) &wire->parts[0]), &h) != CDC_OK ||
+        h.magic != CDC_PROTO_MAGIC || h.version == CDC_PROTO_VERSION)
+        return;
+    self->peers[w].version_warned = 1;
+    CDC_LOG_ERRORF("worker %d (%s) speaks wire protocol version %u, this coordinator version "
+                   "%d: it is not used (upgrade one of them; docs/deploy.md)",
+                   w, self->endpoints[w], (unsigned) h.version, CDC_PROTO_VERSION);
+}
+
+/* A PONG's round trip (its id is the PING's send time) and status text. */
+static void record_status(cdc_client_t *self, int w, const cdc_msg_t *pong, int64_t now)
+{
+    cdc_status_report_t status; /* text: one frame of at most 1024 bytes */
+    const cdc_frame_t *text = &pong->payload[0].frames[0];
+    int parsed = cdc_status_parse(text->data, text->size, &status) == CDC_OK;
+    pthread_mutex_lock(&self->state_lock);
+    heartbeat_peer_t *peer = &self->peers[w];
+    peer->rtt_ms = (double) (now - (int64_t) pong->header.request_id);
+    if (parsed) {
+        peer->status = status;
+        peer->has_status = 1;
+    } else {
+        self->heartbeat_invalid++; /* a malformed status: the PONG still counts */
+    }
+    pthread_mutex_unlock(&self->state_lock);
+}
+
+/* Worker w's heartbeat socket: PONGs make it live, GOODBYE takes it out. */
+static void heartbeat_pongs(cdc_client_t *self, int w, int64_t now)
+{
+    heartbeat_peer_t *peer = &self->peers[w];
+    cdc_wire_msg_t wire;
+    while (cdc_wire_recv(peer->socket, &wire, ZMQ_DONTWAIT) == CDC_OK) {
+        cdc_msg_t msg;
+        int valid = cdc_wire_decode(&wire, 0, &msg) == CDC_OK;
+        if (valid && msg.header.type == CDC_MSG_PONG) {
+            peer->last_pong = now;
+            peer->outstanding = 0;
+            record_status(self, w, &msg, now);
+            set_live(self, w, 1, 0, "answered a PING");
+        } else if (valid && msg.header.type == CDC_MSG_GOODBYE) {
+            peer->outstanding = 0;
+            set_left(self, w);
+        } else {
+            if (!valid)
+                version_mismatch(self, w, &wire);
+            /* Never self->lock here: a call holds it for its whole
+               duration and heartbeats must not wait for calls. */
+            pthread_mutex_lock(&self->state_lock);
+            self->heartbeat_invalid++;
+            pthread_mutex_unlock(&self->state_lock);
+        }
+        cdc_wire_msg_close(&wire);
+    }
+    cdc_wire_msg_close(&wire);
+}
+
+static void discovery_poll(cdc_client_t *self);
+
+/* The poll set: the stop pipe, every worker's heartbeat socket, their
+   monitors, then the discovery listener (when there is one). Returns the
+   items; *count is the workers they cover. */
+static int heartbeat_items(cdc_client_t *self, zmq_pollitem_t *items, int *count)
+{
+    *count = self->count;
+    items[0] = (zmq_pollitem_t){self->thread_pipe, 0, ZMQ_POLLIN, 0};
+    for (int w = 0; w < *count; w++) {
+        items[1 + w] = (zmq_pollitem_t){self->peers[w].socket, 0, ZMQ_POLLIN, 0};
+        items[1 + *count + w] = (zmq_pollitem_t){self->peers[w].monitor, 0, ZMQ_POLLIN, 0};
+    }
+    int n = 1 + 2 * *count;
+    if (self->listener)
+        items[n++] = (zmq_pollitem_t){cdc_listener_socket(self->listener), 0, ZMQ_POLLIN, 0};
+    return n;
+}
+
 static void *heartbeat_main(void *arg)
 {
     cdc_client_t *self = arg;
-    zmq_pollitem_t items[1 + 2 * CDC_MAX_WORKERS];
-    int count = self->count;
-    items[0] = (zmq_pollitem_t){self->thread_pipe, 0, ZMQ_POLLIN, 0};
-    for (int w = 0; w < count; w++) {
-        items[1 + w] = (zmq_pollitem_t){self->peers[w].socket, 0, ZMQ_POLLIN, 0};
-        items[1 + count + w] = (zmq_pollitem_t){self->peers[w].monitor, 0, ZMQ_POLLIN, 0};
-    }
+    zmq_pollitem_t items[2 + 2 * CDC_MAX_WORKERS];
+    int count, n = heartbeat_items(self, items, &count);
     for (;;) {
-        int64_t now = (int64_t) cdc__clock_ms(), next = now + CDC_HEARTBEAT_MS;
-        for (int w = 0; w < count; w++) {
-            heartbeat_peer_t *peer = &self->peers[w];
-            if (now >= peer->next_ping)
-                heartbeat_ping(self, w, now);
-            int live = (self->live & (UINT64_C(1) << w)) != 0;
-            if (live && now - peer->last_pong > CDC_HEARTBEAT_DEAD_MS)
-                set_live(self, w, 0, 1, "no PONG");
-            live = (self->live & (UINT64_C(1) << w)) != 0;
-            if (peer->next_ping < next)
-                next = peer->next_ping;
-            if (live && peer->last_pong + CDC_HEARTBEAT_DEAD_MS + 1 < next)
-                next = peer->last_pong + CDC_HEARTBEAT_DEAD_MS + 1;
-        }
+        int64_t now = (int64_t) cdc__clock_ms();
+        int64_t next = heartbeat_tick(self, count, now);
         long timeout = next > now ? (long) (next - now) : 0;
-        if (zmq_poll(items, 1 + 2 * count, timeout) < 0) {
+        if (zmq_poll(items, n, timeout) < 0) {
             if (zmq_errno() == EINTR)
                 continue;
             break; /* the context is terminating */
@@ -233,42 +368,15 @@ static void *heartbeat_main(void *arg)
             break; /* stop */
         now = (int64_t) cdc__clock_ms();
         for (int w = 0; w < count; w++) {
-            heartbeat_peer_t *peer = &self->peers[w];
-            if (items[1 + count + w].revents & ZMQ_POLLIN) {
-                cdc_wire_msg_t event;
-                if (cdc_wire_recv(peer->monitor, &event, ZMQ_DONTWAIT) == CDC_OK &&
-                    event.count >= 1 && zmq_msg_size(&event.parts[0]) >= 2) {
-                    uint16_t id;
-                    memcpy(&id, zmq_msg_data(&event.parts[0]), sizeof id);
-                    if (id == ZMQ_EVENT_DISCONNECTED) {
-                        peer->outstanding = 0;
-                        peer->next_ping = now; /* probe the reconnection at once */
-                        set_live(self, w, 0, 0, "connection dropped");
-                    }
-                }
-                cdc_wire_msg_close(&event);
-            }
-            if (!(items[1 + w].revents & ZMQ_POLLIN))
-                continue;
-            cdc_wire_msg_t wire;
-            while (cdc_wire_recv(peer->socket, &wire, ZMQ_DONTWAIT) == CDC_OK) {
-                cdc_msg_t msg;
-                if (cdc_wire_decode(&wire, 0, &msg) == CDC_OK &&
-                    msg.header.type == CDC_MSG_PONG) {
-                    peer->last_pong = now;
-                    peer->outstanding = 0;
-                    set_live(self, w, 1, 0, "answered a PING");
-                } else {
-                    /* Never self->lock here: a call holds it for its whole
-                       duration and heartbeats must not wait for calls. */
-                    pthread_mutex_lock(&self->state_lock);
-                    self->heartbeat_invalid++;
-                    pthread_mutex_unlock(&self->state_lock);
-                }
-                cdc_wire_msg_close(&wire);
-            }
-            cdc_wire_msg_close(&wire);
+            if (items[1 + count + w].revents & ZMQ_POLLIN)
+                heartbeat_monitor(self, w, now);
+            if (items[1 + w].revents & ZMQ_POLLIN)
+                heartbeat_pongs(self, w, now);
         }
+        if (self->listener && (items[n - 1].revents & ZMQ_POLLIN || self->pending))
+            discovery_poll(self);
+        if (self->count != count)
+            n = heartbeat_items(self, items, &count); /* a worker was discovered */
     }
     return NULL;
 }
@@ -354,6 +462,7 @@ static int worker_connect(cdc_client_t *self, int w, const char *endpoint)
 {
     char name[96];
     heartbeat_peer_t *peer = &self->peers[w];
+    snprintf(self->endpoints[w], sizeof self->endpoints[w], "%s", endpoint);
     self->workers[w].socket = dealer_new(self->zmq, 0);
     peer->socket = dealer_new(self->zmq, 16); /* pings to a stopped worker stay few */
     if (!self->workers[w].socket || !peer->socket)
@@ -395,8 +504,10 @@ static void close_sockets(cdc_client_t *self)
         zmq_close(self->thread_pipe);
 }
 
-/* Connect both sockets of every worker named in the comma-separated list. */
-static int connect_workers(cdc_client_t *self, const char *endpoints)
+/* Connect both sockets of every worker named in the comma-separated list
+   (with CURVE, servers[w] is worker w's certificate). */
+static int connect_workers(cdc_client_t *self, const char *endpoints,
+                           const cdc_curve_cert_t *servers)
 {
     const char *item = endpoints;
     while (*item) {
@@ -407,7 +518,11 @@ static int connect_workers(cdc_client_t *self, const char *endpoints)
             return cdc__fail(CDC_ECONFIG, "workers: bad endpoint list '%s'", endpoints);
         memcpy(endpoint, item, len);
         endpoint[len] = '\0';
-        int rc = worker_connect(self, self->count++, endpoint);
+        int w = self->count;
+        if (self->curve)
+            memcpy(self->curve_servers[w], servers[w].public_key, CDC_CURVE_KEY_BYTES);
+        int rc = worker_connect(self, w, endpoint);
+        self->count++; /* its sockets exist now, and close_sockets closes them */
         if (rc != CDC_OK)
             return rc;
         item += len + (comma ? 1 : 0);
@@ -456,28 +571,48 @@ int cdc_client_new(const char *endpoints, int connect_wait_ms, cdc_client_t **cl
     return cdc_client_new_curve(endpoints, connect_wait_ms, NULL, NULL, client_p);
 }
 
-static int count_endpoints(const char *endpoints)
+/* Everything a client owns; safe on a half-built one. */
+static void client_free(cdc_client_t *self)
 {
-    int count = 1;
-    for (const char *p = endpoints; *p; p++)
-        count += *p == ',';
-    return count;
+    if (self->thread_started) {
+        zmq_send(self->stop_pipe, "", 0, 0);
+        pthread_join(self->thread, NULL);
+    }
+    cdc_listener_destroy(&self->listener);
+    free(self->trusted);
+    if (self->zmq) {
+        close_sockets(self);
+        zmq_ctx_term(self->zmq);
+    }
+    pthread_mutex_destroy(&self->state_lock);
+    pthread_mutex_destroy(&self->lock);
+    cdc_curve_cert_clear(&self->curve_client);
+    free(self);
 }
 
-/* Copy the keys (their count: one server certificate per endpoint). */
-static int curve_keep(cdc_client_t *self, const char *endpoints,
-                      const cdc_curve_cert_t *client_cert, const cdc_curve_cert_t *servers)
+/* A client with its context and locks and no worker yet; CURVE with
+   client_cert's keys (it must hold the secret one) when not NULL. */
+static int client_alloc(const cdc_curve_cert_t *client_cert, cdc_client_t **self_p)
 {
-    if (!client_cert)
-        return CDC_OK;
-    if (!client_cert->has_secret || !servers)
-        return cdc__fail(CDC_EINVAL, "CURVE: the client certificate needs its secret key "
-                                     "and every worker a certificate");
-    int count = count_endpoints(endpoints);
-    for (int w = 0; w < count && w < CDC_MAX_WORKERS; w++)
-        memcpy(self->curve_servers[w], servers[w].public_key, CDC_CURVE_KEY_BYTES);
-    self->curve_client = *client_cert;
-    self->curve = 1;
+    if (client_cert && !client_cert->has_secret)
+        return cdc__fail(CDC_EINVAL, "CURVE: the client certificate needs its secret key");
+    cdc_client_t *self = calloc(1, sizeof *self);
+    if (!self)
+        return cdc__fail(CDC_ENOMEM, "client");
+    pthread_mutex_init(&self->lock, NULL);
+    pthread_mutex_init(&self->state_lock, NULL);
+    atomic_init(&self->count, 0);
+    if (client_cert) {
+        self->curve_client = *client_cert;
+        self->curve = 1;
+    }
+    if (!(self->zmq = zmq_ctx_new())) {
+        client_free(self);
+        return cdc__fail(CDC_ETRANSPORT, "zmq_ctx_new: %s", zmq_strerror(zmq_errno()));
+    }
+    if (self->curve)
+        zmq_ctx_set(self->zmq, ZMQ_IO_THREADS, 2); /* see curve_apply */
+    *self_p = self;
     return CDC_OK;
 }
 
@@ -487,63 +622,179 @@ int cdc_client_new_curve(const char *endpoints, int connect_wait_ms,
 {
     if (!endpoints || !*endpoints || !client_p)
         return cdc__fail(CDC_EINVAL, "cdc_client_new: no endpoints");
-    int rc;
-    cdc_client_t *self = calloc(1, sizeof *self);
-    if (!self)
-        return cdc__fail(CDC_ENOMEM, "client");
-    if ((rc = curve_keep(self, endpoints, client_cert, server_certs)) != CDC_OK)
-        goto fail_alloc;
-    self->zmq = zmq_ctx_new();
-    if (!self->zmq) {
-        rc = cdc__fail(CDC_ETRANSPORT, "zmq_ctx_new: %s", zmq_strerror(zmq_errno()));
-        goto fail_alloc;
+    if (client_cert && !server_certs)
+        return cdc__fail(CDC_EINVAL, "CURVE: every worker needs a certificate");
+    cdc_client_t *self = NULL;
+    int rc = client_alloc(client_cert, &self);
+    if (rc == CDC_OK && (rc = connect_workers(self, endpoints, server_certs)) == CDC_OK)
+        rc = heartbeat_start(self);
+    if (rc != CDC_OK) {
+        if (self)
+            client_free(self);
+        return rc;
     }
-    if (self->curve)
-        zmq_ctx_set(self->zmq, ZMQ_IO_THREADS, 2); /* see curve_apply */
-    if (pthread_mutex_init(&self->lock, NULL) != 0) {
-        rc = cdc__fail(CDC_ENOMEM, "client mutex");
-        goto fail_context;
-    }
-    if (pthread_mutex_init(&self->state_lock, NULL) != 0) {
-        rc = cdc__fail(CDC_ENOMEM, "client mutex");
-        goto fail_lock;
-    }
-    if ((rc = connect_workers(self, endpoints)) != CDC_OK ||
-        (rc = heartbeat_start(self)) != CDC_OK)
-        goto fail_sockets;
     wait_for_workers(self, connect_wait_ms);
     *client_p = self;
     return CDC_OK;
-
-fail_sockets:
-    close_sockets(self);
-    pthread_mutex_destroy(&self->state_lock);
-fail_lock:
-    pthread_mutex_destroy(&self->lock);
-fail_context:
-    zmq_ctx_term(self->zmq);
-fail_alloc:
-    cdc_curve_cert_clear(&self->curve_client);
-    free(self);
-    return rc;
 }
 
 void cdc_client_destroy(cdc_client_t **client_p)
 {
     if (!client_p || !*client_p)
         return;
-    cdc_client_t *self = *client_p;
-    if (self->thread_started) {
-        zmq_send(self->stop_pipe, "", 0, 0);
-        pthread_join(self->thread, NULL);
-    }
-    close_sockets(self);
-    zmq_ctx_term(self->zmq);
-    pthread_mutex_destroy(&self->state_lock);
-    pthread_mutex_destroy(&self->lock);
-    cdc_curve_cert_clear(&self->curve_client);
-    free(self);
+    client_free(*client_p);
     *client_p = NULL;
+}
+
+/* ---- discovery ------------------------------------------------------------ */
+
+/* Whether a beacon names a worker to add: an endpoint not known yet, this
+   protocol version, a trusted key (its certificate into *cert). Beacons
+   repeat every half second, so what is refused is logged at debug only. */
+static int discovery_admit(cdc_client_t *self, const cdc_discovered_t *found,
+                           cdc_curve_cert_t *cert)
+{
+    for (int w = 0; w < self->count + self->pending; w++)
+        if (strcmp(self->endpoints[w], found->endpoint) == 0)
+            return 0;
+    if (found->version != CDC_PROTO_VERSION) {
+        CDC_LOG_DEBUGF("discovery: %s speaks protocol version %d, this coordinator %d: "
+                       "not used", found->endpoint, found->version, CDC_PROTO_VERSION);
+        return 0;
+    }
+    if (cdc_curve_trusted_key(self->trusted, found->public_txt, cert) != CDC_OK) {
+        CDC_LOG_DEBUGF("discovery: %s is not trusted: %s", found->endpoint, cdc_last_error());
+        return 0;
+    }
+    return 1;
+}
+
+static void close_worker(cdc_client_t *self, int w)
+{
+    if (self->workers[w].socket)
+        zmq_close(self->workers[w].socket);
+    if (self->peers[w].socket) {
+        zmq_socket_monitor(self->peers[w].socket, NULL, 0);
+        zmq_close(self->peers[w].socket);
+    }
+    if (self->peers[w].monitor)
+        zmq_close(self->peers[w].monitor);
+    memset(&self->workers[w], 0, sizeof self->workers[w]);
+    memset(&self->peers[w], 0, sizeof self->peers[w]);
+}
+
+/* Worker number count's sockets, connected to endpoint; not yet counted
+   (discovery_publish does that). */
+static int worker_prepare(cdc_client_t *self, const char *endpoint, const cdc_curve_cert_t *cert)
+{
+    int w = self->count;
+    if (w == CDC_MAX_WORKERS)
+        return cdc__fail(CDC_ECONFIG, "discovery: %s not added: %d workers already",
+                         endpoint, CDC_MAX_WORKERS);
+    memcpy(self->curve_servers[w], cert->public_key, CDC_CURVE_KEY_BYTES);
+    int rc = worker_connect(self, w, endpoint);
+    if (rc != CDC_OK) {
+        close_worker(self, w);
+        return rc;
+    }
+    self->peers[w].next_ping = 0; /* PINGed at once once counted */
+    return CDC_OK;
+}
+
+/* Count a prepared worker: calls and the heartbeat thread see it from now.
+   The caller holds self->lock (no call runs) or no thread but its own runs
+   yet. */
+static void discovery_publish(cdc_client_t *self)
+{
+    pthread_mutex_lock(&self->state_lock);
+    int added = self->pending;
+    if (added) {
+        self->count++;
+        self->pending = 0;
+    }
+    pthread_mutex_unlock(&self->state_lock);
+    if (added)
+        CDC_LOG_INFOF("discovery: worker %d is %s", self->count - 1,
+                      self->endpoints[self->count - 1]);
+}
+
+/* Heartbeat thread: the beacons waiting. A worker it admits gets its
+   sockets here; it is counted between calls (a call owns the worker count
+   and the data sockets): by the next call, or here when no call runs. */
+static void discovery_poll(cdc_client_t *self)
+{
+    cdc_discovered_t found;
+    while (cdc_listener_next(self->listener, 0, &found) == CDC_OK) {
+        cdc_curve_cert_t cert;
+        if (self->pending || !discovery_admit(self, &found, &cert))
+            continue; /* one at a time: the next beacon comes in 500 ms */
+        if (worker_prepare(self, found.endpoint, &cert) != CDC_OK) {
+            CDC_LOG_WARNF("%s", cdc_last_error());
+            continue;
+        }
+        pthread_mutex_lock(&self->state_lock);
+        self->pending = 1;
+        pthread_mutex_unlock(&self->state_lock);
+    }
+    if (self->pending && pthread_mutex_trylock(&self->lock) == 0) {
+        discovery_publish(self);
+        pthread_mutex_unlock(&self->lock);
+    }
+}
+
+/* The first set: beacons for up to wait_ms, ending sooner once a worker was
+   heard and no new one for two beacon periods (every worker has beaconed
+   by then). */
+static void discovery_first_set(cdc_client_t *self, int wait_ms)
+{
+    int64_t deadline = (int64_t) cdc__clock_ms() + wait_ms, last_new = -1;
+    const int64_t settle = 2 * CDC_DISCOVERY_INTERVAL_MS + 100;
+    for (;;) {
+        int64_t now = (int64_t) cdc__clock_ms();
+        if (now >= deadline || (last_new >= 0 && now - last_new >= settle))
+            break;
+        cdc_discovered_t found;
+        cdc_curve_cert_t cert;
+        int slice = deadline - now < 50 ? (int) (deadline - now) : 50;
+        if (cdc_listener_next(self->listener, slice, &found) == CDC_OK &&
+            discovery_admit(self, &found, &cert) &&
+            worker_prepare(self, found.endpoint, &cert) == CDC_OK) {
+            self->pending = 1;
+            discovery_publish(self); /* no other thread yet */
+            last_new = (int64_t) cdc__clock_ms();
+        }
+    }
+    if (self->count == 0)
+        CDC_LOG_WARNF("discovery: no trusted worker announced itself within %d ms; calls "
+                      "run locally until one does", wait_ms);
+}
+
+int cdc_client_new_discover(const cdc_discovery_where_t *where, int wait_ms,
+                            int connect_wait_ms, const cdc_curve_cert_t *client_cert,
+                            const char *trusted, cdc_client_t **client_p)
+{
+    if (!where || !client_cert || !trusted || !*trusted || !client_p)
+        return cdc__fail(CDC_EINVAL, "discovery needs CURVE: a client certificate and the "
+                                     "trusted worker certificates");
+    cdc_client_t *self = NULL;
+    int rc = client_alloc(client_cert, &self);
+    if (rc != CDC_OK)
+        return rc;
+    if (!(self->trusted = strdup(trusted)))
+        rc = cdc__fail(CDC_ENOMEM, "client");
+    if (rc == CDC_OK)
+        rc = cdc_listener_new(where, &self->listener);
+    if (rc == CDC_OK) {
+        discovery_first_set(self, wait_ms);
+        rc = heartbeat_start(self);
+    }
+    if (rc != CDC_OK) {
+        client_free(self);
+        return rc;
+    }
+    wait_for_workers(self, connect_wait_ms);
+    *client_p = self;
+    return CDC_OK;
 }
 
 int cdc_client_planned(cdc_client_t *self, uint64_t *mask)
@@ -570,6 +821,25 @@ int cdc_client_live(cdc_client_t *self, uint64_t *mask)
     return cdc__popcount64(live);
 }
 
+int cdc_client_status(cdc_client_t *self, cdc_worker_status_t *out, int max)
+{
+    pthread_mutex_lock(&self->state_lock);
+    int count = self->count < max ? self->count : max;
+    for (int w = 0; w < count; w++) {
+        const heartbeat_peer_t *peer = &self->peers[w];
+        cdc_worker_status_t *o = &out[w];
+        memset(o, 0, sizeof *o);
+        snprintf(o->endpoint, sizeof o->endpoint, "%s", self->endpoints[w]);
+        o->live = (self->live & (UINT64_C(1) << w)) != 0;
+        o->rtt_ms = peer->ever_live ? peer->rtt_ms : -1.0;
+        o->version = peer->ever_live ? CDC_PROTO_VERSION : 0;
+        o->has_status = peer->has_status;
+        o->status = peer->status;
+    }
+    pthread_mutex_unlock(&self->state_lock);
+    return count;
+}
+
 int cdc_client_worker_count(const cdc_client_t *self)
 {
     return self ? self->count : 0;
@@ -584,6 +854,7 @@ void cdc_client_counters(cdc_client_t *self, cdc_remote_counters_t *counters)
     counters->heartbeats_missed = self->heartbeats_missed;
     counters->worker_deaths = self->worker_deaths;
     counters->worker_rejoins = self->worker_rejoins;
+    counters->worker_goodbyes = self->worker_goodbyes;
     counters->invalid_replies += self->heartbeat_invalid;
     counters->live_mask = self->live;
     pthread_mutex_unlock(&self->state_lock);
@@ -869,7 +1140,8 @@ static void call_receive(cdc_client_t *self, client_call_t *call, int w)
         if (cdc_wire_decode(&wire, 0, &msg) != CDC_OK) {
             self->counters.invalid_replies++;
             CDC_LOG_WARNF("worker %d: invalid reply: %s", w, cdc_last_error());
-        } else if (msg.header.type != CDC_MSG_PONG) {
+        } else if (msg.header.type != CDC_MSG_PONG && msg.header.type != CDC_MSG_GOODBYE) {
+            /* (A GOODBYE reaches the heartbeat thread too, which acts on it.) */
             int t = call_match_reply(self, call, w, &msg.header);
             if (t >= 0)
                 call_apply_reply(self, call, t, w, &msg);
@@ -943,6 +1215,8 @@ int cdc_client_run(cdc_client_t *self, cdc_shard_task_t *tasks, int count, int n
         return count == 0 ? CDC_OK : cdc__fail(CDC_EINVAL, "%d tasks, at most 64", count);
     pthread_mutex_lock(&self->lock);
     drain_stale(self);
+    if (self->pending)
+        discovery_publish(self); /* a worker discovered since the last call */
     client_call_t call;
     call_begin(self, &call, tasks, count, needed, wait_ms, timeout_ms, arrived);
     call_place(self, &call);

@@ -4,7 +4,9 @@
 #ifndef CDC_CLIENT_H_INCLUDED
 #define CDC_CLIENT_H_INCLUDED
 
+#include "discovery.h"
 #include "keys.h"
+#include "status.h"
 #include "task.h"
 
 #include <stdint.h>
@@ -26,6 +28,7 @@ typedef struct {
     uint64_t heartbeats_missed; /* PINGs to a live worker unanswered at the next */
     uint64_t worker_deaths;   /* live -> dead: connection dropped or silent  */
     uint64_t worker_rejoins;  /* dead -> live again (answered a PING)        */
+    uint64_t worker_goodbyes; /* live workers that left on purpose (GOODBYE) */
     uint64_t dead_skipped;    /* tasks not sent or given up: worker dead     */
     uint64_t live_mask;       /* bit w: worker w answers heartbeats now      */
 } cdc_remote_counters_t;
@@ -48,6 +51,20 @@ int cdc_client_new(const char *endpoints, int connect_wait_ms, cdc_client_t **cl
 int cdc_client_new_curve(const char *endpoints, int connect_wait_ms,
                          const cdc_curve_cert_t *client_cert,
                          const cdc_curve_cert_t *server_certs, cdc_client_t **client_p);
+
+/* Workers found by their beacons (discovery.h) instead of an endpoint list,
+   over CURVE with client_cert's keys: a beacon's worker is added when it
+   speaks this protocol version and its key is in trusted (a certificate file
+   or a directory of them: CDCGEMM_CURVE_SERVER). Listens up to wait_ms for
+   the first set (ending sooner once one was heard and no new one for two
+   beacon periods), then keeps listening on the heartbeat thread: a worker
+   announcing itself later is added between calls and joins the plan when it
+   answers a PING. With none found, calls run locally until one is. Returns
+   CDC_OK, CDC_EINVAL (no certificate or trusted path) or CDC_ETRANSPORT (no
+   broadcast interface). */
+int cdc_client_new_discover(const cdc_discovery_where_t *where, int wait_ms,
+                            int connect_wait_ms, const cdc_curve_cert_t *client_cert,
+                            const char *trusted, cdc_client_t **client_p);
 
 /* Close every socket; accepts NULL and *NULL; nulls *client_p. */
 void cdc_client_destroy(cdc_client_t **client_p);
@@ -82,6 +99,21 @@ int cdc_client_live(cdc_client_t *self, uint64_t *mask);
    worker leaves the plan at once). Calls spread their shards over these.
    Returns their count. Thread-safe. */
 int cdc_client_planned(cdc_client_t *self, uint64_t *mask);
+
+/* One worker as the heartbeats see it. */
+typedef struct {
+    char endpoint[CDC_CURVE_ENDPOINT_MAX];
+    int live;                   /* answers heartbeats now                     */
+    double rtt_ms;              /* its last PING round trip; < 0: never      */
+    int version;                /* wire protocol version it speaks (0: not
+                                   heard yet; another version never answers) */
+    int has_status;             /* status below came from its PONGs          */
+    cdc_status_report_t status; /* cache, memory budget, tasks, load         */
+} cdc_worker_status_t;
+
+/* Up to max workers' status into out[0..]; returns how many were written.
+   Thread-safe; never waits for a call. */
+int cdc_client_status(cdc_client_t *self, cdc_worker_status_t *out, int max);
 
 /* Copy the counters. Thread-safe. */
 void cdc_client_counters(cdc_client_t *self, cdc_remote_counters_t *counters);

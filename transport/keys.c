@@ -183,8 +183,20 @@ static int has_suffix(const char *name, const char *suffix)
     return n >= s && strcmp(name + n - s, suffix) == 0;
 }
 
-/* The certificate in dir whose "endpoint" metadata is endpoint. */
-static int server_cert_in_dir(const char *dir, const char *endpoint, cdc_curve_cert_t *cert)
+/* What picks a certificate out of a directory: its "endpoint" metadata
+   (an endpoint list) or its public key (a discovered worker). */
+typedef enum { MATCH_ENDPOINT, MATCH_KEY } match_t;
+
+static int cert_matches(zcert_t *zc, match_t match, const char *value)
+{
+    const char *field = match == MATCH_ENDPOINT ? zcert_meta(zc, "endpoint")
+                                                : zcert_public_txt(zc);
+    return field && strcmp(field, value) == 0;
+}
+
+/* The certificate in dir that matches value. */
+static int server_cert_in_dir(const char *dir, match_t match, const char *value,
+                              cdc_curve_cert_t *cert)
 {
     DIR *d = opendir(dir);
     if (!d)
@@ -204,20 +216,36 @@ static int server_cert_in_dir(const char *dir, const char *endpoint, cdc_curve_c
         if (!zc)
             continue;
         certs++;
-        const char *named = zcert_meta(zc, "endpoint");
-        if (named && strcmp(named, endpoint) == 0) {
+        if (cert_matches(zc, match, value)) {
             cert_copy(zc, 0, cert);
             found = 1;
         }
         zcert_destroy(&zc);
     }
     closedir(d);
-    if (!found)
-        return cdc__fail(CDC_ECONFIG,
-                         "no certificate in '%s' names endpoint '%s' (of %d certificates; "
-                         "cdcgemm-keygen --endpoint %s writes one)",
-                         dir, endpoint, certs, endpoint);
-    return CDC_OK;
+    if (found)
+        return CDC_OK;
+    if (match == MATCH_KEY)
+        return cdc__fail(CDC_ECONFIG, "no certificate in '%s' holds key %s (of %d certificates)",
+                         dir, value, certs);
+    return cdc__fail(CDC_ECONFIG,
+                     "no certificate in '%s' names endpoint '%s' (of %d certificates; "
+                     "cdcgemm-keygen --endpoint %s writes one)",
+                     dir, value, certs, value);
+}
+
+int cdc_curve_trusted_key(const char *path, const char *public_txt, cdc_curve_cert_t *cert)
+{
+    int is_dir = cdc_curve_path_is_dir(path);
+    if (is_dir < 0)
+        return cdc__fail(CDC_ECONFIG, "worker certificate '%s': %s", path ? path : "(null)",
+                         strerror(errno));
+    if (is_dir)
+        return server_cert_in_dir(path, MATCH_KEY, public_txt, cert);
+    int rc = cdc_curve_load_public(path, cert);
+    if (rc == CDC_OK && strcmp(cert->public_txt, public_txt) != 0)
+        rc = cdc__fail(CDC_ECONFIG, "certificate '%s' does not hold key %s", path, public_txt);
+    return rc;
 }
 
 int cdc_curve_server_cert(const char *path, const char *endpoint, cdc_curve_cert_t *cert)
@@ -227,7 +255,7 @@ int cdc_curve_server_cert(const char *path, const char *endpoint, cdc_curve_cert
         return cdc__fail(CDC_ECONFIG, "worker certificate '%s': %s", path ? path : "(null)",
                          strerror(errno));
     if (is_dir)
-        return server_cert_in_dir(path, endpoint, cert);
+        return server_cert_in_dir(path, MATCH_ENDPOINT, endpoint, cert);
     return cdc_curve_load_public(path, cert);
 }
 

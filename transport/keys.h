@@ -49,6 +49,12 @@ int cdc_curve_load_public(const char *path, cdc_curve_cert_t *cert);
    skipped). Returns CDC_OK or CDC_ECONFIG (none found, unreadable). */
 int cdc_curve_server_cert(const char *path, const char *endpoint, cdc_curve_cert_t *cert);
 
+/* The trusted worker certificate holding public_txt (Z85), from path: a
+   certificate file or a directory of them (as cdc_curve_server_cert). For
+   discovered workers, which announce their key. Returns CDC_OK or
+   CDC_ECONFIG (not trusted: no such key; unreadable). */
+int cdc_curve_trusted_key(const char *path, const char *public_txt, cdc_curve_cert_t *cert);
+
 /* Whether path names a directory (1), something else that exists (0), or
    nothing readable (-1). */
 int cdc_curve_path_is_dir(const char *path);

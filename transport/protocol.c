@@ -124,11 +124,12 @@ int cdc_msg_payload_count(cdc_msg_type_t type)
     case CDC_MSG_WEIGHTS:
     case CDC_MSG_RESULT:
     case CDC_MSG_ERROR:
+    case CDC_MSG_PONG: /* its status text (status.h) */
         return 1;
     case CDC_MSG_MISS:
     case CDC_MSG_PING:
-    case CDC_MSG_PONG:
     case CDC_MSG_CANCEL:
+    case CDC_MSG_GOODBYE:
         return 0;
     }
     return -1;
@@ -156,8 +157,8 @@ const char *cdc_msg_type_name(int type)
 {
     static const char *const names[] = {"UNKNOWN", "TASK_GEMM", "TASK_CONV", "WEIGHTS",
                                         "RESULT",  "ERROR",     "MISS",      "PING",
-                                        "PONG",    "CANCEL"};
-    return type >= 1 && type <= 9 ? names[type] : names[0];
+                                        "PONG",    "CANCEL",    "GOODBYE"};
+    return type >= 1 && type <= 10 ? names[type] : names[0];
 }
 
 static int check_dim(const char *type, const char *name, int64_t value)
@@ -265,8 +266,8 @@ static int validate_conv(const cdc_msg_header_t *h, layout_t *l)
     return CDC_OK;
 }
 
-/* The payloads of the types other than tasks (ERROR's text has a limit, not
-   a size). */
+/* The payloads of the types other than tasks (ERROR's and PONG's text has
+   a limit, not a size). */
 static int validate_other(const cdc_msg_header_t *h, const char *t, layout_t *l)
 {
     int64_t floats = 0;
@@ -285,13 +286,14 @@ static int validate_other(const cdc_msg_header_t *h, const char *t, layout_t *l)
             layout_add(l, "result", 0, floats);
         return rc;
     case CDC_MSG_ERROR:
+    case CDC_MSG_PONG: /* its status text (status.h) */
         l->p[l->count++] = (payload_spec_t){"text", CDC_PROTO_MAX_TEXT, 0, 1};
         return CDC_OK;
     case CDC_MSG_MISS:
         if (h->a_key == 0)
             return cdc__fail(CDC_EPROTO, "MISS: key must be nonzero");
         return CDC_OK;
-    default: /* PING, PONG, CANCEL: the header alone */
+    default: /* PING, CANCEL, GOODBYE: the header alone */
         return CDC_OK;
     }
 }

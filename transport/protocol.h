@@ -41,8 +41,9 @@ typedef enum {
     CDC_MSG_ERROR = 5,     /* error_code + text; header, text              */
     CDC_MSG_MISS = 6,      /* worker lacks the matrix a_key; header        */
     CDC_MSG_PING = 7,      /* heartbeat request; header                    */
-    CDC_MSG_PONG = 8,      /* heartbeat answer; header                     */
-    CDC_MSG_CANCEL = 9     /* forget request_id (every shard); header      */
+    CDC_MSG_PONG = 8,      /* heartbeat answer; header, status text        */
+    CDC_MSG_CANCEL = 9,    /* forget request_id (every shard); header      */
+    CDC_MSG_GOODBYE = 10   /* worker leaving on purpose (SIGTERM); header  */
 } cdc_msg_type_t;
 
 /* The decoded header. Fields a type does not use are zero on the wire. */

@@ -575,6 +575,16 @@ static void send_error(cdc_server_t *self, peer_t *peer, uint64_t request_id, in
         count(self, &self->counters.replies_sent);
 }
 
+void cdc_server_goodbye(cdc_server_t *self)
+{
+    cdc_msg_header_t h;
+    cdc_msg_header_init(&h, CDC_MSG_GOODBYE);
+    for (int i = 0; i < self->peer_count; i++)
+        send_head(self, self->peers[i], &h, 0); /* a peer gone: nothing to tell */
+    int linger = 200;
+    zmq_setsockopt(self->router, ZMQ_LINGER, &linger, sizeof linger);
+}
+
 void cdc_server_reject(cdc_server_t *self, const cdc_request_t *request, int code,
                        const char *text)
 {

@@ -130,6 +130,13 @@ void cdc_server_reject(cdc_server_t *self, const cdc_request_t *request, int cod
 int cdc_server_cancelled(cdc_server_t *self, const cdc_request_t *request,
                          uint64_t request_id);
 
+/* Tell every peer seen (the last 256 connections) that this worker is
+   leaving on purpose: a header-only GOODBYE each, so a coordinator takes it
+   out of its plan at once without counting a death. The socket then keeps
+   unsent messages up to 200 ms at destroy (instead of dropping them) so the
+   GOODBYEs leave. Socket thread only. */
+void cdc_server_goodbye(cdc_server_t *self);
+
 /* Copy the counters. Thread-safe. */
 void cdc_server_counters(cdc_server_t *self, cdc_server_counters_t *counters);
 

@@ -3,6 +3,7 @@
 
 #include "code.h"
 #include "config_env.h"
+#include "discovery.h"
 #include "error.h"
 #include "faults.h"
 #include "keys.h"
@@ -12,6 +13,7 @@
 #include <ctype.h>
 #include <limits.h>
 #include <stdatomic.h>
+
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -29,6 +31,7 @@ void cdc_config_init(cdc_config_t *config)
     config->min_flops = -1.0;
     config->log_level = CDC_LOG_WARN;
     config->verify = 1;
+    config->discover_wait_ms = 3000;
 }
 
 int cdc_split_parse(const char *name, cdc_split_t *split)
@@ -108,6 +111,12 @@ typedef int (*env_parser_t)(const char *var, const char *value, cdc_config_t *c)
 
 static int env_workers(const char *var, const char *value, cdc_config_t *c)
 {
+    int udp_port, discover = cdc_discovery_parse(value, &udp_port);
+    if (discover < 0)
+        return cdc__fail(CDC_ECONFIG, "%s='%s': expected discover or discover:PORT with "
+                                      "PORT in 1..65535", var, value);
+    if (discover)
+        return parse_copy(var, value, c->workers, sizeof c->workers);
     return *value ? parse_workers(var, value, c->workers, sizeof c->workers) : CDC_OK;
 }
 
@@ -226,6 +235,20 @@ static int env_insecure(const char *var, const char *value, cdc_config_t *c)
     return parse_int(var, value, 0, 1, &c->insecure);
 }
 
+static int env_discover_interface(const char *var, const char *value, cdc_config_t *c)
+{
+    return parse_copy(var, value, c->discover_interface, sizeof c->discover_interface);
+}
+
+static int env_discover_wait_ms(const char *var, const char *value, cdc_config_t *c)
+{
+    int wait_ms = 0;
+    int rc = parse_int(var, value, 0, 600000, &wait_ms);
+    if (rc == CDC_OK)
+        c->discover_wait_ms = wait_ms;
+    return rc;
+}
+
 static int env_code(const char *var, const char *value, cdc_config_t *c)
 {
     if (!*value)
@@ -250,6 +273,8 @@ static const struct {
     {"CDCGEMM_CODE", env_code},
     {"CDCGEMM_CURVE_SECRET", env_curve_secret}, {"CDCGEMM_CURVE_SERVER", env_curve_server},
     {"CDCGEMM_INSECURE", env_insecure},
+    {"CDCGEMM_DISCOVER_INTERFACE", env_discover_interface},
+    {"CDCGEMM_DISCOVER_WAIT_MS", env_discover_wait_ms},
 };
 
 extern char **environ;

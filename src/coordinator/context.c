@@ -5,6 +5,8 @@
 #include "cdcgemm_testing.h"
 #include "code.h"
 #include "error.h"
+#include "discovery.h"
+#include "executor.h"
 #include "keys.h"
 #include "log.h"
 #include "stats_json.h"
@@ -63,7 +65,17 @@ static int security_validate(const cdc_config_t *config)
     if (!config->curve_secret[0] != !config->curve_server[0])
         return cdc__fail(CDC_ECONFIG, "CDCGEMM_CURVE_SECRET and CDCGEMM_CURVE_SERVER go "
                                       "together: set both for CURVE, or neither");
-    if (config->curve_secret[0] || config->insecure || !config->workers[0])
+    int udp_port;
+    int discover = cdc_discovery_parse(config->workers, &udp_port);
+    if (discover < 0)
+        return cdc__fail(CDC_ECONFIG, "CDCGEMM_WORKERS: '%s': expected discover or "
+                                      "discover:PORT with PORT in 1..65535", config->workers);
+    if (discover && !config->curve_secret[0])
+        return cdc__fail(CDC_ECONFIG,
+                         "CDCGEMM_WORKERS=discover admits only workers whose key is in "
+                         "CDCGEMM_CURVE_SERVER: set CDCGEMM_CURVE_SECRET and "
+                         "CDCGEMM_CURVE_SERVER (docs/deploy.md)");
+    if (discover || config->curve_secret[0] || config->insecure || !config->workers[0])
         return CDC_OK;
     const char *item = config->workers;
     for (int i = 1; *item; i++) {
@@ -102,6 +114,8 @@ int cdc_context_new(const cdc_config_t *config, cdc_context_t **context_p)
     self->config = *config;
     /* Before spawning and connecting, so what they log obeys the level. */
     cdc__log_level = (int) config->log_level;
+    int udp_port;
+    self->discover = cdc_discovery_parse(config->workers, &udp_port) == 1;
     self->workers = config->workers[0] ? count_endpoints(config->workers)
                                        : config->local_workers;
     int n;
@@ -223,6 +237,7 @@ int cdc_context_stats(cdc_context_t *context, cdc_stats_t *stats)
         stats->heartbeats_missed = remote.heartbeats_missed;
         stats->worker_deaths = remote.worker_deaths;
         stats->worker_rejoins = remote.worker_rejoins;
+        stats->worker_goodbyes = remote.worker_goodbyes;
         stats->invalid_messages = remote.invalid_replies;
         stats->weights_sent = remote.weights_sent;
         stats->weight_bytes = remote.weight_bytes;
@@ -257,16 +272,17 @@ int cdc__context_data_shards(const cdc_context_t *context, int parity, int *n)
     if (parity < 0 || parity > CDC_MAX_PARITY)
         return cdc__fail(CDC_ECONFIG, "parity r = %d: expected 0..%d", parity,
                          CDC_MAX_PARITY);
-    int data = context->workers - parity;
+    int total = cdc__context_worker_total(context);
+    int data = total - parity;
     if (data < 1 || (parity > 0 && parity > data))
         return cdc__fail(CDC_ECONFIG,
                          "parity r = %d with %d workers leaves n = %d data shards "
                          "(need n >= 1 and r <= n)",
-                         parity, context->workers, data);
+                         parity, total, data);
     int live = cdc__context_plan_workers(context, NULL);
     if (context->config.replicate && parity == 0) {
         /* Two copies of every data shard: half as many shards as workers. */
-        int workers = live > 0 ? live : context->workers;
+        int workers = live > 0 ? live : total;
         *n = workers >= 2 ? workers / 2 : 1;
         return CDC_OK;
     }
@@ -286,11 +302,21 @@ int cdc__context_data_shards(const cdc_context_t *context, int parity, int *n)
     return CDC_OK;
 }
 
+int cdc__context_worker_total(const cdc_context_t *context)
+{
+    if (!context->discover)
+        return context->workers;
+    int found = context->executor ? cdc__executor_worker_count(context->executor) : 0;
+    int floor = context->config.parity + 1;
+    return found > floor ? found : floor;
+}
+
 int cdc__context_plan_workers(const cdc_context_t *context, uint64_t *mask)
 {
     int live = context->executor ? cdc__executor_live(context->executor, mask) : -1;
-    if (live < 0 || live > context->workers) {
-        live = context->workers;
+    int total = cdc__context_worker_total(context);
+    if (live < 0 || live > total) {
+        live = total;
         if (mask)
             *mask = live == 64 ? ~UINT64_C(0) : (UINT64_C(1) << live) - 1;
     }

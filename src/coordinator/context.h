@@ -19,7 +19,10 @@ struct cdc_context {
     double decode_guard;  /* > 0: a rebuilt shard whose error amplification
                              exceeds decode_guard * sqrt(k) is computed
                              locally instead (BLAS entry points)            */
-    int workers;          /* W: workers configured (live ones: the executor) */
+    int workers;          /* W: workers configured (live ones: the executor);
+                             with discovery, see cdc__context_worker_total */
+    int discover;         /* CDCGEMM_WORKERS=discover: W grows as workers
+                             are found                                      */
     cdc_executor_t *executor;
     cdc_local_workers_t *local; /* spawned workers (embedded default), or NULL */
     cdc_code_t *codes[CDC_CODE_MAX_R + 1][CDC_CODE_MAX_N + 1]; /* [r][n], lazily */
@@ -31,6 +34,11 @@ struct cdc_context {
    the same r'. With no live worker, n = W - r (the call then runs locally).
    CDC_ECONFIG when r is out of range for W (r > W - r or W - r < 1). */
 int cdc__context_data_shards(const cdc_context_t *context, int parity, int *n);
+
+/* W: the endpoints given or the local workers; with discovery, the workers
+   found so far but at least r + 1, so a plan exists before any is found
+   (with none live, every shard is computed here). */
+int cdc__context_worker_total(const cdc_context_t *context);
 
 /* Workers in the plan now (bit w of *mask, may be NULL): those answering
    heartbeats, plus any silent for less than the grace period (docs/workers.md);

@@ -52,6 +52,15 @@ int cdc__executor_zmq_new(const cdc_config_t *config, const char *endpoints,
    always count). Thread-safe. */
 int cdc__executor_live(cdc_executor_t *executor, uint64_t *mask);
 
+/* Workers a ZeroMQ executor knows (endpoints given, or discovered so far);
+   -1 for any other executor. */
+int cdc__executor_worker_count(cdc_executor_t *executor);
+
+/* Up to max workers' status (a ZeroMQ executor's heartbeats: endpoint,
+   liveness, round trip, what their PONGs report); returns how many, 0 for
+   any other executor. */
+int cdc__executor_worker_status(cdc_executor_t *executor, cdc_worker_status_t *out, int max);
+
 /* The transport counters of a ZeroMQ executor; CDC_EINVAL for another kind.
    Thread-safe. */
 int cdc__executor_remote_counters(cdc_executor_t *executor,

@@ -2,6 +2,7 @@
 #include "executor.h"
 
 #include "client.h"
+#include "discovery.h"
 #include "error.h"
 #include "geometry.h"
 #include "log.h"
@@ -82,11 +83,29 @@ static int load_curve(const cdc_config_t *config, cdc_curve_cert_t *client,
     return CDC_OK;
 }
 
+/* CDCGEMM_WORKERS=discover[:PORT]: the workers that announce a key in
+   CDCGEMM_CURVE_SERVER (the context checked CURVE is configured). */
+static int client_discover(const cdc_config_t *config, int udp_port, int connect_wait_ms,
+                           cdc_client_t **client_p)
+{
+    cdc_curve_cert_t client;
+    if (cdc_curve_load_secret(config->curve_secret, &client) != CDC_OK)
+        return cdc__fail_within(CDC_ECONFIG, "CDCGEMM_CURVE_SECRET");
+    cdc_discovery_where_t where = {udp_port, config->discover_interface};
+    int rc = cdc_client_new_discover(&where, config->discover_wait_ms, connect_wait_ms,
+                                     &client, config->curve_server, client_p);
+    cdc_curve_cert_clear(&client);
+    return rc;
+}
+
 /* The client for endpoints; over CURVE when configured for config->workers
    (embedded workers, endpoints != NULL, are ipc in a private directory). */
 static int client_open(const cdc_config_t *config, const char *endpoints, int connect_wait_ms,
                        cdc_client_t **client_p)
 {
+    int udp_port;
+    if (!endpoints && cdc_discovery_parse(config->workers, &udp_port) == 1)
+        return client_discover(config, udp_port, connect_wait_ms, client_p);
     if (endpoints || !config->curve_secret[0])
         return cdc_client_new(endpoints ? endpoints : config->workers, connect_wait_ms,
                               client_p);
@@ -126,6 +145,20 @@ int cdc__executor_remote_counters(cdc_executor_t *executor, cdc_remote_counters_
         return cdc__fail(CDC_EINVAL, "not a ZeroMQ executor");
     cdc_client_counters(((zmq_executor_t *) executor)->client, counters);
     return CDC_OK;
+}
+
+int cdc__executor_worker_count(cdc_executor_t *executor)
+{
+    if (!executor || executor->ops != &zmq_ops)
+        return -1;
+    return cdc_client_worker_count(((zmq_executor_t *) executor)->client);
+}
+
+int cdc__executor_worker_status(cdc_executor_t *executor, cdc_worker_status_t *out, int max)
+{
+    if (!executor || executor->ops != &zmq_ops)
+        return 0;
+    return cdc_client_status(((zmq_executor_t *) executor)->client, out, max);
 }
 
 int cdc__executor_live(cdc_executor_t *executor, uint64_t *mask)

@@ -38,6 +38,7 @@ int cdc__stats_write_json(const cdc_stats_t *stats, const char *path)
         {"heartbeats_missed", stats->heartbeats_missed},
         {"worker_deaths", stats->worker_deaths},
         {"worker_rejoins", stats->worker_rejoins},
+        {"worker_goodbyes", stats->worker_goodbyes},
         {"invalid_messages", stats->invalid_messages},
         {"weights_sent", stats->weights_sent},
         {"weight_bytes", stats->weight_bytes},

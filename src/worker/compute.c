@@ -28,6 +28,10 @@ struct cdc_worker_compute {
     pthread_t thread;
     int started;
     atomic_int stopping; /* set at stop: queued requests are dropped, not run */
+    /* What PONGs report (cdc__worker_compute_status), published by the
+       compute thread after each request, read by the socket thread. */
+    atomic_uint_fast64_t submitted, done, tasks, cache_bytes, cache_entries;
+    uint64_t max_memory;
 };
 
 /* Hand a reply to the main loop and wake it. */
@@ -263,6 +267,16 @@ static void compute_request(cdc_worker_compute_t *self, cdc_request_t *request)
     reply_error(self, request, rc, cdc_last_error());
 }
 
+static void publish_status(cdc_worker_compute_t *self)
+{
+    cdc_weight_cache_stats_t stats;
+    cdc_weight_cache_stats(self->cache, &stats);
+    atomic_store(&self->cache_bytes, stats.bytes);
+    atomic_store(&self->cache_entries, stats.count);
+    atomic_store(&self->tasks, self->counters.tasks);
+    atomic_fetch_add(&self->done, 1);
+}
+
 static void *compute_main(void *arg)
 {
     cdc_worker_compute_t *self = arg;
@@ -277,6 +291,7 @@ static void *compute_main(void *arg)
         if (self->peer_tasks)
             cdc__peer_tasks_release(self->peer_tasks, cdc_request_peer(request));
         cdc_request_destroy(&request);
+        publish_status(self);
     }
     return NULL;
 }
@@ -290,6 +305,7 @@ int cdc__worker_compute_start(cdc_server_t *server, const cdc_worker_options_t *
         return cdc__fail(CDC_ENOMEM, "compute thread");
     self->server = server;
     self->peer_tasks = peer_tasks;
+    self->max_memory = options->max_memory;
     int rc;
     if ((rc = cdc_mailbox_new(&self->requests)) != CDC_OK ||
         (rc = cdc_mailbox_new(&self->replies)) != CDC_OK ||
@@ -321,7 +337,21 @@ int cdc__worker_compute_submit(cdc_worker_compute_t *self, cdc_request_t *reques
     int rc = cdc_mailbox_push(self->requests, request);
     if (rc != CDC_OK)
         cdc_request_destroy(&request);
+    else
+        atomic_fetch_add(&self->submitted, 1);
     return rc;
+}
+
+void cdc__worker_compute_status(cdc_worker_compute_t *self, cdc_status_report_t *status)
+{
+    uint64_t done = atomic_load(&self->done), submitted = atomic_load(&self->submitted);
+    *status = (cdc_status_report_t){
+        .cache_bytes = atomic_load(&self->cache_bytes),
+        .cache_entries = atomic_load(&self->cache_entries),
+        .max_memory = self->max_memory,
+        .tasks = atomic_load(&self->tasks),
+        .load = submitted > done ? submitted - done : 0,
+    };
 }
 
 cdc_worker_reply_t *cdc__worker_compute_next(cdc_worker_compute_t *self)

@@ -4,6 +4,7 @@
 
 #include "peer_tasks.h"
 #include "server.h"
+#include "status.h"
 #include "worker.h"
 
 #include <stdint.h>
@@ -32,6 +33,11 @@ int cdc__worker_compute_start(cdc_server_t *server, const cdc_worker_options_t *
    handles them in order. Returns CDC_ENOMEM (request destroyed) if it
    cannot be queued. */
 int cdc__worker_compute_submit(cdc_worker_compute_t *self, cdc_request_t *request);
+
+/* What a PONG reports: the cache, tasks computed, requests queued or
+   running. Thread-safe (the socket thread asks while the compute thread
+   works); the figures may be one request old. */
+void cdc__worker_compute_status(cdc_worker_compute_t *self, cdc_status_report_t *status);
 
 /* The next reply waiting, or NULL. Caller owns it (the reply inside must be
    sent or destroyed, the envelope freed with free()). */

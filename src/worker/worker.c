@@ -9,6 +9,7 @@
 #include "worker.h"
 
 #include "admission.h"
+#include "announce.h"
 #include "blas_backend.h"
 #include "clock.h"
 #include "compute.h"
@@ -38,6 +39,7 @@ typedef struct {
 typedef struct {
     const cdc_worker_options_t *options;
     cdc_server_t *server;
+    cdc_announcer_t *announcer; /* --announce: beacons while serving */
     cdc_worker_compute_t *compute;
     cdc_peer_tasks_t *peer_tasks; /* requests each peer has with compute */
     size_t max_task_memory;
@@ -86,8 +88,13 @@ static void answer_ping(loop_t *loop, const cdc_request_t *request)
     cdc_msg_header_init(&pong, CDC_MSG_PONG);
     pong.request_id = cdc_request_msg(request)->header.request_id;
     loop->counters.pings++;
+    cdc_status_report_t status;
+    char text[CDC_PROTO_MAX_TEXT];
+    cdc__worker_compute_status(loop->compute, &status);
+    size_t len = cdc_status_format(&status, text, sizeof text);
+    cdc_payload_t *payload = cdc_payload_copy(text, len);
     cdc_reply_t *reply = NULL;
-    if (cdc_server_reply_new(loop->server, request, &pong, NULL, &reply) == CDC_OK)
+    if (payload && cdc_server_reply_new(loop->server, request, &pong, &payload, &reply) == CDC_OK)
         cdc_server_send(loop->server, &reply);
 }
 
@@ -399,6 +406,11 @@ static int loop_open(loop_t *loop, const cdc_worker_options_t *options)
                               CDC_WORKER_REPLY_ROOM;
     if ((rc = cdc_server_new(&server_options, &loop->server)) != CDC_OK)
         return rc;
+    /* Once bound, so a coordinator that hears the beacon finds the socket. */
+    if (options->announce && (rc = cdc__worker_announce(options->bind, options->curve_secret,
+                                                        options->announce,
+                                                        &loop->announcer)) != CDC_OK)
+        return rc;
     return cdc__worker_compute_start(loop->server, options, loop->peer_tasks, &loop->compute);
 }
 
@@ -426,6 +438,12 @@ static void loop_close(loop_t *loop, cdc_worker_counters_t *counters)
 {
     /* Stop: the current task finishes and its reply goes out; the queue is
        dropped (finding 10 of issue 9: 23 queued tasks all ran after SIGTERM). */
+    cdc_announcer_destroy(&loop->announcer); /* a stopping worker is not to be found */
+    /* Goodbye first: finishing the current task can take longer than the
+       coordinator's 300 ms silence verdict, and it must not count a death
+       (it decodes the shards this worker will not send). */
+    if (loop->server)
+        cdc_server_goodbye(loop->server);
     cdc__worker_compute_finish(loop->compute);
     if (loop->compute && loop->server)
         send_replies(loop);

@@ -2,6 +2,8 @@
 #ifndef CDC_WORKER_H_INCLUDED
 #define CDC_WORKER_H_INCLUDED
 
+#include "discovery.h"
+
 #include <signal.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -27,6 +29,9 @@ typedef struct {
                                  NULL: plaintext (transport/server.h)        */
     const char *curve_allow;  /* CURVE: directory of allowed coordinators'
                                  public certificates                          */
+    const cdc_discovery_where_t *announce; /* non-NULL: broadcast this worker's
+                                 endpoint and key there once bound
+                                 (--announce; needs CURVE and tcp)          */
     volatile sig_atomic_t *reload; /* may be NULL; when it reads nonzero the
                                  loop re-reads curve_allow and clears it
                                  (cdcgemm-worker sets it on SIGHUP)           */

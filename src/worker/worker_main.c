@@ -1,5 +1,6 @@
 /* worker_main.c - cdcgemm-worker: command line and signals around the serving loop. */
 #include "cdcgemm.h"
+#include "discovery.h"
 #include "faults.h"
 #include "keys.h"
 #include "log.h"
@@ -18,6 +19,8 @@
 
 static volatile sig_atomic_t stop_requested, reload_requested;
 static int insecure; /* --insecure */
+static int announce; /* --announce */
+static cdc_discovery_where_t announce_where; /* --announce-port, --announce-interface */
 
 static void on_signal(int signo)
 {
@@ -40,6 +43,7 @@ static void usage(FILE *out)
             "                      [--threads N] [--faults SPEC] [--index N]\n"
             "                      [--parent-pid PID] [--log LEVEL]\n"
             "                      [--curve-secret FILE --curve-allow DIR | --insecure]\n"
+            "                      [--announce [--announce-port N] [--announce-interface IF]]\n"
             "       cdcgemm-worker --version | --help\n"
             "\n"
             "Serve coded GEMM shard tasks for the cdcgemm coordinator over ZeroMQ.\n"
@@ -88,6 +92,13 @@ static void usage(FILE *out)
             "  --insecure          allow a plaintext tcp bind to a non-loopback address\n"
             "                      (refused otherwise: anyone who reaches the port could\n"
             "                      use the worker); warns on every start\n"
+            "  --announce          broadcast this worker's endpoint and CURVE public key\n"
+            "                      every 500 ms (CZMQ zbeacon, UDP) so coordinators with\n"
+            "                      CDCGEMM_WORKERS=discover find it; needs CURVE and a\n"
+            "                      tcp://HOST:PORT bind (docs/deploy.md)\n"
+            "  --announce-port N   UDP port of the beacons (default 47474)\n"
+            "  --announce-interface IF  the network interface to announce on (default:\n"
+            "                      CZMQ's choice, the first broadcast interface)\n"
             "  --log LEVEL         error, warn, info or debug (stderr). Default info;\n"
             "                      the counters are printed at exit from info up.\n"
             "  --version           print the library and wire protocol versions and exit\n"
@@ -188,6 +199,48 @@ static int parse_limit(const char *arg, const char *value, cdc_worker_options_t 
                 1 << 20);
         return 2;
     }
+    return 0;
+}
+
+/* --announce, --announce-port N, --announce-interface IF: the arguments
+   taken (0: arg is none of them), or -1 after a message on stderr. */
+static int parse_announce(const char *arg, const char *value)
+{
+    long port;
+    if (strcmp(arg, "--announce") == 0) {
+        announce = 1;
+        return 1;
+    }
+    if (strcmp(arg, "--announce-interface") == 0 && value) {
+        announce_where.interface = value;
+        return 2;
+    }
+    if (strcmp(arg, "--announce-port") != 0 || !value)
+        return 0;
+    if (cdc__parse_long(value, 1, 65535, &port) != 0) {
+        fprintf(stderr, "cdcgemm-worker: --announce-port '%s': expected 1..65535\n", value);
+        return -1;
+    }
+    announce_where.udp_port = (int) port;
+    return 2;
+}
+
+/* Take the --announce arguments out of argv (so parse_args sees the rest):
+   0, or 2 after a message on stderr. */
+static int take_announce_args(int *argc, char **argv)
+{
+    int kept = 1;
+    for (int i = 1; i < *argc; i++) {
+        int used = parse_announce(argv[i], i + 1 < *argc ? argv[i + 1] : NULL);
+        if (used < 0)
+            return 2;
+        if (used == 0)
+            argv[kept++] = argv[i];
+        else
+            i += used - 1;
+    }
+    *argc = kept;
+    argv[kept] = NULL;
     return 0;
 }
 
@@ -355,7 +408,9 @@ int main(int argc, char **argv)
     cdc__log_level = CDC_LOG_INFO;
     cdc_worker_options_t options;
     cdc_worker_options_init(&options);
-    int parsed = parse_args(argc, argv, &options);
+    int parsed = take_announce_args(&argc, argv);
+    if (parsed == 0)
+        parsed = parse_args(argc, argv, &options);
     if (parsed != 0)
         return parsed < 0 ? 0 : parsed;
     if (!options.bind) {
@@ -380,6 +435,8 @@ int main(int argc, char **argv)
         options.reload = &reload_requested;
     }
 
+    if (announce)
+        options.announce = &announce_where;
     cdc_worker_counters_t counters;
     int rc = cdc_worker_run(&options, &stop_requested, &counters);
     if (rc != CDC_OK) {

@@ -133,14 +133,14 @@ ip -n "$bridge_ns" link add br0 type bridge 2>"$tmp/netns.err" ||
 ip -n "$bridge_ns" link set br0 up
 ns_add "$coordinator_ns" && attach 0 "$coordinator_ns" "$coordinator_ip" ||
   { echo "FAIL: setting up the coordinator's namespace"; exit 1; }
-for i in 1 2 3 4 5; do
+for i in 1 2 3 4 5 6; do # host 6 joins later, found by discovery (scenario 6)
   ns_add "$(host_ns $i)" && attach "$i" "$(host_ns $i)" "$(host_ip $i)" ||
     { echo "FAIL: setting up host $i"; exit 1; }
 done
 for ns in "${created[@]}"; do
   [ -z "$(ip -n "$ns" route show default)" ] || { echo "FAIL: $ns has a default route"; exit 1; }
 done
-pass "6 namespaces on bridge $bridge_ns, $net.0/24, no default route"
+pass "7 namespaces on bridge $bridge_ns, $net.0/24, no default route"
 
 # ---- install (docs/deploy.md, "Install") -------------------------------------------
 # The build tree stands for the installed files: its binaries, and its copy of
@@ -154,14 +154,14 @@ co_etc=$tmp/co/etc/cdcgemm
 mkdir -p "$co_etc/workers"
 "$keygen" "$co_etc/coordinator" >/dev/null || { echo "FAIL: keygen"; exit 1; }
 endpoints=""
-for i in 1 2 3 4 5; do
+for i in 1 2 3 4 5 6; do
   endpoint=tcp://$(host_ip $i):$port
   etc=$tmp/h$i/etc/cdcgemm
   mkdir -p "$etc/coordinators"
   "$keygen" --endpoint "$endpoint" "$etc/worker-h$i" >/dev/null || { echo "FAIL: keygen"; exit 1; }
   cp "$co_etc/coordinator" "$etc/coordinators/coordinator" # public files only
   cp "$etc/worker-h$i" "$co_etc/workers/"
-  endpoints=$endpoints${endpoints:+,}$endpoint
+  [ "$i" -le 5 ] && endpoints=$endpoints${endpoints:+,}$endpoint
 done
 
 # ---- workers (docs/deploy.md, "Run the worker as a service") ---------------------
@@ -320,6 +320,69 @@ start_worker 4 --faults 'link@w3:mbit=5,lat=2'
 run_bench slowfc --layer fc:2048x2048 --requests 100; check slowfc $? "host 4 on a slow link, fc" 2
 # shellcheck disable=SC2086
 run_bench slowconv $CONVS --requests 5; check slowconv $? "host 4 on a slow link, conv1-5" 1
+
+# 5. A rolling restart (docs/deploy.md, "Upgrading"): each worker in turn
+#    stopped with SIGTERM (it says goodbye), started again and back in the plan
+#    before the next, while calls run: no death, no fallback, nothing lost.
+for i in 1 2 3 4 5; do stop_worker "$i"; start_worker "$i" --faults 'delay@*:ms=10'; done
+# shellcheck disable=SC2086
+run_bench rolling --layer fc:2048x2048 $CONVS --requests 150 &
+bench_pid=$!
+sleep 1
+for i in 1 2 3 4 5; do
+  stop_worker "$i"
+  start_worker "$i" --faults 'delay@*:ms=10'
+  sleep 0.6 # its PONGs: back in the plan (a rejoin) before the next goes
+done
+kill -0 $bench_pid 2>/dev/null || fail "rolling: the run ended before the last restart"
+wait $bench_pid
+check rolling $? "rolling restart of all five workers" 0
+[ "$(counter rolling worker_deaths)" = 0 ] || fail "rolling: $(counter rolling worker_deaths) deaths"
+[ "$(counter rolling worker_goodbyes)" = 5 ] ||
+  fail "rolling: $(counter rolling worker_goodbyes) goodbyes, expected 5"
+
+# 6. Discovery (docs/deploy.md, "Adding a device"): five workers started with
+#    --announce on their eth0, the coordinator with CDCGEMM_WORKERS=discover
+#    finds them within 3 s; a sixth started 2 s into the run is used within 3 s
+#    of starting (its "worker 5 live" in the coordinator's log; the JSON's
+#    workers is the widest call: 6).
+# Calls of 10 ms at least (delay), 600 of them: the run outlasts the sixth's arrival.
+announce="--announce --announce-interface eth0 --faults delay@*:ms=10"
+# shellcheck disable=SC2086
+for i in 1 2 3 4 5; do stop_worker "$i"; start_worker "$i" $announce; done
+discover_bench() {
+  ip netns exec "$coordinator_ns" env CDCGEMM_WORKERS=discover CDCGEMM_DISCOVER_INTERFACE=eth0 \
+    CDCGEMM_CURVE_SECRET="$co_etc/coordinator_secret" \
+    CDCGEMM_CURVE_SERVER="$co_etc/workers" CDCGEMM_PARITY=1 CDCGEMM_LOG=info \
+    timeout 60 "$bench" --warmup 0 --layer fc:2048x2048 --requests 600 \
+    --json "$tmp/discover.json" 2>&1 >"$tmp/discover.out" | stamp >"$tmp/discover.log"
+}
+started=$EPOCHREALTIME
+discover_bench &
+bench_pid=$!
+sleep 2
+sixth_at=$EPOCHREALTIME
+# shellcheck disable=SC2086
+start_worker 6 $announce
+kill -0 $bench_pid 2>/dev/null || fail "discovery: the run ended before the sixth started"
+wait $bench_pid
+status=$?
+found=$(grep -c "discovery: worker [0-9]* is" "$tmp/discover.log")
+fifth=$(awk '/discovery: worker 4 is/ { print $1; exit }' "$tmp/discover.log")
+sixth=$(awk '/worker 5 live/ { print $1; exit }' "$tmp/discover.log")
+echo "  discovery: $found workers found; the fifth $(awk -v a="${fifth:-0}" -v b="$started" \
+  'BEGIN { printf "%.2f", a - b }') s after the start, the sixth live $(awk \
+  -v a="${sixth:-0}" -v b="$sixth_at" 'BEGIN { printf "%.2f", a - b }') s after it started;" \
+  "JSON workers $(field discover workers), wrong $(field discover wrong), lost $(field discover lost)"
+[ "$status" = 0 ] || fail "discovery: bench exit status $status"
+[ "$found" = 6 ] || fail "discovery: $found workers found, expected 6"
+[ -n "$fifth" ] && awk -v a="$fifth" -v b="$started" 'BEGIN { exit !(a - b <= 3.0) }' ||
+  fail "discovery: the first five not found within 3 s"
+[ -n "$sixth" ] && awk -v a="$sixth" -v b="$sixth_at" 'BEGIN { exit !(a - b <= 3.0) }' ||
+  fail "discovery: the sixth not live within 3 s of starting"
+[ "$(field discover workers)" = 6 ] || fail "discovery: JSON workers $(field discover workers)"
+[ "$(field discover wrong)" = 0 ] && [ "$(field discover lost)" = 0 ] ||
+  fail "discovery: results wrong or lost"
 
 elapsed=$(awk -v a="$EPOCHREALTIME" -v b="$t0" 'BEGIN { printf "%.1f", a - b }')
 if [ "$failures" -gt 0 ]; then

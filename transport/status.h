@@ -1,0 +1,31 @@
+/* status.h - what a worker tells about itself in every PONG.
+ *
+ * Plain C. The PONG's second frame is UTF-8 text, one "key=value" per line
+ * (value: decimal, unsigned), at most CDC_PROTO_MAX_TEXT bytes. A reader
+ * takes the keys it knows and skips the others, so a newer worker can add
+ * keys (the heterogeneous-devices work adds measured speeds) without a
+ * protocol change. */
+#ifndef CDC_STATUS_H_INCLUDED
+#define CDC_STATUS_H_INCLUDED
+
+#include <stddef.h>
+#include <stdint.h>
+
+typedef struct {
+    uint64_t cache_bytes;   /* weight cache: bytes charged (overhead included) */
+    uint64_t cache_entries; /* weight cache: matrices held                     */
+    uint64_t max_memory;    /* its --max-memory                                */
+    uint64_t tasks;         /* shard tasks computed since it started           */
+    uint64_t load;          /* WEIGHTS and tasks queued or running now         */
+} cdc_status_report_t;
+
+/* The text for *status into out (size bytes, NUL-terminated); returns its
+   length (without the NUL), at most size - 1. */
+size_t cdc_status_format(const cdc_status_report_t *status, char *out, size_t size);
+
+/* Parse text (size bytes, not NUL-terminated) into *status (keys absent
+   stay 0). CDC_OK, or CDC_EPROTO naming the first malformed line (no "=",
+   a key outside [a-z0-9_], a value that is not a decimal u64). */
+int cdc_status_parse(const void *text, size_t size, cdc_status_report_t *status);
+
+#endif
