@@ -9,6 +9,7 @@
 #include "plan.h"
 #include "protocol.h"
 #include "testutil.h"
+#include "wire.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -221,17 +222,13 @@ static void *dealer(void *zmq, const char *endpoint, const cdc_curve_cert_t *cli
     return socket;
 }
 
-/* Header and up to two payload frames (payloads: how many follow). */
+/* Header and up to two payloads (payloads: how many follow), each in the
+   chunk frames of protocol v2 (wire.c). */
 static void send_msg(void *socket, const cdc_msg_header_t *h, const void *a, size_t a_size,
                      const void *b, size_t b_size, int payloads)
 {
-    uint8_t packed[CDC_PROTO_HEADER_SIZE];
-    cdc_msg_header_pack(h, packed);
-    ck_assert_int_ge(zmq_send(socket, packed, sizeof packed, payloads ? ZMQ_SNDMORE : 0), 0);
-    if (payloads >= 1)
-        ck_assert_int_ge(zmq_send(socket, a, a_size, payloads == 2 ? ZMQ_SNDMORE : 0), 0);
-    if (payloads == 2)
-        ck_assert_int_ge(zmq_send(socket, b, b_size, 0), 0);
+    cdc_frame_t frames[2] = {{a, a_size}, {b, b_size}};
+    ck_assert_int_eq(cdc_wire_send(socket, NULL, h, frames, payloads, 0), CDC_OK);
 }
 
 typedef struct {
@@ -319,11 +316,23 @@ static int admit_header(const cdc_msg_header_t *h, size_t a_size, size_t second_
                         size_t limit, cdc_task_memory_t *memory)
 {
     static float aligned[16];
+    static cdc_frame_t frames[CDC_PROTO_MAX_FRAMES];
     uint8_t packed[CDC_PROTO_HEADER_SIZE];
     cdc_msg_header_pack(h, packed);
-    cdc_frame_t frames[3] = {{packed, sizeof packed}, {aligned, a_size}, {aligned, second_size}};
+    /* The chunk frames a sender would send (decoding reads sizes only). */
+    int count = 0;
+    frames[count++] = (cdc_frame_t){packed, sizeof packed};
+    size_t sizes[2] = {a_size, second_size};
+    for (int p = 0; p < 2; p++) {
+        int n = cdc_msg_payload_frames(sizes[p]);
+        for (int i = 0; i < n; i++) {
+            size_t left = sizes[p] - (size_t) i * CDC_PROTO_CHUNK_BYTES;
+            frames[count++] = (cdc_frame_t){
+                aligned, left < CDC_PROTO_CHUNK_BYTES ? left : CDC_PROTO_CHUNK_BYTES};
+        }
+    }
     cdc_msg_t msg;
-    ck_assert_msg(cdc_msg_decode(frames, 3, &msg) == CDC_OK, "%s", cdc_last_error());
+    ck_assert_msg(cdc_msg_decode(frames, count, &msg) == CDC_OK, "%s", cdc_last_error());
     cdc__task_memory(&msg, memory);
     return cdc__worker_admit(&msg, limit);
 }
@@ -404,9 +413,11 @@ START_TEST(test_default_admits_alexnet_and_vgg16)
     }
     /* VGG-16 conv1_2 on one worker as one spatial band: im2col 576 x 224 x
        224, result 64 x 224 x 224, input 64 x 226 x 224 (the padding rows
-       are cut into the band) floats. */
+       are cut into the band) floats, counted twice: its 13 MB travel in four
+       chunk frames (protocol v2), gathered into one copy for im2col. */
     ck_assert_str_eq(largest_name, "conv1_2");
-    ck_assert_uint_eq(largest, (576 * 224 + 64 * 224 + 64 * 226) * (size_t) 224 * sizeof(float));
+    ck_assert_uint_eq(largest,
+                      (576 * 224 + 64 * 224 + 2 * 64 * 226) * (size_t) 224 * sizeof(float));
     ck_assert_uint_lt(2 * largest, CDC_WORKER_DEFAULT_TASK_MEMORY); /* batch 2 fits too */
 }
 END_TEST

@@ -178,7 +178,7 @@ START_TEST(test_invalid_answered)
     /* A valid message the caller does not accept: rejected on request. */
     cdc_msg_header_init(&h, CDC_MSG_PONG);
     h.request_id = 5;
-    send_msg(a, &h, NULL, 0, 0);
+    send_msg(a, &h, "", 0, 1); /* an empty status text */
     request = next_request();
     cdc_server_reject(server, request, CDC_EPROTO, "no PONG here");
     cdc_request_destroy(&request);

@@ -14,7 +14,8 @@
 
 /* Default --max-task-memory: every AlexNet and VGG-16 layer shard at batch 1
    fits with room to spare; the largest, VGG-16 conv1_2 on one worker, needs
-   141 MB (im2col 116 MB, input and result 13 MB each). docs/security.md. */
+   154 MB (im2col 116 MB, result 13 MB, its 13 MB input twice: received in
+   chunks and gathered). docs/security.md. */
 #define CDC_WORKER_DEFAULT_TASK_MEMORY ((size_t) 512 << 20)
 
 /* The memory a task holds while it runs, in bytes. */

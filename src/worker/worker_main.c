@@ -66,7 +66,7 @@ static void usage(FILE *out)
             "                      bound on one task's working set: the operands it\n"
             "                      carries, its result and a conv's im2col matrix. A\n"
             "                      task over it gets an ERROR naming it. Default 512M\n"
-            "                      (VGG-16's largest layer shard needs 141 MB).\n"
+            "                      (VGG-16's largest layer shard needs 154 MB).\n"
             "  --max-peer-tasks N  bound on the WEIGHTS and tasks one coordinator may\n"
             "                      have queued or running here; beyond it, ERROR.\n"
             "                      Default 64.\n");
@@ -92,13 +92,6 @@ static void usage(FILE *out)
             "  --insecure          allow a plaintext tcp bind to a non-loopback address\n"
             "                      (refused otherwise: anyone who reaches the port could\n"
             "                      use the worker); warns on every start\n"
-            "  --announce          broadcast this worker's endpoint and CURVE public key\n"
-            "                      every 500 ms (CZMQ zbeacon, UDP) so coordinators with\n"
-            "                      CDCGEMM_WORKERS=discover find it; needs CURVE and a\n"
-            "                      tcp://HOST:PORT bind (docs/deploy.md)\n"
-            "  --announce-port N   UDP port of the beacons (default 47474)\n"
-            "  --announce-interface IF  the network interface to announce on (default:\n"
-            "                      CZMQ's choice, the first broadcast interface)\n"
             "  --log LEVEL         error, warn, info or debug (stderr). Default info;\n"
             "                      the counters are printed at exit from info up.\n"
             "  --version           print the library and wire protocol versions and exit\n"
@@ -110,11 +103,26 @@ static void usage(FILE *out)
             "as 'replies dropped'); connections that do not finish the handshake in\n"
             "2 s are closed. docs/security.md lists every limit.\n"
             "\n"
-            "SIGTERM or SIGINT stops the worker cleanly: the task being computed\n"
-            "finishes and its result is sent, queued tasks are dropped (counted as\n"
+            "SIGTERM or SIGINT stops the worker cleanly: it says goodbye to its\n"
+            "coordinators (they take it out of their plans without counting a death),\n"
+            "the task being computed finishes, queued tasks are dropped (counted as\n"
             "'dropped at exit'), an ipc:// socket file is removed. It prints its\n"
             "counters to stderr on exit (at --log info and above). docs/security.md\n"
             "tells how to set up CURVE.\n");
+}
+
+static void usage_announce(FILE *out)
+{
+    fprintf(out,
+            "\n"
+            "Discovery (docs/deploy.md):\n"
+            "  --announce          broadcast this worker's endpoint and CURVE public key\n"
+            "                      every 500 ms (CZMQ zbeacon, UDP) so coordinators with\n"
+            "                      CDCGEMM_WORKERS=discover find it; needs CURVE and a\n"
+            "                      tcp://HOST:PORT bind\n"
+            "  --announce-port N   UDP port of the beacons (default 47474)\n"
+            "  --announce-interface IF  the network interface to announce on (default:\n"
+            "                      CZMQ's choice, the first broadcast interface)\n");
 }
 
 static int parse_bytes(const char *text, size_t *out)
@@ -255,6 +263,7 @@ static int parse_args(int argc, char **argv, cdc_worker_options_t *options)
         const char *value = i + 1 < argc ? argv[i + 1] : NULL;
         if (strcmp(arg, "--help") == 0 || strcmp(arg, "-h") == 0) {
             usage(stdout);
+            usage_announce(stdout);
             return -1;
         }
         if (strcmp(arg, "--version") == 0) {

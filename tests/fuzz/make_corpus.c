@@ -110,8 +110,12 @@ static void wire_seeds(const char *target)
     h.request_id = 7, h.shard = 2, h.a_key = 0x1234;
     write_message(target, "miss", &h, NULL, 0);
 
-    static const cdc_msg_type_t bare[] = {CDC_MSG_PING, CDC_MSG_PONG, CDC_MSG_CANCEL};
-    static const char *const bare_names[] = {"ping", "pong", "cancel"};
+    cdc_msg_header_init(&h, CDC_MSG_PONG);
+    h.request_id = 999;
+    write_message(target, "pong", &h, (size_t[]){24}, 1); /* its status text */
+
+    static const cdc_msg_type_t bare[] = {CDC_MSG_PING, CDC_MSG_CANCEL, CDC_MSG_GOODBYE};
+    static const char *const bare_names[] = {"ping", "cancel", "goodbye"};
     for (int i = 0; i < 3; i++) {
         cdc_msg_header_init(&h, bare[i]);
         h.request_id = 1000 + (uint64_t) i;
