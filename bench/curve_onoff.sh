@@ -16,7 +16,8 @@ WORKLOADS=${WORKLOADS:-"fc alexnet"}
 PI4='slow@*:gflops=1;link@*:mbit=94,lat=0.3'
 D=$(mktemp -d /tmp/cdc-curvebench-XXXXXX)
 pids=""
-trap 'kill $pids 2>/dev/null || true; rm -rf "$D"' EXIT INT TERM
+# KEEP=1 keeps the runs' JSON (and prints where).
+trap 'kill $pids 2>/dev/null || true; if [ -n "${KEEP:-}" ]; then echo "kept $D"; else rm -rf "$D"; fi' EXIT INT TERM
 mkdir -p "$D/allow"
 "$B/cdcgemm-keygen" "$D/coord" >/dev/null; cp "$D/coord" "$D/allow/"
 "$B/cdcgemm-keygen" "$D/worker" >/dev/null
@@ -58,11 +59,13 @@ rows = [json.load(open(f)) for f in sys.argv[1:]]
 bad = sum(r["wrong"] + r["lost"] for r in rows)
 p50 = statistics.median(r["latency_ms"]["p50"] for r in rows)
 p99 = statistics.median(r["latency_ms"]["p99"] for r in rows)
-print(f"{p50:9.2f} {p99:9.2f} {bad:5d}", end="")
+c = rows[0]["counters"]  # payload bytes a layer call moved (warm-up included), weights aside
+mb = (c["bytes_out"] - c["weight_bytes"] + c["bytes_in"]) / c["calls"] / 1e6
+print(f"{p50:9.2f} {p99:9.2f} {bad:5d} {mb:9.3f}", end="")
 EOF
 }
 
-printf '%-8s %-8s %-6s %9s %9s %5s\n' device workload mode p50_ms p99_ms bad
+printf '%-8s %-8s %-6s %9s %9s %5s %9s\n' device workload mode p50_ms p99_ms bad MB/call
 for device in $DEVICES; do
   for workload in $WORKLOADS; do
     for round in $(seq "$ROUNDS"); do
