@@ -1164,8 +1164,9 @@ static void drain_stale(cdc_client_t *self)
              n++) {
             cdc_msg_t msg;
             int valid = cdc_wire_decode(&wire, 0, &msg) == CDC_OK;
-            if (valid && msg.header.type == CDC_MSG_PONG)
-                ; /* as during a call: a PONG here is harmless */
+            if (valid && (msg.header.type == CDC_MSG_PONG ||
+                          msg.header.type == CDC_MSG_GOODBYE))
+                ; /* as during a call: harmless (the heartbeat thread acts on GOODBYE) */
             else if (valid && msg.header.request_id <= self->next_request)
                 self->counters.late_replies++;
             else
