@@ -570,9 +570,13 @@ static pid_t spawn_worker(const char *endpoint, int index, const char *faults)
     char index_arg[16], parent_arg[24];
     snprintf(index_arg, sizeof index_arg, "%d", index);
     snprintf(parent_arg, sizeof parent_arg, "%ld", (long) getpid());
+    /* --max-task-memory: the sanitized build's PONG test sends a 6000^3 GEMM,
+       720 MB of working set (two 144 MB operands, each received in chunks and
+       gathered, and the result), over the 512 MiB default. */
     char *argv[] = {"cdcgemm-worker", "--bind", (char *) endpoint, "--threads", "1",
                     "--index", index_arg, "--parent-pid", parent_arg, "--log", "error",
-                    faults ? "--faults" : NULL, (char *) faults, NULL};
+                    "--max-task-memory", "2G", faults ? "--faults" : NULL, (char *) faults,
+                    NULL};
     pid_t pid = 0;
     ck_assert_int_eq(posix_spawn(&pid, CDC_WORKER_BIN, NULL, NULL, argv, environ), 0);
     return pid;
