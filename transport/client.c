@@ -100,7 +100,7 @@ struct cdc_client {
     cdc_listener_t *listener; /* discovery: beacons, read by the heartbeat
                                  thread; NULL with an endpoint list          */
     char *trusted;            /* discovery: CDCGEMM_CURVE_SERVER (keys admitted) */
-    int pending;              /* discovery: worker number count has its sockets
+    atomic_int pending;       /* discovery: worker number count has its sockets
                                  and waits to be counted (state_lock)        */
     uint64_t next_request;
     pthread_mutex_t lock; /* serialises calls; guards counters */
@@ -602,6 +602,7 @@ static int client_alloc(const cdc_curve_cert_t *client_cert, cdc_client_t **self
     pthread_mutex_init(&self->lock, NULL);
     pthread_mutex_init(&self->state_lock, NULL);
     atomic_init(&self->count, 0);
+    atomic_init(&self->pending, 0);
     if (client_cert) {
         self->curve_client = *client_cert;
         self->curve = 1;
