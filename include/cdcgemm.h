@@ -118,7 +118,10 @@ typedef struct {
                                      are heard on; "" = CZMQ's choice        */
     int32_t discover_wait_ms;     /* workers=discover: how long to listen for
                                      the first set (default 3000)            */
-    int32_t reserved_pad;         /* 0 */
+    /* Since 0.1.0 (took the pad half-word beside discover_wait_ms). */
+    int32_t respawn;              /* 1: a local worker that dies or hangs is
+                                     respawned (default 1; docs/workers.md);
+                                     0: it stays dead                         */
     /* Room for new settings without an ABI break (docs/abi.md): zeroed by
        cdc_config_init, never read by this version. A new field takes the
        first slots and the count shrinks so the size stays the same. */
@@ -176,10 +179,15 @@ typedef struct {
     uint64_t worker_goodbyes;   /* live workers that left on purpose (said
                                    GOODBYE: SIGTERM, a service stop); not
                                    deaths                                     */
+    /* Since 0.1.0 (took 2 reserved words). */
+    uint64_t worker_respawns;   /* local workers started again after dying or
+                                   hanging (config.respawn)                   */
+    uint64_t respawns_given_up; /* local worker slots left dead: a crash loop
+                                   (more than 5 deaths within 10 s)           */
     /* Room for new counters without an ABI break (docs/abi.md): written as
        0 by this version. A new counter takes the first slot and the count
        shrinks by one. */
-    uint64_t reserved[31];
+    uint64_t reserved[29];
 } cdc_stats_t;
 
 /* Copy the counters into *stats. Thread-safe. */

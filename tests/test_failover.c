@@ -53,6 +53,7 @@ static cdc_context_t *local_context(int workers, int parity, const char *faults,
     config.local_workers = workers;
     config.parity = parity;
     config.replan = CDC_REPLAN_KEEP_PARITY; /* the re-plan assertions below */
+    config.respawn = 0; /* they are about workers that stay dead (test_respawn.c) */
     config.wait_ms = wait_ms;
     config.timeout_ms = timeout_ms;
     /* CDC_TEST_LOG=1 shows deaths, rejoins and re-plans while debugging. */
@@ -348,6 +349,7 @@ START_TEST(test_kill_keeps_shards)
     config.parity = 1;
     config.timeout_ms = BIG_TIMEOUT_MS;
     config.log_level = CDC_LOG_ERROR;
+    config.respawn = 0;
     ck_assert_int_eq(config.replan, CDC_REPLAN_KEEP_SHARDS);
     cdc_context_t *context = NULL;
     ck_assert_int_eq(cdc_context_new(&config, &context), CDC_OK);

@@ -183,6 +183,34 @@ START_TEST(test_slow_and_link)
 }
 END_TEST
 
+/* A respawned worker (incarnation >= 1): crash and hang fired in the slot's
+   first process and do not fire again; probabilistic rules keep applying. */
+START_TEST(test_incarnation_skips_one_shot)
+{
+    cdc_fault_plan_t plan;
+    ck_assert_int_eq(cdc_fault_plan_parse("crash@w1:after=2;hang@w1:after=1,for=50;"
+                                          "drop@w1:p=1;delay@w1:ms=3", &plan),
+                     CDC_OK);
+    for (int incarnation = 0; incarnation < 3; incarnation++) {
+        cdc_fault_state_t state;
+        cdc_fault_state_init(&state, &plan, 1);
+        cdc_fault_state_set_incarnation(&state, incarnation);
+        int crashes = 0, hangs = 0, drops = 0;
+        for (int call = 0; call < 10; call++) {
+            cdc_fault_decision_t d;
+            cdc_fault_next(&state, 1.0, 0, 0, 0, &d);
+            crashes += d.crash;
+            hangs += d.hang_ms >= 0;
+            drops += d.drop;
+            ck_assert(d.delay_ms == 3.0);
+        }
+        ck_assert_int_eq(crashes, incarnation == 0 ? 8 : 0);
+        ck_assert_int_eq(hangs, incarnation == 0 ? 1 : 0);
+        ck_assert_int_eq(drops, 10);
+    }
+}
+END_TEST
+
 static Suite *faults_suite(void)
 {
     Suite *suite = suite_create("faults");
@@ -196,6 +224,7 @@ static Suite *faults_suite(void)
     tcase_add_test(draws, test_same_seed_same_sequence);
     tcase_add_test(draws, test_distributions);
     tcase_add_test(draws, test_crash_hang_drop_corrupt);
+    tcase_add_test(draws, test_incarnation_skips_one_shot);
     tcase_add_test(draws, test_slow_and_link);
     suite_add_tcase(suite, draws);
     return suite;

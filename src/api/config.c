@@ -32,6 +32,7 @@ void cdc_config_init(cdc_config_t *config)
     config->log_level = CDC_LOG_WARN;
     config->verify = 1;
     config->discover_wait_ms = 3000;
+    config->respawn = 1;
 }
 
 int cdc_split_parse(const char *name, cdc_split_t *split)
@@ -235,6 +236,15 @@ static int env_insecure(const char *var, const char *value, cdc_config_t *c)
     return parse_int(var, value, 0, 1, &c->insecure);
 }
 
+static int env_respawn(const char *var, const char *value, cdc_config_t *c)
+{
+    int respawn = 0;
+    int rc = parse_int(var, value, 0, 1, &respawn);
+    if (rc == CDC_OK)
+        c->respawn = respawn;
+    return rc;
+}
+
 static int env_discover_interface(const char *var, const char *value, cdc_config_t *c)
 {
     return parse_copy(var, value, c->discover_interface, sizeof c->discover_interface);
@@ -275,6 +285,7 @@ static const struct {
     {"CDCGEMM_INSECURE", env_insecure},
     {"CDCGEMM_DISCOVER_INTERFACE", env_discover_interface},
     {"CDCGEMM_DISCOVER_WAIT_MS", env_discover_wait_ms},
+    {"CDCGEMM_RESPAWN", env_respawn},
 };
 
 extern char **environ;

@@ -95,6 +95,36 @@ static int security_validate(const cdc_config_t *config)
     return CDC_OK;
 }
 
+/* The supervisor's liveness view (its thread): who answers heartbeats now. */
+static int heartbeat_live(void *arg, uint64_t *mask)
+{
+    return cdc__executor_heartbeat_live(((cdc_context_t *) arg)->executor, mask);
+}
+
+/* The embedded default: spawn the workers, then talk to them like any
+   others, and (config->respawn) keep them alive. They answer within ms of
+   binding; the bound is only for a machine under heavy load. */
+static int local_start(cdc_context_t *self, const cdc_config_t *config)
+{
+    int rc = cdc__local_workers_new(config->local_workers, config->faults,
+                                    config->log_level, &self->local);
+    if (rc != CDC_OK)
+        return rc;
+    int wait = config->timeout_ms > 5000 ? config->timeout_ms : 5000;
+    rc = cdc__executor_zmq_new(config, cdc__local_workers_endpoints(self->local), wait,
+                               &self->executor);
+    if (rc == CDC_OK && config->respawn) {
+        rc = cdc__local_workers_supervise(self->local, heartbeat_live, self);
+        if (rc != CDC_OK) {
+            self->executor->ops->destroy(self->executor);
+            self->executor = NULL;
+        }
+    }
+    if (rc != CDC_OK)
+        cdc__local_workers_destroy(&self->local);
+    return rc;
+}
+
 int cdc_context_new(const cdc_config_t *config, cdc_context_t **context_p)
 {
     if (!config || !context_p)
@@ -135,19 +165,8 @@ int cdc_context_new(const cdc_config_t *config, cdc_context_t **context_p)
             rc = cdc__fail(CDC_ENOMEM, "executor");
             goto fail_config;
         }
-    } else {
-        /* The embedded default: spawn the workers, then talk to them like
-           any others. They answer within ms of binding; the bound is only
-           for a machine under heavy load. */
-        rc = cdc__local_workers_new(config->local_workers, config->faults,
-                                    config->log_level, &self->local);
-        if (rc != CDC_OK)
-            goto fail_config;
-        int wait = config->timeout_ms > 5000 ? config->timeout_ms : 5000;
-        rc = cdc__executor_zmq_new(config, cdc__local_workers_endpoints(self->local), wait,
-                                   &self->executor);
-        if (rc != CDC_OK)
-            goto fail_local;
+    } else if ((rc = local_start(self, config)) != CDC_OK) {
+        goto fail_config;
     }
     if (pthread_mutex_init(&self->lock, NULL) != 0) {
         rc = cdc__fail(CDC_ENOMEM, "context mutex");
@@ -157,8 +176,8 @@ int cdc_context_new(const cdc_config_t *config, cdc_context_t **context_p)
     return CDC_OK;
 
 fail_executor:
+    cdc__local_workers_supervise_stop(self->local); /* it reads the executor */
     self->executor->ops->destroy(self->executor);
-fail_local:
     cdc__local_workers_destroy(&self->local);
 fail_config:
     free(self);
@@ -186,6 +205,7 @@ void cdc_context_destroy(cdc_context_t **context_p)
         if (cdc__stats_write_json(&stats, self->config.stats_path) != CDC_OK)
             CDC_LOG_WARNF("CDCGEMM_STATS: %s", cdc_last_error());
     }
+    cdc__local_workers_supervise_stop(self->local); /* before the executor it reads */
     self->executor->ops->destroy(self->executor);
     cdc__local_workers_destroy(&self->local); /* after the sockets are closed */
     for (int r = 0; r <= CDC_CODE_MAX_R; r++)
@@ -242,6 +262,8 @@ int cdc_context_stats(cdc_context_t *context, cdc_stats_t *stats)
         stats->weights_sent = remote.weights_sent;
         stats->weight_bytes = remote.weight_bytes;
     }
+    cdc__local_workers_respawn_counters(context->local, &stats->worker_respawns,
+                                        &stats->respawns_given_up);
     return CDC_OK;
 }
 

@@ -52,6 +52,11 @@ int cdc__executor_zmq_new(const cdc_config_t *config, const char *endpoints,
    always count). Thread-safe. */
 int cdc__executor_live(cdc_executor_t *executor, uint64_t *mask);
 
+/* Workers a ZeroMQ executor hears now (answering heartbeats; not the plan,
+   which keeps a silent worker for a grace period), their bits in *mask (may
+   be NULL); -1 for any other executor. Thread-safe. */
+int cdc__executor_heartbeat_live(cdc_executor_t *executor, uint64_t *mask);
+
 /* Workers a ZeroMQ executor knows (endpoints given, or discovered so far);
    -1 for any other executor. */
 int cdc__executor_worker_count(cdc_executor_t *executor);

@@ -161,6 +161,13 @@ int cdc__executor_worker_status(cdc_executor_t *executor, cdc_worker_status_t *o
     return cdc_client_status(((zmq_executor_t *) executor)->client, out, max);
 }
 
+int cdc__executor_heartbeat_live(cdc_executor_t *executor, uint64_t *mask)
+{
+    if (!executor || executor->ops != &zmq_ops)
+        return -1;
+    return cdc_client_live(((zmq_executor_t *) executor)->client, mask);
+}
+
 int cdc__executor_live(cdc_executor_t *executor, uint64_t *mask)
 {
     if (executor->ops->live)

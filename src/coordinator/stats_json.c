@@ -39,6 +39,8 @@ int cdc__stats_write_json(const cdc_stats_t *stats, const char *path)
         {"worker_deaths", stats->worker_deaths},
         {"worker_rejoins", stats->worker_rejoins},
         {"worker_goodbyes", stats->worker_goodbyes},
+        {"worker_respawns", stats->worker_respawns},
+        {"respawns_given_up", stats->respawns_given_up},
         {"invalid_messages", stats->invalid_messages},
         {"weights_sent", stats->weights_sent},
         {"weight_bytes", stats->weight_bytes},

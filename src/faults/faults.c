@@ -280,6 +280,13 @@ void cdc_fault_state_init(cdc_fault_state_t *state, const cdc_fault_plan_t *plan
     state->rng = plan->seed * 0x2545F4914F6CDD1Dull + (uint64_t) worker + 1;
 }
 
+void cdc_fault_state_set_incarnation(cdc_fault_state_t *state, int incarnation)
+{
+    state->incarnation = incarnation > 0 ? incarnation : 0;
+    /* Not the first process's draws over again. */
+    state->rng += (uint64_t) state->incarnation * 0x9E3779B97F4A7C15ull;
+}
+
 static double draw_delay(const cdc_fault_rule_t *r, uint64_t *rng)
 {
     double u = next_unit(rng);
@@ -302,6 +309,7 @@ void cdc_fault_next(cdc_fault_state_t *state, double compute_ms, double flops,
     memset(d, 0, sizeof *d);
     d->hang_ms = -1.0;
     long call = state->calls++;
+    int once = state->incarnation == 0; /* one-shot rules: the slot's first process */
     for (int i = 0; i < state->plan.count; i++) {
         const cdc_fault_rule_t *r = &state->plan.rules[i];
         /* Draw for every probabilistic rule on every call, hit or not, so one
@@ -309,10 +317,10 @@ void cdc_fault_next(cdc_fault_state_t *state, double compute_ms, double flops,
         double u = next_unit(&state->rng);
         switch (r->kind) {
         case CDC_FAULT_CRASH:
-            d->crash |= call >= r->after;
+            d->crash |= once && call >= r->after;
             break;
         case CDC_FAULT_HANG:
-            if (call == r->after)
+            if (once && call == r->after)
                 d->hang_ms = r->for_ms;
             break;
         case CDC_FAULT_DELAY: {

@@ -61,9 +61,16 @@ typedef struct {
     int worker;
     long calls;
     uint64_t rng;
+    int incarnation;       /* 0: the slot's first process; N: its N-th respawn */
 } cdc_fault_state_t;
 
 void cdc_fault_state_init(cdc_fault_state_t *state, const cdc_fault_plan_t *plan, int worker);
+
+/* A respawned worker (incarnation N >= 1 of its slot): the one-shot rules
+   (crash, hang after= calls) fired in an earlier process and do not fire
+   again; the others keep applying, from a stream of their own per
+   incarnation (still reproducible from the seed). */
+void cdc_fault_state_set_incarnation(cdc_fault_state_t *state, int incarnation);
 
 /* Decide one call's faults. compute_ms is the time the call's real compute
    took, flops its work, bytes_in/bytes_out the request and reply payloads. The

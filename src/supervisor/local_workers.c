@@ -3,6 +3,7 @@
 #include "local_workers.h"
 
 #include "clock.h"
+#include "supervisor.h"
 #include "error.h"
 #include "log.h"
 
@@ -35,10 +36,18 @@ extern char **environ;
 struct cdc_local_workers {
     int count;
     pid_t pids[CDC_MAX_WORKERS];
+    pthread_mutex_t lock; /* pids: the supervisor replaces them while others read */
     char dir[PATH_MAX];
     char endpoints[CDC_CONFIG_STR];
     int registered; /* in the atexit list */
     pid_t owner;    /* the process that spawned them: only it stops them */
+    /* What a respawn needs to start a worker again as it was started. */
+    char binary[PATH_MAX];
+    char faults[CDC_CONFIG_STR];
+    cdc_log_level_t log_level;
+    int threads;
+    cdc_supervisor_t *supervisor; /* NULL: dead workers stay dead */
+    uint64_t respawns, given_up;  /* a stopped supervisor's counters */
 };
 
 /* Every live set, so an exiting process stops workers it never destroyed. */
@@ -184,8 +193,10 @@ static void stop_all_at_exit(void)
 {
     pthread_mutex_lock(&registry_lock);
     for (size_t i = 0; i < sizeof registry / sizeof *registry; i++)
-        if (registry[i])
+        if (registry[i]) {
+            cdc__local_workers_supervise_stop(registry[i]); /* no respawn while stopping */
             workers_stop(registry[i]);
+        }
     pthread_mutex_unlock(&registry_lock);
 }
 
@@ -323,6 +334,10 @@ static int workers_alloc(cdc_local_workers_t **self_p)
     if (!self)
         return cdc__fail(CDC_ENOMEM, "local workers");
     self->owner = getpid();
+    if (pthread_mutex_init(&self->lock, NULL) != 0) {
+        free(self);
+        return cdc__fail(CDC_ENOMEM, "local workers: mutex");
+    }
     const char *tmp = getenv("TMPDIR");
     tmp = tmp && *tmp ? tmp : "/tmp";
     stale_sweep(tmp);
@@ -331,6 +346,7 @@ static int workers_alloc(cdc_local_workers_t **self_p)
     if (!mkdtemp(self->dir)) {
         int rc = cdc__fail(CDC_ECONFIG, "local workers: mkdtemp %s: %s", self->dir,
                            strerror(errno));
+        pthread_mutex_destroy(&self->lock);
         free(self);
         return rc;
     }
@@ -376,47 +392,63 @@ static int endpoint_add(cdc_local_workers_t *self, int i, char *endpoint, size_t
     return CDC_OK;
 }
 
-/* What every worker of the set is started with. */
-typedef struct {
-    const char *binary;
-    posix_spawnattr_t attr;
-    char **env;
-    char threads_arg[16], parent_arg[24];
-    const char *faults;
-    cdc_log_level_t log_level;
-} spawn_plan_t;
-
-/* Start worker i on endpoint. */
-static int worker_spawn(cdc_local_workers_t *self, int i, const spawn_plan_t *plan,
-                        char *endpoint)
+/* The arguments of worker i's incarnation (0: first start). */
+static void worker_argv(const cdc_local_workers_t *self, char *endpoint, char args[][24],
+                        int incarnation, char **argv)
 {
-    char index_arg[16];
-    snprintf(index_arg, sizeof index_arg, "%d", i);
-    char *argv[16];
     int argc = 0;
     argv[argc++] = WORKER_NAME;
     argv[argc++] = "--bind";
     argv[argc++] = endpoint;
     argv[argc++] = "--threads";
-    argv[argc++] = (char *) plan->threads_arg;
+    argv[argc++] = args[0];
     argv[argc++] = "--index";
-    argv[argc++] = index_arg;
+    argv[argc++] = args[1];
     argv[argc++] = "--parent-pid";
-    argv[argc++] = (char *) plan->parent_arg;
+    argv[argc++] = args[2];
     argv[argc++] = "--log";
-    argv[argc++] = (char *) log_name(plan->log_level);
-    if (plan->faults && *plan->faults) {
+    argv[argc++] = (char *) log_name(self->log_level);
+    if (self->faults[0]) {
         argv[argc++] = "--faults";
-        argv[argc++] = (char *) plan->faults;
+        argv[argc++] = (char *) self->faults;
+    }
+    if (incarnation > 0) { /* one-shot fault rules fired in an earlier one */
+        argv[argc++] = "--incarnation";
+        argv[argc++] = args[3];
     }
     argv[argc] = NULL;
-    int err = posix_spawn(&self->pids[i], plan->binary, NULL, &plan->attr, argv, plan->env);
-    if (err != 0) {
-        self->pids[i] = 0;
-        return cdc__fail(CDC_ECONFIG, "local workers: posix_spawn %s: %s", plan->binary,
-                         strerror(err));
+}
+
+/* Start worker i on its endpoint; incarnation > 0 for a respawn. The
+   environment is built anew each time: the host's may have changed. */
+static int worker_spawn(cdc_local_workers_t *self, int i, int incarnation)
+{
+    char endpoint[PATH_MAX + 16], args[4][24], threads_var[64], *argv[20];
+    snprintf(endpoint, sizeof endpoint, "ipc://%s/w%d", self->dir, i);
+    snprintf(args[0], sizeof args[0], "%d", self->threads);
+    snprintf(args[1], sizeof args[1], "%d", i);
+    snprintf(args[2], sizeof args[2], "%ld", (long) self->owner);
+    snprintf(args[3], sizeof args[3], "%d", incarnation);
+    worker_argv(self, endpoint, args, incarnation, argv);
+    posix_spawnattr_t attr;
+    int rc = spawn_attr_init(&attr);
+    if (rc != CDC_OK)
+        return rc;
+    char **env = child_environment(self->threads, threads_var, sizeof threads_var);
+    if (!env) {
+        posix_spawnattr_destroy(&attr);
+        return cdc__fail(CDC_ENOMEM, "local workers: environment");
     }
-    self->count = i + 1;
+    pid_t pid = 0;
+    int err = posix_spawn(&pid, self->binary, NULL, &attr, argv, env);
+    posix_spawnattr_destroy(&attr);
+    free(env);
+    if (err != 0)
+        return cdc__fail(CDC_ECONFIG, "local workers: posix_spawn %s: %s", self->binary,
+                         strerror(err));
+    pthread_mutex_lock(&self->lock);
+    self->pids[i] = pid;
+    pthread_mutex_unlock(&self->lock);
     return CDC_OK;
 }
 
@@ -430,47 +462,34 @@ int cdc__local_workers_new(int count, const char *faults, cdc_log_level_t log_le
     int rc = cdc__worker_binary_find(binary, sizeof binary);
     if (rc != CDC_OK)
         return rc;
+    if (faults && strlen(faults) >= CDC_CONFIG_STR)
+        return cdc__fail(CDC_EINVAL, "local workers: faults longer than %d bytes",
+                         CDC_CONFIG_STR - 1);
     cdc_local_workers_t *self = NULL;
     if ((rc = workers_alloc(&self)) != CDC_OK)
         return rc;
     long cores = sysconf(_SC_NPROCESSORS_ONLN);
-    int threads = cores > count ? (int) (cores / count) : 1; /* never oversubscribe */
-    spawn_plan_t plan = {.binary = binary, .faults = faults, .log_level = log_level};
-    char threads_var[64];
-    int attr_ready = 0;
-    plan.env = child_environment(threads, threads_var, sizeof threads_var);
-    if (!plan.env) {
-        rc = cdc__fail(CDC_ENOMEM, "local workers: environment");
-        goto fail;
-    }
-    if ((rc = spawn_attr_init(&plan.attr)) != CDC_OK)
-        goto fail;
-    attr_ready = 1;
-    snprintf(plan.threads_arg, sizeof plan.threads_arg, "%d", threads);
-    snprintf(plan.parent_arg, sizeof plan.parent_arg, "%ld", (long) getpid());
+    self->threads = cores > count ? (int) (cores / count) : 1; /* never oversubscribe */
+    memcpy(self->binary, binary, sizeof binary);
+    snprintf(self->faults, sizeof self->faults, "%s", faults ? faults : "");
+    self->log_level = log_level;
     for (int i = 0; i < count; i++) {
         char endpoint[PATH_MAX + 16];
         if ((rc = endpoint_add(self, i, endpoint, sizeof endpoint)) != CDC_OK ||
-            (rc = worker_spawn(self, i, &plan, endpoint)) != CDC_OK)
+            (rc = worker_spawn(self, i, 0)) != CDC_OK)
             goto fail;
+        self->count = i + 1;
     }
-    posix_spawnattr_destroy(&plan.attr);
-    attr_ready = 0;
-    free(plan.env);
-    plan.env = NULL;
     pthread_once(&atexit_once, register_atexit);
     registry_set(self, 1);
     if ((rc = wait_bound(self)) != CDC_OK)
         goto fail;
     CDC_LOG_INFOF("spawned %d local workers (%s, %d OpenBLAS thread%s each) in %s", count,
-                  binary, threads, threads == 1 ? "" : "s", self->dir);
+                  binary, self->threads, self->threads == 1 ? "" : "s", self->dir);
     *self_p = self;
     return CDC_OK;
 
 fail:
-    if (attr_ready)
-        posix_spawnattr_destroy(&plan.attr);
-    free(plan.env);
     cdc__local_workers_destroy(&self);
     return rc;
 }
@@ -485,9 +504,80 @@ const char *cdc__local_workers_dir(const cdc_local_workers_t *self)
     return self ? self->dir : "";
 }
 
-pid_t cdc__local_workers_pid(const cdc_local_workers_t *self, int i)
+pid_t cdc__local_workers_pid(cdc_local_workers_t *self, int i)
 {
-    return self && i >= 0 && i < self->count ? self->pids[i] : 0;
+    if (!self || i < 0 || i >= self->count)
+        return 0;
+    pthread_mutex_lock(&self->lock);
+    pid_t pid = self->pids[i];
+    pthread_mutex_unlock(&self->lock);
+    return pid;
+}
+
+int cdc__local_workers_count(const cdc_local_workers_t *self)
+{
+    return self ? self->count : 0;
+}
+
+int cdc__local_workers_reap(cdc_local_workers_t *self, int i, int *status)
+{
+    pthread_mutex_lock(&self->lock);
+    pid_t pid = self->pids[i];
+    int gone = pid <= 0;
+    *status = -1;
+    if (!gone) {
+        /* This pid only: the host's other children are not ours to reap. */
+        pid_t got = waitpid(pid, status, WNOHANG);
+        gone = got == pid || (got < 0 && errno == ECHILD); /* ECHILD: SIGCHLD ignored */
+        if (gone)
+            self->pids[i] = 0;
+    }
+    pthread_mutex_unlock(&self->lock);
+    return gone;
+}
+
+void cdc__local_workers_kill(cdc_local_workers_t *self, int i)
+{
+    pthread_mutex_lock(&self->lock);
+    if (self->pids[i] > 0) { /* not reaped yet, so the pid is still this worker's */
+        kill(self->pids[i], SIGCONT); /* harmless if running; a stopped one dies at once */
+        kill(self->pids[i], SIGKILL);
+    }
+    pthread_mutex_unlock(&self->lock);
+}
+
+int cdc__local_workers_respawn(cdc_local_workers_t *self, int i, int incarnation)
+{
+    char file[PATH_MAX + 16];
+    snprintf(file, sizeof file, "%s/w%d", self->dir, i);
+    unlink(file); /* a killed worker leaves its socket file; the new one binds there */
+    return worker_spawn(self, i, incarnation);
+}
+
+int cdc__local_workers_supervise(cdc_local_workers_t *self, cdc_live_fn live, void *arg)
+{
+    if (!self || self->supervisor)
+        return cdc__fail(CDC_EINVAL, "local workers: no set, or already supervised");
+    return cdc__supervisor_start(self, live, arg, &self->supervisor);
+}
+
+void cdc__local_workers_supervise_stop(cdc_local_workers_t *self)
+{
+    /* Only the owner has the thread: a forked child's copy has none to join. */
+    if (self && self->supervisor && getpid() == self->owner) {
+        /* Its counters outlive it: CDCGEMM_STATS may be written later. */
+        cdc__supervisor_counters(self->supervisor, &self->respawns, &self->given_up);
+        cdc__supervisor_stop(&self->supervisor);
+    }
+}
+
+void cdc__local_workers_respawn_counters(const cdc_local_workers_t *self,
+                                         uint64_t *respawns, uint64_t *given_up)
+{
+    *respawns = self ? self->respawns : 0;
+    *given_up = self ? self->given_up : 0;
+    if (self && self->supervisor)
+        cdc__supervisor_counters(self->supervisor, respawns, given_up);
 }
 
 void cdc__local_workers_destroy(cdc_local_workers_t **self_p)
@@ -495,9 +585,11 @@ void cdc__local_workers_destroy(cdc_local_workers_t **self_p)
     if (!self_p || !*self_p)
         return;
     cdc_local_workers_t *self = *self_p;
+    cdc__local_workers_supervise_stop(self); /* first: no respawn during shutdown */
     if (self->registered)
         registry_set(self, 0);
     workers_stop(self);
+    pthread_mutex_destroy(&self->lock);
     free(self);
     *self_p = NULL;
 }

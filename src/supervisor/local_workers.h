@@ -5,9 +5,15 @@
 #include "cdcgemm.h"
 
 #include <stddef.h>
+#include <stdint.h>
 #include <sys/types.h>
 
 typedef struct cdc_local_workers cdc_local_workers_t;
+
+/* The coordinator's view of the workers for the supervisor: bit w of *mask
+   set when worker w answers heartbeats now; returns their count, or < 0
+   when unknown. Called from the supervisor's thread: must be thread-safe. */
+typedef int (*cdc_live_fn)(void *arg, uint64_t *mask);
 
 /* The cdcgemm-worker binary: $CDCGEMM_WORKER_BIN if set (CDC_ECONFIG when it
    is not an executable file), else next to the library or executable holding
@@ -34,10 +40,42 @@ const char *cdc__local_workers_endpoints(const cdc_local_workers_t *self);
 const char *cdc__local_workers_dir(const cdc_local_workers_t *self);
 
 /* Process id of worker i (for tests and benchmarks that kill workers); 0 if
-   i is out of range. */
-pid_t cdc__local_workers_pid(const cdc_local_workers_t *self, int i);
+   i is out of range or its slot has no process now (dead, not respawned
+   yet, or given up). Thread-safe. */
+pid_t cdc__local_workers_pid(cdc_local_workers_t *self, int i);
 
-/* SIGTERM every worker, wait for them (at most 1 s together), SIGKILL the
+/* How many workers the set has (slots). */
+int cdc__local_workers_count(const cdc_local_workers_t *self);
+
+/* Reap worker i if it exited: waitpid(WNOHANG) on its pid only, never on
+   the host's other children. Returns 1 when slot i has no process now
+   (*status: waitpid's, or -1 when unknown), 0 while it runs. Thread-safe. */
+int cdc__local_workers_reap(cdc_local_workers_t *self, int i, int *status);
+
+/* SIGCONT then SIGKILL worker i (a hung or stopped one); reaped later by
+   cdc__local_workers_reap. Thread-safe. */
+void cdc__local_workers_kill(cdc_local_workers_t *self, int i);
+
+/* Start slot i again, on the same ipc path (its stale socket file removed
+   first: the old process is dead and reaped, and the coordinator's sockets
+   reconnect to that path by themselves), with --incarnation so one-shot
+   fault rules do not fire again. The slot must have no process. */
+int cdc__local_workers_respawn(cdc_local_workers_t *self, int i, int incarnation);
+
+/* Start the supervisor thread (supervisor.h): dead workers are respawned,
+   hung ones (silent by live) killed and respawned. live is called from that
+   thread with arg. At most once per set. */
+int cdc__local_workers_supervise(cdc_local_workers_t *self, cdc_live_fn live, void *arg);
+
+/* Stop the supervisor (joins its thread; nothing is respawned after). Call
+   before whatever live reads is destroyed. Accepts NULL; idempotent. */
+void cdc__local_workers_supervise_stop(cdc_local_workers_t *self);
+
+/* Workers respawned, and slots given up as crash loops (0 unsupervised). */
+void cdc__local_workers_respawn_counters(const cdc_local_workers_t *self,
+                                         uint64_t *respawns, uint64_t *given_up);
+
+/* Stop the supervisor, then SIGTERM every worker, wait for them (at most 1 s together), SIGKILL the
    rest, reap them all, remove the directory. Accepts NULL and *NULL; nulls
    *self_p. */
 void cdc__local_workers_destroy(cdc_local_workers_t **self_p);

@@ -386,6 +386,7 @@ static int loop_open(loop_t *loop, const cdc_worker_options_t *options)
         return rc;
     loop->has_faults = plan.count > 0;
     cdc_fault_state_init(&loop->faults, &plan, options->index);
+    cdc_fault_state_set_incarnation(&loop->faults, options->incarnation);
     if ((rc = cdc__blas_ready()) != CDC_OK)
         return rc;
     cdc__blas_set_threads(options->threads > 0 ? options->threads : 1);

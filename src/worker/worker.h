@@ -23,6 +23,8 @@ typedef struct {
     const char *faults;  /* CDCGEMM_FAULTS schedule applied to this worker; NULL
                             or "" = none (docs/faults.md)                     */
     int index;           /* this worker's index in the worker list (faults)  */
+    int incarnation;     /* > 0: a respawn of this slot (the supervisor's):
+                            one-shot fault rules do not fire again           */
     long parent_pid;     /* > 0: exit when getppid() is no longer this (the
                             coordinator that spawned it died)                 */
     const char *curve_secret; /* CURVE: this worker's secret certificate file;

@@ -41,7 +41,7 @@ static void usage(FILE *out)
             "                      [--max-peer-memory BYTES] [--max-task-memory BYTES]\n"
             "                      [--max-peer-tasks N]\n"
             "                      [--threads N] [--faults SPEC] [--index N]\n"
-            "                      [--parent-pid PID] [--log LEVEL]\n"
+            "                      [--incarnation N] [--parent-pid PID] [--log LEVEL]\n"
             "                      [--curve-secret FILE --curve-allow DIR | --insecure]\n"
             "                      [--announce [--announce-port N] [--announce-interface IF]]\n"
             "       cdcgemm-worker --version | --help\n"
@@ -80,6 +80,9 @@ static void usage(FILE *out)
             "                      link. Default: none.\n"
             "  --index N           this worker's index in the coordinator's worker list\n"
             "                      (0..63): which wN rules apply. Default 0.\n"
+            "  --incarnation N     this is the N-th respawn of its slot (the library\n"
+            "                      passes it): crash and hang rules, which fire once\n"
+            "                      per slot, do not fire again. Default 0.\n"
             "  --parent-pid PID    exit when the process PID is no longer this worker's\n"
             "                      parent (its coordinator died); checked every 100 ms.\n"
             "                      The library passes it to the workers it spawns.\n"
@@ -305,6 +308,13 @@ static int parse_args(int argc, char **argv, cdc_worker_options_t *options)
                 return 2;
             }
             options->index = (int) number;
+        } else if (strcmp(arg, "--incarnation") == 0 && value) {
+            if (cdc__parse_long(value, 0, INT_MAX, &number) != 0) {
+                fprintf(stderr, "cdcgemm-worker: --incarnation '%s': expected 0..%d\n", value,
+                        INT_MAX);
+                return 2;
+            }
+            options->incarnation = (int) number;
         } else if (strcmp(arg, "--log") == 0 && value) {
             if (set_log_level(value) != 0) {
                 fprintf(stderr, "cdcgemm-worker: --log '%s': expected error, warn, info "

@@ -1,0 +1,32 @@
+/* supervisor.h - keeps the embedded local workers alive: reaps, respawns, kills the hung. */
+#ifndef CDC_SUPERVISOR_H_INCLUDED
+#define CDC_SUPERVISOR_H_INCLUDED
+
+#include "local_workers.h"
+
+#include <stdint.h>
+
+typedef struct cdc_supervisor cdc_supervisor_t;
+
+/* Start a thread that every 20 ms, for each slot of workers:
+   - reaps it if it exited (waitpid WNOHANG on its pid: the library installs
+     no SIGCHLD handler, it lives in the user's program) and respawns it on
+     the same slot after a backoff (20 ms, doubling per death up to 2 s; back
+     to 20 ms once an incarnation lived 10 s);
+   - gives the slot up (warn, counted) after more than 5 deaths within 10 s;
+   - SIGKILLs (SIGCONT first) a worker that live says is silent for more
+     than 1 s after it was live (hung, stopped), or that never became live
+     within 5 s of its start; it is then respawned like a dead one.
+   live may be NULL (no hang detection). Caller owns *self_p. */
+int cdc__supervisor_start(cdc_local_workers_t *workers, cdc_live_fn live, void *arg,
+                          cdc_supervisor_t **self_p);
+
+/* Stop and join the thread; nothing is respawned after it returns. Accepts
+   NULL and *NULL; nulls *self_p. */
+void cdc__supervisor_stop(cdc_supervisor_t **self_p);
+
+/* Workers respawned, slots given up. Thread-safe. */
+void cdc__supervisor_counters(cdc_supervisor_t *self, uint64_t *respawns,
+                              uint64_t *given_up);
+
+#endif

@@ -1,0 +1,313 @@
+/* test_respawn.c - the supervisor of embedded workers on real processes: kill, stop, crash fault, crash loop, off. */
+#include "cdcgemm.h"
+#include "context.h"
+#include "local_workers.h"
+#include "testutil.h"
+
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#define REL_TOL 1e-5
+#define OUT 1024
+#define IN 2304
+#define BATCH 4
+
+/* A context over 5 embedded workers (r = 1), respawn as given. */
+static cdc_context_t *respawn_context(int respawn, const char *faults, const char *stats)
+{
+    cdc_config_t config;
+    cdc_config_init(&config);
+    ck_assert_int_eq(config.respawn, 1); /* the default */
+    config.local_workers = 5;
+    config.parity = 1;
+    config.respawn = respawn;
+    config.timeout_ms = 3000;
+    config.log_level = getenv("CDC_TEST_LOG") ? CDC_LOG_INFO : CDC_LOG_ERROR;
+    if (faults)
+        snprintf(config.faults, sizeof config.faults, "%s", faults);
+    if (stats)
+        snprintf(config.stats_path, sizeof config.stats_path, "%s", stats);
+    cdc_context_t *context = NULL;
+    int rc = cdc_context_new(&config, &context);
+    ck_assert_msg(rc == CDC_OK, "cdc_context_new: %s (%s)", cdc_err_name(rc),
+                  cdc_last_error());
+    ck_assert_ptr_nonnull(context->local);
+    return context;
+}
+
+/* An FC layer on the context under test and its uncoded answer. */
+typedef struct {
+    cdc_layer_t *layer;
+    float *x, *want, *got;
+} fc_t;
+
+static void fc_make(fc_t *f, cdc_context_t *context)
+{
+    cdc_test_rng_t rng;
+    cdc_test_rng_seed(&rng, 11);
+    float *w = cdc_test_alloc(sizeof(float) * OUT * IN), *bias = cdc_test_alloc(sizeof(float) * OUT);
+    f->x = cdc_test_alloc(sizeof(float) * BATCH * IN);
+    f->want = cdc_test_alloc(sizeof(float) * BATCH * OUT);
+    f->got = cdc_test_alloc(sizeof(float) * BATCH * OUT);
+    cdc_test_fill_uniform(&rng, w, (size_t) OUT * IN);
+    cdc_test_fill_uniform(&rng, bias, OUT);
+    cdc_test_fill_uniform(&rng, f->x, (size_t) BATCH * IN);
+    cdc_layer_options_t options;
+    cdc_layer_options_init(&options);
+    options.split = CDC_SPLIT_ROWS;
+    cdc_config_t config;
+    cdc_config_init(&config);
+    config.in_process = 1;
+    config.parity = 0;
+    config.local_workers = 1;
+    config.log_level = CDC_LOG_ERROR;
+    cdc_context_t *reference = NULL;
+    cdc_layer_t *layer = NULL;
+    ck_assert_int_eq(cdc_context_new(&config, &reference), CDC_OK);
+    ck_assert_int_eq(cdc_fc_new(reference, OUT, IN, w, bias, &options, &layer), CDC_OK);
+    ck_assert_int_eq(cdc_fc_forward(layer, BATCH, f->x, f->want), CDC_OK);
+    cdc_layer_destroy(&layer);
+    cdc_context_destroy(&reference);
+    ck_assert_int_eq(cdc_fc_new(context, OUT, IN, w, bias, &options, &f->layer), CDC_OK);
+    free(w);
+    free(bias);
+}
+
+/* One call, its result right. */
+static void fc_check(fc_t *f)
+{
+    memset(f->got, 0, sizeof(float) * BATCH * OUT);
+    int rc = cdc_fc_forward(f->layer, BATCH, f->x, f->got);
+    ck_assert_msg(rc == CDC_OK, "forward: %s (%s)", cdc_err_name(rc), cdc_last_error());
+    double err = cdc_test_rel_error_ff(f->got, f->want, (size_t) BATCH * OUT);
+    ck_assert_msg(err <= REL_TOL, "relative error %g", err);
+}
+
+static void fc_free(fc_t *f)
+{
+    cdc_layer_destroy(&f->layer);
+    free(f->x);
+    free(f->want);
+    free(f->got);
+}
+
+static int is_live(cdc_context_t *context, int w)
+{
+    cdc_remote_counters_t counters;
+    ck_assert_int_eq(cdc__executor_remote_counters(context->executor, &counters), CDC_OK);
+    return (counters.live_mask >> w) & 1;
+}
+
+static cdc_stats_t stats_of(cdc_context_t *context)
+{
+    cdc_stats_t stats;
+    ck_assert_int_eq(cdc_context_stats(context, &stats), CDC_OK);
+    return stats;
+}
+
+/* Calls (each checked) until slot w holds a process other than old that
+   answers heartbeats and the plan has all 5 again; the seconds from since,
+   or -1 after limit_s. */
+static double calls_until_back(cdc_context_t *context, fc_t *f, int w, pid_t old,
+                               double since, double limit_s)
+{
+    while (cdc_test_now_s() - since < limit_s) {
+        fc_check(f);
+        pid_t pid = cdc__local_workers_pid(context->local, w);
+        if (pid > 0 && pid != old && is_live(context, w) &&
+            cdc__context_plan_workers(context, NULL) == 5)
+            return cdc_test_now_s() - since;
+        cdc_test_sleep_ms(1);
+    }
+    return -1.0;
+}
+
+/* (a) SIGKILL during a run of calls: the slot gets a new process, live and
+   planned again within 1 s; every result right; destroy right after another
+   kill leaves no child (no respawn during shutdown); the counters reach
+   CDCGEMM_STATS. */
+START_TEST(test_kill_respawned)
+{
+    char stats_path[] = "/tmp/cdc-respawn-XXXXXX";
+    int fd = mkstemp(stats_path);
+    ck_assert_int_ge(fd, 0);
+    close(fd);
+    cdc_context_t *context = respawn_context(1, NULL, stats_path);
+    fc_t f;
+    fc_make(&f, context);
+    for (int i = 0; i < 5; i++)
+        fc_check(&f);
+    pid_t old = cdc__local_workers_pid(context->local, 1);
+    ck_assert_int_gt(old, 0);
+    double killed = cdc_test_now_s();
+    ck_assert_int_eq(kill(old, SIGKILL), 0);
+    double back = calls_until_back(context, &f, 1, old, killed, 3.0);
+    printf("respawn: SIGKILL to live and planned again: %.3f s\n", back);
+    ck_assert_msg(back >= 0 && back <= 1.0, "back after %.3f s", back);
+    for (int i = 0; i < 10; i++)
+        fc_check(&f);
+    cdc_stats_t stats = stats_of(context);
+    ck_assert_uint_eq(stats.worker_respawns, 1);
+    ck_assert_uint_eq(stats.respawns_given_up, 0);
+    ck_assert_uint_eq(stats.fallbacks, 0);
+    ck_assert_int_eq(kill(cdc__local_workers_pid(context->local, 0), SIGKILL), 0);
+    fc_free(&f);
+    cdc_context_destroy(&context);
+    errno = 0;
+    ck_assert_int_eq(waitpid(-1, NULL, WNOHANG), -1); /* no child left */
+    ck_assert_int_eq(errno, ECHILD);
+    FILE *file = fopen(stats_path, "r");
+    ck_assert_ptr_nonnull(file);
+    char text[4096] = "";
+    size_t got = fread(text, 1, sizeof text - 1, file);
+    fclose(file);
+    unlink(stats_path);
+    text[got] = '\0';
+    ck_assert_msg(strstr(text, "\"worker_respawns\": 1") &&
+                      strstr(text, "\"respawns_given_up\": 0"), "%s", text);
+}
+END_TEST
+
+/* (b) SIGSTOP: silent past hang detection, killed and replaced. */
+START_TEST(test_stop_replaced)
+{
+    cdc_context_t *context = respawn_context(1, NULL, NULL);
+    fc_t f;
+    fc_make(&f, context);
+    for (int i = 0; i < 5; i++)
+        fc_check(&f);
+    pid_t old = cdc__local_workers_pid(context->local, 2);
+    double stopped = cdc_test_now_s();
+    ck_assert_int_eq(kill(old, SIGSTOP), 0);
+    double back = calls_until_back(context, &f, 2, old, stopped, 4.0);
+    printf("respawn: SIGSTOP to replaced, live and planned again: %.3f s\n", back);
+    ck_assert_msg(back >= 0 && back <= 2.5, "back after %.3f s", back);
+    errno = 0;
+    ck_assert_int_eq(kill(old, 0), -1); /* killed and reaped */
+    ck_assert_int_eq(errno, ESRCH);
+    cdc_stats_t stats = stats_of(context);
+    ck_assert_uint_eq(stats.worker_respawns, 1);
+    ck_assert_uint_eq(stats.fallbacks, 0);
+    fc_free(&f);
+    cdc_context_destroy(&context);
+}
+END_TEST
+
+/* (c) A one-shot crash fault fires once per slot: the respawned worker
+   (--incarnation 1) does not crash again. */
+START_TEST(test_crash_fault_once)
+{
+    cdc_context_t *context = respawn_context(1, "crash@w1:after=2", NULL);
+    fc_t f;
+    fc_make(&f, context);
+    pid_t old = cdc__local_workers_pid(context->local, 1);
+    double start = cdc_test_now_s();
+    double back = calls_until_back(context, &f, 1, old, start, 4.0);
+    ck_assert_msg(back >= 0, "crashed worker not back within 4 s");
+    pid_t respawned = cdc__local_workers_pid(context->local, 1);
+    for (int i = 0; i < 20; i++)
+        fc_check(&f);
+    ck_assert_int_eq(cdc__local_workers_pid(context->local, 1), respawned);
+    ck_assert(is_live(context, 1));
+    cdc_call_report_t report;
+    ck_assert_int_eq(cdc_context_last_call(context, &report), CDC_OK);
+    ck_assert_int_eq(report.n + report.r, 5);
+    cdc_stats_t stats = stats_of(context);
+    ck_assert_uint_eq(stats.worker_respawns, 1);
+    ck_assert_uint_ge(stats.worker_deaths, 1); /* more only if load stalls one */
+    fc_free(&f);
+    cdc_context_destroy(&context);
+}
+END_TEST
+
+/* (d) CDCGEMM_RESPAWN=0: a killed worker stays dead (the behaviour before). */
+START_TEST(test_respawn_off)
+{
+    cdc_config_t config;
+    cdc_config_init(&config);
+    setenv("CDCGEMM_RESPAWN", "2", 1);
+    ck_assert_int_eq(cdc_config_from_env(&config), CDC_ECONFIG);
+    ck_assert_ptr_nonnull(strstr(cdc_last_error(), "CDCGEMM_RESPAWN"));
+    setenv("CDCGEMM_RESPAWN", "0", 1);
+    ck_assert_int_eq(cdc_config_from_env(&config), CDC_OK);
+    unsetenv("CDCGEMM_RESPAWN");
+    ck_assert_int_eq(config.respawn, 0);
+    cdc_context_t *context = respawn_context(config.respawn, NULL, NULL);
+    fc_t f;
+    fc_make(&f, context);
+    fc_check(&f);
+    pid_t old = cdc__local_workers_pid(context->local, 1);
+    ck_assert_int_eq(kill(old, SIGKILL), 0);
+    double start = cdc_test_now_s();
+    while (cdc_test_now_s() - start < 1.0)
+        fc_check(&f);
+    ck_assert_int_eq(cdc__local_workers_pid(context->local, 1), old);
+    ck_assert(!is_live(context, 1));
+    ck_assert_int_eq(cdc__context_plan_workers(context, NULL), 4);
+    cdc_stats_t stats = stats_of(context);
+    ck_assert_uint_eq(stats.worker_respawns, 0);
+    ck_assert_uint_eq(stats.fallbacks, 0);
+    fc_free(&f);
+    cdc_context_destroy(&context);
+}
+END_TEST
+
+/* (e) A crash loop: killed 6 times within 10 s, the slot is given up and
+   counted; the calls go on over the other four. */
+START_TEST(test_crash_loop_given_up)
+{
+    cdc_context_t *context = respawn_context(1, NULL, NULL);
+    fc_t f;
+    fc_make(&f, context);
+    fc_check(&f);
+    pid_t last = 0;
+    double start = cdc_test_now_s();
+    for (int kills = 0; kills < 6; kills++) {
+        pid_t pid = 0;
+        while (cdc_test_now_s() - start < 8.0) {
+            pid = cdc__local_workers_pid(context->local, 3);
+            if (pid > 0 && pid != last)
+                break;
+            cdc_test_sleep_ms(2);
+        }
+        ck_assert_msg(pid > 0 && pid != last, "no new process for kill %d", kills + 1);
+        ck_assert_int_eq(kill(pid, SIGKILL), 0);
+        last = pid;
+    }
+    cdc_test_sleep_ms(600); /* longer than any backoff left: nothing comes */
+    for (int i = 0; i < 5; i++)
+        fc_check(&f);
+    ck_assert_int_eq(cdc__local_workers_pid(context->local, 3), 0);
+    cdc_stats_t stats = stats_of(context);
+    ck_assert_uint_eq(stats.worker_respawns, 5);
+    ck_assert_uint_eq(stats.respawns_given_up, 1);
+    ck_assert_int_eq(cdc__context_plan_workers(context, NULL), 4);
+    fc_free(&f);
+    cdc_context_destroy(&context);
+}
+END_TEST
+
+static Suite *respawn_suite(void)
+{
+    Suite *suite = suite_create("respawn");
+    TCase *tcase = tcase_create("respawn");
+    tcase_set_timeout(tcase, 60);
+    tcase_add_test(tcase, test_kill_respawned);
+    tcase_add_test(tcase, test_stop_replaced);
+    tcase_add_test(tcase, test_crash_fault_once);
+    tcase_add_test(tcase, test_respawn_off);
+    tcase_add_test(tcase, test_crash_loop_given_up);
+    suite_add_tcase(suite, tcase);
+    return suite;
+}
+
+int main(void)
+{
+    setenv("CDCGEMM_WORKER_BIN", CDC_WORKER_BIN, 1);
+    return cdc_test_run_suite(respawn_suite());
+}
