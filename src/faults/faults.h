@@ -59,9 +59,9 @@ typedef struct {
 typedef struct {
     cdc_fault_plan_t plan; /* rules that apply to this worker */
     int worker;
+    int incarnation;       /* 0: the slot's first process; N: its N-th respawn */
     long calls;
     uint64_t rng;
-    int incarnation;       /* 0: the slot's first process; N: its N-th respawn */
 } cdc_fault_state_t;
 
 void cdc_fault_state_init(cdc_fault_state_t *state, const cdc_fault_plan_t *plan, int worker);
