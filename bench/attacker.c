@@ -201,16 +201,21 @@ int cdc_attack_weights_flood(cdc_attacker_t *attacker, long count, uint64_t firs
         if (cdc_wire_send(attacker->socket, NULL, &h, &payload, 1, 0) != CDC_OK)
             return -1;
     }
-    cdc_msg_header_t ping;
-    cdc_msg_header_init(&ping, CDC_MSG_PING);
-    ping.request_id = 7;
-    if (cdc_wire_send(attacker->socket, NULL, &ping, NULL, 0, 0) != CDC_OK)
-        return -1;
+    /* A PING every 200 ms until a PONG comes back: the worker refuses
+       WEIGHTS beyond --max-peer-tasks with ERRORs, and those fill this
+       unread peer's send queue, so a PONG sent meanwhile may be dropped
+       (counted as replies dropped); the ERRORs are read here. */
     double deadline = cdc__clock_ms() + (double) timeout_ms;
-    while (cdc__clock_ms() < deadline) {
-        int type = cdc_attacker_wait_reply(attacker, 100, NULL, 0);
-        if (type == CDC_MSG_PONG)
-            return 0;
+    for (uint64_t id = 7; cdc__clock_ms() < deadline; id++) {
+        cdc_msg_header_t ping;
+        cdc_msg_header_init(&ping, CDC_MSG_PING);
+        ping.request_id = id;
+        if (cdc_wire_send(attacker->socket, NULL, &ping, NULL, 0, 0) != CDC_OK)
+            return -1;
+        double next = cdc__clock_ms() + 200.0;
+        while (cdc__clock_ms() < next)
+            if (cdc_attacker_wait_reply(attacker, 50, NULL, 0) == CDC_MSG_PONG)
+                return 0;
     }
     return -1;
 }

@@ -109,6 +109,7 @@ struct cdc_client {
     pthread_mutex_t state_lock; /* guards live and the heartbeat counters */
     uint64_t live;              /* bit w: worker w is live               */
     uint64_t silent;            /* bit w: dead by silence, not by a drop */
+    uint64_t left;              /* bit w: said GOODBYE since it was last live */
     int64_t dead_since[CDC_MAX_WORKERS]; /* ms, for the plan's grace   */
     uint64_t heartbeats_missed, worker_deaths, worker_rejoins, heartbeat_invalid;
     uint64_t worker_goodbyes; /* live workers that left on purpose          */
@@ -176,6 +177,7 @@ static void set_live(cdc_client_t *self, int w, int live, int silent, const char
     if (live && !was) {
         self->live |= bit;
         self->silent &= ~bit;
+        self->left &= ~bit; /* a new departure counts again */
         if (self->peers[w].ever_live)
             self->worker_rejoins++;
         self->peers[w].ever_live = 1;
@@ -259,12 +261,17 @@ static void set_left(cdc_client_t *self, int w)
     uint64_t bit = UINT64_C(1) << w;
     pthread_mutex_lock(&self->state_lock);
     int was = (self->live & bit) != 0;
+    /* Counted once per departure, even when a missed heartbeat had already
+       made it dead (a loaded machine): it did leave on purpose. Both of its
+       connections bring a GOODBYE; the second finds it left. */
+    int counted = !(self->left & bit);
     self->live &= ~bit;
     self->silent &= ~bit;
-    self->worker_goodbyes += was;
+    self->left |= bit;
+    self->worker_goodbyes += counted;
     pthread_mutex_unlock(&self->state_lock);
-    if (was)
-        CDC_LOG_INFOF("worker %d left (said goodbye)", w);
+    if (counted)
+        CDC_LOG_INFOF("worker %d left (said goodbye)%s", w, was ? "" : " while silent");
 }
 
 /* A reply whose header is ours but for its version: say so once per worker
