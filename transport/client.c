@@ -375,10 +375,13 @@ static void *heartbeat_main(void *arg)
             break; /* stop */
         now = (int64_t) cdc__clock_ms();
         for (int w = 0; w < count; w++) {
-            if (items[1 + count + w].revents & ZMQ_POLLIN)
-                heartbeat_monitor(self, w, now);
+            /* Messages first: a stopping worker's GOODBYE is in the pipe
+               before libzmq sees its connection close, and must win over
+               the DISCONNECTED event that would count a death. */
             if (items[1 + w].revents & ZMQ_POLLIN)
                 heartbeat_pongs(self, w, now);
+            if (items[1 + count + w].revents & ZMQ_POLLIN)
+                heartbeat_monitor(self, w, now);
         }
         if (self->listener && (items[n - 1].revents & ZMQ_POLLIN || self->pending))
             discovery_poll(self);

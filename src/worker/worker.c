@@ -28,6 +28,8 @@
 /* Replies queued per connection beyond one per admitted request: PONGs and
    ERRORs of a peer that is slow to read (the send high-water mark). */
 #define CDC_WORKER_REPLY_ROOM 64
+/* How long a stopping worker keeps its connections after its GOODBYE. */
+#define GOODBYE_GRACE_MS 100.0
 
 /* A reply waiting for its (fault-delayed) send time. */
 typedef struct {
@@ -443,6 +445,7 @@ static void loop_close(loop_t *loop, cdc_worker_counters_t *counters)
     /* Goodbye first: finishing the current task can take longer than the
        coordinator's 300 ms silence verdict, and it must not count a death
        (it decodes the shards this worker will not send). */
+    double goodbye_at = cdc__clock_ms();
     if (loop->server)
         cdc_server_goodbye(loop->server);
     cdc__worker_compute_finish(loop->compute);
@@ -460,6 +463,13 @@ static void loop_close(loop_t *loop, cdc_worker_counters_t *counters)
     }
     cdc__peer_tasks_destroy(&loop->peer_tasks);
     int bound = loop->server != NULL;
+    /* Keep the connections open a moment after the GOODBYE: a coordinator's
+       DEALER (ZMQ_IMMEDIATE) drops unread messages when its connection
+       closes, so closing at once could lose the GOODBYE before its
+       heartbeat thread, which wakes on it within a millisecond, reads it. */
+    double linger_left = GOODBYE_GRACE_MS - (cdc__clock_ms() - goodbye_at);
+    if (bound && linger_left > 0)
+        cdc__sleep_ms((long) linger_left);
     cdc_server_destroy(&loop->server);
     if (bound)
         remove_ipc_endpoint(loop->options);
