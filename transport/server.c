@@ -632,6 +632,24 @@ int cdc_server_reply_new(cdc_server_t *self, const cdc_request_t *request,
     return CDC_OK;
 }
 
+int cdc_server_error_new(cdc_server_t *self, const cdc_request_t *request, int code,
+                         const char *text, cdc_reply_t **reply_p)
+{
+    *reply_p = NULL;
+    const cdc_msg_header_t *asked = &request->msg.header;
+    cdc_msg_header_t h;
+    cdc_msg_header_init(&h, CDC_MSG_ERROR);
+    h.request_id = asked->request_id;
+    h.shard = asked->shard;
+    h.error_code = code;
+    size_t len = strlen(text);
+    cdc_payload_t *payload = cdc_payload_copy(text, len > CDC_PROTO_MAX_TEXT ? CDC_PROTO_MAX_TEXT
+                                                                             : len);
+    if (!payload)
+        return cdc__fail(CDC_ENOMEM, "ERROR reply text");
+    return cdc_server_reply_new(self, request, &h, &payload, reply_p);
+}
+
 const cdc_msg_header_t *cdc_reply_header(const cdc_reply_t *reply)
 {
     return &reply->header;

@@ -200,6 +200,13 @@ int cdc_server_reply_new(cdc_server_t *self, const cdc_request_t *request,
                          const cdc_msg_header_t *header, cdc_payload_t **payload_p,
                          cdc_reply_t **reply_p);
 
+/* An ERROR reply to request: its request id and shard echoed, code, and
+   text cut to CDC_PROTO_MAX_TEXT bytes. Built and charged as
+   cdc_server_reply_new builds any reply (same statuses; CDC_ENOMEM also
+   when the text cannot be copied). Thread-safe. */
+int cdc_server_error_new(cdc_server_t *self, const cdc_request_t *request, int code,
+                         const char *text, cdc_reply_t **reply_p);
+
 /* The reply's header and payload (NULL when none), for a last look or
    change before it is sent (the worker's fault injection). */
 const cdc_msg_header_t *cdc_reply_header(const cdc_reply_t *reply);

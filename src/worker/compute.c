@@ -34,47 +34,50 @@ struct cdc_worker_compute {
     uint64_t max_memory;
 };
 
-/* Hand a reply to the main loop and wake it. */
-static int post(cdc_worker_compute_t *self, const cdc_request_t *request,
-                const cdc_msg_header_t *h, cdc_payload_t **payload_p,
-                const cdc_worker_reply_t *meta)
+/* Hand a built reply (rc: the status of building it) to the main loop and
+   wake it. A reply the peer's budget refused is dropped and counted. */
+static int post_reply(cdc_worker_compute_t *self, int rc, cdc_reply_t *reply,
+                      const cdc_worker_reply_t *meta)
 {
-    cdc_worker_reply_t *out = malloc(sizeof *out);
-    if (!out) {
-        cdc_payload_destroy(payload_p);
-        return cdc__fail(CDC_ENOMEM, "reply envelope");
-    }
-    *out = meta ? *meta : (cdc_worker_reply_t){NULL, 0, 0, 0};
-    int rc = cdc_server_reply_new(self->server, request, h, payload_p, &out->reply);
     if (rc == CDC_ETIMEDOUT) {
         self->counters.over_budget++; /* the peer is not reading: dropped */
         CDC_LOG_INFOF("worker: %s", cdc_last_error());
+        return CDC_OK;
     }
-    if (rc == CDC_OK)
-        rc = cdc_mailbox_push(self->replies, out);
-    if (rc != CDC_OK) {
+    if (rc != CDC_OK)
+        return rc;
+    cdc_worker_reply_t *out = malloc(sizeof *out);
+    if (!out) {
+        cdc_reply_destroy(&reply);
+        return cdc__fail(CDC_ENOMEM, "reply envelope");
+    }
+    *out = meta ? *meta : (cdc_worker_reply_t){NULL, 0, 0, 0};
+    out->reply = reply;
+    if ((rc = cdc_mailbox_push(self->replies, out)) != CDC_OK) {
         cdc_reply_destroy(&out->reply);
         free(out);
-        return rc == CDC_ETIMEDOUT ? CDC_OK : rc;
+        return rc;
     }
     cdc_server_wake(self->server);
     return CDC_OK;
 }
 
+/* Build a reply of header and *payload_p (taken) and post it. */
+static int post(cdc_worker_compute_t *self, const cdc_request_t *request,
+                const cdc_msg_header_t *h, cdc_payload_t **payload_p,
+                const cdc_worker_reply_t *meta)
+{
+    cdc_reply_t *reply = NULL;
+    int rc = cdc_server_reply_new(self->server, request, h, payload_p, &reply);
+    return post_reply(self, rc, reply, meta);
+}
+
 static void reply_error(cdc_worker_compute_t *self, const cdc_request_t *request, int code,
                         const char *text)
 {
-    const cdc_msg_header_t *task = &cdc_request_msg(request)->header;
-    cdc_msg_header_t h;
-    cdc_msg_header_init(&h, CDC_MSG_ERROR);
-    h.request_id = task->request_id;
-    h.shard = task->shard;
-    h.error_code = code;
-    size_t len = strlen(text);
-    cdc_payload_t *payload = cdc_payload_copy(text, len > CDC_PROTO_MAX_TEXT ? CDC_PROTO_MAX_TEXT
-                                                                             : len);
-    if (payload)
-        post(self, request, &h, &payload, NULL);
+    cdc_reply_t *reply = NULL;
+    int rc = cdc_server_error_new(self->server, request, code, text, &reply);
+    post_reply(self, rc, reply, NULL);
 }
 
 static int reply_miss(cdc_worker_compute_t *self, const cdc_request_t *request, uint64_t key)

@@ -104,24 +104,13 @@ static void answer_ping(loop_t *loop, const cdc_request_t *request)
    now. Counted by the caller. */
 static void refuse(loop_t *loop, const cdc_request_t *request, int code, const char *text)
 {
-    const cdc_msg_header_t *asked = &cdc_request_msg(request)->header;
-    cdc_msg_header_t h;
-    cdc_msg_header_init(&h, CDC_MSG_ERROR);
-    h.request_id = asked->request_id;
-    h.shard = asked->shard;
-    h.error_code = code;
-    size_t len = strlen(text);
-    cdc_payload_t *payload = cdc_payload_copy(text, len > CDC_PROTO_MAX_TEXT ? CDC_PROTO_MAX_TEXT
-                                                                             : len);
     cdc_reply_t *reply = NULL;
     CDC_LOG_INFOF("worker %d: %s", loop->options->index, text);
-    int rc = payload ? cdc_server_reply_new(loop->server, request, &h, &payload, &reply)
-                     : CDC_ENOMEM;
+    int rc = cdc_server_error_new(loop->server, request, code, text, &reply);
     if (rc == CDC_OK)
         cdc_server_send(loop->server, &reply);
     else if (rc == CDC_ETIMEDOUT)
         loop->counters.over_budget++; /* the peer is not reading */
-    cdc_payload_destroy(&payload);
 }
 
 /* The last failure's text without its status's own ("out of memory: "):
