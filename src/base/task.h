@@ -6,6 +6,7 @@
 #define CDC_TASK_H_INCLUDED
 
 #include "geometry.h"
+#include "hold.h"
 
 #include <stdint.h>
 
@@ -25,6 +26,10 @@ typedef struct {
     int64_t a_rows, k;
     uint64_t a_key;      /* nonzero: a is a cached weight shard with this key */
     uint64_t bt_key;     /* nonzero: bt is a cached weight matrix with this key */
+    cdc_hold_t *a_hold;  /* with a_key: keeps a alive past the call (hold.h),
+                            so it can be sent without a copy and re-shipped
+                            later; NULL: a is only valid during the call     */
+    cdc_hold_t *bt_hold; /* the same for bt with bt_key                       */
     const float *bt;     /* GEMM: cols x k, row-major (B transposed)          */
     const cdc_conv_geometry_t *geometry; /* CONV: one image's geometry        */
     int64_t batch;       /* CONV: images in input                             */

@@ -1,0 +1,43 @@
+/* hold.h - a reference count on memory that outlives the call that sent it.
+ *
+ * A weight shard sent with zmq_msg_init_data is read by libzmq's I/O thread
+ * after the send returns, and the client keeps a slot's weights to re-ship
+ * them to a returning worker in the background: both must keep the memory
+ * alive after its owner (a layer, the BLAS operand cache) lets go. The owner
+ * embeds a cdc_hold_t, starts it with one reference (its own) and retires it
+ * instead of freeing; the memory goes when the last reference does, on
+ * whichever thread drops it (libzmq's I/O thread included).
+ *
+ * Retired also tells a holder that keeps a reference for later (the client's
+ * slot manifest) that nobody will ask for this memory again: it should drop
+ * the reference rather than ship the memory anywhere. */
+#ifndef CDC_HOLD_H_INCLUDED
+#define CDC_HOLD_H_INCLUDED
+
+#include <stdatomic.h>
+
+typedef struct cdc_hold cdc_hold_t;
+struct cdc_hold {
+    atomic_int refs;
+    atomic_int retired;
+    void (*free_fn)(cdc_hold_t *self); /* frees the object embedding the hold */
+};
+
+/* One reference (the owner's), not retired. free_fn runs when the count
+   reaches zero and must free everything the hold protects. */
+void cdc_hold_init(cdc_hold_t *hold, void (*free_fn)(cdc_hold_t *hold));
+
+/* Another reference; returns hold. Accepts NULL (returns NULL). */
+cdc_hold_t *cdc_hold_retain(cdc_hold_t *hold);
+
+/* Drop a reference; the last one runs free_fn. Accepts NULL. */
+void cdc_hold_release(cdc_hold_t *hold);
+
+/* The owner is done with it: mark it retired and drop the owner's
+   reference. Accepts NULL. */
+void cdc_hold_retire(cdc_hold_t *hold);
+
+/* Whether the owner has retired it. */
+int cdc_hold_retired(cdc_hold_t *hold);
+
+#endif
