@@ -184,10 +184,24 @@ typedef struct {
                                    hanging (config.respawn)                   */
     uint64_t respawns_given_up; /* local worker slots left dead: a crash loop
                                    (more than 5 deaths within 10 s)           */
+    /* Since 0.1.0 (took 6 reserved words): staying redundant (issue 11). */
+    uint64_t degraded_calls;    /* coded calls that ran with fewer parity
+                                   shards than configured (a slot's worker
+                                   down or still receiving its weights)       */
+    uint64_t background_weight_bytes; /* weight bytes shipped between calls to
+                                   returning workers and hot spares (also in
+                                   weight_bytes)                              */
+    uint64_t redundancy_repairs; /* times full redundancy came back after a
+                                   failure took it away                       */
+    uint64_t repair_us_sum;     /* failure to full redundancy, summed over
+                                   those repairs (mean = sum / repairs), us   */
+    uint64_t repair_us_max;     /* the longest of them, us                    */
+    uint64_t cancels_sent;      /* CANCELs sent for a finished call's shards
+                                   still outstanding                          */
     /* Room for new counters without an ABI break (docs/abi.md): written as
        0 by this version. A new counter takes the first slot and the count
        shrinks by one. */
-    uint64_t reserved[29];
+    uint64_t reserved[23];
 } cdc_stats_t;
 
 /* Copy the counters into *stats. Thread-safe. */
@@ -209,9 +223,13 @@ typedef struct {
                             rows of C (FC output, conv channel), COLUMNS its
                             columns (batch, spatial), whatever the layout;
                             AUTO (0) from a library before 0.1.0             */
+    int redundancy;      /* parity shards the call could have used: r minus
+                            those not dispatched (their worker down, or still
+                            receiving its weights)                           */
+    int degraded;        /* 1 when redundancy was below the configured parity */
     /* Room for new fields without an ABI break (docs/abi.md): written as 0
        by this version. */
-    uint64_t reserved[15];
+    uint64_t reserved[14];
 } cdc_call_report_t;
 
 /* Copy the report of the last coded call. Thread-safe. */
