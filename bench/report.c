@@ -101,14 +101,15 @@ void cdc_run_write_json(FILE *out, const cdc_run_t *run, const char *model)
             "%llu, \"results_decoded\": %llu, \"fallbacks\": %llu, \"bytes_out\": %llu, "
             "\"bytes_in\": %llu, \"weight_bytes\": %llu,\n    \"worker_deaths\": %llu, "
             "\"worker_rejoins\": %llu, \"worker_goodbyes\": %llu, \"worker_respawns\": %llu, "
-            "\"respawns_given_up\": %llu}}",
+            "\"respawns_given_up\": %llu, \"cancels_sent\": %llu}}",
             (unsigned long long) t->calls, (unsigned long long) t->shards_sent,
             (unsigned long long) t->shards_erased, (unsigned long long) t->results_decoded,
             (unsigned long long) t->fallbacks, (unsigned long long) t->bytes_out,
             (unsigned long long) t->bytes_in, (unsigned long long) t->weight_bytes,
             (unsigned long long) t->worker_deaths,
             (unsigned long long) t->worker_rejoins, (unsigned long long) t->worker_goodbyes,
-            (unsigned long long) t->worker_respawns, (unsigned long long) t->respawns_given_up);
+            (unsigned long long) t->worker_respawns, (unsigned long long) t->respawns_given_up,
+            (unsigned long long) t->cancels_sent);
 }
 
 int cdc_report_json(const char *path, const cdc_run_t *runs, int count, const char *model)

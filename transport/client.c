@@ -1219,6 +1219,30 @@ static int call_poll(cdc_client_t *self, zmq_pollitem_t *items, int64_t timeout_
     return cdc__fail(CDC_ETRANSPORT, "poll: %s", zmq_strerror(zmq_errno()));
 }
 
+/* The call is over: every live worker still computing (or holding) one of
+   its shards gets one CANCEL for the call's request id, which covers every
+   shard of it (protocol.md), so a straggler drops work nobody needs instead
+   of serving it ahead of the next call's. Best effort: a CANCEL the socket
+   cannot take now is not sent (the reply is then late, as before). */
+static void call_cancel_pending(cdc_client_t *self, const client_call_t *call)
+{
+    uint64_t live_mask, cancel_mask = 0;
+    cdc_client_live(self, &live_mask);
+    for (int t = 0; t < call->count; t++)
+        if (call->state[t] == TASK_PENDING && call->worker_of[t] >= 0)
+            cancel_mask |= UINT64_C(1) << call->worker_of[t];
+    cancel_mask &= live_mask;
+    for (int w = 0; w < self->count; w++) {
+        if (!(cancel_mask & (UINT64_C(1) << w)))
+            continue;
+        cdc_msg_header_t h;
+        cdc_msg_header_init(&h, CDC_MSG_CANCEL);
+        h.request_id = call->request_id;
+        if (cdc_wire_send(self->workers[w].socket, NULL, &h, NULL, 0, ZMQ_DONTWAIT) == CDC_OK)
+            self->counters.cancels_sent++;
+    }
+}
+
 int cdc_client_run(cdc_client_t *self, cdc_shard_task_t *tasks, int count, int needed,
                    int wait_ms, int timeout_ms, uint64_t *arrived)
 {
@@ -1250,6 +1274,7 @@ int cdc_client_run(cdc_client_t *self, cdc_shard_task_t *tasks, int count, int n
                 call_receive(self, &call, w);
         call_drop_dead(self, &call);
     }
+    call_cancel_pending(self, &call);
     pthread_mutex_unlock(&self->lock);
     return rc;
 }

@@ -30,6 +30,8 @@ typedef struct {
     uint64_t worker_rejoins;  /* dead -> live again (answered a PING)        */
     uint64_t worker_goodbyes; /* live workers that left on purpose (GOODBYE) */
     uint64_t dead_skipped;    /* tasks not sent or given up: worker dead     */
+    uint64_t cancels_sent;    /* CANCELs for a finished call's shards still
+                                 pending on a live worker (one per worker)  */
     uint64_t live_mask;       /* bit w: worker w answers heartbeats now      */
 } cdc_remote_counters_t;
 

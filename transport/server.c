@@ -683,28 +683,50 @@ static uint64_t salvage_request_id(zmq_msg_t *header, int32_t *shard)
     return h.request_id;
 }
 
+/* Under the lock: whether principal has request_id among its cancels. */
+static int has_cancel(const principal_t *peer, uint64_t request_id)
+{
+    for (int i = 0; i < peer->cancel_count; i++)
+        if (peer->cancelled[i] == request_id)
+            return 1;
+    return 0;
+}
+
+/* A request id already recorded is not recorded again (a repeated CANCEL
+   would otherwise push older ones out of the ring); any id is accepted,
+   one never sent included: the ring is all it costs. */
 static void record_cancel(cdc_server_t *self, peer_t *from, uint64_t request_id)
 {
     principal_t *peer = from->principal;
     pthread_mutex_lock(&self->lock);
-    peer->cancelled[peer->cancel_next] = request_id;
-    peer->cancel_next = (peer->cancel_next + 1) % MAX_CANCELS;
-    if (peer->cancel_count < MAX_CANCELS)
-        peer->cancel_count++;
+    if (!has_cancel(peer, request_id)) {
+        peer->cancelled[peer->cancel_next] = request_id;
+        peer->cancel_next = (peer->cancel_next + 1) % MAX_CANCELS;
+        if (peer->cancel_count < MAX_CANCELS)
+            peer->cancel_count++;
+    }
     self->counters.cancels++;
     pthread_mutex_unlock(&self->lock);
+}
+
+static int principal_cancelled(cdc_server_t *self, const principal_t *peer,
+                               uint64_t request_id)
+{
+    pthread_mutex_lock(&self->lock);
+    int found = has_cancel(peer, request_id);
+    pthread_mutex_unlock(&self->lock);
+    return found;
 }
 
 int cdc_server_cancelled(cdc_server_t *self, const cdc_request_t *request,
                          uint64_t request_id)
 {
-    const principal_t *peer = request->peer->principal;
-    int found = 0;
-    pthread_mutex_lock(&self->lock);
-    for (int i = 0; i < peer->cancel_count && !found; i++)
-        found = peer->cancelled[i] == request_id;
-    pthread_mutex_unlock(&self->lock);
-    return found;
+    return principal_cancelled(self, request->peer->principal, request_id);
+}
+
+int cdc_server_reply_cancelled(cdc_server_t *self, const cdc_reply_t *reply)
+{
+    return principal_cancelled(self, reply->peer->principal, reply->header.request_id);
 }
 
 static void set_identity(cdc_request_t *request)

@@ -126,9 +126,14 @@ void cdc_server_reject(cdc_server_t *self, const cdc_request_t *request, int cod
                        const char *text);
 
 /* Whether the sender of request has cancelled request_id (one of the last
-   64 it cancelled). Thread-safe. */
+   64 distinct request ids it cancelled; a repeated CANCEL is not recorded
+   twice). Thread-safe. */
 int cdc_server_cancelled(cdc_server_t *self, const cdc_request_t *request,
                          uint64_t request_id);
+
+/* Whether the peer a reply goes to has cancelled the reply's request id (as
+   cdc_server_cancelled): a held reply nobody wants any more. Thread-safe. */
+int cdc_server_reply_cancelled(cdc_server_t *self, const cdc_reply_t *reply);
 
 /* Tell every peer seen (the last 256 connections) that this worker is
    leaving on purpose: a header-only GOODBYE each, so a coordinator takes it

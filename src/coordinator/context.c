@@ -261,6 +261,7 @@ int cdc_context_stats(cdc_context_t *context, cdc_stats_t *stats)
         stats->invalid_messages = remote.invalid_replies;
         stats->weights_sent = remote.weights_sent;
         stats->weight_bytes = remote.weight_bytes;
+        stats->cancels_sent = remote.cancels_sent;
     }
     cdc__local_workers_respawn_counters(context->local, &stats->worker_respawns,
                                         &stats->respawns_given_up);

@@ -348,6 +348,7 @@ void cdc_fault_next(cdc_fault_state_t *state, double compute_ms, double flops,
             break;
         case CDC_FAULT_LINK:
             d->delay_ms += 2.0 * r->lat_ms;
+            d->latency_ms += 2.0 * r->lat_ms;
             if (r->mbit > 0)
                 d->delay_ms += (double) (bytes_in + bytes_out) * 8.0 / (r->mbit * 1e3);
             break;

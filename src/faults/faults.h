@@ -50,6 +50,8 @@ typedef struct {
     int crash;           /* exit now, before answering                          */
     double hang_ms;      /* stop answering this long (<0: no hang, 0: for ever) */
     double delay_ms;     /* extra time before the reply (delay + slow + link)   */
+    double latency_ms;   /* the part of delay_ms that is link propagation
+                            (2·lat): it does not occupy the emulated device  */
     int drop;            /* never send the reply                                */
     int corrupt;         /* change one element of the reply                     */
     uint64_t corrupt_at; /* which element (mod the reply length)                */

@@ -51,7 +51,7 @@ static int post_reply(cdc_worker_compute_t *self, int rc, cdc_reply_t *reply,
         cdc_reply_destroy(&reply);
         return cdc__fail(CDC_ENOMEM, "reply envelope");
     }
-    *out = meta ? *meta : (cdc_worker_reply_t){NULL, 0, 0, 0};
+    *out = meta ? *meta : (cdc_worker_reply_t){NULL, 0, 0, 0, 0};
     out->reply = reply;
     if ((rc = cdc_mailbox_push(self->replies, out)) != CDC_OK) {
         cdc_reply_destroy(&out->reply);
@@ -221,7 +221,7 @@ static int run_and_reply(cdc_worker_compute_t *self, const cdc_request_t *reques
     cdc_worker_reply_t meta = {
         NULL, cdc__clock_ms() - started,
         2.0 * (double) h->rows * (double) h->k * (double) h->cols,
-        (uint64_t) (msg->payload[0].size + msg->payload[1].size)};
+        (uint64_t) (msg->payload[0].size + msg->payload[1].size), started};
     cdc_msg_header_t reply;
     cdc_msg_header_init(&reply, CDC_MSG_RESULT);
     reply.request_id = h->request_id;

@@ -15,6 +15,7 @@ typedef struct {
     double compute_ms; /* time the task's GEMM took (0: not a result)  */
     double flops;      /* 2·rows·k·cols                                 */
     uint64_t bytes_in; /* request payload bytes                         */
+    double started_ms; /* clock (cdc__clock_ms) when the GEMM started   */
 } cdc_worker_reply_t;
 
 typedef struct cdc_worker_compute cdc_worker_compute_t;

@@ -3,9 +3,13 @@
  * Two threads. This one owns the transport server: it answers PING at once,
  * hands WEIGHTS and tasks in order to the compute thread (compute.c), and
  * takes the compute thread's replies back, applying this worker's fault
- * schedule to each RESULT: send now, later (a timer queue), never, corrupted,
- * or crash. A hang fault stops this loop from reading or answering anything
- * for a while. No zmq here: the server (transport/server.h) owns the socket. */
+ * schedule to each RESULT: corrupted, dropped, crash, or served by the
+ * emulated device (device.h: one task at a time, so a slow or delayed task
+ * holds back the ones behind it) and sent when the device is done with it.
+ * A reply whose request the coordinator CANCELled is not sent: a held one
+ * leaves the device queue and frees the device. A hang fault stops this
+ * loop from reading or answering anything for a while. No zmq here: the
+ * server (transport/server.h) owns the socket. */
 #include "worker.h"
 
 #include "admission.h"
@@ -13,6 +17,7 @@
 #include "blas_backend.h"
 #include "clock.h"
 #include "compute.h"
+#include "device.h"
 #include "error.h"
 #include "faults.h"
 #include "log.h"
@@ -31,12 +36,6 @@
 /* How long a stopping worker keeps its connections after its GOODBYE. */
 #define GOODBYE_GRACE_MS 100.0
 
-/* A reply waiting for its (fault-delayed) send time. */
-typedef struct {
-    double due_ms;
-    cdc_reply_t *reply;
-} scheduled_t;
-
 /* The main loop's state. */
 typedef struct {
     const cdc_worker_options_t *options;
@@ -48,8 +47,9 @@ typedef struct {
     cdc_fault_state_t faults;
     int has_faults;
     double hang_until; /* < 0: not hung; INFINITY: hung for ever */
-    scheduled_t *queue;
-    int queued, queue_capacity;
+    cdc_device_t device;   /* with faults: the emulated device's held replies */
+    uint64_t cancels_seen; /* the server's CANCEL count at the last sweep */
+    int device_pushed;     /* replies queued on the device since that sweep */
     cdc_worker_counters_t counters;
 } loop_t;
 
@@ -93,6 +93,7 @@ static void answer_ping(loop_t *loop, const cdc_request_t *request)
     cdc_status_report_t status;
     char text[CDC_PROTO_MAX_TEXT];
     cdc__worker_compute_status(loop->compute, &status);
+    status.load += cdc_device_queued(&loop->device); /* held by the emulated device */
     size_t len = cdc_status_format(&status, text, sizeof text);
     cdc_payload_t *payload = cdc_payload_copy(text, len);
     cdc_reply_t *reply = NULL;
@@ -199,42 +200,50 @@ static void read_requests(loop_t *loop, volatile sig_atomic_t *stop)
 
 /* ---- replies and faults ------------------------------------------------- */
 
-static int schedule(loop_t *loop, cdc_reply_t **reply_p, double due_ms)
-{
-    if (loop->queued == loop->queue_capacity) {
-        int capacity = loop->queue_capacity ? 2 * loop->queue_capacity : 16;
-        scheduled_t *grown = realloc(loop->queue, (size_t) capacity * sizeof *grown);
-        if (!grown)
-            return cdc__fail(CDC_ENOMEM, "reply queue");
-        loop->queue = grown;
-        loop->queue_capacity = capacity;
-    }
-    loop->queue[loop->queued++] = (scheduled_t){due_ms, *reply_p};
-    *reply_p = NULL;
-    return CDC_OK;
-}
-
-/* Send every queued reply that is due; returns ms until the next one (or
-   `cap` when none is sooner). */
+/* Send every reply the emulated device is done with; returns ms until the
+   next one is due (or `cap` when none is sooner). */
 static long flush_due(loop_t *loop, long cap)
 {
-    double now = cdc__clock_ms(), next = now + (double) cap;
-    for (int i = 0; i < loop->queued;) {
-        scheduled_t *entry = &loop->queue[i];
-        if (entry->due_ms <= now) {
-            cdc_server_send(loop->server, &entry->reply);
-            /* Keep send order among equal due times: shift, not swap. */
-            memmove(&loop->queue[i], &loop->queue[i + 1],
-                    (size_t) (loop->queued - i - 1) * sizeof *loop->queue);
-            loop->queued--;
-            continue;
+    double now = cdc__clock_ms();
+    void *item;
+    while (cdc_device_pop_due(&loop->device, now, &item))
+        if (item) {
+            cdc_reply_t *reply = item;
+            cdc_server_send(loop->server, &reply);
         }
-        if (entry->due_ms < next)
-            next = entry->due_ms;
-        i++;
-    }
+    double next = cdc_device_next_due(&loop->device);
+    if (next > now + (double) cap)
+        return cap;
     long wait = (long) ceil(next - now);
     return wait < 0 ? 0 : wait;
+}
+
+static int held_cancelled(void *item, void *ctx)
+{
+    loop_t *loop = ctx;
+    return cdc_server_reply_cancelled(loop->server, item);
+}
+
+static void drop_cancelled(void *item, void *ctx)
+{
+    loop_t *loop = ctx;
+    cdc_reply_t *reply = item;
+    loop->counters.cancelled++; /* computed, held, and nobody wants it */
+    cdc_reply_destroy(&reply);
+}
+
+/* Held replies whose request was cancelled leave the device queue (one not
+   started is removed, one in service frees the device now). Only when a
+   CANCEL came in or a reply was queued since the last sweep. */
+static void sweep_cancelled(loop_t *loop)
+{
+    cdc_server_counters_t server;
+    cdc_server_counters(loop->server, &server);
+    if (server.cancels == loop->cancels_seen && !loop->device_pushed)
+        return;
+    loop->cancels_seen = server.cancels;
+    loop->device_pushed = 0;
+    cdc_device_cancel(&loop->device, cdc__clock_ms(), held_cancelled, drop_cancelled, loop);
 }
 
 static void corrupt(cdc_payload_t *payload, uint64_t at)
@@ -247,9 +256,23 @@ static void corrupt(cdc_payload_t *payload, uint64_t at)
     memcpy(data + i, &value, sizeof value);
 }
 
-/* This task's fault decision applied to its RESULT: returns when it is due
-   (now: at once), or -1 when it must never leave. May not return (crash). */
-static double apply_faults(loop_t *loop, const cdc_worker_reply_t *out, double now)
+/* The fault decision's hang: the main loop stops for hang_ms (0: for
+   ever). Returns when the task's emulated service may start (-1: never). */
+static double start_hang(loop_t *loop, const cdc_fault_decision_t *d, double now)
+{
+    loop->counters.hangs++;
+    loop->hang_until = d->hang_ms == 0 ? INFINITY : now + d->hang_ms;
+    CDC_LOG_INFOF("worker %d: hang fault for %.0f ms", loop->options->index, d->hang_ms);
+    return d->hang_ms == 0 ? -1.0 : loop->hang_until;
+}
+
+/* This task's fault decision applied to its RESULT, which is taken: queued
+   on the emulated device (its service: the real compute plus what slow,
+   delay and link's transfer add; link's latency added to its departure
+   only), destroyed (hung for ever), or kept as a device slot with nothing
+   to send (drop: the device did the work, the reply is lost). May not
+   return (crash). */
+static void emulate(loop_t *loop, cdc_worker_reply_t *out, double now)
 {
     cdc_payload_t *payload = cdc_reply_payload(out->reply);
     cdc_fault_decision_t d;
@@ -260,41 +283,39 @@ static double apply_faults(loop_t *loop, const cdc_worker_reply_t *out, double n
                 loop->options->index, loop->faults.calls - 1);
         _exit(3);
     }
+    double ready = out->started_ms;
+    if (d.hang_ms >= 0 && (ready = start_hang(loop, &d, now)) < 0) {
+        cdc_reply_destroy(&out->reply); /* hung for ever: this reply never leaves */
+        return;
+    }
     if (d.drop) {
         loop->counters.dropped++;
-        return -1;
-    }
-    if (d.corrupt) {
+        cdc_reply_destroy(&out->reply);
+    } else if (d.corrupt) {
         corrupt(payload, d.corrupt_at);
         loop->counters.corrupted++;
     }
-    double due = now;
-    if (d.hang_ms >= 0) {
-        loop->counters.hangs++;
-        loop->hang_until = d.hang_ms == 0 ? INFINITY : now + d.hang_ms;
-        CDC_LOG_INFOF("worker %d: hang fault for %.0f ms", loop->options->index, d.hang_ms);
-        if (d.hang_ms == 0)
-            return -1; /* hung for ever: this reply never leaves */
-        due = loop->hang_until;
-    }
-    if (d.delay_ms > 0) {
+    if (d.delay_ms > 0)
         loop->counters.delayed++;
-        due += d.delay_ms;
-    }
-    return due;
+    if (cdc_device_push(&loop->device, ready, out->compute_ms + d.delay_ms - d.latency_ms,
+                        d.latency_ms, out->reply) != CDC_OK)
+        return; /* out of memory: sent now (or, dropped, not at all) */
+    out->reply = NULL;
+    loop->device_pushed = 1;
 }
 
-/* A reply from the compute thread: send it now, later, or never. */
+/* A reply from the compute thread: sent now (no faults; not a RESULT),
+   through the emulated device (faults), or not at all (cancelled). */
 static void handle_reply(loop_t *loop, cdc_worker_reply_t *out)
 {
-    double now = cdc__clock_ms(), due = now;
-    if (loop->has_faults && cdc_reply_header(out->reply)->type == CDC_MSG_RESULT &&
-        cdc_reply_payload(out->reply))
-        due = apply_faults(loop, out, now);
-    if (due < 0)
+    int result = cdc_reply_header(out->reply)->type == CDC_MSG_RESULT &&
+                 cdc_reply_payload(out->reply);
+    if (result && loop->has_faults) {
+        emulate(loop, out, cdc__clock_ms());
+    } else if (result && cdc_server_reply_cancelled(loop->server, out->reply)) {
+        loop->counters.cancelled++; /* computed, and nobody wants it now */
         cdc_reply_destroy(&out->reply);
-    else if (due > now)
-        schedule(loop, &out->reply, due);
+    }
     if (out->reply)
         cdc_server_send(loop->server, &out->reply);
     free(out);
@@ -356,6 +377,7 @@ static int serve(loop_t *loop, volatile sig_atomic_t *stop)
         }
         if (still_hung(loop))
             continue;
+        sweep_cancelled(loop);
         long timeout = flush_due(loop, 100);
         int rc = cdc_server_wait(loop->server, timeout);
         if (rc == CDC_ETRANSPORT)
@@ -371,12 +393,13 @@ static int loop_open(loop_t *loop, const cdc_worker_options_t *options)
     memset(loop, 0, sizeof *loop);
     loop->options = options;
     loop->hang_until = -1.0;
+    cdc_device_init(&loop->device);
     cdc_fault_plan_t plan;
     int rc = cdc_fault_plan_parse(options->faults ? options->faults : "", &plan);
     if (rc != CDC_OK)
         return rc;
-    loop->has_faults = plan.count > 0;
     cdc_fault_state_init(&loop->faults, &plan, options->index);
+    loop->has_faults = loop->faults.plan.count > 0; /* rules for this worker */
     cdc_fault_state_set_incarnation(&loop->faults, options->incarnation);
     if ((rc = cdc__blas_ready()) != CDC_OK)
         return rc;
@@ -426,6 +449,13 @@ static void remove_ipc_endpoint(const cdc_worker_options_t *options)
     rmdir(dir); /* fails (ENOTEMPTY) while other workers' sockets are there */
 }
 
+static void destroy_held(void *item, void *ctx)
+{
+    (void) ctx;
+    cdc_reply_t *reply = item;
+    cdc_reply_destroy(&reply);
+}
+
 static void loop_close(loop_t *loop, cdc_worker_counters_t *counters)
 {
     /* Stop: the current task finishes and its reply goes out; the queue is
@@ -441,9 +471,8 @@ static void loop_close(loop_t *loop, cdc_worker_counters_t *counters)
     if (loop->compute && loop->server)
         send_replies(loop);
     cdc__worker_compute_stop(&loop->compute, &loop->counters);
-    for (int i = 0; i < loop->queued; i++)
-        cdc_reply_destroy(&loop->queue[i].reply);
-    free(loop->queue);
+    cdc_device_drain(&loop->device, destroy_held, NULL); /* held replies are not sent */
+    cdc_device_release(&loop->device);
     if (loop->server) {
         cdc_server_counters_t server;
         cdc_server_counters(loop->server, &server);
