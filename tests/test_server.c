@@ -255,6 +255,58 @@ START_TEST(test_cancel_recorded)
 }
 END_TEST
 
+/* The cancel record is bounded (the last 64 distinct request ids per peer):
+   a repeated CANCEL takes no second slot, an unknown id costs one slot,
+   and a reply built for a cancelled request says so. */
+START_TEST(test_cancel_bounded)
+{
+    start_server(0);
+    void *a = dealer();
+    cdc_msg_header_t h;
+    cdc_msg_header_init(&h, CDC_MSG_CANCEL);
+    h.request_id = 1;
+    for (int i = 0; i < 200; i++)
+        send_msg(a, &h, NULL, 0, 0); /* the same id 200 times */
+    for (uint64_t id = 1000; id < 1063; id++) { /* 63 more: 64 in all */
+        h.request_id = id;
+        send_msg(a, &h, NULL, 0, 0);
+    }
+    send_ping(a, 2);
+    cdc_request_t *request = next_request();
+    ck_assert(cdc_server_cancelled(server, request, 1)); /* not pushed out by repeats */
+    ck_assert(cdc_server_cancelled(server, request, 1062));
+    cdc_msg_header_init(&h, CDC_MSG_RESULT);
+    h.request_id = 1;
+    h.rows = h.cols = 1;
+    cdc_payload_t *payload = cdc_payload_adopt(calloc(1, sizeof(float)), sizeof(float));
+    cdc_reply_t *reply = NULL;
+    ck_assert_int_eq(cdc_server_reply_new(server, request, &h, &payload, &reply), CDC_OK);
+    ck_assert(cdc_server_reply_cancelled(server, reply));
+    cdc_reply_destroy(&reply);
+    cdc_request_destroy(&request);
+    cdc_msg_header_init(&h, CDC_MSG_CANCEL);
+    h.request_id = 5000; /* a 65th distinct id: the oldest (1) is forgotten */
+    send_msg(a, &h, NULL, 0, 0);
+    send_ping(a, 3);
+    request = next_request();
+    ck_assert(!cdc_server_cancelled(server, request, 1));
+    ck_assert(cdc_server_cancelled(server, request, 1000));
+    ck_assert(cdc_server_cancelled(server, request, 5000));
+    payload = NULL;
+    cdc_msg_header_init(&h, CDC_MSG_PONG);
+    h.request_id = 3;
+    ck_assert_int_eq(cdc_server_reply_new(server, request, &h, &payload, &reply), CDC_OK);
+    ck_assert(!cdc_server_reply_cancelled(server, reply));
+    cdc_reply_destroy(&reply);
+    cdc_request_destroy(&request);
+    cdc_server_counters_t counters;
+    cdc_server_counters(server, &counters);
+    ck_assert_uint_eq(counters.cancels, 200 + 63 + 1);
+    zmq_close(a);
+    stop_server();
+}
+END_TEST
+
 static int result_reply(const cdc_request_t *request, size_t floats, cdc_reply_t **reply)
 {
     cdc_msg_header_t h;
@@ -590,6 +642,7 @@ static Suite *server_suite(void)
     tcase_add_test(requests, test_request_and_identity);
     tcase_add_test(requests, test_invalid_answered);
     tcase_add_test(requests, test_cancel_recorded);
+    tcase_add_test(requests, test_cancel_bounded);
     tcase_add_test(requests, test_payload_taken);
     tcase_add_test(requests, test_wake);
     suite_add_tcase(suite, requests);
