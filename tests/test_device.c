@@ -306,6 +306,9 @@ START_TEST(test_worker_slow_queue)
         ck_assert_uint_eq(h.type, CDC_MSG_RESULT);
         ck_assert_uint_eq(h.request_id, 10 + (uint64_t) i);
         double want = (i + 1) * service_s;
+        if (getenv("CDC_TEST_LOG"))
+            fprintf(stderr, "slow queue: result %d at %.3f s (%.3f service times)\n", i + 1,
+                    at, at / service_s);
         ck_assert_msg(at >= want - 0.02 && at <= want + 0.4,
                       "result %d after %.3f s, expected about %.3f s", i + 1, at, want);
     }
@@ -342,6 +345,9 @@ START_TEST(test_worker_cancel_frees_device)
         ck_assert_uint_eq(h.type, CDC_MSG_RESULT);
         ck_assert_uint_eq(h.request_id, expect[i]);
         double want = cancelled_at + (i + 1) * service_s;
+        if (getenv("CDC_TEST_LOG"))
+            fprintf(stderr, "cancel: result %llu at %.3f s, cancels at %.3f s\n",
+                    (unsigned long long) expect[i], at, cancelled_at);
         ck_assert_msg(at >= want - 0.05 && at <= want + 0.4,
                       "result %llu after %.3f s, expected about %.3f s",
                       (unsigned long long) expect[i], at, want);
@@ -418,6 +424,10 @@ START_TEST(test_straggler_cancelled)
     cdc_msg_header_t h = next_result(probe, t0, &at);
     ck_assert_uint_eq(h.type, CDC_MSG_RESULT);
     ck_assert_uint_eq(h.request_id, 1000);
+    if (getenv("CDC_TEST_LOG"))
+        fprintf(stderr, "straggler: %d calls in %.3f s, %llu CANCELs; a task then took %.3f s\n",
+                CALLS, calls_s, (unsigned long long) (after.cancels_sent - before.cancels_sent),
+                at);
     ck_assert_msg(at < delay_s + 0.3,
                   "a task on the straggler took %.3f s after %d cancelled calls "
                   "(a backlog would be about %.1f s)",
