@@ -468,8 +468,10 @@ static void loop_close(loop_t *loop, cdc_worker_counters_t *counters)
     if (loop->server)
         cdc_server_goodbye(loop->server);
     cdc__worker_compute_finish(loop->compute);
-    if (loop->compute && loop->server)
+    if (loop->compute && loop->server) {
         send_replies(loop);
+        flush_due(loop, 0); /* what the emulated device is done with goes too */
+    }
     cdc__worker_compute_stop(&loop->compute, &loop->counters);
     cdc_device_drain(&loop->device, destroy_held, NULL); /* held replies are not sent */
     cdc_device_release(&loop->device);
