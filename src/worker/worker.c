@@ -178,12 +178,18 @@ static void handle_request(loop_t *loop, cdc_request_t *request)
     cdc_request_destroy(&request);
 }
 
-/* Every message waiting on the socket, unless a hang fault starts. */
+static void sweep_cancelled(loop_t *loop);
+
+/* Every message waiting on the socket, unless a hang fault starts. A CANCEL
+   read on the way takes effect on the device before the next request is
+   handled (so a task that follows it does not queue behind what it
+   cancels). */
 static void read_requests(loop_t *loop, volatile sig_atomic_t *stop)
 {
     while (loop->hang_until < 0 && !*stop) {
         cdc_request_t *request = NULL;
         int rc = cdc_server_recv(loop->server, &request);
+        sweep_cancelled(loop);
         if (rc == CDC_ETIMEDOUT)
             return;
         if (rc == CDC_EPROTO) {
