@@ -45,6 +45,7 @@ static void draw(const cdc_fault_plan_t *plan)
             cdc_fault_next(&state, 1.5 * call, 1e9 * call, (size_t) 1 << 20,
                            (size_t) 1 << 16, &d);
             EXPECT(isfinite(d.delay_ms) && d.delay_ms >= 0);
+            EXPECT(d.latency_ms >= 0 && d.latency_ms <= d.delay_ms);
             EXPECT(d.hang_ms >= -1.0 && isfinite(d.hang_ms));
         }
     }
