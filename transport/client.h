@@ -30,6 +30,10 @@ typedef struct {
     uint64_t worker_rejoins;  /* dead -> live again (answered a PING)        */
     uint64_t worker_goodbyes; /* live workers that left on purpose (GOODBYE) */
     uint64_t dead_skipped;    /* tasks not sent or given up: worker dead     */
+    uint64_t background_weight_bytes; /* weights sent between calls (slots.h) */
+    uint64_t redundancy_repairs; /* full redundancy regained after a loss    */
+    uint64_t repair_us_sum;   /* loss to full redundancy, summed, us         */
+    uint64_t repair_us_max;   /* the longest, us                             */
     uint64_t live_mask;       /* bit w: worker w answers heartbeats now      */
 } cdc_remote_counters_t;
 
