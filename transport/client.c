@@ -111,8 +111,9 @@ struct cdc_client {
     uint64_t deaths_seen[CDC_MAX_WORKERS]; /* departures[w] at the last pass */
     int64_t degraded_since_us; /* full redundancy lost then; -1: it is full */
     int64_t last_pass_ms;      /* the last restore pass                     */
-    atomic_int restoring;      /* a slot lacks its worker: the heartbeat
-                                  thread passes every RESTORE_PASS_MS      */
+    atomic_int restoring;      /* a slot lacks its worker, or weights are not
+                                  yet acknowledged: the heartbeat thread
+                                  passes every RESTORE_PASS_MS             */
 
     pthread_mutex_t state_lock; /* guards live and the heartbeat counters */
     uint64_t live;              /* bit w: worker w is live               */
@@ -1286,7 +1287,7 @@ static void track_redundancy(cdc_client_t *self, uint64_t live, int64_t last_dep
         self->degraded_since_us = -1;
         CDC_LOG_INFOF("full redundancy again after %.1f ms", (double) took / 1000.0);
     }
-    atomic_store(&self->restoring, !full);
+    atomic_store(&self->restoring, !full || cdc_slots_busy(self->slots, live));
 }
 
 /* Under the call lock, at a call's start or between calls (the heartbeat

@@ -197,6 +197,14 @@ void cdc_slots_restore(cdc_slots_t *slots, uint64_t live, const cdc_slot_io_t *i
         }
 }
 
+int cdc_slots_busy(const cdc_slots_t *slots, uint64_t live)
+{
+    for (int w = 0; w < slots->worker_count; w++)
+        if ((live & BIT(w)) && slots->workers[w].sent_seq > slots->workers[w].acked_seq)
+            return 1;
+    return 0;
+}
+
 int cdc_slots_full(const cdc_slots_t *slots, uint64_t live)
 {
     uint64_t used = 0;

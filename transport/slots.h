@@ -100,6 +100,9 @@ void cdc_slots_note(cdc_slots_t *slots, int s, const cdc_slot_weight_t *weight, 
    then an ack PING; mark ready what it holds and acknowledged. */
 void cdc_slots_restore(cdc_slots_t *slots, uint64_t live, const cdc_slot_io_t *io);
 
+/* Whether some live worker has weights sent and not yet acknowledged. */
+int cdc_slots_busy(const cdc_slots_t *slots, uint64_t live);
+
 /* Whether every slot has a distinct live worker ready for it. */
 int cdc_slots_full(const cdc_slots_t *slots, uint64_t live);
 
