@@ -122,10 +122,16 @@ typedef struct {
     int32_t respawn;              /* 1: a local worker that dies or hangs is
                                      respawned (default 1; docs/workers.md);
                                      0: it stays dead                         */
+    /* Since 0.1.0 (took 1 reserved word): hot spares (docs/workers.md). */
+    int32_t data_shards;          /* n, data shards per coded call; 0 = the
+                                     workers minus r. Fewer leaves the rest
+                                     as hot spares that stand in for a slot
+                                     whose worker fails (default 0)          */
+    int32_t reserved_pad;         /* 0 */
     /* Room for new settings without an ABI break (docs/abi.md): zeroed by
        cdc_config_init, never read by this version. A new field takes the
        first slots and the count shrinks so the size stays the same. */
-    uint64_t reserved[247];
+    uint64_t reserved[246];
 } cdc_config_t;
 
 /* Fill *config with the documented defaults. Never fails. */

@@ -326,12 +326,20 @@ START_TEST(test_worker_killed_between_calls)
     conv_check(context, CDC_SPLIT_ROWS, 6);
     cdc_call_report_t report;
     ck_assert_int_eq(cdc_context_last_call(context, &report), CDC_OK);
-    /* The default re-plan keeps the shards (n = 4) and gives up the parity. */
+    /* The default re-plan keeps the shards (n = 4) and the code: the dead
+       worker's slot is an erasure, decoded from parity every call, and no
+       weight shard moves to another worker. */
     ck_assert_int_eq(report.n, WORKERS - 1);
-    ck_assert_int_eq(report.r, 0);
+    ck_assert_int_eq(report.r, 1);
     ck_assert_int_eq(report.arrived, report.n);
+    ck_assert_int_eq(report.decoded, 1);
+    ck_assert_int_eq(report.redundancy, 0);
+    ck_assert_int_eq(report.degraded, 1);
     cdc_context_stats(context, &after);
     ck_assert_uint_eq(after.fallbacks, before.fallbacks);
+    /* Only the new conv layer's shards, once each to the 4 live slot workers. */
+    ck_assert_uint_eq(after.weights_sent - before.weights_sent, WORKERS - 1);
+    ck_assert_uint_ge(after.degraded_calls - before.degraded_calls, 5);
     ck_assert_uint_eq(after.worker_deaths, 1);
     fc_case_free(&fc);
     cdc_context_destroy(&context);

@@ -338,8 +338,9 @@ START_TEST(test_kill_between_calls)
 }
 END_TEST
 
-/* The default policy, keep-shards: after a death n stays 4 and the parity
-   goes (r = 0), so a call costs what it did; results stay exact. */
+/* The default policy, keep-shards: after a death n stays 4 and so does the
+   code; the dead worker's slot is an erasure decoded from parity (the call
+   is degraded: no redundancy left), nothing moves; results stay exact. */
 START_TEST(test_kill_keeps_shards)
 {
     call_bound_s = BIG_TIMEOUT_MS / 1000.0 + 1.0;
@@ -362,7 +363,10 @@ START_TEST(test_kill_keeps_shards)
         case_check(&conv);
     cdc_call_report_t report = last_call(context);
     ck_assert_int_eq(report.n, 4);
-    ck_assert_int_eq(report.r, 0);
+    ck_assert_int_eq(report.r, 1);
+    ck_assert_int_eq(report.decoded, 1);
+    ck_assert_int_eq(report.redundancy, 0);
+    ck_assert_int_eq(report.degraded, 1);
     ck_assert_int_eq(report.fallback, 0);
     case_free(&conv);
     cdc_context_destroy(&context);

@@ -1,4 +1,5 @@
-/* test_respawn.c - the supervisor of embedded workers on real processes: kill, stop, crash fault, crash loop, off. */
+/* test_respawn.c - the supervisor of embedded workers on real processes: kill, stop, crash fault, crash loop, off;
+   and redundancy restored after a failure: the time to full redundancy, a hot spare, no deaths without failures. */
 #include "cdcgemm.h"
 #include "context.h"
 #include "local_workers.h"
@@ -296,6 +297,206 @@ START_TEST(test_crash_loop_given_up)
 }
 END_TEST
 
+/* ---- redundancy restored (issue 11, item 2) ------------------------------ */
+
+static double repair_bound_s = 0.5, hang_repair_bound_s = 1.0;
+
+/* A context over workers embedded workers, r = 1, n = data (0: workers - 1). */
+static cdc_context_t *slots_context(int workers, int data, const char *stats)
+{
+    cdc_config_t config;
+    cdc_config_init(&config);
+    config.local_workers = workers;
+    config.parity = 1;
+    config.data_shards = data;
+    config.timeout_ms = 3000;
+    config.log_level = getenv("CDC_TEST_LOG") ? CDC_LOG_INFO : CDC_LOG_ERROR;
+    if (stats)
+        snprintf(config.stats_path, sizeof config.stats_path, "%s", stats);
+    cdc_context_t *context = NULL;
+    int rc = cdc_context_new(&config, &context);
+    ck_assert_msg(rc == CDC_OK, "cdc_context_new: %s (%s)", cdc_err_name(rc),
+                  cdc_last_error());
+    return context;
+}
+
+static cdc_remote_counters_t remote_of(cdc_context_t *context)
+{
+    cdc_remote_counters_t counters;
+    ck_assert_int_eq(cdc__executor_remote_counters(context->executor, &counters), CDC_OK);
+    return counters;
+}
+
+/* Calls (each checked) until the counters show a repair; its time in s, or
+   -1 after limit_s. */
+static double calls_until_repaired(cdc_context_t *context, fc_t *f, uint64_t repairs_before,
+                                   double limit_s)
+{
+    double start = cdc_test_now_s();
+    while (cdc_test_now_s() - start < limit_s) {
+        fc_check(f);
+        cdc_stats_t stats = stats_of(context);
+        if (stats.redundancy_repairs > repairs_before)
+            return (double) stats.repair_us_max / 1e6;
+        cdc_test_sleep_ms(1);
+    }
+    return -1.0;
+}
+
+static void assert_fully_redundant(cdc_context_t *context)
+{
+    cdc_call_report_t report;
+    ck_assert_int_eq(cdc_context_last_call(context, &report), CDC_OK);
+    ck_assert_int_eq(report.r, 1);
+    ck_assert_int_eq(report.redundancy, 1);
+    ck_assert_int_eq(report.degraded, 0);
+}
+
+/* (f) SIGKILL: the respawned worker gets its slot's weights in the
+   background (no MISS on the call path) and full redundancy is back within
+   0.5 s of the death, by the counters. */
+START_TEST(test_kill_full_redundancy)
+{
+    cdc_context_t *context = slots_context(5, 0, NULL);
+    fc_t f;
+    fc_make(&f, context);
+    for (int i = 0; i < 5; i++)
+        fc_check(&f);
+    assert_fully_redundant(context);
+    cdc_stats_t before = stats_of(context);
+    ck_assert_int_eq(kill(cdc__local_workers_pid(context->local, 1), SIGKILL), 0);
+    double repair = calls_until_repaired(context, &f, before.redundancy_repairs, 3.0);
+    printf("redundancy: SIGKILL, death to full redundancy: %.3f s\n", repair);
+    ck_assert_msg(repair >= 0 && repair <= repair_bound_s, "repaired after %.3f s", repair);
+    fc_check(&f);
+    assert_fully_redundant(context);
+    cdc_stats_t after = stats_of(context);
+    const uint64_t shard_bytes = (uint64_t) (OUT / 4) * IN * sizeof(float);
+    ck_assert_uint_ge(after.background_weight_bytes - before.background_weight_bytes,
+                      shard_bytes);
+    ck_assert_uint_eq(after.fallbacks, before.fallbacks);
+    ck_assert_uint_ge(after.degraded_calls, before.degraded_calls); /* the window's */
+    ck_assert_uint_eq(remote_of(context).misses, 0); /* nothing re-shipped on a call */
+    fc_free(&f);
+    cdc_context_destroy(&context);
+}
+END_TEST
+
+/* (g) SIGSTOP: the supervisor replaces the hung worker and full redundancy
+   is back within 1 s of the heartbeats losing it. */
+START_TEST(test_hang_full_redundancy)
+{
+    cdc_context_t *context = slots_context(5, 0, NULL);
+    fc_t f;
+    fc_make(&f, context);
+    for (int i = 0; i < 5; i++)
+        fc_check(&f);
+    cdc_stats_t before = stats_of(context);
+    double stopped = cdc_test_now_s();
+    ck_assert_int_eq(kill(cdc__local_workers_pid(context->local, 2), SIGSTOP), 0);
+    double repair = calls_until_repaired(context, &f, before.redundancy_repairs, 5.0);
+    printf("redundancy: SIGSTOP, hang seen to full redundancy: %.3f s (%.3f s after the "
+           "signal)\n", repair, cdc_test_now_s() - stopped);
+    ck_assert_msg(repair >= 0 && repair <= hang_repair_bound_s, "repaired after %.3f s",
+                  repair);
+    fc_check(&f);
+    assert_fully_redundant(context);
+    ck_assert_uint_eq(stats_of(context).fallbacks, before.fallbacks);
+    fc_free(&f);
+    cdc_context_destroy(&context);
+}
+END_TEST
+
+/* (h) A hot spare (6 workers, CDCGEMM_DATA_SHARDS=4, r = 1): once it holds
+   every slot's weights, a death degrades no call; the dead worker's
+   successor takes its slot back. */
+START_TEST(test_spare_absorbs_failure)
+{
+    cdc_context_t *context = slots_context(6, 4, NULL);
+    fc_t f;
+    fc_make(&f, context);
+    fc_check(&f);
+    /* The spare is sent the 5 slots' weights between calls. */
+    const uint64_t shard_bytes = (uint64_t) (OUT / 4) * IN * sizeof(float);
+    double start = cdc_test_now_s();
+    while (stats_of(context).background_weight_bytes < 5 * shard_bytes &&
+           cdc_test_now_s() - start < 3.0)
+        cdc_test_sleep_ms(10);
+    ck_assert_uint_ge(stats_of(context).background_weight_bytes, 5 * shard_bytes);
+    cdc_test_sleep_ms(100); /* its acknowledgement */
+    for (int i = 0; i < 3; i++)
+        fc_check(&f);
+    assert_fully_redundant(context);
+    cdc_stats_t before = stats_of(context);
+    ck_assert_int_eq(kill(cdc__local_workers_pid(context->local, 1), SIGKILL), 0);
+    start = cdc_test_now_s();
+    while (cdc_test_now_s() - start < 1.0) {
+        fc_check(&f);
+        cdc_call_report_t report;
+        ck_assert_int_eq(cdc_context_last_call(context, &report), CDC_OK);
+        ck_assert_int_eq(report.n, 4);
+        ck_assert_int_eq(report.r, 1);
+    }
+    cdc_stats_t after = stats_of(context);
+    ck_assert_uint_eq(after.degraded_calls, before.degraded_calls);
+    ck_assert_uint_eq(after.fallbacks, before.fallbacks);
+    ck_assert_uint_eq(after.redundancy_repairs, before.redundancy_repairs); /* never lost */
+    ck_assert_uint_ge(after.worker_respawns, 1);
+    ck_assert_uint_eq(remote_of(context).misses, 0);
+    fc_free(&f);
+    cdc_context_destroy(&context);
+}
+END_TEST
+
+/* (i) No failure: no death, no degraded call, nothing to repair, also in
+   the counters written at exit (CDCGEMM_STATS). */
+START_TEST(test_no_failure_no_death)
+{
+    char stats_path[] = "/tmp/cdc-redundancy-XXXXXX";
+    int fd = mkstemp(stats_path);
+    ck_assert_int_ge(fd, 0);
+    close(fd);
+    cdc_context_t *context = slots_context(5, 0, stats_path);
+    fc_t f;
+    fc_make(&f, context);
+    for (int i = 0; i < 20; i++)
+        fc_check(&f);
+    fc_free(&f);
+    cdc_context_destroy(&context);
+    FILE *file = fopen(stats_path, "r");
+    ck_assert_ptr_nonnull(file);
+    char text[4096] = "";
+    size_t got = fread(text, 1, sizeof text - 1, file);
+    fclose(file);
+    unlink(stats_path);
+    text[got] = '\0';
+    ck_assert_msg(strstr(text, "\"worker_deaths\": 0,") && strstr(text, "\"degraded_calls\": 0,") &&
+                      strstr(text, "\"redundancy_repairs\": 0,"), "%s", text);
+}
+END_TEST
+
+/* CDCGEMM_DATA_SHARDS beyond the workers: an error naming it. */
+START_TEST(test_data_shards_too_many)
+{
+    cdc_config_t config;
+    cdc_config_init(&config);
+    setenv("CDCGEMM_DATA_SHARDS", "0", 1);
+    ck_assert_int_eq(cdc_config_from_env(&config), CDC_ECONFIG);
+    ck_assert_ptr_nonnull(strstr(cdc_last_error(), "CDCGEMM_DATA_SHARDS"));
+    setenv("CDCGEMM_DATA_SHARDS", "5", 1);
+    ck_assert_int_eq(cdc_config_from_env(&config), CDC_OK);
+    unsetenv("CDCGEMM_DATA_SHARDS");
+    ck_assert_int_eq(config.data_shards, 5);
+    config.local_workers = 5;
+    config.parity = 1;
+    config.log_level = CDC_LOG_ERROR;
+    cdc_context_t *context = NULL;
+    ck_assert_int_eq(cdc_context_new(&config, &context), CDC_ECONFIG);
+    ck_assert_ptr_nonnull(strstr(cdc_last_error(), "CDCGEMM_DATA_SHARDS"));
+    ck_assert_ptr_null(context);
+}
+END_TEST
+
 static Suite *respawn_suite(void)
 {
     Suite *suite = suite_create("respawn");
@@ -307,6 +508,14 @@ static Suite *respawn_suite(void)
     tcase_add_test(tcase, test_respawn_off);
     tcase_add_test(tcase, test_crash_loop_given_up);
     suite_add_tcase(suite, tcase);
+    TCase *redundancy = tcase_create("redundancy");
+    tcase_set_timeout(redundancy, 60);
+    tcase_add_test(redundancy, test_kill_full_redundancy);
+    tcase_add_test(redundancy, test_hang_full_redundancy);
+    tcase_add_test(redundancy, test_spare_absorbs_failure);
+    tcase_add_test(redundancy, test_no_failure_no_death);
+    tcase_add_test(redundancy, test_data_shards_too_many);
+    suite_add_tcase(suite, redundancy);
     return suite;
 }
 
@@ -317,6 +526,8 @@ int main(void)
     if (sanitized && strcmp(sanitized, "0") != 0) {
         kill_bound_s = 3.0;
         stop_bound_s = 5.0;
+        repair_bound_s = 3.0;
+        hang_repair_bound_s = 5.0;
     }
     return cdc_test_run_suite(respawn_suite());
 }

@@ -39,6 +39,7 @@
 #include "log.h"
 #include "discovery.h"
 #include "placement.h"
+#include "slots.h"
 #include "status.h"
 #include "wire.h"
 
@@ -49,7 +50,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define MAX_KEYS_PER_WORKER 256 /* remembered keys; forgetting one costs a re-send */
 #define MAX_MISS_RETRIES 2
 #define CDC_HEARTBEAT_MS 100      /* PING period to a live worker                */
 #define CDC_HEARTBEAT_DEAD_MS 300 /* silence that makes a live worker dead       */
@@ -57,6 +57,8 @@
 #define LIVENESS_SLICE_MS 5       /* a waiting call re-reads liveness this often */
 #define PLAN_GRACE_MS 1000        /* a silent worker stays in the plan (its shard
                                      erased, not sent) this long before n shrinks */
+#define RESTORE_PASS_MS 20        /* the heartbeat thread's restore pass, between
+                                     calls, at most this often                   */
 /* Messages (libzmq counts whole messages, not frames) a data socket queues
    before libzmq stops reading the connection. A call gives a worker one task
    (several only when it has more tasks than planned workers), answered by
@@ -70,8 +72,6 @@
 
 typedef struct {
     void *socket;
-    uint64_t keys[MAX_KEYS_PER_WORKER]; /* weight keys this worker holds, oldest first */
-    int key_count;
 } remote_worker_t;
 
 /* The heartbeat thread's view of one worker (its sockets are that thread's). */
@@ -103,8 +103,17 @@ struct cdc_client {
     atomic_int pending;       /* discovery: worker number count has its sockets
                                  and waits to be counted (state_lock)        */
     uint64_t next_request;
-    pthread_mutex_t lock; /* serialises calls; guards counters */
+    pthread_mutex_t lock; /* serialises calls; guards counters, slots and
+                             the data sockets (a restore pass between calls
+                             takes it too) */
     cdc_remote_counters_t counters;
+    cdc_slots_t *slots;   /* fixed slots: who holds what (slots.h)       */
+    uint64_t deaths_seen[CDC_MAX_WORKERS]; /* departures[w] at the last pass */
+    int64_t degraded_since_us; /* full redundancy lost then; -1: it is full */
+    int64_t last_pass_ms;      /* the last restore pass                     */
+    atomic_int restoring;      /* a slot lacks its worker, or weights are not
+                                  yet acknowledged: the heartbeat thread
+                                  passes every RESTORE_PASS_MS             */
 
     pthread_mutex_t state_lock; /* guards live and the heartbeat counters */
     uint64_t live;              /* bit w: worker w is live               */
@@ -113,6 +122,8 @@ struct cdc_client {
     int64_t dead_since[CDC_MAX_WORKERS]; /* ms, for the plan's grace   */
     uint64_t heartbeats_missed, worker_deaths, worker_rejoins, heartbeat_invalid;
     uint64_t worker_goodbyes; /* live workers that left on purpose          */
+    uint64_t departures[CDC_MAX_WORKERS]; /* live -> dead or left, per worker */
+    int64_t last_departure_us;  /* when the latest departure was seen      */
     heartbeat_peer_t peers[CDC_MAX_WORKERS];
     void *stop_pipe;            /* main side of the heartbeat thread's stop pipe */
     void *thread_pipe;          /* thread side                            */
@@ -142,32 +153,6 @@ static uint64_t wire_key(uint64_t key, int shard, int needed, int64_t rows, int6
     return h ? h : 1; /* 0 means "inline" on the wire */
 }
 
-static int worker_has(const remote_worker_t *w, uint64_t key)
-{
-    for (int i = 0; i < w->key_count; i++)
-        if (w->keys[i] == key)
-            return 1;
-    return 0;
-}
-
-static void worker_forget(remote_worker_t *w, uint64_t key)
-{
-    for (int i = 0; i < w->key_count; i++)
-        if (w->keys[i] == key) {
-            memmove(&w->keys[i], &w->keys[i + 1],
-                    (size_t) (w->key_count - i - 1) * sizeof w->keys[0]);
-            w->key_count--;
-            return;
-        }
-}
-
-static void worker_remember(remote_worker_t *w, uint64_t key)
-{
-    if (w->key_count == MAX_KEYS_PER_WORKER)
-        worker_forget(w, w->keys[0]);
-    w->keys[w->key_count++] = key;
-}
-
 /* silent: dead because it stopped answering (else: its connection dropped). */
 static void set_live(cdc_client_t *self, int w, int live, int silent, const char *why)
 {
@@ -184,6 +169,8 @@ static void set_live(cdc_client_t *self, int w, int live, int silent, const char
     } else if (!live && was) {
         self->live &= ~bit;
         self->worker_deaths++;
+        self->departures[w]++;
+        self->last_departure_us = (int64_t) (cdc__clock_ms() * 1000.0);
         self->dead_since[w] = (int64_t) cdc__clock_ms();
         if (silent)
             self->silent |= bit;
@@ -269,6 +256,10 @@ static void set_left(cdc_client_t *self, int w)
     self->silent &= ~bit;
     self->left |= bit;
     self->worker_goodbyes += counted;
+    if (was) {
+        self->departures[w]++;
+        self->last_departure_us = (int64_t) (cdc__clock_ms() * 1000.0);
+    }
     pthread_mutex_unlock(&self->state_lock);
     if (counted)
         CDC_LOG_INFOF("worker %d left (said goodbye)%s", w, was ? "" : " while silent");
@@ -339,6 +330,19 @@ static void heartbeat_pongs(cdc_client_t *self, int w, int64_t now)
 }
 
 static void discovery_poll(cdc_client_t *self);
+static void restore_pass(cdc_client_t *self);
+
+/* Between calls, the restore pass runs here (a call runs it at its start),
+   unless a call holds the lock. */
+static void restore_between_calls(cdc_client_t *self, int64_t now)
+{
+    if (pthread_mutex_trylock(&self->lock) != 0)
+        return;
+    /* Before the first call there is no plan (last_pass_ms is 0). */
+    if (self->last_pass_ms > 0 && now - self->last_pass_ms >= RESTORE_PASS_MS)
+        restore_pass(self);
+    pthread_mutex_unlock(&self->lock);
+}
 
 /* The poll set: the stop pipe, every worker's heartbeat socket, their
    monitors, then the discovery listener (when there is one). Returns the
@@ -365,6 +369,8 @@ static void *heartbeat_main(void *arg)
     for (;;) {
         int64_t now = (int64_t) cdc__clock_ms();
         int64_t next = heartbeat_tick(self, count, now);
+        if (atomic_load(&self->restoring) && next > now + RESTORE_PASS_MS)
+            next = now + RESTORE_PASS_MS;
         long timeout = next > now ? (long) (next - now) : 0;
         if (zmq_poll(items, n, timeout) < 0) {
             if (zmq_errno() == EINTR)
@@ -385,6 +391,7 @@ static void *heartbeat_main(void *arg)
         }
         if (self->listener && (items[n - 1].revents & ZMQ_POLLIN || self->pending))
             discovery_poll(self);
+        restore_between_calls(self, now);
         if (self->count != count)
             n = heartbeat_items(self, items, &count); /* a worker was discovered */
     }
@@ -594,6 +601,11 @@ static void client_free(cdc_client_t *self)
         close_sockets(self);
         zmq_ctx_term(self->zmq);
     }
+    /* After the context: libzmq has let go of every weight sent. */
+    if (self->slots) {
+        cdc_slots_fini(self->slots);
+        free(self->slots);
+    }
     pthread_mutex_destroy(&self->state_lock);
     pthread_mutex_destroy(&self->lock);
     cdc_curve_cert_clear(&self->curve_client);
@@ -607,12 +619,19 @@ static int client_alloc(const cdc_curve_cert_t *client_cert, cdc_client_t **self
     if (client_cert && !client_cert->has_secret)
         return cdc__fail(CDC_EINVAL, "CURVE: the client certificate needs its secret key");
     cdc_client_t *self = calloc(1, sizeof *self);
+    if (self && !(self->slots = malloc(sizeof *self->slots))) {
+        free(self);
+        self = NULL;
+    }
     if (!self)
         return cdc__fail(CDC_ENOMEM, "client");
+    cdc_slots_init(self->slots);
+    self->degraded_since_us = -1;
     pthread_mutex_init(&self->lock, NULL);
     pthread_mutex_init(&self->state_lock, NULL);
     atomic_init(&self->count, 0);
     atomic_init(&self->pending, 0);
+    atomic_init(&self->restoring, 0);
     if (client_cert) {
         self->curve_client = *client_cert;
         self->curve = 1;
@@ -871,29 +890,58 @@ void cdc_client_counters(cdc_client_t *self, cdc_remote_counters_t *counters)
     pthread_mutex_unlock(&self->state_lock);
 }
 
-/* Make sure worker w holds the keyed operand, sending it if not. */
-static int ensure_weights(cdc_client_t *self, remote_worker_t *w, uint64_t key,
-                          int64_t rows, int64_t k, const float *data)
+/* WEIGHTS for key to worker w. hold (may be NULL) keeps data alive past
+   the call. The caller remembers it as sent (slots.h). */
+static int send_weights(cdc_client_t *self, int w, uint64_t key, int64_t rows, int64_t k,
+                        const float *data, cdc_hold_t *hold)
 {
-    if (worker_has(w, key))
-        return CDC_OK;
+    (void) hold; /* zero-copy sends: a later change */
     cdc_msg_header_t h;
     cdc_msg_header_init(&h, CDC_MSG_WEIGHTS);
     h.a_key = key;
     h.rows = rows;
     h.k = k;
     cdc_frame_t payload = {data, (size_t) rows * (size_t) k * sizeof(float)};
-    int rc = cdc_wire_send(w->socket, NULL, &h, &payload, 1, ZMQ_DONTWAIT);
+    int rc = cdc_wire_send(self->workers[w].socket, NULL, &h, &payload, 1, ZMQ_DONTWAIT);
     if (rc != CDC_OK)
         return rc;
-    worker_remember(w, key);
     self->counters.weights_sent++;
     self->counters.weight_bytes += payload.size;
     self->counters.bytes_out += payload.size;
     return CDC_OK;
 }
 
-static int send_task(cdc_client_t *self, remote_worker_t *w, const cdc_shard_task_t *task,
+/* Make sure worker w holds the keyed operand, sending it if not. */
+static int ensure_weights(cdc_client_t *self, int w, uint64_t key, int64_t rows, int64_t k,
+                          const float *data, cdc_hold_t *hold)
+{
+    if (cdc_slots_has(self->slots, w, key))
+        return CDC_OK;
+    int rc = send_weights(self, w, key, rows, k, data, hold);
+    if (rc == CDC_OK)
+        cdc_slots_sent(self->slots, w, key);
+    return rc;
+}
+
+/* The restore pass's callbacks (slots.h): its sends count as background. */
+static int restore_send_weights(void *ctx, int w, const cdc_slot_weight_t *weight)
+{
+    return send_weights(ctx, w, weight->key, weight->rows, weight->k, weight->data,
+                        weight->hold);
+}
+
+/* A PING on the data socket, behind the WEIGHTS sent before it: its PONG
+   (request id = token) proves they arrived. */
+static int restore_send_ping(void *ctx, int w, uint64_t token)
+{
+    cdc_client_t *self = ctx;
+    cdc_msg_header_t ping;
+    cdc_msg_header_init(&ping, CDC_MSG_PING);
+    ping.request_id = token;
+    return cdc_wire_send(self->workers[w].socket, NULL, &ping, NULL, 0, ZMQ_DONTWAIT);
+}
+
+static int send_task(cdc_client_t *self, int w, const cdc_shard_task_t *task,
                      uint64_t request_id, int needed)
 {
     cdc_msg_header_t h;
@@ -908,7 +956,8 @@ static int send_task(cdc_client_t *self, remote_worker_t *w, const cdc_shard_tas
     int rc;
     if (task->a_key) {
         h.a_key = wire_key(task->a_key, task->shard, needed, task->a_rows, task->k, task->a);
-        if ((rc = ensure_weights(self, w, h.a_key, task->a_rows, task->k, task->a)))
+        if ((rc = ensure_weights(self, w, h.a_key, task->a_rows, task->k, task->a,
+                                 task->a_hold)))
             return rc;
     } else {
         payloads[0] = (cdc_frame_t){task->a, (size_t) task->a_rows * (size_t) task->k * 4};
@@ -921,12 +970,13 @@ static int send_task(cdc_client_t *self, remote_worker_t *w, const cdc_shard_tas
             task->input, (size_t) task->batch * (size_t) (g->channels * g->h * g->w) * 4};
     } else if (task->bt_key) {
         h.bt_key = wire_key(task->bt_key, task->shard, needed, task->cols, task->k, task->bt);
-        if ((rc = ensure_weights(self, w, h.bt_key, task->cols, task->k, task->bt)))
+        if ((rc = ensure_weights(self, w, h.bt_key, task->cols, task->k, task->bt,
+                                 task->bt_hold)))
             return rc;
     } else {
         payloads[1] = (cdc_frame_t){task->bt, (size_t) task->cols * (size_t) task->k * 4};
     }
-    rc = cdc_wire_send(w->socket, NULL, &h, payloads, 2, ZMQ_DONTWAIT);
+    rc = cdc_wire_send(self->workers[w].socket, NULL, &h, payloads, 2, ZMQ_DONTWAIT);
     if (rc != CDC_OK)
         return rc;
     self->counters.tasks_sent++;
@@ -972,17 +1022,42 @@ static void call_begin(cdc_client_t *self, client_call_t *call, cdc_shard_task_t
             call->cover_mask |= UINT64_C(1) << tasks[t].cover;
 }
 
-/* Stable placement over the workers in the plan (placement.h): shard s stays
-   on worker s while that worker is in the plan, since it already holds
-   shard s's weights; only the shards of workers that left move. */
+/* Fixed slots (placement.h): shard s on its home, worker s, when it is live
+   and holds slot s's weights; else on a ready spare; else an erasure while
+   the background restores the home, unless the call could not be decoded
+   without it. */
 static void call_place(cdc_client_t *self, client_call_t *call)
 {
-    uint64_t planned_mask;
+    uint64_t live, ready[CDC_MAX_WORKERS];
     int shards[64];
-    cdc_client_planned(self, &planned_mask);
+    cdc_client_live(self, &live);
+    cdc_slots_ready(self->slots, ready);
     for (int t = 0; t < call->count; t++)
         shards[t] = call->tasks[t].shard;
-    cdc_placement_assign(shards, call->count, self->count, planned_mask, call->worker_of);
+    cdc_placement_slots(shards, call->count, self->count, live, ready,
+                        call->count - call->needed, call->worker_of);
+}
+
+/* Remember the weights each slot used (slots.h), so a worker that returns
+   empty can be sent them between calls. */
+static void call_note_weights(cdc_client_t *self, const client_call_t *call)
+{
+    for (int t = 0; t < call->count; t++) {
+        const cdc_shard_task_t *task = &call->tasks[t];
+        int served_by = call->state[t] != TASK_IDLE ? call->worker_of[t] : -1;
+        if (task->a_key) {
+            cdc_slot_weight_t weight = {
+                wire_key(task->a_key, task->shard, call->needed, task->a_rows, task->k, task->a),
+                task->a_rows, task->k, task->a, task->a_hold, 0};
+            cdc_slots_note(self->slots, task->shard, &weight, served_by);
+        }
+        if (task->kind == CDC_TASK_GEMM && task->bt_key) {
+            cdc_slot_weight_t weight = {
+                wire_key(task->bt_key, task->shard, call->needed, task->cols, task->k, task->bt),
+                task->cols, task->k, task->bt, task->bt_hold, 0};
+            cdc_slots_note(self->slots, task->shard, &weight, served_by);
+        }
+    }
 }
 
 /* Send every placed task whose worker is live now; a planned worker that is
@@ -994,14 +1069,15 @@ static void call_dispatch(cdc_client_t *self, client_call_t *call)
     for (int t = 0; t < call->count; t++) {
         int w = call->worker_of[t];
         call->state[t] = TASK_IDLE;
+        call->tasks[t].dispatched = 0;
         if (w < 0 || !(live_mask & (UINT64_C(1) << w))) {
             self->counters.dead_skipped++;
             continue;
         }
-        int sent = send_task(self, &self->workers[w], &call->tasks[t], call->request_id,
-                             call->needed);
+        int sent = send_task(self, w, &call->tasks[t], call->request_id, call->needed);
         if (sent == CDC_OK) {
             call->state[t] = TASK_PENDING;
+            call->tasks[t].dispatched = 1;
             call->pending++;
         } else {
             self->counters.send_failures++;
@@ -1009,6 +1085,7 @@ static void call_dispatch(cdc_client_t *self, client_call_t *call)
                 CDC_LOG_WARNF("shard %d not sent: %s", call->tasks[t].shard, cdc_last_error());
         }
     }
+    call_note_weights(self, call);
 }
 
 /* Whether the call stops waiting at now: every covered data shard is in
@@ -1122,9 +1199,8 @@ static void call_apply_reply(cdc_client_t *self, client_call_t *call, int t, int
     if (h->type == CDC_MSG_MISS && call->retries[t] < MAX_MISS_RETRIES) {
         self->counters.misses++;
         call->retries[t]++;
-        worker_forget(&self->workers[w], h->a_key);
-        if (send_task(self, &self->workers[w], &call->tasks[t], call->request_id,
-                      call->needed) != CDC_OK) {
+        cdc_slots_forget(self->slots, w, h->a_key);
+        if (send_task(self, w, &call->tasks[t], call->request_id, call->needed) != CDC_OK) {
             call->state[t] = TASK_IDLE;
             call->pending--;
         }
@@ -1151,7 +1227,9 @@ static void call_receive(cdc_client_t *self, client_call_t *call, int w)
         if (cdc_wire_decode(&wire, 0, &msg) != CDC_OK) {
             self->counters.invalid_replies++;
             CDC_LOG_WARNF("worker %d: invalid reply: %s", w, cdc_last_error());
-        } else if (msg.header.type != CDC_MSG_PONG && msg.header.type != CDC_MSG_GOODBYE) {
+        } else if (msg.header.type == CDC_MSG_PONG) {
+            cdc_slots_acked(self->slots, w, msg.header.request_id); /* restore_send_ping */
+        } else if (msg.header.type != CDC_MSG_GOODBYE) {
             /* (A GOODBYE reaches the heartbeat thread too, which acts on it.) */
             int t = call_match_reply(self, call, w, &msg.header);
             if (t >= 0)
@@ -1175,9 +1253,10 @@ static void drain_stale(cdc_client_t *self)
              n++) {
             cdc_msg_t msg;
             int valid = cdc_wire_decode(&wire, 0, &msg) == CDC_OK;
-            if (valid && (msg.header.type == CDC_MSG_PONG ||
-                          msg.header.type == CDC_MSG_GOODBYE))
-                ; /* as during a call: harmless (the heartbeat thread acts on GOODBYE) */
+            if (valid && msg.header.type == CDC_MSG_PONG)
+                cdc_slots_acked(self->slots, w, msg.header.request_id); /* restore_send_ping */
+            else if (valid && msg.header.type == CDC_MSG_GOODBYE)
+                ; /* harmless: the heartbeat thread acts on it */
             else if (valid && msg.header.request_id <= self->next_request)
                 self->counters.late_replies++;
             else
@@ -1186,6 +1265,64 @@ static void drain_stale(cdc_client_t *self)
         }
         cdc_wire_msg_close(&wire);
     }
+}
+
+/* Full redundancy (every slot has a live worker holding its weights) lost
+   and regained: the repair's time, from the departure that began it. */
+static void track_redundancy(cdc_client_t *self, uint64_t live, int64_t last_departure_us)
+{
+    int full = cdc_slots_full(self->slots, live);
+    int64_t now_us = (int64_t) (cdc__clock_ms() * 1000.0);
+    if (!full && self->degraded_since_us < 0) {
+        /* Seen at the pass after the departure: date it from the departure
+           when that is recent, else from now (a slot that was never filled). */
+        int recent = last_departure_us > 0 && now_us - last_departure_us < 1000000;
+        self->degraded_since_us = recent ? last_departure_us : now_us;
+    } else if (full && self->degraded_since_us >= 0) {
+        uint64_t took = (uint64_t) (now_us - self->degraded_since_us);
+        self->counters.redundancy_repairs++;
+        self->counters.repair_us_sum += took;
+        if (took > self->counters.repair_us_max)
+            self->counters.repair_us_max = took;
+        self->degraded_since_us = -1;
+        CDC_LOG_INFOF("full redundancy again after %.1f ms", (double) took / 1000.0);
+    }
+    atomic_store(&self->restoring, !full || cdc_slots_busy(self->slots, live));
+}
+
+/* Under the call lock, at a call's start or between calls (the heartbeat
+   thread): read the data sockets (acks of restores, stale replies), learn
+   which workers are new processes or lost their connection, send returning
+   workers and spares the weights their slots need (slots.h), and time the
+   repair. */
+static void restore_pass(cdc_client_t *self)
+{
+    drain_stale(self);
+    int count = self->count;
+    uint64_t live, instance[CDC_MAX_WORKERS], departures[CDC_MAX_WORKERS];
+    pthread_mutex_lock(&self->state_lock);
+    live = self->live;
+    int64_t last_departure_us = self->last_departure_us;
+    for (int w = 0; w < count; w++) {
+        instance[w] = self->peers[w].has_status ? self->peers[w].status.instance : 0;
+        departures[w] = self->departures[w];
+    }
+    pthread_mutex_unlock(&self->state_lock);
+    cdc_slots_t *slots = self->slots;
+    slots->worker_count = count;
+    for (int w = 0; w < count; w++) {
+        if (departures[w] != self->deaths_seen[w]) {
+            cdc_slots_connection_lost(slots, w);
+            self->deaths_seen[w] = departures[w];
+        }
+        cdc_slots_instance(slots, w, instance[w]);
+    }
+    uint64_t before = slots->background_bytes;
+    cdc_slot_io_t io = {restore_send_weights, restore_send_ping, self};
+    cdc_slots_restore(slots, live, &io);
+    self->counters.background_weight_bytes += slots->background_bytes - before;
+    track_redundancy(self, live, last_departure_us);
+    self->last_pass_ms = (int64_t) cdc__clock_ms();
 }
 
 /* Give up at once on tasks whose worker has died since dispatch. */
@@ -1250,9 +1387,10 @@ int cdc_client_run(cdc_client_t *self, cdc_shard_task_t *tasks, int count, int n
     if (count < 1 || count > 64)
         return count == 0 ? CDC_OK : cdc__fail(CDC_EINVAL, "%d tasks, at most 64", count);
     pthread_mutex_lock(&self->lock);
-    drain_stale(self);
     if (self->pending)
         discovery_publish(self); /* a worker discovered since the last call */
+    cdc_slots_call(self->slots, count);
+    restore_pass(self);
     client_call_t call;
     call_begin(self, &call, tasks, count, needed, wait_ms, timeout_ms, arrived);
     call_place(self, &call);

@@ -32,6 +32,10 @@ typedef struct {
     uint64_t dead_skipped;    /* tasks not sent or given up: worker dead     */
     uint64_t cancels_sent;    /* CANCELs for a finished call's shards still
                                  pending on a live worker (one per worker)  */
+    uint64_t background_weight_bytes; /* weights sent between calls (slots.h) */
+    uint64_t redundancy_repairs; /* full redundancy regained after a loss    */
+    uint64_t repair_us_sum;   /* loss to full redundancy, summed, us         */
+    uint64_t repair_us_max;   /* the longest, us                             */
     uint64_t live_mask;       /* bit w: worker w answers heartbeats now      */
 } cdc_remote_counters_t;
 

@@ -1,4 +1,4 @@
-/* placement.h - which worker computes which shard of a call: stable placement.
+/* placement.h - which worker computes which shard of a call: fixed slots.
  *
  * Pure (no sockets, no clock, no locks) so the rule can be tested alone;
  * client.c applies it to every call. */
@@ -7,21 +7,31 @@
 
 #include <stdint.h>
 
-/* Place count tasks (task t computes shard shards[t]) on the workers of the
-   plan: bit w of planned_mask for w < worker_count (at most 64).
+/* Place count tasks (task t computes shard shards[t]) on worker_count
+   workers (at most 64). Shard s is the plan's slot s; worker s is its home.
 
-   - Shard s stays on worker s while worker s is in the plan: it already
-     holds shard s's cached weights, so a re-plan after a worker leaves or
-     rejoins moves nothing that did not have to move. Only the first task
-     of a shard claims its worker this way.
-   - Every other task goes, in task order, to the lowest-numbered planned
-     worker that no task has claimed yet.
-   - With more tasks than planned workers, a task that finds none free
-     wraps onto the (t mod P)-th of the P planned workers (which then
-     computes two shards).
+   1. Shard s goes home, to worker s, when that worker is live and ready for
+      slot s (bit s of ready[s]: it holds the slot's weights). Only the first
+      task of a shard claims its home this way.
+   2. A shard whose home cannot take it goes to the lowest-numbered live,
+      unclaimed worker ready for its slot (a hot spare holds every slot's
+      weights; a worker a spare stood in for may hold them too).
+   3. Still homeless: when more tasks are homeless than the call can lose
+      (tolerable: tasks beyond the n results it needs), the call could not
+      be decoded, so they go where their weights are not yet: home when it
+      is live, else the lowest live unclaimed worker (the weights follow on
+      the call path); with none unclaimed, task t wraps onto the (t mod L)-th
+      of the L live workers. Otherwise they are left out (-1): erasures,
+      decoded from parity, while the background brings their workers' weights.
 
-   worker_of[t] receives the worker of task t, or -1 for every task when no
-   worker is planned. Never fails; thread-safe. */
+   ready may be NULL: every worker ready for every slot. worker_of[t]
+   receives the worker of task t or -1. Never fails; thread-safe. */
+void cdc_placement_slots(const int *shards, int count, int worker_count, uint64_t live,
+                         const uint64_t *ready, int tolerable, int *worker_of);
+
+/* The placement before slots and the test suite's reference: every planned
+   worker ready, nothing tolerable (every task placed while any worker is
+   planned). */
 void cdc_placement_assign(const int *shards, int count, int worker_count,
                           uint64_t planned_mask, int *worker_of);
 

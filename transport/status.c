@@ -16,6 +16,7 @@ static const struct {
     {"max_memory", offsetof(cdc_status_report_t, max_memory)},
     {"tasks", offsetof(cdc_status_report_t, tasks)},
     {"load", offsetof(cdc_status_report_t, load)},
+    {"instance", offsetof(cdc_status_report_t, instance)},
 };
 #define FIELD_COUNT (sizeof fields / sizeof fields[0])
 

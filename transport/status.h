@@ -17,6 +17,9 @@ typedef struct {
     uint64_t max_memory;    /* its --max-memory                                */
     uint64_t tasks;         /* shard tasks computed since it started           */
     uint64_t load;          /* WEIGHTS and tasks queued or running now         */
+    uint64_t instance;      /* drawn by the process at start: another value on
+                               the same endpoint is another process, whose
+                               weight cache is empty (0: not reported)        */
 } cdc_status_report_t;
 
 /* The text for *status into out (size bytes, NUL-terminated); returns its

@@ -245,6 +245,11 @@ static int env_respawn(const char *var, const char *value, cdc_config_t *c)
     return rc;
 }
 
+static int env_data_shards(const char *var, const char *value, cdc_config_t *c)
+{
+    return parse_int(var, value, 1, CDC_MAX_WORKERS, &c->data_shards);
+}
+
 static int env_discover_interface(const char *var, const char *value, cdc_config_t *c)
 {
     return parse_copy(var, value, c->discover_interface, sizeof c->discover_interface);
@@ -285,7 +290,7 @@ static const struct {
     {"CDCGEMM_INSECURE", env_insecure},
     {"CDCGEMM_DISCOVER_INTERFACE", env_discover_interface},
     {"CDCGEMM_DISCOVER_WAIT_MS", env_discover_wait_ms},
-    {"CDCGEMM_RESPAWN", env_respawn},
+    {"CDCGEMM_RESPAWN", env_respawn},       {"CDCGEMM_DATA_SHARDS", env_data_shards},
 };
 
 extern char **environ;

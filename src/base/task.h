@@ -38,6 +38,8 @@ typedef struct {
     float *result;       /* a_rows x cols, contiguous, written by the executor */
     double elapsed_ms;   /* set by the executor: dispatch of the call to this
                             result's arrival                                 */
+    int dispatched;      /* set by the executor: the task went to a worker
+                            (or ran); 0: not sent (no worker could take it) */
 } cdc_shard_task_t;
 
 #endif

@@ -40,6 +40,7 @@ int cdc__coded_call_init(cdc_coded_call_t *call, const cdc_code_t *code, int n,
     call->code = code;
     call->n = n;
     call->r = code ? cdc_code_r(code) : 0;
+    call->wanted_r = call->r;
     call->rows = rows;
     call->cols = cols;
     size_t block = (size_t) rows * (size_t) cols;
@@ -230,6 +231,14 @@ static void call_collect(const cdc_coded_call_t *call, call_run_t *run)
     report->r = call->r;
     report->split = call->split;
     report->erased = cdc__popcount64(run->erased);
+    /* Redundancy: results the call could do without. Under 2-modular
+       redundancy each of the n replicas adds one; the call asked for n. */
+    int dispatched = 0;
+    for (int t = 0; t < run->count; t++)
+        dispatched += run->sent[t].dispatched;
+    int wanted = run->replicate ? n : call->wanted_r;
+    report->redundancy = dispatched > n ? dispatched - n : 0;
+    report->degraded = report->redundancy < wanted;
     for (int s = 0; s < CDC_MAX_WORKERS; s++)
         report->shard_ms[s] = -1.0;
     for (int t = 0; t < run->count; t++) {
@@ -333,6 +342,7 @@ static void call_account(cdc_context_t *context, const cdc_coded_call_t *call,
     pthread_mutex_lock(&context->lock);
     context->last_call = *report;
     context->stats.coded_calls += call->r > 0;
+    context->stats.degraded_calls += report->degraded;
     context->stats.shards_sent += (uint64_t) run->count;
     context->stats.shards_erased += (uint64_t) cdc__popcount64(lost);
     context->stats.results_decoded += (uint64_t) report->decoded;
@@ -370,7 +380,10 @@ int cdc__context_code(cdc_context_t *context, int n, int r, const cdc_code_t **c
        lower r so that the n + r shards fit them (r <= n). With none the
        call is local anyway: keep r. */
     int live = cdc__context_plan_workers(context, NULL);
-    if (live > 0 && n + r > live)
+    /* keep-shards with n live: the missing workers' slots are erasures
+       (decodable while at most r), so no weight shard moves. */
+    int erasures_ok = context->config.replan == CDC_REPLAN_KEEP_SHARDS && live >= n;
+    if (live > 0 && n + r > live && !erasures_ok)
         r = live - n > 0 ? live - n : 0;
     if (r > n)
         r = n;

@@ -27,6 +27,9 @@ typedef struct cdc_coded_call {
     float *storage;                         /* the result blocks: this
                                                thread's scratch buffer        */
     cdc_split_t split;      /* the split in the caller's terms (the report)  */
+    int wanted_r;           /* the parity asked for (plan.h): fewer shards
+                               dispatched than n + this is a degraded call;
+                               cdc__coded_call_init sets r                  */
 } cdc_coded_call_t;
 
 /* Prepare a call of n data and r parity shard results of rows x cols: allocates

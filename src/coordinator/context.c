@@ -36,6 +36,9 @@ static int config_validate(const cdc_config_t *config)
         return cdc__fail(CDC_ECONFIG, "split = %d: unknown split", (int) config->split);
     if (config->replan != CDC_REPLAN_KEEP_SHARDS && config->replan != CDC_REPLAN_KEEP_PARITY)
         return cdc__fail(CDC_ECONFIG, "replan = %d: unknown policy", (int) config->replan);
+    if (config->data_shards < 0 || config->data_shards > CDC_MAX_WORKERS)
+        return cdc__fail(CDC_ECONFIG, "data_shards = %d: expected 0 (workers - r) or 1..%d",
+                         config->data_shards, CDC_MAX_WORKERS);
     if (config->replicate && config->parity != 0)
         return cdc__fail(CDC_ECONFIG, "replicate = 1 needs parity = 0 (got %d)",
                          config->parity);
@@ -262,6 +265,10 @@ int cdc_context_stats(cdc_context_t *context, cdc_stats_t *stats)
         stats->weights_sent = remote.weights_sent;
         stats->weight_bytes = remote.weight_bytes;
         stats->cancels_sent = remote.cancels_sent;
+        stats->background_weight_bytes = remote.background_weight_bytes;
+        stats->redundancy_repairs = remote.redundancy_repairs;
+        stats->repair_us_sum = remote.repair_us_sum;
+        stats->repair_us_max = remote.repair_us_max;
     }
     cdc__local_workers_respawn_counters(context->local, &stats->worker_respawns,
                                         &stats->respawns_given_up);
@@ -296,7 +303,12 @@ int cdc__context_data_shards(const cdc_context_t *context, int parity, int *n)
         return cdc__fail(CDC_ECONFIG, "parity r = %d: expected 0..%d", parity,
                          CDC_MAX_PARITY);
     int total = cdc__context_worker_total(context);
-    int data = total - parity;
+    int data = context->config.data_shards > 0 ? context->config.data_shards : total - parity;
+    if (context->config.data_shards > 0 && data + parity > total)
+        return cdc__fail(CDC_ECONFIG,
+                         "CDCGEMM_DATA_SHARDS = %d with parity r = %d needs %d workers, "
+                         "there are %d",
+                         data, parity, data + parity, total);
     if (data < 1 || (parity > 0 && parity > data))
         return cdc__fail(CDC_ECONFIG,
                          "parity r = %d with %d workers leaves n = %d data shards "
@@ -314,14 +326,15 @@ int cdc__context_data_shards(const cdc_context_t *context, int parity, int *n)
         return CDC_OK;
     }
     if (context->config.replan == CDC_REPLAN_KEEP_SHARDS) {
-        /* Latency first: shards keep their size while enough workers live;
-           the dead ones come out of the parity (cdc__context_code lowers r
-           to fit), so a call costs what it cost before. */
+        /* Latency first: shards keep their size while enough workers live.
+           The slots of the dead are erasures, decoded from parity, until
+           their workers are back or a spare stands in (cdc__context_code
+           keeps r while n live); fewer than n: n shrinks, r goes. */
         *n = live < data ? live : data;
         return CDC_OK;
     }
     int r = parity <= live / 2 ? parity : live / 2;
-    *n = live - r;
+    *n = live - r < data ? live - r : data;
     return CDC_OK;
 }
 

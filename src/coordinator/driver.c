@@ -164,6 +164,7 @@ static int driver_dispatch(cdc_context_t *context, const cdc_call_plan_t *plan,
     if (rc != CDC_OK)
         return rc;
     call.split = plan->split;
+    call.wanted_r = plan->wanted_r;
     for (int s = 0; s < set->n + set->r; s++) {
         cdc_shard_task_t *task = &call.tasks[s];
         task->kind = CDC_TASK_GEMM;

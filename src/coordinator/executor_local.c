@@ -18,6 +18,7 @@ static int local_run(cdc_executor_t *self, cdc_shard_task_t *tasks, int count,
         if (rc != CDC_OK)
             return rc;
         tasks[t].elapsed_ms = cdc__clock_ms() - start;
+        tasks[t].dispatched = 1;
         *arrived |= UINT64_C(1) << t;
     }
     return CDC_OK;

@@ -28,6 +28,7 @@ int cdc__plan_resolve(cdc_context_t *context, int parity_override,
                       cdc_split_t split_override, cdc_call_plan_t *plan)
 {
     plan->r = cdc__context_parity(context, parity_override);
+    plan->wanted_r = plan->r;
     plan->code = NULL;
     plan->split = split_override != CDC_SPLIT_AUTO ? split_override : context->config.split;
     plan->cut = CDC_SHARD_A;

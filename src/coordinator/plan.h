@@ -19,6 +19,9 @@ typedef enum {
 /* What one coded call does, whatever its front end. */
 typedef struct {
     int n, r;               /* data and parity shards                       */
+    int wanted_r;           /* the parity asked for, before r was lowered to
+                               fit the workers: a call with less redundancy
+                               than this is degraded                        */
     const cdc_code_t *code; /* the code for (n, r); NULL when r = 0         */
     cdc_split_t split;      /* in the caller's terms: ROWS cuts the rows of
                                C (the weights' rows of a layer: output or

@@ -120,6 +120,7 @@ static int conv_call_init(cdc_coded_call_t *call, const cdc_layer_t *layer,
     if (rc != CDC_OK)
         return rc;
     call->split = plan->split;
+    call->wanted_r = plan->wanted_r;
     if (plan->code) {
         call->scales_fill = conv_scales_fill;
         call->scales_job = job;

@@ -17,7 +17,7 @@
 #define BACKOFF_RESET_MS 10000 /* an incarnation that lived this long starts over */
 #define LOOP_DEATHS 5          /* more deaths than this ...                        */
 #define LOOP_WINDOW_MS 10000   /* ... within this window: a crash loop, given up   */
-#define HANG_KILL_MS 1000      /* silent this long after being live: hung         */
+#define HANG_KILL_MS 400       /* silent this long after the heartbeats lost it: hung */
 #define START_GRACE_MS 5000    /* never live this long after a start: hung too    */
 #define STALL_MS 200           /* a pass this late: we were not watching          */
 

@@ -16,6 +16,8 @@
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
+#include <unistd.h>
 
 /* Only the compute thread touches cache and counters while it runs. */
 struct cdc_worker_compute {
@@ -32,7 +34,20 @@ struct cdc_worker_compute {
        compute thread after each request, read by the socket thread. */
     atomic_uint_fast64_t submitted, done, tasks, cache_bytes, cache_entries;
     uint64_t max_memory;
+    uint64_t instance; /* drawn at start: tells a coordinator this process
+                          from the one before it on the same endpoint       */
 };
+
+/* A number no earlier process on this endpoint had: the start time in ns
+   mixed with the pid (never 0: 0 means "not reported"). */
+static uint64_t draw_instance(void)
+{
+    struct timespec now;
+    clock_gettime(CLOCK_REALTIME, &now);
+    uint64_t x = (uint64_t) now.tv_sec * 1000000000u + (uint64_t) now.tv_nsec;
+    x ^= (uint64_t) getpid() << 40;
+    return x ? x : 1;
+}
 
 /* Hand a built reply (rc: the status of building it) to the main loop and
    wake it. A reply the peer's budget refused is dropped and counted. */
@@ -309,6 +324,7 @@ int cdc__worker_compute_start(cdc_server_t *server, const cdc_worker_options_t *
     self->server = server;
     self->peer_tasks = peer_tasks;
     self->max_memory = options->max_memory;
+    self->instance = draw_instance();
     int rc;
     if ((rc = cdc_mailbox_new(&self->requests)) != CDC_OK ||
         (rc = cdc_mailbox_new(&self->replies)) != CDC_OK ||
@@ -354,6 +370,7 @@ void cdc__worker_compute_status(cdc_worker_compute_t *self, cdc_status_report_t 
         .max_memory = self->max_memory,
         .tasks = atomic_load(&self->tasks),
         .load = submitted > done ? submitted - done : 0,
+        .instance = self->instance,
     };
 }
 

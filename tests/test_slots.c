@@ -1,0 +1,314 @@
+/* test_slots.c - the plan's fixed slots without sockets: manifests and their
+   holds, background restores through fake sends, acknowledgements, new
+   instances, lost connections, and when redundancy is full. */
+#include "slots.h"
+#include "testutil.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#define BIT(w) (UINT64_C(1) << (w))
+
+/* ---- fakes: a hold that counts its frees, sends that record ---------------- */
+
+typedef struct {
+    cdc_hold_t hold;
+    float data[16];
+    int *freed;
+} held_block_t;
+
+static void held_block_free(cdc_hold_t *hold)
+{
+    held_block_t *block = (held_block_t *) hold;
+    (*block->freed)++;
+    free(block);
+}
+
+static held_block_t *held_block_new(int *freed)
+{
+    held_block_t *block = calloc(1, sizeof *block);
+    ck_assert_ptr_nonnull(block);
+    cdc_hold_init(&block->hold, held_block_free);
+    block->freed = freed;
+    return block;
+}
+
+static cdc_slot_weight_t weight_of(held_block_t *block, uint64_t key)
+{
+    return (cdc_slot_weight_t){key, 4, 4, block->data, &block->hold, 0};
+}
+
+typedef struct {
+    int weights_sent[8];  /* per worker */
+    uint64_t last_key[8];
+    int pings[8];
+    uint64_t last_token[8];
+    int refuse;           /* sends fail (no connection) */
+} fake_io_t;
+
+static int fake_send_weights(void *ctx, int w, const cdc_slot_weight_t *weight)
+{
+    fake_io_t *io = ctx;
+    if (io->refuse)
+        return CDC_ETIMEDOUT;
+    io->weights_sent[w]++;
+    io->last_key[w] = weight->key;
+    return CDC_OK;
+}
+
+static int fake_send_ping(void *ctx, int w, uint64_t token)
+{
+    fake_io_t *io = ctx;
+    if (io->refuse)
+        return CDC_ETIMEDOUT;
+    io->pings[w]++;
+    io->last_token[w] = token;
+    return CDC_OK;
+}
+
+/* Slots for workers workers after a first call of count shards, every home
+   ready (nothing to hold yet). */
+static void slots_start(cdc_slots_t *slots, int workers, int count, fake_io_t *fake,
+                        cdc_slot_io_t *io)
+{
+    cdc_slots_init(slots);
+    slots->worker_count = workers;
+    memset(fake, 0, sizeof *fake);
+    *io = (cdc_slot_io_t){fake_send_weights, fake_send_ping, fake};
+    cdc_slots_call(slots, count);
+    cdc_slots_restore(slots, BIT(workers) - 1, io);
+}
+
+/* ---- tests ------------------------------------------------------------------ */
+
+START_TEST(test_homes_ready_without_weights)
+{
+    cdc_slots_t *slots = malloc(sizeof *slots);
+    fake_io_t fake;
+    cdc_slot_io_t io;
+    slots_start(slots, 5, 5, &fake, &io);
+    for (int w = 0; w < 5; w++)
+        ck_assert_uint_eq(slots->workers[w].ready, BIT(w));
+    ck_assert(cdc_slots_full(slots, BIT(5) - 1));
+    ck_assert(!cdc_slots_full(slots, (BIT(5) - 1) & ~BIT(2)));
+    cdc_slots_fini(slots);
+    free(slots);
+}
+END_TEST
+
+/* A home that got its weights on the call path stays ready; a returning
+   empty one (new instance) is sent them in the background and is ready
+   once it acknowledged them, not before. */
+START_TEST(test_new_instance_restored_in_background)
+{
+    cdc_slots_t *slots = malloc(sizeof *slots);
+    fake_io_t fake;
+    cdc_slot_io_t io;
+    int freed = 0;
+    slots_start(slots, 5, 5, &fake, &io);
+    held_block_t *blocks[5];
+    for (int s = 0; s < 5; s++) {
+        blocks[s] = held_block_new(&freed);
+        cdc_slots_sent(slots, s, 100 + s); /* the call path */
+        cdc_slots_instance(slots, s, 1000 + s);
+        cdc_slot_weight_t weight = weight_of(blocks[s], 100 + s);
+        cdc_slots_note(slots, s, &weight, s);
+    }
+    cdc_slots_restore(slots, BIT(5) - 1, &io);
+    for (int w = 0; w < 5; w++)
+        ck_assert_uint_eq(slots->workers[w].ready, BIT(w)); /* sticky */
+    ck_assert_int_eq(fake.weights_sent[1], 0);
+    /* Worker 1 is a new process: it holds nothing. */
+    cdc_slots_instance(slots, 1, 2001);
+    ck_assert_uint_eq(slots->workers[1].ready, 0);
+    ck_assert(!cdc_slots_full(slots, BIT(5) - 1));
+    cdc_slots_restore(slots, BIT(5) - 1, &io);
+    ck_assert_int_eq(fake.weights_sent[1], 1);
+    ck_assert_uint_eq(fake.last_key[1], 101);
+    /* The ack PING behind it (an earlier one acknowledged the call path's). */
+    ck_assert_uint_eq(fake.last_token[1], slots->workers[1].sent_seq);
+    ck_assert_uint_eq(slots->background_sent, 1);
+    ck_assert_uint_eq(slots->background_bytes, 4 * 4 * sizeof(float));
+    ck_assert_uint_eq(slots->workers[1].ready, 0); /* sent, not acknowledged */
+    cdc_slots_restore(slots, BIT(5) - 1, &io);
+    ck_assert_int_eq(fake.weights_sent[1], 1); /* not again */
+    cdc_slots_acked(slots, 1, fake.last_token[1]);
+    cdc_slots_restore(slots, BIT(5) - 1, &io);
+    ck_assert_uint_eq(slots->workers[1].ready, BIT(1));
+    ck_assert(cdc_slots_full(slots, BIT(5) - 1));
+    /* The layers go: the manifest lets go of their weights at the next pass. */
+    for (int s = 0; s < 5; s++)
+        cdc_hold_retire(&blocks[s]->hold);
+    ck_assert_int_eq(freed, 0);
+    cdc_slots_restore(slots, BIT(5) - 1, &io);
+    ck_assert_int_eq(freed, 5);
+    for (int s = 0; s < 5; s++)
+        ck_assert_int_eq(slots->manifest_count[s], 0);
+    cdc_slots_fini(slots);
+    free(slots);
+}
+END_TEST
+
+/* Live owners' weights stay in the manifest until fini releases them. */
+START_TEST(test_fini_releases_holds)
+{
+    cdc_slots_t *slots = malloc(sizeof *slots);
+    fake_io_t fake;
+    cdc_slot_io_t io;
+    int freed = 0;
+    slots_start(slots, 3, 3, &fake, &io);
+    held_block_t *block = held_block_new(&freed);
+    cdc_slot_weight_t weight = weight_of(block, 7);
+    cdc_slots_note(slots, 0, &weight, 0);
+    cdc_slots_note(slots, 0, &weight, 0); /* touched, not added twice */
+    ck_assert_int_eq(slots->manifest_count[0], 1);
+    cdc_hold_release(&block->hold); /* the owner's reference, not retired */
+    ck_assert_int_eq(freed, 0);
+    cdc_slots_fini(slots);
+    ck_assert_int_eq(freed, 1);
+    free(slots);
+}
+END_TEST
+
+/* A spare is sent every slot's weights and can then stand in for any. */
+START_TEST(test_spare_holds_every_slot)
+{
+    cdc_slots_t *slots = malloc(sizeof *slots);
+    fake_io_t fake;
+    cdc_slot_io_t io;
+    int freed = 0;
+    slots_start(slots, 6, 5, &fake, &io); /* worker 5 is the spare */
+    ck_assert_uint_eq(slots->workers[5].ready, BIT(5) - 1); /* nothing to hold yet */
+    held_block_t *block = held_block_new(&freed);
+    for (int s = 0; s < 5; s++) {
+        cdc_slots_sent(slots, s, 10 + s);
+        cdc_slot_weight_t weight = weight_of(block, 10 + s);
+        cdc_slots_note(slots, s, &weight, s);
+    }
+    ck_assert_uint_eq(slots->workers[5].ready, 0); /* it lacks them now */
+    cdc_slots_restore(slots, BIT(6) - 1, &io);
+    ck_assert_int_eq(fake.weights_sent[5], 5);
+    ck_assert_int_eq(fake.pings[5], 1);
+    cdc_slots_acked(slots, 5, fake.last_token[5]);
+    cdc_slots_restore(slots, BIT(6) - 1, &io);
+    ck_assert_uint_eq(slots->workers[5].ready, BIT(5) - 1);
+    /* Home 3 dies: the spare covers it, redundancy stays full. */
+    ck_assert(cdc_slots_full(slots, (BIT(6) - 1) & ~BIT(3)));
+    /* Two homes die: one spare cannot cover both. */
+    ck_assert(!cdc_slots_full(slots, (BIT(6) - 1) & ~BIT(3) & ~BIT(1)));
+    cdc_hold_release(&block->hold);
+    cdc_slots_fini(slots);
+    ck_assert_int_eq(freed, 1);
+    free(slots);
+}
+END_TEST
+
+/* At most CDC_SLOT_UNACKED weights in flight per worker; the rest follow as
+   acknowledgements come. */
+START_TEST(test_unacknowledged_window)
+{
+    cdc_slots_t *slots = malloc(sizeof *slots);
+    fake_io_t fake;
+    cdc_slot_io_t io;
+    int freed = 0;
+    slots_start(slots, 2, 1, &fake, &io); /* worker 1: a spare of slot 0 */
+    held_block_t *block = held_block_new(&freed);
+    const int layers = CDC_SLOT_UNACKED + 4;
+    for (int i = 0; i < layers; i++) {
+        cdc_slots_sent(slots, 0, 500 + (uint64_t) i);
+        cdc_slot_weight_t weight = weight_of(block, 500 + (uint64_t) i);
+        cdc_slots_note(slots, 0, &weight, 0);
+    }
+    cdc_slots_restore(slots, BIT(2) - 1, &io);
+    ck_assert_int_eq(fake.weights_sent[1], CDC_SLOT_UNACKED);
+    cdc_slots_restore(slots, BIT(2) - 1, &io);
+    ck_assert_int_eq(fake.weights_sent[1], CDC_SLOT_UNACKED);
+    cdc_slots_acked(slots, 1, fake.last_token[1]);
+    cdc_slots_restore(slots, BIT(2) - 1, &io);
+    ck_assert_int_eq(fake.weights_sent[1], layers);
+    ck_assert_uint_eq(slots->workers[1].ready, 0);
+    cdc_slots_acked(slots, 1, fake.last_token[1]);
+    cdc_slots_restore(slots, BIT(2) - 1, &io);
+    ck_assert_uint_eq(slots->workers[1].ready, BIT(0));
+    cdc_hold_release(&block->hold);
+    cdc_slots_fini(slots);
+    free(slots);
+}
+END_TEST
+
+/* A lost connection may have lost what was not acknowledged: sent again.
+   A send that fails (no connection) is not remembered. */
+START_TEST(test_connection_lost_resends)
+{
+    cdc_slots_t *slots = malloc(sizeof *slots);
+    fake_io_t fake;
+    cdc_slot_io_t io;
+    int freed = 0;
+    slots_start(slots, 2, 1, &fake, &io);
+    held_block_t *block = held_block_new(&freed);
+    cdc_slots_sent(slots, 0, 42);
+    cdc_slot_weight_t weight = weight_of(block, 42);
+    cdc_slots_note(slots, 0, &weight, 0);
+    fake.refuse = 1;
+    cdc_slots_restore(slots, BIT(2) - 1, &io);
+    ck_assert(!cdc_slots_has(slots, 1, 42));
+    fake.refuse = 0;
+    cdc_slots_restore(slots, BIT(2) - 1, &io);
+    ck_assert(cdc_slots_has(slots, 1, 42));
+    ck_assert_int_eq(fake.weights_sent[1], 1);
+    cdc_slots_connection_lost(slots, 1);
+    ck_assert(!cdc_slots_has(slots, 1, 42));
+    cdc_slots_restore(slots, BIT(2) - 1, &io);
+    ck_assert_int_eq(fake.weights_sent[1], 2);
+    cdc_slots_acked(slots, 1, fake.last_token[1]);
+    cdc_slots_connection_lost(slots, 1); /* acknowledged: kept */
+    ck_assert(cdc_slots_has(slots, 1, 42));
+    /* A stale token (from before) never acknowledges newer sends. */
+    cdc_slots_acked(slots, 1, 0);
+    ck_assert_uint_eq(slots->workers[1].acked_seq, slots->workers[1].sent_seq);
+    /* MISS: forgotten, and not ready for the slot that needs it. */
+    cdc_slots_restore(slots, BIT(2) - 1, &io);
+    ck_assert_uint_eq(slots->workers[1].ready, BIT(0));
+    cdc_slots_forget(slots, 1, 42);
+    ck_assert_uint_eq(slots->workers[1].ready, 0);
+    cdc_hold_release(&block->hold);
+    cdc_slots_fini(slots);
+    free(slots);
+}
+END_TEST
+
+/* Views of a call's memory (no hold) are never kept for later. */
+START_TEST(test_unheld_weights_not_kept)
+{
+    cdc_slots_t *slots = malloc(sizeof *slots);
+    fake_io_t fake;
+    cdc_slot_io_t io;
+    slots_start(slots, 3, 3, &fake, &io);
+    float data[16] = {0};
+    cdc_slot_weight_t weight = {9, 4, 4, data, NULL, 0};
+    cdc_slots_note(slots, 1, &weight, 1);
+    ck_assert_int_eq(slots->manifest_count[1], 0);
+    cdc_slots_fini(slots);
+    free(slots);
+}
+END_TEST
+
+static Suite *slots_suite(void)
+{
+    Suite *suite = suite_create("slots");
+    TCase *tcase = tcase_create("slots");
+    tcase_add_test(tcase, test_homes_ready_without_weights);
+    tcase_add_test(tcase, test_new_instance_restored_in_background);
+    tcase_add_test(tcase, test_fini_releases_holds);
+    tcase_add_test(tcase, test_spare_holds_every_slot);
+    tcase_add_test(tcase, test_unacknowledged_window);
+    tcase_add_test(tcase, test_connection_lost_resends);
+    tcase_add_test(tcase, test_unheld_weights_not_kept);
+    suite_add_tcase(suite, tcase);
+    return suite;
+}
+
+int main(void)
+{
+    return cdc_test_run_suite(slots_suite());
+}

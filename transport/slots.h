@@ -1,0 +1,112 @@
+/* slots.h - the plan's fixed slots: what each slot's worker must hold, who
+ * holds it, and getting it to a worker that returns, in the background.
+ *
+ * Shard s of every call is the plan's slot s. Its home is worker s; workers
+ * past the last slot are hot spares. A slot's weights (one row block per
+ * layer, under wire keys that name the shard) are remembered in its
+ * manifest with a hold (hold.h) on their memory, so that a worker that comes
+ * back empty (a respawned process, a new instance) or a spare can be sent
+ * them between calls, without a copy, instead of on the call path.
+ *
+ * A worker is ready for slot s once it holds every weight in s's manifest
+ * and has acknowledged them: a PING sent behind the WEIGHTS on the same
+ * ordered pipe, answered, proves they arrived. Ready stays set while the
+ * worker keeps them (a new layer's weights sent to it on the call path
+ * arrive in order before its task); it is cleared for a new instance (an
+ * empty cache), and for a slot whose new weights a worker lacks.
+ *
+ * Pure: no sockets, no clock, no locks (the client calls it under its call
+ * lock); sending goes through the callbacks in cdc_slot_io_t. */
+#ifndef CDC_SLOTS_H_INCLUDED
+#define CDC_SLOTS_H_INCLUDED
+
+#include "cdcgemm.h"
+#include "hold.h"
+
+#include <stdint.h>
+
+#define CDC_SLOT_KEYS_PER_WORKER 256 /* keys remembered; forgetting costs a re-send */
+#define CDC_SLOT_MANIFEST 32         /* weights remembered per slot (LRU)         */
+#define CDC_SLOT_UNACKED 8           /* background WEIGHTS in flight per worker   */
+
+/* One weight operand of a slot, as it goes on the wire. */
+typedef struct {
+    uint64_t key;        /* wire key (names the shard)                        */
+    int64_t rows, k;
+    const float *data;   /* rows x k, kept alive by hold                      */
+    cdc_hold_t *hold;    /* one reference owned by the manifest; NULL: a view
+                            valid only during the call (never re-shipped)    */
+    uint64_t used;       /* call stamp of its last use (LRU)                  */
+} cdc_slot_weight_t;
+
+typedef struct {
+    int (*send_weights)(void *ctx, int worker, const cdc_slot_weight_t *weight);
+    int (*send_ping)(void *ctx, int worker, uint64_t token);
+    void *ctx;
+} cdc_slot_io_t;
+
+/* What the slots know of one worker. */
+typedef struct {
+    uint64_t keys[CDC_SLOT_KEYS_PER_WORKER]; /* weight keys sent, oldest first */
+    uint64_t seq[CDC_SLOT_KEYS_PER_WORKER];  /* the send number of each        */
+    int key_count;
+    uint64_t sent_seq;   /* WEIGHTS sent to it so far                          */
+    uint64_t acked_seq;  /* those acknowledged (a PONG behind them)            */
+    uint64_t pinged_seq; /* sent_seq when the last ack PING went               */
+    uint64_t instance;   /* the process's own number (its status); 0 unknown  */
+    uint64_t ready;      /* bit s: ready to serve slot s                       */
+} cdc_slot_worker_t;
+
+typedef struct {
+    int worker_count;
+    int slot_count;      /* tasks of the latest call: slots 0..slot_count-1;
+                            workers at slot_count and beyond are spares      */
+    uint64_t stamp;      /* calls seen                                         */
+    cdc_slot_worker_t workers[CDC_MAX_WORKERS];
+    cdc_slot_weight_t manifest[CDC_MAX_WORKERS][CDC_SLOT_MANIFEST];
+    int manifest_count[CDC_MAX_WORKERS];
+    uint64_t background_bytes; /* weight bytes sent by cdc_slots_restore     */
+    uint64_t background_sent;  /* and messages                                */
+} cdc_slots_t;
+
+void cdc_slots_init(cdc_slots_t *slots);
+/* Drop every manifest hold. */
+void cdc_slots_fini(cdc_slots_t *slots);
+
+/* Keys sent to worker w (the call path, or a restore). */
+int cdc_slots_has(const cdc_slots_t *slots, int w, uint64_t key);
+void cdc_slots_sent(cdc_slots_t *slots, int w, uint64_t key);
+/* Worker w said MISS for key: it no longer holds it. */
+void cdc_slots_forget(cdc_slots_t *slots, int w, uint64_t key);
+/* Worker w answered the ack PING token (its sent_seq when sent). */
+void cdc_slots_acked(cdc_slots_t *slots, int w, uint64_t token);
+/* Worker w's connection dropped: what was sent but not acknowledged may be
+   lost with it. */
+void cdc_slots_connection_lost(cdc_slots_t *slots, int w);
+/* Worker w's status named its instance: a new one (a new process) holds
+   nothing. */
+void cdc_slots_instance(cdc_slots_t *slots, int w, uint64_t instance);
+
+/* A call with count tasks begins: slot_count follows it. */
+void cdc_slots_call(cdc_slots_t *slots, int count);
+/* Task of slot s used weight (its hold retained by the manifest when not
+   NULL) and went to worker served_by (-1: nobody). Workers ready for s that
+   lack it are ready no longer. */
+void cdc_slots_note(cdc_slots_t *slots, int s, const cdc_slot_weight_t *weight, int served_by);
+
+/* Between calls or at a call's start: for each live worker, the slots it
+   should be ready for (a home: its own; a spare: every slot), homes first,
+   send what it lacks (at most CDC_SLOT_UNACKED unacknowledged at a time),
+   then an ack PING; mark ready what it holds and acknowledged. */
+void cdc_slots_restore(cdc_slots_t *slots, uint64_t live, const cdc_slot_io_t *io);
+
+/* Whether some live worker has weights sent and not yet acknowledged. */
+int cdc_slots_busy(const cdc_slots_t *slots, uint64_t live);
+
+/* Whether every slot has a distinct live worker ready for it. */
+int cdc_slots_full(const cdc_slots_t *slots, uint64_t live);
+
+/* ready[0..worker_count-1] for cdc_placement_slots. */
+void cdc_slots_ready(const cdc_slots_t *slots, uint64_t *ready);
+
+#endif
