@@ -35,6 +35,8 @@ static int demo_run(const cdc_workload_t *workload, int parity, const char *labe
     memset(run, 0, sizeof *run);
     run->label = label;
     run->crash_at = crash_at;
+    run->crash_worker = DEMO_CRASHED;
+    run->progress = 1;
     return cdc_run_execute(workload, &config, CDC_SPLIT_AUTO, DEMO_REQUESTS, DEMO_WARMUP, run);
 }
 
@@ -82,7 +84,7 @@ int cdc_bench_demo(int argc, char **argv)
         printf("  latency histogram: cdcgemm-demo.png\n");
     int bad = all[0].lost + all[0].wrong + all[1].lost + all[1].wrong;
     for (int i = 0; i < 2; i++)
-        free(runs[i].records);
+        cdc_run_free(&runs[i]);
     cdc_workload_free(&workload);
     return bad ? 3 : 0;
 }
