@@ -73,6 +73,7 @@ int cdc_bench_run(int argc, char **argv)
     const char *model = NULL, *baseline = NULL, *json = NULL, *csv = NULL, *plot = NULL;
     cdc_chaos_spec_t chaos;
     int with_chaos = 0;
+    const char *chaos_text = "";
     cdc_split_t split = config.split;
     int bad = 0;
     for (int i = 1; i < argc && !bad; i++) {
@@ -119,6 +120,7 @@ int cdc_bench_run(int argc, char **argv)
                 bad = 1;
             }
             with_chaos = 1;
+            chaos_text = v;
         } else if (strcmp(a, "--faults") == 0) {
             snprintf(config.faults, sizeof config.faults, "%s", v);
         } else if (strcmp(a, "--baseline") == 0) {
@@ -221,6 +223,18 @@ int cdc_bench_run(int argc, char **argv)
         }
         failed = cdc_run_execute(&workload, &base, split, requests, warmup, &runs[count++]);
     }
+    /* The plot's title: the model, or the layers as given. */
+    char title[256];
+    snprintf(title, sizeof title, "%s", model ? model : "");
+    for (int i = 0; !model && i < workload.count; i++) {
+        size_t used = strlen(title);
+        snprintf(title + used, sizeof title - used, "%s%s", i ? " " : "",
+                 workload.layers[i].name);
+    }
+    if (with_chaos) {
+        size_t used = strlen(title);
+        snprintf(title + used, sizeof title - used, ", chaos %s", chaos_text);
+    }
     int lost_or_wrong = 0;
     for (int i = 0; i < count && !failed; i++) {
         print_summary(&runs[i]);
@@ -233,7 +247,7 @@ int cdc_bench_run(int argc, char **argv)
     if (!failed && csv)
         failed |= cdc_report_csv(csv, runs, count);
     if (!failed && plot)
-        failed |= cdc_report_plot(plot, runs, count, model ? model : "layers");
+        failed |= cdc_report_plot(plot, runs, count, title);
     for (int i = 0; i < count; i++)
         cdc_run_free(&runs[i]);
     cdc_workload_free(&workload);

@@ -183,29 +183,53 @@ static int plot_data(char *path, const cdc_run_t *runs, int count, int *max_pari
     return fclose(out) != 0;
 }
 
+/* Whether run i's event e is also in another run (same request, action and
+   worker: the same fault injected in both); *first: no earlier run has it. */
+static int event_shared(const cdc_run_t *runs, int count, int i, const cdc_chaos_event_t *ev,
+                        int *first)
+{
+    int shared = 0;
+    *first = 1;
+    for (int j = 0; j < count; j++)
+        for (int e = 0; j != i && e < runs[j].event_count; e++) {
+            const cdc_chaos_event_t *o = &runs[j].events[e];
+            if (o->request == ev->request && o->worker == ev->worker &&
+                strcmp(o->action, ev->action) == 0) {
+                shared = 1;
+                *first &= j > i;
+            }
+        }
+    return shared;
+}
+
 /* A dashed vertical line per fault or chaos event (not the SIGCONTs) in the
-   run's colour, labelled while there are few. */
+   run's colour (dark grey when every run has it, drawn once), labelled while
+   there are few. */
 static void plot_events(FILE *gp, const cdc_run_t *runs, int count)
 {
     int marks = 0;
     for (int i = 0; i < count; i++)
         for (int e = 0; e < runs[i].event_count; e++)
             marks += strcmp(runs[i].events[e].action, "cont") != 0;
+    int drawn = 0;
     for (int i = 0; i < count; i++) {
-        const char *color = plot_colors[i % 4];
         for (int e = 0; e < runs[i].event_count; e++) {
             const cdc_chaos_event_t *ev = &runs[i].events[e];
-            if (strcmp(ev->action, "cont") == 0)
+            int first;
+            int shared = event_shared(runs, count, i, ev, &first);
+            if (strcmp(ev->action, "cont") == 0 || !first)
                 continue;
+            const char *color = shared ? "#404040" : plot_colors[i % 4];
             fprintf(gp,
                     "set arrow from %d, graph 0 to %d, graph 1 nohead lw 1.5 dt (6,4) "
                     "lc rgb '%s' front\n",
                     ev->request, ev->request, color);
             if (marks <= 12)
                 fprintf(gp,
-                        "set label '%s w%d' at %d, graph %.2f offset 0.4,0 tc rgb '%s' "
+                        "set label '%s w%d' at %d, graph %.2f offset 0.6,0 tc rgb '%s' "
                         "front font ',10'\n",
-                        ev->action, ev->worker, ev->request, 0.95 - 0.06 * (i % 4), color);
+                        ev->action, ev->worker, ev->request, 0.95 - 0.05 * (drawn % 3), color);
+            drawn++;
         }
     }
 }
@@ -227,13 +251,19 @@ int cdc_report_plot(const char *path, const cdc_run_t *runs, int count, const ch
         requests = runs[i].requests > requests ? runs[i].requests : requests;
     }
     double bin = max > 0 ? max / 40.0 : 1.0;
+    char safe[512]; /* inside gnuplot's single quotes */
+    snprintf(safe, sizeof safe, "%s", title);
+    for (char *p = safe; *p; p++)
+        if (*p == '\'' || *p == '\\' || *p == '\n')
+            *p = ' ';
+    title = safe;
     FILE *gp = popen("gnuplot", "w");
     int rc = 1;
     if (gp) {
         fprintf(gp,
-                "set terminal pngcairo size 1000,900 font ',11'; set output '%s'\n"
+                "set terminal pngcairo noenhanced size 1000,900 font ',11'; set output '%s'\n"
                 "set multiplot title '%s' font ',13'\n"
-                "set origin 0,0.38; set size 1,0.58; set key top left opaque box\n"
+                "set origin 0,0.38; set size 1,0.58; set key above horizontal\n"
                 "set xlabel 'request'; set ylabel 'latency (ms)'; set xrange [0:%d]\n"
                 "set yrange [0:*]; set grid ytics lc rgb '#dddddd'\n"
                 "set y2range [0:%d]; set y2tics 0,1 nomirror; set ytics nomirror\n"
@@ -252,7 +282,7 @@ int cdc_report_plot(const char *path, const cdc_run_t *runs, int count, const ch
         fprintf(gp,
                 "\nunset arrow; unset label; unset y2tics; unset y2label; set y2range [*:*]\n"
                 "set origin 0,0; set size 1,0.38; set xrange [0:*]\n"
-                "set key top right; set xlabel 'request latency (ms)'; set ylabel 'requests'\n"
+                "set key inside top right; set xlabel 'request latency (ms)'; set ylabel 'requests'\n"
                 "set style fill transparent solid 0.5; set boxwidth %g absolute\n"
                 "bin(x)=%g*floor(x/%g)+%g/2\nplot ",
                 bin, bin, bin, bin);

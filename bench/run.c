@@ -176,12 +176,12 @@ static int timed_requests(const cdc_workload_t *workload, run_state_t *st, cdc_r
     atomic_init(&current, 0);
     cdc_chaos_actor_t *actor = NULL;
     cdc_chaos_event_t crash = {0}, *crash_event = NULL;
-    sample(run, 0);
     double start = cdc_bench_now_ms();
     if (run->chaos && cdc_chaos_actor_start(run->chaos, &targets, start, &current, &actor)) {
         fprintf(stderr, "cdcgemm-bench: --chaos: cannot start its thread\n");
         return 1;
     }
+    sample(run, 0); /* every sample with the chaos thread running, if any */
     for (int i = 0; i < requests; i++) {
         atomic_store(&current, i);
         if (i > 0 && i % CDC_RUN_SAMPLE_EVERY == 0)
@@ -194,12 +194,12 @@ static int timed_requests(const cdc_workload_t *workload, run_state_t *st, cdc_r
         run_request(workload, st->context, st->layers, st->y, &run->records[i]);
         progress_show(&progress, run->label, i + 1, requests);
     }
+    sample(run, requests);
     cdc_chaos_event_t *events = NULL;
     int count = 0;
     cdc_chaos_actor_stop(actor, &events, &count);
     progress_end(&progress);
     merge_events(run, events, count, crash_event);
-    sample(run, requests);
     return 0;
 }
 
