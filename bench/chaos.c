@@ -145,9 +145,7 @@ static int parse_key(const char *text, size_t len, cdc_chaos_rule_t *rule, seen_
                             tilde + 1);
         }
     } else if (flag == &seen->jitter) {
-        if (seen->every && memchr(rule->text, '~', strlen(rule->text)))
-            return fail(error, size, rule->text, "jitter given twice ('~' and jitter=)");
-        rule->jitter_ms = ms;
+        rule->jitter_ms = ms; /* a '~' before it already set seen->jitter */
     } else {
         if (ms < 1.0)
             return fail(error, size, rule->text, "for=%.*s: must be at least 1ms", (int) vlen,
