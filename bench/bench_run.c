@@ -2,6 +2,7 @@
    configuration and fault schedule, an optional baseline; JSON/CSV/PNG out. */
 #include "bench_run.h"
 
+#include "chaos.h"
 #include "report.h"
 #include "run.h"
 
@@ -21,6 +22,12 @@ void cdc_bench_run_usage(FILE *out)
             "  --split S         auto|output|channel|spatial (default auto)\n"
             "  --faults SPEC     fault schedule (docs/faults.md)\n"
             "  --crash-at Q      crash worker --crash-worker (default 1) at request Q\n"
+            "  --chaos SPEC      kill/stop/restart worker processes from outside on a seeded\n"
+            "                    schedule during the timed requests (docs/faults.md), e.g.\n"
+            "                    'kill@random:every=2s;stop@w2:every=10s,for=1s;seed=7'\n"
+            "  --external W      start W cdcgemm-worker processes here and use them as\n"
+            "                    CDCGEMM_WORKERS endpoints (not the library's children:\n"
+            "                    never respawned; --chaos restart needs these)\n"
             "  --baseline B      also run uncoded (r = 0, same workers), replicate (2MR:\n"
             "                    each of the n data shards on two workers) or local (one worker)\n"
             "  --in-process      run shards in this process (no worker processes)\n"
@@ -46,7 +53,8 @@ static void print_summary(const cdc_run_t *run)
     printf("%-9s r=%d workers=%-2d requests=%d ok=%d recovered=%d fallbacks=%d lost=%d "
            "wrong=%d latency_ms p50=%.2f p95=%.2f p99=%.2f max=%.2f mean=%.2f oracle_ms "
            "p50=%.2f p99=%.2f max_rel_error=%.2e\n",
-           run->label, run->config.parity, run->config.local_workers, s.requests, s.ok,
+           run->label, run->config.parity,
+           run->external > 0 ? run->external : run->config.local_workers, s.requests, s.ok,
            s.recovered, s.fallbacks, s.lost, s.wrong, s.p50, s.p95, s.p99, s.max, s.mean,
            s.oracle_p50, s.oracle_p99, s.max_rel_error);
 }
@@ -61,7 +69,11 @@ int cdc_bench_run(int argc, char **argv)
         return 2;
     }
     int requests = 100, warmup = 3, crash_at = -1, crash_worker = 1;
+    int external = 0;
     const char *model = NULL, *baseline = NULL, *json = NULL, *csv = NULL, *plot = NULL;
+    cdc_chaos_spec_t chaos;
+    int with_chaos = 0;
+    const char *chaos_text = "";
     cdc_split_t split = config.split;
     int bad = 0;
     for (int i = 1; i < argc && !bad; i++) {
@@ -99,6 +111,16 @@ int cdc_bench_run(int argc, char **argv)
                 fprintf(stderr, "cdcgemm-bench: %s\n", cdc_last_error());
                 bad = 1;
             }
+        } else if (strcmp(a, "--external") == 0) {
+            bad = parse_count(a, v, 1, &external);
+        } else if (strcmp(a, "--chaos") == 0) {
+            char error[CDC_CHAOS_ERROR_BYTES];
+            if (cdc_chaos_parse(v, &chaos, error, sizeof error)) {
+                fprintf(stderr, "cdcgemm-bench: --chaos: %s\n", error);
+                bad = 1;
+            }
+            with_chaos = 1;
+            chaos_text = v;
         } else if (strcmp(a, "--faults") == 0) {
             snprintf(config.faults, sizeof config.faults, "%s", v);
         } else if (strcmp(a, "--baseline") == 0) {
@@ -130,6 +152,24 @@ int cdc_bench_run(int argc, char **argv)
         return 2;
     }
     config.split = split;
+    if (with_chaos) {
+        /* Refuse a spec that cannot fit before any worker starts. */
+        char error[CDC_CHAOS_ERROR_BYTES];
+        int known = external > 0 || (!config.workers[0] && !config.in_process);
+        int workers = external > 0 ? external : config.local_workers;
+        if (!known) {
+            fprintf(stderr, "cdcgemm-bench: --chaos needs worker processes the bench knows: the "
+                            "embedded ones or --external W (not CDCGEMM_WORKERS or in process)\n");
+            bad = 1;
+        } else if (cdc_chaos_check(&chaos, workers, external > 0, error, sizeof error)) {
+            fprintf(stderr, "cdcgemm-bench: --chaos: %s\n", error);
+            bad = 1;
+        }
+        if (bad) {
+            cdc_workload_free(&workload);
+            return 2;
+        }
+    }
     if (crash_at >= 0) {
         /* Each request sends every worker one task per layer; warm-up included. */
         size_t used = strlen(config.faults);
@@ -146,6 +186,15 @@ int cdc_bench_run(int argc, char **argv)
     memset(runs, 0, sizeof runs);
     runs[0].label = config.parity > 0 ? "coded" : config.replicate ? "replicate" : "uncoded";
     runs[0].crash_at = crash_at;
+    runs[0].crash_worker = crash_worker;
+    runs[0].chaos = with_chaos ? &chaos : NULL;
+    runs[0].external = external;
+    runs[0].progress = 1;
+    if (external > 0 && config.in_process) {
+        fprintf(stderr, "cdcgemm-bench: --external and --in-process exclude each other\n");
+        cdc_workload_free(&workload);
+        return 2;
+    }
     failed = cdc_run_execute(&workload, &config, split, requests, warmup, &runs[count++]);
     if (!failed && baseline) {
         cdc_config_t base = config;
@@ -161,11 +210,30 @@ int cdc_bench_run(int argc, char **argv)
         }
         runs[1].label = baseline;
         runs[1].crash_at = strcmp(baseline, "local") == 0 ? -1 : crash_at;
+        runs[1].crash_worker = crash_worker;
+        runs[1].progress = 1;
+        /* The same chaos on the same kind of workers; one local device gets none. */
+        runs[1].chaos = strcmp(baseline, "local") == 0 ? NULL : runs[0].chaos;
+        runs[1].external = strcmp(baseline, "local") == 0 ? 0
+                           : strcmp(baseline, "replicate") == 0 && external ? base.local_workers
+                                                                            : external;
         if (runs[1].crash_at < 0 && crash_at >= 0) {
             /* One device cannot lose a worker and go on: run it fault-free. */
             snprintf(base.faults, sizeof base.faults, "%s", "");
         }
         failed = cdc_run_execute(&workload, &base, split, requests, warmup, &runs[count++]);
+    }
+    /* The plot's title: the model, or the layers as given. */
+    char title[256];
+    snprintf(title, sizeof title, "%s", model ? model : "");
+    for (int i = 0; !model && i < workload.count; i++) {
+        size_t used = strlen(title);
+        snprintf(title + used, sizeof title - used, "%s%s", i ? " " : "",
+                 workload.layers[i].name);
+    }
+    if (with_chaos) {
+        size_t used = strlen(title);
+        snprintf(title + used, sizeof title - used, ", chaos %s", chaos_text);
     }
     int lost_or_wrong = 0;
     for (int i = 0; i < count && !failed; i++) {
@@ -179,9 +247,9 @@ int cdc_bench_run(int argc, char **argv)
     if (!failed && csv)
         failed |= cdc_report_csv(csv, runs, count);
     if (!failed && plot)
-        failed |= cdc_report_plot(plot, runs, count, model ? model : "layers");
+        failed |= cdc_report_plot(plot, runs, count, title);
     for (int i = 0; i < count; i++)
-        free(runs[i].records);
+        cdc_run_free(&runs[i]);
     cdc_workload_free(&workload);
     return failed ? 1 : lost_or_wrong ? 3 : 0;
 }

@@ -1,6 +1,7 @@
 /* bench_util.c - clock, data, error norm and percentiles for the benchmarks. */
 #include "bench_util.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <math.h>
 #include <stdio.h>
@@ -85,6 +86,28 @@ long cdc_bench_rss_kib(long pid)
     if (f)
         fclose(f);
     return kib;
+}
+
+static int count_entries(const char *path)
+{
+    DIR *d = opendir(path);
+    if (!d)
+        return -1;
+    int count = 0;
+    for (struct dirent *e; (e = readdir(d)) != NULL;)
+        count += e->d_name[0] != '.';
+    closedir(d);
+    return count;
+}
+
+int cdc_bench_self_fds(void)
+{
+    return count_entries("/proc/self/fd");
+}
+
+int cdc_bench_self_threads(void)
+{
+    return count_entries("/proc/self/task");
 }
 
 void cdc_bench_worker_path(char *out, size_t size)

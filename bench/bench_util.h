@@ -26,6 +26,11 @@ double cdc_bench_percentile(const double *values, size_t count, double p);
    unknown. */
 long cdc_bench_rss_kib(long pid);
 
+/* Entries of /proc/self/fd (open descriptors, the one counting them
+   included) and of /proc/self/task (threads); -1 if unknown. */
+int cdc_bench_self_fds(void);
+int cdc_bench_self_threads(void);
+
 /* The cdcgemm-worker beside this program (its own directory) into out. */
 void cdc_bench_worker_path(char *out, size_t size);
 

@@ -101,7 +101,9 @@ void cdc_run_write_json(FILE *out, const cdc_run_t *run, const char *model)
             "%llu, \"results_decoded\": %llu, \"fallbacks\": %llu, \"bytes_out\": %llu, "
             "\"bytes_in\": %llu, \"weight_bytes\": %llu,\n    \"worker_deaths\": %llu, "
             "\"worker_rejoins\": %llu, \"worker_goodbyes\": %llu, \"worker_respawns\": %llu, "
-            "\"respawns_given_up\": %llu, \"cancels_sent\": %llu}}",
+            "\"respawns_given_up\": %llu, \"cancels_sent\": %llu,\n    \"degraded_calls\": %llu, "
+            "\"background_weight_bytes\": %llu, \"redundancy_repairs\": %llu, "
+            "\"repair_ms_mean\": %.3f, \"repair_ms_max\": %.3f}",
             (unsigned long long) t->calls, (unsigned long long) t->shards_sent,
             (unsigned long long) t->shards_erased, (unsigned long long) t->results_decoded,
             (unsigned long long) t->fallbacks, (unsigned long long) t->bytes_out,
@@ -109,7 +111,27 @@ void cdc_run_write_json(FILE *out, const cdc_run_t *run, const char *model)
             (unsigned long long) t->worker_deaths,
             (unsigned long long) t->worker_rejoins, (unsigned long long) t->worker_goodbyes,
             (unsigned long long) t->worker_respawns, (unsigned long long) t->respawns_given_up,
-            (unsigned long long) t->cancels_sent);
+            (unsigned long long) t->cancels_sent, (unsigned long long) t->degraded_calls,
+            (unsigned long long) t->background_weight_bytes,
+            (unsigned long long) t->redundancy_repairs,
+            t->redundancy_repairs ? (double) t->repair_us_sum / (double) t->redundancy_repairs / 1000.0
+                                  : 0.0,
+            (double) t->repair_us_max / 1000.0);
+    fprintf(out, ",\n  \"chaos\": [");
+    for (int i = 0; i < run->event_count; i++) {
+        const cdc_chaos_event_t *e = &run->events[i];
+        fprintf(out, "%s\n    {\"t_ms\": %.1f, \"request\": %d, \"action\": ", i ? "," : "",
+                e->t_ms, e->request);
+        json_string(out, e->action);
+        fprintf(out, ", \"worker\": %d, \"pid\": %ld}", e->worker, e->pid);
+    }
+    fprintf(out, "%s],\n  \"samples\": [", run->event_count ? "\n  " : "");
+    for (int i = 0; i < run->sample_count; i++) {
+        const cdc_run_sample_t *m = &run->samples[i];
+        fprintf(out, "%s\n    {\"request\": %d, \"rss_kib\": %ld, \"fds\": %d, \"threads\": %d}",
+                i ? "," : "", m->request, m->rss_kib, m->fds, m->threads);
+    }
+    fprintf(out, "%s]}", run->sample_count ? "\n  " : "");
 }
 
 int cdc_report_json(const char *path, const cdc_run_t *runs, int count, const char *model)
@@ -135,51 +157,149 @@ int cdc_report_csv(const char *path, const cdc_run_t *runs, int count)
         perror(path);
         return 1;
     }
-    fprintf(out, "run,request,latency_ms,oracle_ms,outcome,decoded,rel_error\n");
+    fprintf(out, "run,request,latency_ms,oracle_ms,outcome,decoded,rel_error,r,redundancy\n");
     for (int i = 0; i < count; i++)
         for (int q = 0; q < runs[i].requests; q++) {
             const cdc_request_record_t *r = &runs[i].records[q];
-            fprintf(out, "%s,%d,%.3f,%.3f,%s,%d,%.3e\n", runs[i].label, q, r->latency_ms,
-                    r->oracle_ms, cdc_outcome_name(r->outcome), r->decoded, r->rel_error);
+            fprintf(out, "%s,%d,%.3f,%.3f,%s,%d,%.3e,%d,%d\n", runs[i].label, q, r->latency_ms,
+                    r->oracle_ms, cdc_outcome_name(r->outcome), r->decoded, r->rel_error, r->r,
+                    r->redundancy);
         }
     return fclose(out) != 0;
 }
 
-int cdc_report_plot(const char *path, const cdc_run_t *runs, int count, const char *title)
+static const char *const plot_colors[] = {"#1f77b4", "#d62728", "#2ca02c", "#9467bd"};
+
+/* Per run a data block: request, latency_ms, redundancy. */
+static int plot_data(char *path, const cdc_run_t *runs, int count, int *max_parity)
 {
-    char data[] = "/tmp/cdcgemm-plot-XXXXXX";
-    int fd = mkstemp(data);
+    int fd = mkstemp(path);
     if (fd < 0) {
         perror("mkstemp");
         return 1;
     }
     FILE *out = fdopen(fd, "w");
-    double max = 0;
+    *max_parity = 0;
     for (int i = 0; i < count; i++) {
-        for (int q = 0; q < runs[i].requests; q++) {
-            fprintf(out, "%.3f\n", runs[i].records[q].latency_ms);
-            max = runs[i].records[q].latency_ms > max ? runs[i].records[q].latency_ms : max;
-        }
+        if (runs[i].config.parity > *max_parity)
+            *max_parity = runs[i].config.parity;
+        for (int q = 0; q < runs[i].requests; q++)
+            fprintf(out, "%d %.3f %d\n", q, runs[i].records[q].latency_ms,
+                    runs[i].records[q].redundancy);
         fprintf(out, "\n\n"); /* one gnuplot data block per run */
     }
-    fclose(out);
+    return fclose(out) != 0;
+}
+
+/* Whether run i's event e is also in another run (same request, action and
+   worker: the same fault injected in both); *first: no earlier run has it. */
+static int event_shared(const cdc_run_t *runs, int count, int i, const cdc_chaos_event_t *ev,
+                        int *first)
+{
+    int shared = 0;
+    *first = 1;
+    for (int j = 0; j < count; j++)
+        for (int e = 0; j != i && e < runs[j].event_count; e++) {
+            const cdc_chaos_event_t *o = &runs[j].events[e];
+            if (o->request == ev->request && o->worker == ev->worker &&
+                strcmp(o->action, ev->action) == 0) {
+                shared = 1;
+                *first &= j > i;
+            }
+        }
+    return shared;
+}
+
+/* A dashed vertical line per fault or chaos event (not the SIGCONTs) in the
+   run's colour (dark grey when every run has it, drawn once), labelled while
+   there are few. */
+static void plot_events(FILE *gp, const cdc_run_t *runs, int count)
+{
+    int marks = 0;
+    for (int i = 0; i < count; i++)
+        for (int e = 0; e < runs[i].event_count; e++)
+            marks += strcmp(runs[i].events[e].action, "cont") != 0;
+    int drawn = 0;
+    for (int i = 0; i < count; i++) {
+        for (int e = 0; e < runs[i].event_count; e++) {
+            const cdc_chaos_event_t *ev = &runs[i].events[e];
+            int first;
+            int shared = event_shared(runs, count, i, ev, &first);
+            if (strcmp(ev->action, "cont") == 0 || !first)
+                continue;
+            const char *color = shared ? "#404040" : plot_colors[i % 4];
+            fprintf(gp,
+                    "set arrow from %d, graph 0 to %d, graph 1 nohead lw 1.5 dt (6,4) "
+                    "lc rgb '%s' front\n",
+                    ev->request, ev->request, color);
+            if (marks <= 12)
+                fprintf(gp,
+                        "set label '%s w%d' at %d, graph %.2f offset 0.6,0 tc rgb '%s' "
+                        "front font ',10'\n",
+                        ev->action, ev->worker, ev->request, 0.95 - 0.05 * (drawn % 3), color);
+            drawn++;
+        }
+    }
+}
+
+/* Top: latency over request number, one line per run, fault and chaos events
+   marked, the redundancy each request could use shaded behind (right axis);
+   bottom: the latency histogram. */
+int cdc_report_plot(const char *path, const cdc_run_t *runs, int count, const char *title)
+{
+    char data[] = "/tmp/cdcgemm-plot-XXXXXX";
+    int max_parity = 0;
+    if (plot_data(data, runs, count, &max_parity))
+        return 1;
+    double max = 0;
+    int requests = 1;
+    for (int i = 0; i < count; i++) {
+        for (int q = 0; q < runs[i].requests; q++)
+            max = runs[i].records[q].latency_ms > max ? runs[i].records[q].latency_ms : max;
+        requests = runs[i].requests > requests ? runs[i].requests : requests;
+    }
     double bin = max > 0 ? max / 40.0 : 1.0;
-    char script[4096];
-    int used = snprintf(script, sizeof script,
-                        "set terminal pngcairo size 900,500; set output '%s';"
-                        "set title '%s'; set xlabel 'request latency (ms)';"
-                        "set ylabel 'requests'; set style fill transparent solid 0.5;"
-                        "set boxwidth %g absolute; bin(x)=%g*floor(x/%g)+%g/2; plot ",
-                        path, title, bin, bin, bin, bin);
-    for (int i = 0; i < count && used < (int) sizeof script; i++)
-        used += snprintf(script + used, sizeof script - (size_t) used,
-                         "%s'%s' index %d using (bin($1)):(1) smooth frequency with boxes "
-                         "title '%s'",
-                         i ? ", " : "", data, i, runs[i].label);
+    char safe[512]; /* inside gnuplot's single quotes */
+    snprintf(safe, sizeof safe, "%s", title);
+    for (char *p = safe; *p; p++)
+        if (*p == '\'' || *p == '\\' || *p == '\n')
+            *p = ' ';
+    title = safe;
     FILE *gp = popen("gnuplot", "w");
     int rc = 1;
     if (gp) {
-        fprintf(gp, "%s\n", script);
+        fprintf(gp,
+                "set terminal pngcairo noenhanced size 1000,900 font ',11'; set output '%s'\n"
+                "set multiplot title '%s' font ',13'\n"
+                "set origin 0,0.38; set size 1,0.58; set key above horizontal\n"
+                "set xlabel 'request'; set ylabel 'latency (ms)'; set xrange [0:%d]\n"
+                "set yrange [0:*]; set grid ytics lc rgb '#dddddd'\n"
+                "set y2range [0:%d]; set y2tics 0,1 nomirror; set ytics nomirror\n"
+                "set y2label 'redundancy (parity shards usable), shaded'\n",
+                path, title, requests > 1 ? requests - 1 : 1, max_parity > 0 ? max_parity : 1);
+        plot_events(gp, runs, count);
+        fprintf(gp, "plot ");
+        for (int i = 0; i < count; i++)
+            fprintf(gp,
+                    "%s'%s' index %d using 1:3 axes x1y2 with filledcurves y1=0 "
+                    "fs transparent solid 0.12 noborder lc rgb '%s' notitle",
+                    i ? ", " : "", data, i, plot_colors[i % 4]);
+        for (int i = 0; i < count; i++)
+            fprintf(gp, ", '%s' index %d using 1:2 with lines lw 1.5 lc rgb '%s' title '%s'",
+                    data, i, plot_colors[i % 4], runs[i].label);
+        fprintf(gp,
+                "\nunset arrow; unset label; unset y2tics; unset y2label; set y2range [*:*]\n"
+                "set origin 0,0; set size 1,0.38; set xrange [0:*]\n"
+                "set key inside top right; set xlabel 'request latency (ms)'; set ylabel 'requests'\n"
+                "set style fill transparent solid 0.5; set boxwidth %g absolute\n"
+                "bin(x)=%g*floor(x/%g)+%g/2\nplot ",
+                bin, bin, bin, bin);
+        for (int i = 0; i < count; i++)
+            fprintf(gp,
+                    "%s'%s' index %d using (bin($2)):(1) smooth frequency with boxes "
+                    "lc rgb '%s' title '%s'",
+                    i ? ", " : "", data, i, plot_colors[i % 4], runs[i].label);
+        fprintf(gp, "\nunset multiplot\n");
         rc = pclose(gp) != 0;
     }
     if (rc)

@@ -27,7 +27,9 @@ int cdc_report_json(const char *path, const cdc_run_t *runs, int count, const ch
 /* One row per request: run,request,latency_ms,oracle_ms,outcome,decoded,rel_error. */
 int cdc_report_csv(const char *path, const cdc_run_t *runs, int count);
 
-/* Latency histogram of every run, overlaid, as a PNG drawn by gnuplot.
+/* As a PNG drawn by gnuplot: latency over request number (a line per run,
+   fault and chaos events marked, redundancy shaded) above the latency
+   histogram of every run, overlaid.
    Nonzero (with a message) when gnuplot is missing or fails. */
 int cdc_report_plot(const char *path, const cdc_run_t *runs, int count, const char *title);
 

@@ -2,6 +2,7 @@
 #ifndef CDC_RUN_H_INCLUDED
 #define CDC_RUN_H_INCLUDED
 
+#include "chaos_actor.h"
 #include "workload.h"
 
 typedef enum {
@@ -19,16 +20,41 @@ typedef struct {
     int decoded;       /* data shards rebuilt from parity                    */
     int shards;        /* most shards (n + r) a layer of it was cut into: the
                           workers it used                                   */
+    int r;             /* fewest parity shards a layer of it was cut with   */
+    int redundancy;    /* fewest parity shards a layer of it could use
+                          (cdc_call_report_t.redundancy)                    */
     cdc_outcome_t outcome;
 } cdc_request_record_t;
 
+/* The bench process itself, every CDC_RUN_SAMPLE_EVERY requests. */
 typedef struct {
+    int request;  /* requests done when it was taken */
+    long rss_kib;
+    int fds, threads;
+} cdc_run_sample_t;
+
+#define CDC_RUN_SAMPLE_EVERY 1000
+
+typedef struct {
+    /* Set by the caller before cdc_run_execute: */
     const char *label;     /* "coded", "uncoded", "local"                  */
+    int crash_at;          /* request index of an injected crash, or -1    */
+    int crash_worker;      /* the worker --crash-at crashes                */
+    const cdc_chaos_spec_t *chaos; /* outside chaos during the timed requests,
+                              or NULL                                      */
+    int external;          /* > 0: the bench starts this many workers itself
+                              and gives them to the library as endpoints  */
+    int progress;          /* 1: progress on stderr when it is a terminal  */
+    /* Filled by cdc_run_execute (cdc_run_free releases): */
     cdc_config_t config;   /* the configuration the run used               */
     int requests;
-    int crash_at;          /* request index of an injected crash, or -1    */
     cdc_request_record_t *records;
     cdc_stats_t stats;     /* context counters at the end of the run       */
+    cdc_chaos_event_t *events; /* chaos events and the --crash-at fault,
+                              in time order                                */
+    int event_count;
+    cdc_run_sample_t *samples; /* at the start, every 1,000 requests, end  */
+    int sample_count;
 } cdc_run_t;
 
 /* Wrong when a layer's relative Frobenius error exceeds this. */
@@ -39,6 +65,9 @@ typedef struct {
    frees run->records). Nonzero when the context or layers cannot be made. */
 int cdc_run_execute(const cdc_workload_t *workload, const cdc_config_t *config,
                     cdc_split_t split, int requests, int warmup, cdc_run_t *run);
+
+/* Free what cdc_run_execute allocated in *run. */
+void cdc_run_free(cdc_run_t *run);
 
 const char *cdc_outcome_name(cdc_outcome_t outcome);
 

@@ -1,7 +1,7 @@
 #!/bin/sh
 # scenarios.sh - the fault-injection scenarios of docs/benchmarks.md, one JSON each.
 # usage: bench/scenarios.sh [BUILD_DIR] [OUT_DIR] [SCENARIO...]
-#   scenarios: crash stragglers scaling speedup (default: all)
+#   scenarios: crash stragglers scaling speedup chaos (default: all)
 set -eu
 build=${1:-build}
 out=${2:-bench-results}
@@ -14,7 +14,7 @@ mkdir -p "$out"
 PI3="slow@*:gflops=0.2"
 PI4="slow@*:gflops=1"
 WIFI="link@*:mbit=94,lat=0.3"
-scenarios=${*:-crash stragglers scaling speedup}
+scenarios=${*:-crash stragglers scaling speedup chaos}
 
 for s in $scenarios; do
   case $s in
@@ -23,6 +23,14 @@ for s in $scenarios; do
     "$bench" --model alexnet --workers 5 --parity 1 --requests 200 --crash-at 100 \
       --faults "$PI4;$WIFI;seed=1" --baseline uncoded --json "$out/crash.json" \
       --csv "$out/crash.csv" --plot "$out/crash.png"
+    ;;
+  chaos)
+    # A SIGKILL of a seeded random embedded worker every 2 s from outside the
+    # library (the supervisor respawns it); coded r = 1 vs uncoded on 5 workers.
+    "$bench" --layer fc:1024x1024:16 --requests 2000 --workers 5 \
+      --faults "$PI4;$WIFI;seed=1" --chaos 'kill@random:every=2s;seed=7' \
+      --baseline uncoded --json "$out/chaos.json" --csv "$out/chaos.csv" \
+      --plot "$out/chaos.png"
     ;;
   stragglers)
     # Every worker delays its reply by an exponential draw whose mean equals the
