@@ -462,7 +462,7 @@ static void destroy_held(void *item, void *ctx)
     cdc_reply_destroy(&reply);
 }
 
-static void loop_close(loop_t *loop, cdc_worker_counters_t *counters)
+static void loop_close(loop_t *loop, int by_parent, cdc_worker_counters_t *counters)
 {
     /* Stop: the current task finishes and its reply goes out; the queue is
        dropped (finding 10 of issue 9: 23 queued tasks all ran after SIGTERM). */
@@ -494,7 +494,7 @@ static void loop_close(loop_t *loop, cdc_worker_counters_t *counters)
        closes, so closing at once could lose the GOODBYE before its
        heartbeat thread, which wakes on it within a millisecond, reads it. */
     double linger_left = GOODBYE_GRACE_MS - (cdc__clock_ms() - goodbye_at);
-    if (bound && linger_left > 0)
+    if (bound && linger_left > 0 && !by_parent)
         cdc__sleep_ms((long) linger_left);
     cdc_server_destroy(&loop->server);
     if (bound)
@@ -512,6 +512,6 @@ int cdc_worker_run(const cdc_worker_options_t *options, volatile sig_atomic_t *s
         CDC_LOG_INFOF("worker %d: serving on %s", options->index, options->bind);
         rc = serve(&loop, stop);
     }
-    loop_close(&loop, counters);
+    loop_close(&loop, *stop == CDC_WORKER_STOP_BY_PARENT, counters);
     return rc;
 }

@@ -80,8 +80,12 @@ void cdc_worker_options_init(cdc_worker_options_t *options);
    schedule is invalid (detail in cdc_last_error). At a stop the task being
    computed finishes and its reply is sent, queued requests are dropped
    (dropped_at_exit), an ipc:// socket file is removed, and with parent_pid
-   its directory too when empty. counters may be NULL.
+   its directory too when empty. counters may be NULL. *stop set to
+   CDC_WORKER_STOP_BY_PARENT (the spawning coordinator itself asked, after
+   closing its sockets) skips the linger that lets coordinators read the
+   GOODBYE: nobody is left to read it.
    Blocks the thread. */
+#define CDC_WORKER_STOP_BY_PARENT 2
 int cdc_worker_run(const cdc_worker_options_t *options, volatile sig_atomic_t *stop,
                    cdc_worker_counters_t *counters);
 

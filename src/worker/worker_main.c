@@ -22,10 +22,17 @@ static int insecure; /* --insecure */
 static int announce; /* --announce */
 static cdc_discovery_where_t announce_where; /* --announce-port, --announce-interface */
 
-static void on_signal(int signo)
+static long signal_parent; /* --parent-pid, read by on_signal */
+
+/* A stop from the spawning coordinator comes after it closed its sockets:
+   no GOODBYE can be read, so the worker need not linger for one. */
+static void on_signal(int signo, siginfo_t *info, void *context)
 {
     (void) signo;
-    stop_requested = 1;
+    (void) context;
+    int by_parent = signal_parent > 0 && info && info->si_code == SI_USER &&
+                    (long) info->si_pid == signal_parent;
+    stop_requested = by_parent ? CDC_WORKER_STOP_BY_PARENT : 1;
 }
 
 static void on_hangup(int signo)
@@ -444,11 +451,14 @@ int main(int argc, char **argv)
     /* No SA_RESTART: the signal must interrupt the server's wait so the loop sees it. */
     struct sigaction action;
     memset(&action, 0, sizeof action);
-    action.sa_handler = on_signal;
+    signal_parent = options.parent_pid;
+    action.sa_sigaction = on_signal;
+    action.sa_flags = SA_SIGINFO;
     sigemptyset(&action.sa_mask);
     sigaction(SIGTERM, &action, NULL);
     sigaction(SIGINT, &action, NULL);
     if (options.curve_secret) {
+        action.sa_flags = 0;
         action.sa_handler = on_hangup;
         sigaction(SIGHUP, &action, NULL);
         options.reload = &reload_requested;
