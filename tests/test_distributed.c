@@ -1,6 +1,7 @@
 /* test_distributed.c - coded layers on real cdcgemm-worker processes, with faults. */
 #include "cdcgemm.h"
 #include "context.h"
+#include "layer.h"
 #include "protocol.h"
 #include "testutil.h"
 
@@ -308,6 +309,41 @@ START_TEST(test_weights_cross_once)
 }
 END_TEST
 
+/* WEIGHTS go without a copy (zmq_msg_init_data over the layer's held shard
+   set): a worker that is stopped leaves its shard queued in libzmq, still
+   holding the set, when the call (decoded from the others) returns and the
+   layer is destroyed. The set, and the weights it aliases, live on until
+   libzmq's I/O thread has written the shard to the resumed worker, then go
+   (ASan sees a read of freed memory, LSan anything never released). */
+START_TEST(test_layer_gone_while_weights_in_flight)
+{
+    cdc_context_t *context = remote_context(0);
+    fc_case_t warm, fc;
+    fc_case_init(&warm, context, 21);
+    fc_check(&warm); /* every worker live */
+    fc_case_init(&fc, context, 22);
+    ck_assert_int_eq(kill(worker_pids[1], SIGSTOP), 0);
+    fc_check(&fc); /* n of the n + r results suffice */
+    /* Mine: tells when the last shard set over the weights is gone. */
+    cdc_hold_t *weights = cdc_hold_retain(fc.layer->weights_hold);
+    ck_assert_int_eq(cdc_hold_refs(weights), 3); /* layer, its set, mine */
+    cdc_layer_destroy(&fc.layer);
+    /* The stopped worker's shard (2.4 MB, more than a socket buffer) is
+       still in libzmq's hands: the retired set is held by its slices. */
+    ck_assert_int_eq(cdc_hold_refs(weights), 2);
+    ck_assert(cdc_hold_retired(weights));
+    ck_assert_int_eq(kill(worker_pids[1], SIGCONT), 0);
+    double deadline = cdc_test_now_s() + 10.0;
+    while (cdc_hold_refs(weights) > 1 && cdc_test_now_s() < deadline)
+        cdc_test_sleep_ms(5);
+    ck_assert_int_eq(cdc_hold_refs(weights), 1);
+    cdc_hold_release(weights);
+    fc_case_free(&fc);
+    fc_case_free(&warm);
+    cdc_context_destroy(&context);
+}
+END_TEST
+
 START_TEST(test_worker_killed_between_calls)
 {
     cdc_context_t *context = remote_context(0);
@@ -603,6 +639,7 @@ static Suite *distributed_suite(void)
     suite_add_tcase(suite, scenario("no_fault", test_no_fault));
     suite_add_tcase(suite, scenario("weights_once", test_weights_cross_once));
     suite_add_tcase(suite, scenario("padding", test_padding_beyond_span_local));
+    suite_add_tcase(suite, scenario("in_flight", test_layer_gone_while_weights_in_flight));
     suite_add_tcase(suite, scenario("killed", test_worker_killed_between_calls));
     suite_add_tcase(suite, scenario("stopped", test_worker_stopped));
     suite_add_tcase(suite, scenario("all_dead", test_all_workers_dead));

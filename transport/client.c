@@ -871,9 +871,12 @@ void cdc_client_counters(cdc_client_t *self, cdc_remote_counters_t *counters)
     pthread_mutex_unlock(&self->state_lock);
 }
 
-/* Make sure worker w holds the keyed operand, sending it if not. */
+/* Make sure worker w holds the keyed operand, sending it if not. With a
+   hold (the task's a_hold/bt_hold) the payload goes without a copy: libzmq
+   reads data after this returns, each chunk holding a reference to hold
+   (cdc_wire_send_held); NULL copies it. */
 static int ensure_weights(cdc_client_t *self, remote_worker_t *w, uint64_t key,
-                          int64_t rows, int64_t k, const float *data)
+                          int64_t rows, int64_t k, const float *data, cdc_hold_t *hold)
 {
     if (worker_has(w, key))
         return CDC_OK;
@@ -883,7 +886,7 @@ static int ensure_weights(cdc_client_t *self, remote_worker_t *w, uint64_t key,
     h.rows = rows;
     h.k = k;
     cdc_frame_t payload = {data, (size_t) rows * (size_t) k * sizeof(float)};
-    int rc = cdc_wire_send(w->socket, NULL, &h, &payload, 1, ZMQ_DONTWAIT);
+    int rc = cdc_wire_send_held(w->socket, NULL, &h, &payload, &hold, 1, ZMQ_DONTWAIT);
     if (rc != CDC_OK)
         return rc;
     worker_remember(w, key);
@@ -908,7 +911,8 @@ static int send_task(cdc_client_t *self, remote_worker_t *w, const cdc_shard_tas
     int rc;
     if (task->a_key) {
         h.a_key = wire_key(task->a_key, task->shard, needed, task->a_rows, task->k, task->a);
-        if ((rc = ensure_weights(self, w, h.a_key, task->a_rows, task->k, task->a)))
+        if ((rc = ensure_weights(self, w, h.a_key, task->a_rows, task->k, task->a,
+                                 task->a_hold)))
             return rc;
     } else {
         payloads[0] = (cdc_frame_t){task->a, (size_t) task->a_rows * (size_t) task->k * 4};
@@ -921,7 +925,8 @@ static int send_task(cdc_client_t *self, remote_worker_t *w, const cdc_shard_tas
             task->input, (size_t) task->batch * (size_t) (g->channels * g->h * g->w) * 4};
     } else if (task->bt_key) {
         h.bt_key = wire_key(task->bt_key, task->shard, needed, task->cols, task->k, task->bt);
-        if ((rc = ensure_weights(self, w, h.bt_key, task->cols, task->k, task->bt)))
+        if ((rc = ensure_weights(self, w, h.bt_key, task->cols, task->k, task->bt,
+                                 task->bt_hold)))
             return rc;
     } else {
         payloads[1] = (cdc_frame_t){task->bt, (size_t) task->cols * (size_t) task->k * 4};
