@@ -14,8 +14,9 @@
  * the bytes are written, or dropped because the peer left). So a peer that
  * stops reading, or a worker holding replies back by a fault, can hold at
  * most peer_budget bytes; a reply that would exceed it is dropped and counted
- * instead of queued. The reply object itself is every slice's hint and
- * counts them, so nothing else tracks it in flight.
+ * instead of queued. The reply's own hold (hold.h, one reference per slice,
+ * taken by cdc_wire_slices_build as for the coordinator's WEIGHTS) is every
+ * slice's hint, so nothing else tracks it in flight.
  *
  * The peer table is bounded (MAX_PEERS, least recently seen dropped): ROUTER
  * cannot tell us when a connection closes (ZMQ_ROUTER_NOTIFY is a draft API in

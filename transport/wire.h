@@ -37,11 +37,12 @@ typedef struct {
 /* Send header + payloads as one multipart message, each payload split into
    chunk frames (CDC_PROTO_CHUNK_BYTES; an empty payload is one empty frame).
    routing_id (ROUTER side) may be NULL. flags may hold ZMQ_DONTWAIT.
-   Payloads are copied (cdc_wire_send_held sends held memory without). Returns CDC_OK; CDC_ETIMEDOUT when the socket cannot
-   take the message now (EAGAIN: no connected peer or queue full); CDC_ENOMEM
-   when a part cannot be allocated (every part is built before the first is
-   sent, so nothing is sent then); CDC_EINVAL when the payloads need more
-   parts than a message may have; CDC_ETRANSPORT on any other zmq error. */
+   Payloads are copied (cdc_wire_send_held sends held memory without).
+   Returns CDC_OK; CDC_ETIMEDOUT when the socket cannot take the message now
+   (EAGAIN: no connected peer or queue full); CDC_ENOMEM when a part cannot
+   be allocated (every part is built before the first is sent, so nothing is
+   sent then); CDC_EINVAL when the payloads need more parts than a message
+   may have; CDC_ETRANSPORT on any other zmq error. */
 int cdc_wire_send(void *socket, zmq_msg_t *routing_id, const cdc_msg_header_t *header,
                   const cdc_frame_t *payloads, int payload_count, int flags);
 
