@@ -97,9 +97,9 @@ static double run_weight_encode(void *p)
     /* The set aliases the weights; copying the full blocks too would be the
        cost a worker pays when it receives them, not the encoder's. */
     double t0 = cdc_bench_now_ms();
-    cdc__shard_set_new(a->code, DATA_SHARDS, a->w, a->rows, a->k, &set);
+    cdc__shard_set_new(a->code, DATA_SHARDS, a->w, a->rows, a->k, NULL, &set);
     double t = cdc_bench_now_ms() - t0;
-    cdc__shard_set_destroy(&set);
+    cdc__shard_set_retire(&set);
     return t;
 }
 

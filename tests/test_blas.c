@@ -380,6 +380,51 @@ START_TEST(test_cache_detects_repeats_and_changes)
 }
 END_TEST
 
+/* The cached copy and its row blocks outlive the entry: a holder of the
+   shard set (a zero-copy send in flight) still reads them after the
+   weights changed (the entry demoted) and after the cache is gone. */
+START_TEST(test_cache_shards_outlive_entry)
+{
+    enum { M = 7, N = 5, K = 4 };
+    float w[M * K], x[N * K], old[M * K];
+    cdc_test_rng_t rng;
+    cdc_test_rng_seed(&rng, 12);
+    cdc_test_fill_uniform(&rng, w, M * K);
+    memcpy(old, w, sizeof w);
+    cdc_operand_cache_t *cache = NULL;
+    ck_assert_int_eq(cdc__operand_cache_new(8, 1 << 20, &cache), CDC_OK);
+    cdc_operand_t a = {w, M, K, K, 0}, bt = {x, N, K, K, 0};
+    int side, encoded;
+    cdc_operand_entry_t *entry;
+    for (int call = 0; call < 2; call++) {
+        cdc_test_fill_uniform(&rng, x, N * K);
+        ck_assert_int_eq(cdc__operand_cache_match(cache, &a, &bt, &side, &entry), CDC_OK);
+    }
+    ck_assert_int_eq(side, 1);
+    cdc_code_t *code = NULL;
+    ck_assert_int_eq(cdc_code_new(NULL, 3, 1, &code), CDC_OK);
+    const cdc_shard_set_t *set = NULL;
+    ck_assert_int_eq(cdc__operand_entry_shards(cache, entry, code, 3, &set, &encoded), CDC_OK);
+    ck_assert_ptr_eq(set->blocks[0], entry->packed);
+    ck_assert_int_eq(cdc_hold_refs(entry->packed_hold), 2); /* entry, set */
+    cdc_hold_t *held = cdc_hold_retain(cdc__shard_set_hold(set));
+
+    w[5] += 1.0f; /* changed in place: the entry is demoted */
+    cdc_test_fill_uniform(&rng, x, N * K);
+    ck_assert_int_eq(cdc__operand_cache_match(cache, &a, &bt, &side, &entry), CDC_OK);
+    ck_assert_int_eq(side, 0);
+    cdc__operand_cache_destroy(&cache);
+    ck_assert(cdc_hold_retired(held));
+    for (int s = 0; s < set->n; s++)
+        ck_assert_int_eq(memcmp(set->blocks[s], old + (size_t) s * set->block_rows * K,
+                                (size_t) cdc__shard_set_valid_rows(set, s) * K *
+                                    sizeof(float)),
+                         0);
+    cdc_hold_release(held); /* the set, then the copy */
+    cdc_code_destroy(&code);
+}
+END_TEST
+
 START_TEST(test_cache_waits_when_both_repeat)
 {
     enum { M = 6, N = 5, K = 4 };
@@ -571,6 +616,7 @@ static Suite *blas_suite(void)
     tcase_add_test(tc, test_pack_matches_view);
     tcase_add_test(tc, test_cache_detects_repeats_and_changes);
     tcase_add_test(tc, test_cache_waits_when_both_repeat);
+    tcase_add_test(tc, test_cache_shards_outlive_entry);
     tcase_add_test(tc, test_cache_is_bounded);
     tcase_add_loop_test(tc, test_weights_encoded_once, 0, 2);
     suite_add_tcase(s, tc);

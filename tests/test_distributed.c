@@ -1,6 +1,7 @@
 /* test_distributed.c - coded layers on real cdcgemm-worker processes, with faults. */
 #include "cdcgemm.h"
 #include "context.h"
+#include "layer.h"
 #include "protocol.h"
 #include "testutil.h"
 
@@ -308,6 +309,122 @@ START_TEST(test_weights_cross_once)
 }
 END_TEST
 
+/* WEIGHTS go without a copy (zmq_msg_init_data over held memory): a worker
+   that is stopped leaves its WEIGHTS queued in libzmq, still holding what
+   they point into, when the call (decoded from the others) returns and the
+   layer is destroyed. That memory lives on until libzmq's I/O thread has
+   written the message to the resumed worker, then goes (ASan sees a read of
+   freed memory, LSan anything never released). A row block (output or
+   channel split) is held through the layer's shard set, which holds the
+   weights; the whole matrix (batch or spatial split) by the weights' own
+   hold. Weights of 16 MiB or more: more than the 4 MB socket buffers on
+   both ends take. */
+
+/* A context on the five workers, every one live after a first call. */
+static cdc_context_t *in_flight_context(fc_case_t *warm)
+{
+    cdc_context_t *context = remote_context(0);
+    fc_case_init(warm, context, 21);
+    fc_check(warm);
+    return context;
+}
+
+/* The call ran with worker 1 stopped: destroy the layer, see its WEIGHTS
+   hold the weights, resume the worker, see them let go. */
+static void in_flight_finish(cdc_context_t *context, fc_case_t *warm, cdc_layer_t *layer,
+                             cdc_split_t split)
+{
+    ck_assert_int_eq(cdc_layer_split(layer), split);
+    ck_assert_uint_eq(remote_counters(context).weights_sent, 2 * WORKERS);
+    /* Mine: tells when nothing else holds the weights. */
+    cdc_hold_t *weights = cdc_hold_retain(layer->weights_hold);
+    cdc_layer_destroy(&layer);
+    ck_assert(cdc_hold_retired(weights));
+    /* Still in libzmq's hands: the stopped worker's slices hold the retired
+       set (which holds the weights once), or the weights themselves. */
+    if (split == CDC_SPLIT_ROWS)
+        ck_assert_int_eq(cdc_hold_refs(weights), 2);
+    else
+        ck_assert_int_ge(cdc_hold_refs(weights), 2);
+    ck_assert_int_eq(kill(worker_pids[1], SIGCONT), 0);
+    double deadline = cdc_test_now_s() + 20.0;
+    while (cdc_hold_refs(weights) > 1 && cdc_test_now_s() < deadline)
+        cdc_test_sleep_ms(5);
+    ck_assert_int_eq(cdc_hold_refs(weights), 1);
+    cdc_hold_release(weights);
+    fc_case_free(warm);
+    cdc_context_destroy(&context);
+}
+
+static void fc_in_flight(cdc_split_t split, int64_t out, int64_t in, int64_t batch)
+{
+    fc_case_t warm;
+    cdc_context_t *context = in_flight_context(&warm);
+    cdc_test_rng_t rng;
+    cdc_test_rng_seed(&rng, 22);
+    float *w = cdc_test_alloc(sizeof(float) * (size_t) (out * in));
+    float *x = cdc_test_alloc(sizeof(float) * (size_t) (batch * in));
+    float *y = cdc_test_alloc(sizeof(float) * (size_t) (batch * out));
+    cdc_test_fill_uniform(&rng, w, (size_t) (out * in));
+    cdc_test_fill_uniform(&rng, x, (size_t) (batch * in));
+    cdc_layer_options_t options;
+    cdc_layer_options_init(&options);
+    options.split = split;
+    cdc_layer_t *layer = NULL;
+    ck_assert_int_eq(cdc_fc_new(context, out, in, w, NULL, &options, &layer), CDC_OK);
+    ck_assert_int_eq(kill(worker_pids[1], SIGSTOP), 0);
+    ck_assert_int_eq(cdc_fc_forward(layer, batch, x, y), CDC_OK); /* n of n + r suffice */
+    in_flight_finish(context, &warm, layer, split);
+    free(w);
+    free(x);
+    free(y);
+}
+
+/* 1024 filters of 512 x 3 x 3 (18.9 MB) on one 512 x 8 x 8 image. */
+static void conv_in_flight(cdc_split_t split)
+{
+    fc_case_t warm;
+    cdc_context_t *context = in_flight_context(&warm);
+    cdc_conv2d_desc_t desc = {512, 1024, 3, 3, 1, 1, 1, 1, 1, 1};
+    size_t w_count = (size_t) (1024 * 512 * 9), in_count = 512 * 8 * 8;
+    cdc_test_rng_t rng;
+    cdc_test_rng_seed(&rng, 23);
+    float *w = cdc_test_alloc(sizeof(float) * w_count);
+    float *x = cdc_test_alloc(sizeof(float) * in_count);
+    float *y = cdc_test_alloc(sizeof(float) * 1024 * 8 * 8);
+    cdc_test_fill_uniform(&rng, w, w_count);
+    cdc_test_fill_uniform(&rng, x, in_count);
+    cdc_layer_options_t options;
+    cdc_layer_options_init(&options);
+    options.split = split;
+    cdc_layer_t *layer = NULL;
+    ck_assert_int_eq(cdc_conv2d_new(context, &desc, w, NULL, &options, &layer), CDC_OK);
+    ck_assert_int_eq(kill(worker_pids[1], SIGSTOP), 0);
+    ck_assert_int_eq(cdc_conv2d_forward(layer, 1, 8, 8, x, y), CDC_OK);
+    in_flight_finish(context, &warm, layer, split);
+    free(w);
+    free(x);
+    free(y);
+}
+
+START_TEST(test_layer_gone_while_weights_in_flight)
+{
+    switch (_i) {
+    case 0: /* FC output split: 16 MiB row blocks */
+        fc_in_flight(CDC_SPLIT_ROWS, 4096, 4096, 1);
+        break;
+    case 1: /* FC batch split: the 16 MiB matrix, two samples per data shard */
+        fc_in_flight(CDC_SPLIT_COLUMNS, 2048, 2048, 8);
+        break;
+    case 2: /* conv channel split: blocks of filters */
+        conv_in_flight(CDC_SPLIT_ROWS);
+        break;
+    default: /* conv spatial split: every filter */
+        conv_in_flight(CDC_SPLIT_COLUMNS);
+    }
+}
+END_TEST
+
 START_TEST(test_worker_killed_between_calls)
 {
     cdc_context_t *context = remote_context(0);
@@ -611,6 +728,11 @@ static Suite *distributed_suite(void)
     suite_add_tcase(suite, scenario("no_fault", test_no_fault));
     suite_add_tcase(suite, scenario("weights_once", test_weights_cross_once));
     suite_add_tcase(suite, scenario("padding", test_padding_beyond_span_local));
+    TCase *in_flight = tcase_create("in_flight");
+    tcase_add_unchecked_fixture(in_flight, workers_start, workers_stop);
+    tcase_set_timeout(in_flight, 60);
+    tcase_add_loop_test(in_flight, test_layer_gone_while_weights_in_flight, 0, 4);
+    suite_add_tcase(suite, in_flight);
     suite_add_tcase(suite, scenario("killed", test_worker_killed_between_calls));
     suite_add_tcase(suite, scenario("stopped", test_worker_stopped));
     suite_add_tcase(suite, scenario("all_dead", test_all_workers_dead));

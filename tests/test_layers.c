@@ -3,6 +3,7 @@
    bad input that must leave the output untouched. */
 #include "cdcgemm.h"
 #include "cdcgemm_testing.h"
+#include "layer.h"
 #include "models.h"
 #include "reference.h"
 #include "testutil.h"
@@ -321,6 +322,60 @@ START_TEST(test_weights_encoded_once)
 }
 END_TEST
 
+/* The weights' row blocks outlive the layer: a holder of the shard set (a
+   zero-copy WEIGHTS send in flight, the client's slot manifest) still reads
+   every block after a re-encode for another (code, n) retired the set and
+   after cdc_layer_destroy, the data blocks that alias the layer's weights
+   included (ASan sees any use after free); its release frees the set and
+   then the weights (LSan sees anything left). */
+START_TEST(test_weight_shards_outlive_layer)
+{
+    enum { OUT = 10, IN = 6 };
+    cdc_context_t *ctx = make_context(5, 1); /* n = 4, r = 1 */
+    float w[OUT * IN], x[IN], y[OUT];
+    cdc_test_rng_t rng;
+    cdc_test_rng_seed(&rng, 31);
+    cdc_test_fill_uniform(&rng, w, OUT * IN);
+    cdc_test_fill_uniform(&rng, x, IN);
+    cdc_layer_options_t options;
+    cdc_layer_options_init(&options);
+    options.split = CDC_SPLIT_ROWS;
+    cdc_layer_t *layer = NULL;
+    ck_assert_int_eq(cdc_fc_new(ctx, OUT, IN, w, NULL, &options, &layer), CDC_OK);
+    ck_assert_int_eq(cdc_fc_forward(layer, 1, x, y), CDC_OK);
+    const cdc_shard_set_t *set = layer->weight_shards;
+    ck_assert_ptr_nonnull(set);
+    ck_assert_int_eq(set->n, 4);
+    ck_assert_int_eq(set->r, 1);
+    ck_assert_ptr_eq(set->blocks[0], layer->weights); /* aliases the weights */
+    ck_assert_int_eq(cdc_hold_refs(layer->weights_hold), 2); /* layer, set */
+    size_t block = (size_t) set->block_rows * IN;
+    float parity[3 * IN];
+    ck_assert_uint_le(block, sizeof parity / sizeof *parity);
+    memcpy(parity, set->blocks[4], block * sizeof(float));
+    cdc_hold_t *held = cdc_hold_retain(cdc__shard_set_hold(set));
+
+    /* A new plan: the old set is retired, not freed. */
+    const cdc_shard_set_t *other = NULL;
+    ck_assert_int_eq(cdc__layer_weight_shards(layer, NULL, 2, &other), CDC_OK);
+    ck_assert_ptr_ne(other, set);
+    ck_assert(cdc_hold_retired(held));
+    ck_assert_int_eq(cdc_hold_refs(layer->weights_hold), 3); /* layer, both sets */
+
+    cdc_layer_destroy(&layer);
+    for (int s = 0; s < set->n; s++) {
+        int64_t valid = cdc__shard_set_valid_rows(set, s);
+        ck_assert_int_eq(memcmp(set->blocks[s], w + (size_t) s * block,
+                                (size_t) valid * IN * sizeof(float)),
+                         0);
+    }
+    ck_assert_int_eq(memcmp(set->blocks[4], parity, block * sizeof(float)), 0);
+    ck_assert_int_eq(cdc_hold_refs(held), 1);
+    cdc_hold_release(held); /* the set, then the weights */
+    cdc_context_destroy(&ctx);
+}
+END_TEST
+
 START_TEST(test_bad_layer_input)
 {
     cdc_context_t *ctx = make_context(5, 1);
@@ -558,6 +613,7 @@ static Suite *layers_suite(void)
     TCase *caching = tcase_create("caching");
     tcase_add_test(caching, test_weights_encoded_once);
     tcase_add_test(caching, test_replicate_covers_lost_copies);
+    tcase_add_test(caching, test_weight_shards_outlive_layer);
     suite_add_tcase(suite, caching);
     TCase *verify = tcase_create("verify");
     tcase_set_timeout(verify, 300);

@@ -1,12 +1,14 @@
 /* test_shard_set.c - an operand cut into n row blocks plus r parity blocks:
    block sizes, valid rows, aliasing of full blocks, zero padding of the tail,
-   parity as the code's combination and row norms, for every small (n, r). */
+   parity as the code's combination and row norms, for every small (n, r);
+   a set and the source it aliases kept alive by holds past their owners. */
 #include "cdcgemm.h"
 #include "code.h"
 #include "shard_set.h"
 #include "testutil.h"
 
 #include <float.h>
+#include <stdatomic.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -35,7 +37,7 @@ static cdc_shard_set_t *set_new(const cdc_code_t *code, int n, const float *src,
                                 int64_t k)
 {
     cdc_shard_set_t *set = NULL;
-    ck_assert_msg(cdc__shard_set_new(code, n, src, rows, k, &set) == CDC_OK, "%s",
+    ck_assert_msg(cdc__shard_set_new(code, n, src, rows, k, NULL, &set) == CDC_OK, "%s",
                   cdc_last_error());
     ck_assert_ptr_nonnull(set);
     return set;
@@ -68,7 +70,7 @@ START_TEST(test_block_sizes_and_valid_rows)
                 total += want;
             }
             ck_assert_int_eq(total, rows);
-            cdc__shard_set_destroy(&set);
+            cdc__shard_set_retire(&set);
             free(src);
         }
 }
@@ -90,7 +92,7 @@ START_TEST(test_full_blocks_alias_source)
             }
             if (rows % n == 0)
                 ck_assert_ptr_null(set->owned); /* nothing to copy or encode */
-            cdc__shard_set_destroy(&set);
+            cdc__shard_set_retire(&set);
             free(src);
         }
 }
@@ -115,7 +117,7 @@ START_TEST(test_tail_zero_padded)
                     ck_assert_msg(block[e] == 0.0f, "n %d rows %lld block %d element %lld", n,
                                   (long long) rows, i, (long long) e);
             }
-            cdc__shard_set_destroy(&set);
+            cdc__shard_set_retire(&set);
             free(src);
         }
 }
@@ -135,7 +137,7 @@ START_TEST(test_fewer_rows_than_shards)
             ck_assert(set->blocks[i][e] == 0.0f);
     }
     ck_assert(set->blocks[2] != set->blocks[3]);
-    cdc__shard_set_destroy(&set);
+    cdc__shard_set_retire(&set);
 }
 END_TEST
 
@@ -189,7 +191,7 @@ START_TEST(test_parity_every_small_code)
                     ck_assert(!inside(set->blocks[n + j], src, rows, k));
                 }
                 check_parity(code, set);
-                cdc__shard_set_destroy(&set);
+                cdc__shard_set_retire(&set);
                 cdc_code_destroy(&code);
                 free(src);
             }
@@ -209,7 +211,7 @@ START_TEST(test_parity_every_scheme)
             float *src = random_matrix(rows, k, 99 + s);
             cdc_shard_set_t *set = set_new(code, n, src, rows, k);
             check_parity(code, set);
-            cdc__shard_set_destroy(&set);
+            cdc__shard_set_retire(&set);
             cdc_code_destroy(&code);
             free(src);
         }
@@ -244,7 +246,7 @@ START_TEST(test_erased_block_decodes)
         for (int s = 0; s < n + r; s++)
             free(shards[s]);
     }
-    cdc__shard_set_destroy(&set);
+    cdc__shard_set_retire(&set);
     cdc_code_destroy(&code);
     free(src);
 }
@@ -274,7 +276,7 @@ START_TEST(test_row_norms)
                          p++)
                         ck_assert(set->row_norms[s][p] == 0.0);
             }
-            cdc__shard_set_destroy(&set);
+            cdc__shard_set_retire(&set);
             cdc_code_destroy(&code);
             free(src);
         }
@@ -287,16 +289,16 @@ START_TEST(test_bad_arguments)
 {
     float src[12] = {0};
     cdc_shard_set_t *set = NULL;
-    ck_assert_int_eq(cdc__shard_set_new(NULL, 0, src, 4, 3, &set), CDC_EINVAL);
-    ck_assert_int_eq(cdc__shard_set_new(NULL, CDC_CODE_MAX_N + 1, src, 4, 3, &set),
+    ck_assert_int_eq(cdc__shard_set_new(NULL, 0, src, 4, 3, NULL, &set), CDC_EINVAL);
+    ck_assert_int_eq(cdc__shard_set_new(NULL, CDC_CODE_MAX_N + 1, src, 4, 3, NULL, &set),
                      CDC_EINVAL);
-    ck_assert_int_eq(cdc__shard_set_new(NULL, 2, src, 0, 3, &set), CDC_EINVAL);
-    ck_assert_int_eq(cdc__shard_set_new(NULL, 2, src, 4, 0, &set), CDC_EINVAL);
-    ck_assert_int_eq(cdc__shard_set_new(NULL, 2, NULL, 4, 3, &set), CDC_EINVAL);
-    ck_assert_int_eq(cdc__shard_set_new(NULL, 2, src, 4, 3, NULL), CDC_EINVAL);
+    ck_assert_int_eq(cdc__shard_set_new(NULL, 2, src, 0, 3, NULL, &set), CDC_EINVAL);
+    ck_assert_int_eq(cdc__shard_set_new(NULL, 2, src, 4, 0, NULL, &set), CDC_EINVAL);
+    ck_assert_int_eq(cdc__shard_set_new(NULL, 2, NULL, 4, 3, NULL, &set), CDC_EINVAL);
+    ck_assert_int_eq(cdc__shard_set_new(NULL, 2, src, 4, 3, NULL, NULL), CDC_EINVAL);
     /* A code for another n. */
     cdc_code_t *code = code_for(3, 1);
-    ck_assert_int_eq(cdc__shard_set_new(code, 2, src, 4, 3, &set), CDC_EINVAL);
+    ck_assert_int_eq(cdc__shard_set_new(code, 2, src, 4, 3, NULL, &set), CDC_EINVAL);
     ck_assert_ptr_null(set);
     cdc_code_destroy(&code);
 }
@@ -304,13 +306,116 @@ END_TEST
 
 START_TEST(test_destroy_nulls)
 {
-    cdc__shard_set_destroy(NULL);
+    cdc__shard_set_retire(NULL);
     cdc_shard_set_t *set = NULL;
-    cdc__shard_set_destroy(&set);
+    cdc__shard_set_retire(&set);
     float src[6] = {1, 2, 3, 4, 5, 6};
     set = set_new(NULL, 2, src, 3, 2);
-    cdc__shard_set_destroy(&set);
+    cdc__shard_set_retire(&set);
     ck_assert_ptr_null(set);
+}
+END_TEST
+
+/* ---- holds ----------------------------------------------------------------------- */
+
+/* A source matrix whose owner embeds a hold and counts its frees. */
+typedef struct {
+    cdc_hold_t hold;
+    float *m;
+    atomic_int *frees;
+} source_t;
+
+static void source_free(cdc_hold_t *hold)
+{
+    source_t *src = (source_t *) hold;
+    atomic_fetch_add(src->frees, 1);
+    free(src->m);
+    free(src);
+}
+
+static source_t *source_new(int64_t rows, int64_t k, atomic_int *frees)
+{
+    source_t *src = cdc_test_alloc(sizeof *src);
+    cdc_hold_init(&src->hold, source_free);
+    src->m = random_matrix(rows, k, 77);
+    src->frees = frees;
+    return src;
+}
+
+/* The source's owner lets go first, then the set's: a holder of the set
+   still reads every block (the aliased data blocks and the owned tail and
+   parity; ASan sees any use after free), and its release frees the set and
+   then the source, each once. */
+START_TEST(test_set_outlives_source_owner)
+{
+    enum { ROWS = 10, K = 7, N = 4, R = 2 };
+    atomic_int frees = 0;
+    source_t *src = source_new(ROWS, K, &frees);
+    cdc_code_t *code = code_for(N, R);
+    cdc_shard_set_t *set = NULL;
+    ck_assert_int_eq(cdc__shard_set_new(code, N, src->m, ROWS, K, &src->hold, &set), CDC_OK);
+    ck_assert_int_eq(cdc_hold_refs(&src->hold), 2); /* the owner's and the set's */
+    ck_assert_ptr_eq(set->blocks[0], src->m);        /* aliased, not copied */
+    size_t block = (size_t) set->block_rows * K;
+    float *want = cdc_test_alloc((size_t) (N + R) * block * sizeof(float));
+    for (int s = 0; s < N + R; s++)
+        memcpy(want + (size_t) s * block, set->blocks[s], block * sizeof(float));
+
+    cdc_hold_t *holder = cdc_hold_retain(cdc__shard_set_hold(set));
+    const cdc_shard_set_t *kept = set;
+    cdc_hold_retire(&src->hold); /* the layer or cache drops its weights */
+    cdc__shard_set_retire(&set); /* and its set */
+    ck_assert_ptr_null(set);
+    ck_assert_int_eq(atomic_load(&frees), 0);
+    ck_assert(cdc_hold_retired(holder));
+    for (int s = 0; s < N + R; s++)
+        ck_assert_int_eq(memcmp(kept->blocks[s], want + (size_t) s * block,
+                                block * sizeof(float)),
+                         0);
+    cdc_hold_release(holder); /* the last: the set, then the source */
+    ck_assert_int_eq(atomic_load(&frees), 1);
+    free(want);
+    cdc_code_destroy(&code);
+}
+END_TEST
+
+/* The set's owner drops it while the source's owner keeps the source: the
+   source stays, with only its owner's reference. */
+START_TEST(test_set_released_before_source)
+{
+    atomic_int frees = 0;
+    source_t *src = source_new(6, 3, &frees);
+    cdc_shard_set_t *set = NULL;
+    ck_assert_int_eq(cdc__shard_set_new(NULL, 3, src->m, 6, 3, &src->hold, &set), CDC_OK);
+    cdc__shard_set_retire(&set);
+    ck_assert_int_eq(atomic_load(&frees), 0);
+    ck_assert_int_eq(cdc_hold_refs(&src->hold), 1);
+    cdc_hold_retire(&src->hold);
+    ck_assert_int_eq(atomic_load(&frees), 1);
+}
+END_TEST
+
+/* A per-call set has no source hold and its own hold starts at one
+   reference: retire frees it. Refused arguments take no reference. */
+START_TEST(test_per_call_set_and_refusals_hold_nothing)
+{
+    float src[12] = {0};
+    cdc_shard_set_t *set = set_new(NULL, 2, src, 4, 3);
+    ck_assert_ptr_null(set->src_hold);
+    ck_assert_int_eq(cdc_hold_refs(cdc__shard_set_hold(set)), 1);
+    cdc__shard_set_retire(&set);
+
+    atomic_int frees = 0;
+    source_t *held = source_new(4, 3, &frees);
+    ck_assert_int_eq(cdc__shard_set_new(NULL, 0, held->m, 4, 3, &held->hold, &set),
+                     CDC_EINVAL);
+    cdc_code_t *code = code_for(3, 1);
+    ck_assert_int_eq(cdc__shard_set_new(code, 2, held->m, 4, 3, &held->hold, &set),
+                     CDC_EINVAL);
+    ck_assert_int_eq(cdc_hold_refs(&held->hold), 1);
+    cdc_hold_retire(&held->hold);
+    ck_assert_int_eq(atomic_load(&frees), 1);
+    cdc_code_destroy(&code);
 }
 END_TEST
 
@@ -328,6 +433,11 @@ static Suite *shard_set_suite(void)
     tcase_add_test(parity, test_parity_every_scheme);
     tcase_add_test(parity, test_erased_block_decodes);
     suite_add_tcase(suite, parity);
+    TCase *holds = tcase_create("holds");
+    tcase_add_test(holds, test_set_outlives_source_owner);
+    tcase_add_test(holds, test_set_released_before_source);
+    tcase_add_test(holds, test_per_call_set_and_refusals_hold_nothing);
+    suite_add_tcase(suite, holds);
     TCase *norms = tcase_create("norms");
     tcase_add_test(norms, test_row_norms);
     suite_add_tcase(suite, norms);

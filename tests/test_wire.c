@@ -1,12 +1,15 @@
 /* test_wire.c - transport/wire.c sends whole messages or nothing, even when a part cannot be
-   allocated; payloads go in chunks; over-long messages are read to their end and refused. */
+   allocated; payloads go in chunks; over-long messages are read to their end and refused;
+   held payloads go without a copy and every reference taken for them comes back. */
 #include "cdcgemm.h"
 #include "protocol.h"
 #include "testutil.h"
 #include "wire.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include <zmq.h>
 
 /* An inproc pair: *out sends, *in receives (ROUTER when router, else PAIR). */
@@ -213,6 +216,205 @@ START_TEST(test_over_long_message_read_to_end)
 }
 END_TEST
 
+/* ---- zero-copy sends of held memory -------------------------------------------- */
+
+/* 9 MiB of weights: three chunk frames (4 MiB, 4 MiB, 1 MiB). */
+enum { HELD_ROWS = 2304, HELD_K = 1024 };
+
+static cdc_hold_t *held_weights(float **data_p)
+{
+    void *data = NULL;
+    cdc_hold_t *hold = cdc_hold_alloc((size_t) HELD_ROWS * HELD_K * sizeof(float), &data);
+    ck_assert_ptr_nonnull(hold);
+    float *w = data;
+    for (size_t i = 0; i < (size_t) HELD_ROWS * HELD_K; i++)
+        w[i] = (float) (i % 9973) - 4000.0f;
+    *data_p = w;
+    return hold;
+}
+
+static void weights_header(cdc_msg_header_t *h)
+{
+    cdc_msg_header_init(h, CDC_MSG_WEIGHTS);
+    h->a_key = 0x5eed;
+    h->rows = HELD_ROWS;
+    h->k = HELD_K;
+}
+
+/* Receive the WEIGHTS message on in (after `first` routing parts) and
+   check it holds exactly w, in three chunks. The message is left open. */
+static void expect_weights(void *in, int first, const float *w, cdc_wire_msg_t *wire)
+{
+    ck_assert_int_eq(cdc_wire_recv(in, wire, 0), CDC_OK);
+    ck_assert_int_eq(wire->count, first + 4); /* header + 3 chunks */
+    ck_assert_uint_eq(zmq_msg_size(&wire->parts[first + 1]), CDC_PROTO_CHUNK_BYTES);
+    ck_assert_uint_eq(zmq_msg_size(&wire->parts[first + 2]), CDC_PROTO_CHUNK_BYTES);
+    ck_assert_uint_eq(zmq_msg_size(&wire->parts[first + 3]), (size_t) 1 << 20);
+    cdc_msg_t msg;
+    ck_assert_msg(cdc_wire_decode(wire, first, &msg) == CDC_OK, "%s", cdc_last_error());
+    ck_assert_int_eq(msg.header.type, CDC_MSG_WEIGHTS);
+    ck_assert_uint_eq(msg.payload[0].size, (size_t) HELD_ROWS * HELD_K * sizeof(float));
+    const uint8_t *want = (const uint8_t *) w;
+    for (int c = 0; c < msg.payload[0].count; c++) {
+        const cdc_frame_t *f = &msg.payload[0].frames[c];
+        ck_assert_int_eq(memcmp(f->data, want, f->size), 0);
+        want += f->size;
+    }
+}
+
+/* A held 9 MiB payload over inproc (PAIR, and DEALER to ROUTER as the
+   client sends WEIGHTS): the receiver gets exactly the bytes, in frames
+   that are the sender's memory (no copy anywhere on inproc); each of the
+   three slices holds one reference until the receiver closes the message,
+   then the count is back where it was. */
+START_TEST(test_held_send_without_copy)
+{
+    int routed = _i;
+    void *out, *in;
+    void *zmq = pair_open(&out, &in, routed);
+    void *sender = routed ? in : out, *receiver = routed ? out : in;
+    float *w;
+    cdc_hold_t *hold = held_weights(&w);
+    cdc_msg_header_t h;
+    weights_header(&h);
+    cdc_frame_t payload = {w, (size_t) HELD_ROWS * HELD_K * sizeof(float)};
+    ck_assert_int_eq(cdc_hold_refs(hold), 1);
+    ck_assert_msg(cdc_wire_send_held(sender, NULL, &h, &payload, &hold, 1, 0) == CDC_OK, "%s",
+                  cdc_last_error());
+    ck_assert_int_eq(cdc_hold_refs(hold), 4); /* the owner's + one per slice */
+
+    cdc_wire_msg_t wire;
+    int first = routed ? 1 : 0;
+    expect_weights(receiver, first, w, &wire);
+    for (int c = 0; c < 3; c++)
+        ck_assert_ptr_eq(zmq_msg_data(&wire.parts[first + 1 + c]),
+                         (uint8_t *) w + (size_t) c * CDC_PROTO_CHUNK_BYTES);
+    ck_assert_int_eq(cdc_hold_refs(hold), 4);
+    cdc_wire_msg_close(&wire);
+    ck_assert_int_eq(cdc_hold_refs(hold), 1);
+    cdc_hold_retire(hold);
+    pair_close(zmq, out, in);
+}
+END_TEST
+
+/* Over ipc libzmq's I/O thread writes the slices and releases them there:
+   the count comes back to one once the message is out. */
+START_TEST(test_held_send_released_by_io_thread)
+{
+    char endpoint[128];
+    snprintf(endpoint, sizeof endpoint, "ipc:///tmp/cdc-test-wire-%d", (int) getpid());
+    void *zmq = zmq_ctx_new();
+    void *router = zmq_socket(zmq, ZMQ_ROUTER), *dealer = zmq_socket(zmq, ZMQ_DEALER);
+    ck_assert_int_eq(zmq_bind(router, endpoint), 0);
+    ck_assert_int_eq(zmq_connect(dealer, endpoint), 0);
+    float *w;
+    cdc_hold_t *hold = held_weights(&w);
+    cdc_msg_header_t h;
+    weights_header(&h);
+    cdc_frame_t payload = {w, (size_t) HELD_ROWS * HELD_K * sizeof(float)};
+    ck_assert_int_eq(cdc_wire_send_held(dealer, NULL, &h, &payload, &hold, 1, 0), CDC_OK);
+    /* The owner lets go at once: the slices keep the memory. */
+    cdc_hold_t *mine = cdc_hold_retain(hold);
+    cdc_hold_retire(hold);
+    cdc_wire_msg_t wire;
+    expect_weights(router, 1, w, &wire);
+    cdc_wire_msg_close(&wire);
+    double deadline = cdc_test_now_s() + 10.0;
+    while (cdc_hold_refs(mine) > 1 && cdc_test_now_s() < deadline)
+        cdc_test_sleep_ms(1);
+    ck_assert_int_eq(cdc_hold_refs(mine), 1);
+    cdc_hold_release(mine);
+    int linger = 0;
+    zmq_setsockopt(router, ZMQ_LINGER, &linger, sizeof linger);
+    zmq_setsockopt(dealer, ZMQ_LINGER, &linger, sizeof linger);
+    zmq_close(router);
+    zmq_close(dealer);
+    zmq_ctx_term(zmq);
+    unlink(endpoint + strlen("ipc://"));
+}
+END_TEST
+
+/* A slice (chunk 1, 2 or 3) or the copied part after it cannot be built:
+   nothing is sent and every reference taken is released. */
+START_TEST(test_held_send_failure_releases)
+{
+    void *out, *in;
+    void *zmq = pair_open(&out, &in, 0);
+    float *w, bt[4] = {1, 2, 3, 4};
+    cdc_hold_t *hold = held_weights(&w);
+    cdc_msg_header_t task, ping;
+    cdc_msg_header_init(&task, CDC_MSG_TASK_GEMM);
+    task.rows = HELD_ROWS;
+    task.k = HELD_K;
+    task.cols = 1;
+    cdc_frame_t payloads[2] = {{w, (size_t) HELD_ROWS * HELD_K * sizeof(float)},
+                               {bt, sizeof bt}};
+    cdc_hold_t *holds[2] = {hold, NULL};
+    cdc__wire_fail_alloc_at = 1 + _i; /* chunk 1, 2, 3, then bt */
+    ck_assert_int_eq(cdc_wire_send_held(out, NULL, &task, payloads, holds, 2, 0), CDC_ENOMEM);
+    cdc__wire_fail_alloc_at = -1;
+    ck_assert_int_eq(cdc_hold_refs(hold), 1);
+    cdc_msg_header_init(&ping, CDC_MSG_PING);
+    ping.request_id = 7;
+    ck_assert_int_eq(cdc_wire_send(out, NULL, &ping, NULL, 0, 0), CDC_OK);
+    expect_ping_alone(in);
+    cdc_hold_retire(hold);
+    pair_close(zmq, out, in);
+}
+END_TEST
+
+/* No peer to take it (EAGAIN with ZMQ_DONTWAIT): refused, nothing held. */
+START_TEST(test_held_send_refused_releases)
+{
+    void *zmq = zmq_ctx_new();
+    void *dealer = zmq_socket(zmq, ZMQ_DEALER); /* connected to nobody */
+    float *w;
+    cdc_hold_t *hold = held_weights(&w);
+    cdc_msg_header_t h;
+    weights_header(&h);
+    cdc_frame_t payload = {w, (size_t) HELD_ROWS * HELD_K * sizeof(float)};
+    ck_assert_int_eq(cdc_wire_send_held(dealer, NULL, &h, &payload, &hold, 1, ZMQ_DONTWAIT),
+                     CDC_ETIMEDOUT);
+    ck_assert_int_eq(cdc_hold_refs(hold), 1);
+    cdc_hold_retire(hold);
+    zmq_close(dealer);
+    zmq_ctx_term(zmq);
+}
+END_TEST
+
+/* A held payload beside a copied one (a task's cached a, its inline bt):
+   both arrive whole; only the held one's frames are the sender's memory. */
+START_TEST(test_held_beside_copied)
+{
+    void *out, *in;
+    void *zmq = pair_open(&out, &in, 0);
+    void *data = NULL;
+    cdc_hold_t *hold = cdc_hold_alloc(6 * sizeof(float), &data);
+    float *a = data, bt[12];
+    for (int i = 0; i < 6; i++)
+        a[i] = (float) i;
+    for (int i = 0; i < 12; i++)
+        bt[i] = (float) -i;
+    cdc_frame_t payloads[2] = {{a, 6 * sizeof(float)}, {bt, sizeof bt}};
+    cdc_hold_t *holds[2] = {hold, NULL};
+    cdc_msg_header_t task;
+    task_header(&task, 5);
+    ck_assert_int_eq(cdc_wire_send_held(out, NULL, &task, payloads, holds, 2, 0), CDC_OK);
+    ck_assert_int_eq(cdc_hold_refs(hold), 2);
+    cdc_wire_msg_t wire;
+    ck_assert_int_eq(cdc_wire_recv(in, &wire, 0), CDC_OK);
+    cdc_msg_t msg;
+    ck_assert_msg(cdc_wire_decode(&wire, 0, &msg) == CDC_OK, "%s", cdc_last_error());
+    ck_assert_ptr_eq(msg.payload[0].frames[0].data, a);
+    ck_assert_ptr_ne(msg.payload[1].frames[0].data, bt);
+    ck_assert_mem_eq(msg.payload[1].frames[0].data, bt, sizeof bt);
+    cdc_wire_msg_close(&wire);
+    ck_assert_int_eq(cdc_hold_refs(hold), 1);
+    cdc_hold_retire(hold);
+    pair_close(zmq, out, in);
+}
+END_TEST
+
 static Suite *wire_suite(void)
 {
     Suite *suite = suite_create("wire");
@@ -223,6 +425,13 @@ static Suite *wire_suite(void)
     tcase_add_test(send, test_oversized_payloads_refused);
     tcase_add_loop_test(send, test_failed_chunk_sends_nothing, 0, 3);
     suite_add_tcase(suite, send);
+    TCase *held = tcase_create("held");
+    tcase_add_loop_test(held, test_held_send_without_copy, 0, 2);
+    tcase_add_test(held, test_held_send_released_by_io_thread);
+    tcase_add_loop_test(held, test_held_send_failure_releases, 0, 4);
+    tcase_add_test(held, test_held_send_refused_releases);
+    tcase_add_test(held, test_held_beside_copied);
+    suite_add_tcase(suite, held);
     TCase *recv = tcase_create("receive");
     tcase_add_test(recv, test_over_long_message_read_to_end);
     suite_add_tcase(suite, recv);

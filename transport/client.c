@@ -890,19 +890,21 @@ void cdc_client_counters(cdc_client_t *self, cdc_remote_counters_t *counters)
     pthread_mutex_unlock(&self->state_lock);
 }
 
-/* WEIGHTS for key to worker w. hold (may be NULL) keeps data alive past
-   the call. The caller remembers it as sent (slots.h). */
+/* WEIGHTS for key to worker w. With a hold (the task's a_hold/bt_hold, a
+   manifest's) the payload goes without a copy: libzmq reads data after this
+   returns, each chunk holding a reference to hold (cdc_wire_send_held);
+   NULL copies it. The caller remembers it as sent (slots.h). */
 static int send_weights(cdc_client_t *self, int w, uint64_t key, int64_t rows, int64_t k,
                         const float *data, cdc_hold_t *hold)
 {
-    (void) hold; /* zero-copy sends: a later change */
     cdc_msg_header_t h;
     cdc_msg_header_init(&h, CDC_MSG_WEIGHTS);
     h.a_key = key;
     h.rows = rows;
     h.k = k;
     cdc_frame_t payload = {data, (size_t) rows * (size_t) k * sizeof(float)};
-    int rc = cdc_wire_send(self->workers[w].socket, NULL, &h, &payload, 1, ZMQ_DONTWAIT);
+    int rc = cdc_wire_send_held(self->workers[w].socket, NULL, &h, &payload, &hold, 1,
+                                ZMQ_DONTWAIT);
     if (rc != CDC_OK)
         return rc;
     self->counters.weights_sent++;

@@ -14,8 +14,9 @@
  * the bytes are written, or dropped because the peer left). So a peer that
  * stops reading, or a worker holding replies back by a fault, can hold at
  * most peer_budget bytes; a reply that would exceed it is dropped and counted
- * instead of queued. The reply object itself is every slice's hint and
- * counts them, so nothing else tracks it in flight.
+ * instead of queued. The reply's own hold (hold.h, one reference per slice,
+ * taken by cdc_wire_slices_build as for the coordinator's WEIGHTS) is every
+ * slice's hint, so nothing else tracks it in flight.
  *
  * The peer table is bounded (MAX_PEERS, least recently seen dropped): ROUTER
  * cannot tell us when a connection closes (ZMQ_ROUTER_NOTIFY is a draft API in
@@ -43,6 +44,7 @@
 #include <fcntl.h>
 #include <pthread.h>
 #include <stdatomic.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -114,8 +116,9 @@ struct cdc_reply {
     cdc_msg_header_t header;
     cdc_payload_t *payload;
     size_t charge;
-    atomic_int holds; /* payload slices libzmq holds, plus the sender's own
-                         while it sends: the last one released frees the reply */
+    cdc_hold_t hold; /* the owner's reference (the compute thread's, then the
+                        sender's) and one per payload slice libzmq holds: the
+                        last one released frees the reply                  */
 };
 
 /* ---- peers -------------------------------------------------------------- */
@@ -455,29 +458,17 @@ void cdc_server_counters(cdc_server_t *self, cdc_server_counters_t *counters)
 
 /* ---- sending ------------------------------------------------------------ */
 
-/* The reply is the free function's hint: once libzmq is done with the
-   payload, the reply's budget goes back to its peer. Any thread. */
-static void reply_release(cdc_reply_t *reply)
+/* The last reference to the reply let go: by libzmq when it frees a
+   payload slice (on its I/O thread, once the bytes are written or dropped),
+   or by the sender when it is done. The reply's budget goes back to its
+   peer. Any thread. */
+static void reply_free(cdc_hold_t *hold)
 {
+    cdc_reply_t *reply = (cdc_reply_t *) ((char *) hold - offsetof(cdc_reply_t, hold));
     atomic_fetch_sub(&reply->peer->principal->in_flight, reply->charge);
     peer_unref(reply->peer);
     cdc_payload_destroy(&reply->payload);
     free(reply);
-}
-
-/* One hold on the reply let go: by libzmq when it frees a payload slice
-   (on its I/O thread, once the bytes are written or dropped), or by the
-   sender when it is done. The last one returns the budget. Any thread. */
-static void reply_unhold(cdc_reply_t *reply)
-{
-    if (atomic_fetch_sub(&reply->holds, 1) == 1)
-        reply_release(reply);
-}
-
-static void slice_sent(void *data, void *hint)
-{
-    (void) data;
-    reply_unhold(hint);
 }
 
 /* Routing id, then the packed header; more: a payload frame follows. */
@@ -495,9 +486,10 @@ static int send_head(cdc_server_t *self, const peer_t *peer, const cdc_msg_heade
 }
 
 /* The payload as zmq frames over its chunks, without a copy: each slice
-   points into the one buffer and holds the reply. Every slice is built
-   before anything is sent, so a failure here sends nothing (no half message
-   to merge with the next). *count_p is 0 for a header-only reply. */
+   points into the one buffer and holds the reply (cdc_wire_slices_build).
+   Every slice is built before anything is sent, so a failure here sends
+   nothing (no half message to merge with the next). *count_p is 0 for a
+   header-only reply. */
 static int build_slices(cdc_reply_t *reply, zmq_msg_t **slices_p, int *count_p)
 {
     *slices_p = NULL;
@@ -505,22 +497,16 @@ static int build_slices(cdc_reply_t *reply, zmq_msg_t **slices_p, int *count_p)
     cdc_payload_t *p = reply->payload;
     if (!p)
         return CDC_OK;
-    int n = cdc_msg_payload_frames(p->size);
+    int n = cdc_msg_payload_frames(p->size), built = 0;
     zmq_msg_t *slices = malloc((size_t) n * sizeof *slices);
     if (!slices)
         return cdc__fail(CDC_ENOMEM, "reply: %d payload slices", n);
-    for (int j = 0; j < n; j++) {
-        size_t at = (size_t) j * CDC_PROTO_CHUNK_BYTES, left = p->size - at;
-        atomic_fetch_add(&reply->holds, 1); /* before libzmq could free it */
-        if (zmq_msg_init_data(&slices[j], (uint8_t *) p->data + at,
-                              left < CDC_PROTO_CHUNK_BYTES ? left : CDC_PROTO_CHUNK_BYTES,
-                              slice_sent, reply) != 0) {
-            atomic_fetch_sub(&reply->holds, 1);
-            for (int built = 0; built < j; built++)
-                zmq_msg_close(&slices[built]); /* the sender's hold keeps the reply */
-            free(slices);
-            return cdc__fail(CDC_ENOMEM, "reply: payload slice %d of %d", j + 1, n);
-        }
+    int rc = cdc_wire_slices_build(slices, &built, p->data, p->size, &reply->hold);
+    if (rc != CDC_OK) {
+        for (int j = 0; j < built; j++)
+            zmq_msg_close(&slices[j]); /* the sender's reference keeps the reply */
+        free(slices);
+        return rc;
     }
     *slices_p = slices;
     *count_p = n;
@@ -531,7 +517,7 @@ int cdc_server_send(cdc_server_t *self, cdc_reply_t **reply_p)
 {
     cdc_reply_t *reply = *reply_p;
     *reply_p = NULL;
-    atomic_store(&reply->holds, 1); /* the sender's own, until the end here */
+    /* The owner's reference is the sender's own, until the end here. */
     zmq_msg_t *slices = NULL;
     int n = 0;
     int rc = build_slices(reply, &slices, &n);
@@ -553,7 +539,7 @@ int cdc_server_send(cdc_server_t *self, cdc_reply_t **reply_p)
     }
     free(slices);
     count(self, rc == CDC_OK ? &self->counters.replies_sent : &self->counters.send_failures);
-    reply_unhold(reply); /* freed now, or when libzmq frees the last slice */
+    cdc_hold_release(&reply->hold); /* freed now, or when libzmq frees the last slice */
     return rc;
 }
 
@@ -627,7 +613,7 @@ int cdc_server_reply_new(cdc_server_t *self, const cdc_request_t *request,
     reply->header = *header;
     reply->payload = payload;
     reply->charge = charge;
-    atomic_init(&reply->holds, 0);
+    cdc_hold_init(&reply->hold, reply_free);
     *reply_p = reply;
     return CDC_OK;
 }
@@ -664,7 +650,7 @@ void cdc_reply_destroy(cdc_reply_t **reply_p)
 {
     if (!reply_p || !*reply_p)
         return;
-    reply_release(*reply_p);
+    cdc_hold_release(&(*reply_p)->hold); /* the owner's: a reply never sent */
     *reply_p = NULL;
 }
 

@@ -1,4 +1,5 @@
-/* wire.c - protocol messages over zmq multipart (copying sends, owned receives). */
+/* wire.c - protocol messages over zmq multipart (copying or zero-copy sends,
+   owned receives). */
 #include "wire.h"
 
 #include "error.h"
@@ -27,6 +28,35 @@ static int part_build(zmq_msg_t *part, int i, const void *data, size_t size)
     return CDC_OK;
 }
 
+/* libzmq is done with a slice: its reference goes. Any thread (libzmq's I/O
+   thread, a receiver's over inproc, the sender's for a slice not sent). */
+static void slice_release(void *data, void *hint)
+{
+    (void) data;
+    cdc_hold_release(hint);
+}
+
+int cdc_wire_slices_build(zmq_msg_t *parts, int *count, const void *data, size_t size,
+                          cdc_hold_t *hold)
+{
+    int frames = cdc_msg_payload_frames(size);
+    for (int j = 0; j < frames; j++) {
+        size_t at = (size_t) j * CDC_PROTO_CHUNK_BYTES, left = size - at;
+        size_t chunk = left < CDC_PROTO_CHUNK_BYTES ? left : CDC_PROTO_CHUNK_BYTES;
+        /* Before libzmq could let go of the slice (and free what it holds). */
+        cdc_hold_retain(hold);
+        if (*count == cdc__wire_fail_alloc_at ||
+            zmq_msg_init_data(&parts[*count], data ? (uint8_t *) data + at : NULL, chunk,
+                              slice_release, hold) != 0) {
+            cdc_hold_release(hold); /* not the last: the caller holds one */
+            return cdc__fail(CDC_ENOMEM, "zmq message part %d: slice %d of %d", *count,
+                             j + 1, frames);
+        }
+        (*count)++;
+    }
+    return CDC_OK;
+}
+
 static void parts_close(zmq_msg_t *parts, int from, int count)
 {
     for (int i = from; i < count; i++)
@@ -47,31 +77,47 @@ static int parts_needed(int routed, const cdc_frame_t *payloads, int payload_cou
     return frames + (routed ? 1 : 0);
 }
 
-/* Header, then each payload cut into chunks, into parts[*count...]. On
-   failure the part at *count was not initialised. */
+/* Header, then each payload cut into chunks (copies, or slices of a held
+   payload), into parts[*count...]. On failure the part at *count was not
+   initialised. */
 static int build_protocol_parts(zmq_msg_t *parts, int *count, const cdc_msg_header_t *header,
-                                const cdc_frame_t *payloads, int payload_count)
+                                const cdc_frame_t *payloads, cdc_hold_t *const *holds,
+                                int payload_count)
 {
     uint8_t packed[CDC_PROTO_HEADER_SIZE];
     cdc_msg_header_pack(header, packed);
     int rc = part_build(&parts[*count], *count, packed, sizeof packed);
+    if (rc == CDC_OK)
+        (*count)++;
     for (int i = 0; rc == CDC_OK && i < payload_count; i++) {
+        if (holds && holds[i]) {
+            rc = cdc_wire_slices_build(parts, count, payloads[i].data, payloads[i].size,
+                                       holds[i]);
+            continue;
+        }
         int frames = cdc_msg_payload_frames(payloads[i].size);
         const uint8_t *data = payloads[i].data;
         for (int j = 0; rc == CDC_OK && j < frames; j++) {
             size_t at = (size_t) j * CDC_PROTO_CHUNK_BYTES, left = payloads[i].size - at;
-            (*count)++;
             rc = part_build(&parts[*count], *count, data ? data + at : NULL,
                             left < CDC_PROTO_CHUNK_BYTES ? left : CDC_PROTO_CHUNK_BYTES);
+            if (rc == CDC_OK)
+                (*count)++;
         }
     }
-    if (rc == CDC_OK)
-        (*count)++;
     return rc;
 }
 
 int cdc_wire_send(void *socket, zmq_msg_t *routing_id, const cdc_msg_header_t *header,
                   const cdc_frame_t *payloads, int payload_count, int flags)
+{
+    return cdc_wire_send_held(socket, routing_id, header, payloads, NULL, payload_count,
+                              flags);
+}
+
+int cdc_wire_send_held(void *socket, zmq_msg_t *routing_id, const cdc_msg_header_t *header,
+                       const cdc_frame_t *payloads, cdc_hold_t *const *holds,
+                       int payload_count, int flags)
 {
     if (payload_count < 0 || payload_count > CDC_PROTO_MAX_PAYLOADS)
         return cdc__fail(CDC_EINVAL, "send: %d payloads, at most %d", payload_count,
@@ -91,15 +137,18 @@ int cdc_wire_send(void *socket, zmq_msg_t *routing_id, const cdc_msg_header_t *h
         zmq_msg_init(&parts[count]);
         zmq_msg_copy(&parts[count++], routing_id);
     }
-    int rc = build_protocol_parts(parts, &count, header, payloads, payload_count);
+    int rc = build_protocol_parts(parts, &count, header, payloads, holds, payload_count);
     if (rc != CDC_OK) {
-        parts_close(parts, 0, count); /* part `count` was not initialised */
+        /* Part `count` was not initialised; closing a slice releases its
+           reference. */
+        parts_close(parts, 0, count);
         free(parts);
         return rc;
     }
     /* Once the first part is accepted zmq queues the rest atomically (its
        high-water mark counts whole messages), so a later EAGAIN cannot leave
-       half a message on the wire. */
+       half a message on the wire. A part not sent is closed (a slice's
+       reference goes with it); a sent one is libzmq's to let go. */
     for (int i = 0; i < count; i++) {
         if (zmq_msg_send(&parts[i], socket, flags | (i + 1 < count ? ZMQ_SNDMORE : 0)) < 0) {
             parts_close(parts, i, count);

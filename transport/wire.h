@@ -4,6 +4,7 @@
 #ifndef CDC_WIRE_H_INCLUDED
 #define CDC_WIRE_H_INCLUDED
 
+#include "hold.h"
 #include "protocol.h"
 
 #include <zmq.h>
@@ -36,13 +37,40 @@ typedef struct {
 /* Send header + payloads as one multipart message, each payload split into
    chunk frames (CDC_PROTO_CHUNK_BYTES; an empty payload is one empty frame).
    routing_id (ROUTER side) may be NULL. flags may hold ZMQ_DONTWAIT.
-   Payloads are copied. Returns CDC_OK; CDC_ETIMEDOUT when the socket cannot
-   take the message now (EAGAIN: no connected peer or queue full); CDC_ENOMEM
-   when a part cannot be allocated (every part is built before the first is
-   sent, so nothing is sent then); CDC_EINVAL when the payloads need more
-   parts than a message may have; CDC_ETRANSPORT on any other zmq error. */
+   Payloads are copied (cdc_wire_send_held sends held memory without).
+   Returns CDC_OK; CDC_ETIMEDOUT when the socket cannot take the message now
+   (EAGAIN: no connected peer or queue full); CDC_ENOMEM when a part cannot
+   be allocated (every part is built before the first is sent, so nothing is
+   sent then); CDC_EINVAL when the payloads need more parts than a message
+   may have; CDC_ETRANSPORT on any other zmq error. */
 int cdc_wire_send(void *socket, zmq_msg_t *routing_id, const cdc_msg_header_t *header,
                   const cdc_frame_t *payloads, int payload_count, int flags);
+
+/* cdc_wire_send, but a payload i with holds[i] != NULL goes without a copy:
+   its chunk frames are slices over payloads[i].data (cdc_wire_slices_build)
+   that libzmq reads after this returns, so that memory must stay valid and
+   unchanged while holds[i] lives (the owner retires it instead of freeing
+   it). holds may be NULL, and holds[i] NULL copies payload i. The hold's
+   count is back where it was once libzmq has let go of every slice
+   (written out; over inproc, once the receiver closes the message). On
+   any failure every reference taken for a part not sent is released before
+   this returns: nothing stays retained for a message that did not go. */
+int cdc_wire_send_held(void *socket, zmq_msg_t *routing_id, const cdc_msg_header_t *header,
+                       const cdc_frame_t *payloads, cdc_hold_t *const *holds,
+                       int payload_count, int flags);
+
+/* One payload as zmq frames over the caller's memory: data[0..size) cut
+   into chunk frames (CDC_PROTO_CHUNK_BYTES; an empty payload is one empty
+   frame) appended at parts[*count...], *count advanced past each. Every
+   slice is a zmq_msg_init_data frame holding one reference to hold:
+   retained before the slice is built, released when libzmq lets go of the
+   frame (on its I/O thread once the bytes are written or the peer is gone,
+   on the receiver's close over inproc, or by zmq_msg_close of a frame not
+   sent). On failure (CDC_ENOMEM) the slice that failed holds nothing and
+   parts[0..*count) are initialised: closing them releases their
+   references. Shared by cdc_wire_send_held and the worker's replies. */
+int cdc_wire_slices_build(zmq_msg_t *parts, int *count, const void *data, size_t size,
+                          cdc_hold_t *hold);
 
 /* Test hook: when >= 0, building part number cdc__wire_fail_alloc_at of the
    next messages (0: the routing id or header) fails as out of memory. -1 in

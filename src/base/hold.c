@@ -1,7 +1,10 @@
 /* hold.c - reference counts for memory shared with libzmq and the client. */
 #include "hold.h"
 
-#include <stddef.h>
+#include "error.h"
+
+#include <stdint.h>
+#include <stdlib.h>
 
 void cdc_hold_init(cdc_hold_t *hold, void (*free_fn)(cdc_hold_t *hold))
 {
@@ -35,4 +38,38 @@ void cdc_hold_retire(cdc_hold_t *hold)
 int cdc_hold_retired(cdc_hold_t *hold)
 {
     return atomic_load_explicit(&hold->retired, memory_order_acquire);
+}
+
+int cdc_hold_refs(cdc_hold_t *hold)
+{
+    return atomic_load_explicit(&hold->refs, memory_order_acquire);
+}
+
+/* The hold sits at the start of the allocation, the buffer one alignment
+   step after it. */
+#define HOLD_ALIGN 64
+
+static void hold_block_free(cdc_hold_t *hold)
+{
+    free(hold);
+}
+
+cdc_hold_t *cdc_hold_alloc(size_t bytes, void **data)
+{
+    *data = NULL;
+    _Static_assert(sizeof(cdc_hold_t) <= HOLD_ALIGN, "hold fits ahead of the buffer");
+    if (bytes > SIZE_MAX - 2 * HOLD_ALIGN) {
+        cdc__fail(CDC_ENOMEM, "held buffer of %zu bytes", bytes);
+        return NULL;
+    }
+    /* aligned_alloc wants a multiple of the alignment. */
+    size_t total = (HOLD_ALIGN + bytes + HOLD_ALIGN - 1) / HOLD_ALIGN * HOLD_ALIGN;
+    cdc_hold_t *hold = aligned_alloc(HOLD_ALIGN, total);
+    if (!hold) {
+        cdc__fail(CDC_ENOMEM, "held buffer of %zu bytes", bytes);
+        return NULL;
+    }
+    cdc_hold_init(hold, hold_block_free);
+    *data = (char *) hold + HOLD_ALIGN;
+    return hold;
 }

@@ -15,6 +15,7 @@
 #define CDC_HOLD_H_INCLUDED
 
 #include <stdatomic.h>
+#include <stddef.h>
 
 typedef struct cdc_hold cdc_hold_t;
 struct cdc_hold {
@@ -39,5 +40,15 @@ void cdc_hold_retire(cdc_hold_t *hold);
 
 /* Whether the owner has retired it. */
 int cdc_hold_retired(cdc_hold_t *hold);
+
+/* The current count of references (tests and assertions: another thread may
+   change it at any time). */
+int cdc_hold_refs(cdc_hold_t *hold);
+
+/* A buffer of `bytes` bytes (64-byte aligned) and its hold in one
+   allocation: *data is the buffer, the hold has the owner's reference, and
+   the last release frees both. NULL (with cdc_last_error set) when out of
+   memory. */
+cdc_hold_t *cdc_hold_alloc(size_t bytes, void **data);
 
 #endif

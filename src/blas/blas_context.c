@@ -229,8 +229,13 @@ static int coded_product_locked(int col_major, const cdc_operand_t *op_a,
     if (side != 0) {
         /* Distinct keys: the row blocks and the whole matrix live side by side
            on the workers. */
-        w.weights = (cdc_weights_t){entry->packed, entry->key ^ 0x5d1a, entry->key ^ 0x3e7b,
-                                    blas_weights_shards, blas_weights_norms, &w};
+        w.weights = (cdc_weights_t){.packed = entry->packed,
+                                    .hold = entry->packed_hold,
+                                    .set_key = entry->key ^ 0x5d1a,
+                                    .whole_key = entry->key ^ 0x3e7b,
+                                    .shards = blas_weights_shards,
+                                    .norms = blas_weights_norms,
+                                    .owner = &w};
         w.entry = entry;
         if (side == 1)
             desc.a.weights = &w.weights;

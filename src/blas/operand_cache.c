@@ -54,16 +54,18 @@ static size_t norms_bytes(const cdc_operand_entry_t *e)
     return e->whole_norms ? (size_t) e->desc.rows * sizeof(double) : 0;
 }
 
-/* Back to a candidate: forget the copy and its shards (stale or evicted). */
+/* Back to a candidate: forget the copy and its shards (stale or evicted).
+   Both are retired: a send in flight may still hold them. */
 static void entry_demote(cdc_operand_cache_t *cache, cdc_operand_entry_t *e)
 {
     cache->bytes -= set_bytes(e->set);
-    cdc__shard_set_destroy(&e->set);
+    cdc__shard_set_retire(&e->set);
     if (e->packed)
         cache->bytes -= packed_bytes(e);
     cache->bytes -= norms_bytes(e);
-    free(e->packed);
+    cdc_hold_retire(e->packed_hold);
     free(e->whole_norms);
+    e->packed_hold = NULL;
     e->packed = NULL;
     e->whole_norms = NULL;
     e->key = 0;
@@ -171,9 +173,11 @@ static int entry_promote(cdc_operand_cache_t *cache, cdc_operand_entry_t *e)
     if (e->packed)
         return CDC_OK;
     size_t bytes = packed_bytes(e);
-    e->packed = malloc(bytes);
-    if (!e->packed)
+    void *storage = NULL;
+    e->packed_hold = cdc_hold_alloc(bytes, &storage);
+    if (!e->packed_hold)
         return cdc__fail(CDC_ENOMEM, "weights copy of %zu bytes", bytes);
+    e->packed = storage;
     cdc__operand_pack(&e->desc, e->packed);
     cache->bytes += bytes;
     /* The key names content and shape, not the address: the same weights at
@@ -253,9 +257,9 @@ int cdc__operand_entry_shards(cdc_operand_cache_t *cache, cdc_operand_entry_t *e
         return cdc__fail(CDC_ESTATE, "operand entry has no packed copy");
     if (!entry->set || entry->set_code != (const void *) code || entry->set_n != n) {
         cache->bytes -= set_bytes(entry->set);
-        cdc__shard_set_destroy(&entry->set);
+        cdc__shard_set_retire(&entry->set);
         int rc = cdc__shard_set_new(code, n, entry->packed, entry->desc.rows,
-                                    entry->desc.k, &entry->set);
+                                    entry->desc.k, entry->packed_hold, &entry->set);
         if (rc != CDC_OK)
             return rc;
         cache->bytes += set_bytes(entry->set);

@@ -7,7 +7,11 @@
  * descriptor and the same hash is the weights: it is packed into a private
  * copy and, per plan, cut and parity-encoded once; later calls reuse that.
  * A changed operand (any element) gets a new hash, so its stale copy is
- * dropped instead of used. Not thread-safe: the caller serialises. */
+ * dropped instead of used. Not thread-safe: the caller serialises.
+ *
+ * The packed copy and its shard set carry holds (hold.h): a demoted or
+ * evicted entry retires them, and the memory goes once the last zero-copy
+ * send or other holder lets go (its bytes leave the cache's count at once). */
 #ifndef CDC_OPERAND_CACHE_H_INCLUDED
 #define CDC_OPERAND_CACHE_H_INCLUDED
 
@@ -27,8 +31,11 @@ typedef struct {
     cdc_operand_t desc;   /* where the operand is (the caller's memory)     */
     uint64_t hash;        /* what it held when last seen                    */
     uint64_t key;         /* names the packed copy on workers; 0 = candidate */
-    float *packed;        /* rows x k private copy once promoted            */
-    cdc_shard_set_t *set; /* row blocks + parity of packed for (code, n)    */
+    float *packed;        /* rows x k private copy once promoted, in
+                             packed_hold's buffer                           */
+    cdc_hold_t *packed_hold; /* keeps packed alive for its sets and sends  */
+    cdc_shard_set_t *set; /* row blocks + parity of packed for (code, n);
+                             holds packed_hold                              */
     const void *set_code; /* the code set was encoded with                  */
     int set_n;
     int whole_ready;      /* packed was handed out whole (counted once)     */
@@ -61,7 +68,8 @@ int cdc__operand_cache_match(cdc_operand_cache_t *cache, const cdc_operand_t *a,
                              cdc_operand_entry_t **entry);
 
 /* The entry's row blocks and parity for (code, n), encoded on first use
-   (*encoded = 1 then). The set aliases entry->packed. */
+   (*encoded = 1 then); a set of another plan is retired. The set aliases
+   entry->packed and holds entry->packed_hold. */
 int cdc__operand_entry_shards(cdc_operand_cache_t *cache, cdc_operand_entry_t *entry,
                               const cdc_code_t *code, int n, const cdc_shard_set_t **set,
                               int *encoded);

@@ -32,6 +32,8 @@ typedef struct {
     const cdc_shard_set_t *set;   /* the cut operand's blocks               */
     cdc_shard_set_t *call_set;    /* owned: cut and encoded for this call   */
     uint64_t set_key, whole_key;  /* nonzero: cached on workers             */
+    cdc_hold_t *set_hold;         /* with set_key: the cached set's hold    */
+    cdc_hold_t *whole_hold;       /* with whole_key: the weights' hold      */
     const float *whole;           /* whole_rows x k, contiguous             */
     int64_t whole_rows, k;
     cdc_weights_t *whole_weights; /* the whole operand when it is weights   */
@@ -93,13 +95,18 @@ static int driver_encode(const cdc_gemm_desc_t *desc, const cdc_call_plan_t *pla
     ops->whole_rows = whole->view.rows;
     ops->whole_weights = whole->weights;
     ops->whole_key = whole->weights ? whole->weights->whole_key : 0;
+    ops->whole_hold = whole->weights ? whole->weights->hold : NULL;
     if (cut->weights) {
         /* Cached weights: row blocks + parity encoded once, kept by workers. */
         ops->set_key = cut->weights->set_key;
-        return cut->weights->shards(cut->weights, plan->code, plan->n, &ops->set);
+        int rc = cut->weights->shards(cut->weights, plan->code, plan->n, &ops->set);
+        if (rc == CDC_OK)
+            ops->set_hold = cdc__shard_set_hold(ops->set);
+        return rc;
     }
+    /* Per call: the caller's memory outlives the call, nothing to hold. */
     int rc = cdc__shard_set_new(plan->code, plan->n, operand_rows(cut, &next),
-                                cut->view.rows, ops->k, &ops->call_set);
+                                cut->view.rows, ops->k, NULL, &ops->call_set);
     ops->set = ops->call_set;
     return rc;
 }
@@ -174,6 +181,8 @@ static int driver_dispatch(cdc_context_t *context, const cdc_call_plan_t *plan,
         task->bt = cut_a ? ops->whole : set->blocks[s];
         task->a_key = cut_a ? ops->set_key : ops->whole_key;
         task->bt_key = cut_a ? ops->whole_key : ops->set_key;
+        task->a_hold = cut_a ? ops->set_hold : ops->whole_hold;
+        task->bt_hold = cut_a ? ops->whole_hold : ops->set_hold;
     }
     if (plan->code) {
         call.scales_fill = driver_scales_fill;
@@ -205,7 +214,7 @@ int cdc__driver_gemm(cdc_context_t *context, const cdc_gemm_desc_t *desc,
         rc = driver_dispatch(context, plan, &ops, t, cols);
     if (rc == CDC_OK)
         cdc__driver_finish(context, &desc->epilogue, t, rows, cols);
-    cdc__shard_set_destroy(&ops.call_set);
+    cdc__shard_set_retire(&ops.call_set);
     free(ops.packed);
     free(t_owned);
     return rc;

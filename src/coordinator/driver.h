@@ -11,10 +11,17 @@
    BLAS operand the cache found repeating). The driver asks for its row
    blocks only when it cuts it and for its row norms only when the parity
    check or the accuracy guard needs them; the front end encodes and counts
-   (weight_encodes) once per plan. */
+   (weight_encodes) once per plan.
+
+   Holds (hold.h): a shard task that names a cached operand by key carries
+   a hold that keeps it readable past the call, so the transport can send
+   it without a copy. The cut weights' tasks hold their shard set
+   (cdc__shard_set_hold; the set holds `hold` in turn, its data blocks alias
+   packed), the whole weights' tasks hold `hold` itself. */
 typedef struct cdc_weights cdc_weights_t;
 struct cdc_weights {
     const float *packed; /* rows x k, row-major, contiguous                 */
+    cdc_hold_t *hold;    /* keeps packed alive; shard sets of it retain it  */
     uint64_t set_key;    /* names its row blocks on workers (nonzero)       */
     uint64_t whole_key;  /* names the whole matrix on workers (nonzero)     */
     /* Its row blocks + parity for (code, n), encoded on first use. */

@@ -9,12 +9,20 @@
  * block give zero rows in its result, so padding never changes a real
  * element; cdc__shard_set_valid_rows says which rows to keep. Each block's
  * row norms are kept beside it: the parity check scales its rounding
- * tolerance by them. */
+ * tolerance by them.
+ *
+ * Lifetime. A cached set (a layer's weights, a BLAS operand) is read after
+ * its owner lets go: by libzmq's I/O thread while a zero-copy WEIGHTS send
+ * is in flight, by the client when it re-ships a slot's weights. So the set
+ * carries a hold (hold.h) and holds its source's: the owner retires the set
+ * instead of freeing it, and the last reference frees the owned blocks and
+ * releases the source. */
 #include "shard_set.h"
 
 #include "error.h"
 #include "norms.h"
 
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -27,8 +35,20 @@ int64_t cdc__shard_set_valid_rows(const cdc_shard_set_t *set, int i)
     return left < set->block_rows ? left : set->block_rows;
 }
 
+/* The last reference: the owned blocks go, and the set's reference to its
+   source (which may free the source in turn). Any thread. */
+static void shard_set_free(cdc_hold_t *hold)
+{
+    cdc_shard_set_t *set = (cdc_shard_set_t *) ((char *) hold - offsetof(cdc_shard_set_t, hold));
+    cdc_hold_t *src_hold = set->src_hold;
+    free(set->owned);
+    free(set->norms);
+    free(set);
+    cdc_hold_release(src_hold);
+}
+
 int cdc__shard_set_new(const cdc_code_t *code, int n, const float *src, int64_t rows,
-                       int64_t k, cdc_shard_set_t **set_p)
+                       int64_t k, cdc_hold_t *src_hold, cdc_shard_set_t **set_p)
 {
     int r = code ? cdc_code_r(code) : 0;
     if (n < 1 || n > CDC_CODE_MAX_N || rows < 1 || k < 1 || !src || !set_p ||
@@ -43,6 +63,8 @@ int cdc__shard_set_new(const cdc_code_t *code, int n, const float *src, int64_t 
     set->rows = rows;
     set->k = k;
     set->block_rows = (rows + n - 1) / n;
+    cdc_hold_init(&set->hold, shard_set_free);
+    set->src_hold = cdc_hold_retain(src_hold);
 
     size_t block_size = (size_t) set->block_rows * (size_t) k;
     int padded = 0;
@@ -51,7 +73,7 @@ int cdc__shard_set_new(const cdc_code_t *code, int n, const float *src, int64_t 
     if (padded + r > 0) {
         set->owned = calloc((size_t) (padded + r) * block_size, sizeof(float));
         if (!set->owned) {
-            free(set);
+            cdc__shard_set_retire(&set);
             return cdc__fail(CDC_ENOMEM, "shard set: %d blocks of %zu floats",
                              padded + r, block_size);
         }
@@ -77,13 +99,13 @@ int cdc__shard_set_new(const cdc_code_t *code, int n, const float *src, int64_t 
     if (r > 0) {
         int rc = cdc_code_encode(code, set->block_rows, k, set->blocks, k, parity, k);
         if (rc != CDC_OK) {
-            cdc__shard_set_destroy(&set);
+            cdc__shard_set_retire(&set);
             return rc;
         }
     }
     set->norms = malloc((size_t) (n + r) * (size_t) set->block_rows * sizeof(double));
     if (!set->norms) {
-        cdc__shard_set_destroy(&set);
+        cdc__shard_set_retire(&set);
         return cdc__fail(CDC_ENOMEM, "shard set norms");
     }
     for (int s = 0; s < n + r; s++) {
@@ -95,12 +117,17 @@ int cdc__shard_set_new(const cdc_code_t *code, int n, const float *src, int64_t 
     return CDC_OK;
 }
 
-void cdc__shard_set_destroy(cdc_shard_set_t **set_p)
+void cdc__shard_set_retire(cdc_shard_set_t **set_p)
 {
     if (!set_p || !*set_p)
         return;
-    free((*set_p)->owned);
-    free((*set_p)->norms);
-    free(*set_p);
+    cdc_hold_retire(&(*set_p)->hold);
     *set_p = NULL;
+}
+
+cdc_hold_t *cdc__shard_set_hold(const cdc_shard_set_t *set)
+{
+    /* The count changes under a const view: holders share the set, they do
+       not modify what it holds. */
+    return (cdc_hold_t *) &set->hold;
 }

@@ -109,8 +109,9 @@ static int conv_scales_fill(cdc_coded_call_t *call)
 }
 
 /* A conv call of the plan's shards, rows x cols results each: every task
-   a (filters) · im2col(input) over geometry g, filled in but for a, a_rows
-   and input; the parity check's scales come from job. */
+   a (filters) · im2col(input) over geometry g, filled in but for a, a_hold
+   (a_key names the filters: a is always held) and input; the parity
+   check's scales come from job. */
 static int conv_call_init(cdc_coded_call_t *call, const cdc_layer_t *layer,
                           const cdc_call_plan_t *plan, int64_t rows, int64_t cols,
                           const cdc_conv_geometry_t *g, int64_t batch,
@@ -155,6 +156,7 @@ static int conv_channel_split(cdc_layer_t *layer, const cdc_call_plan_t *plan,
         return rc;
     for (int s = 0; s < n + plan->r; s++) {
         call.tasks[s].a = filters->blocks[s];
+        call.tasks[s].a_hold = cdc__shard_set_hold(filters);
         call.tasks[s].input = x;
     }
     rc = cdc__coded_call_run(layer->context, &call);
@@ -253,6 +255,7 @@ static int conv_spatial_split(cdc_layer_t *layer, const cdc_call_plan_t *plan,
         return rc;
     for (int s = 0; s < shards; s++) {
         call.tasks[s].a = layer->weights;
+        call.tasks[s].a_hold = layer->weights_hold;
         call.tasks[s].input = bands + (size_t) s * band_size;
     }
     rc = cdc__coded_call_run(layer->context, &call);

@@ -60,10 +60,14 @@ int cdc__layer_new(cdc_context_t *context, cdc_layer_kind_t kind, int64_t rows,
     if (!layer)
         return cdc__fail(CDC_ENOMEM, "layer");
     size_t count = (size_t) rows * (size_t) k;
-    layer->weights = malloc(count * sizeof(float));
+    void *storage = NULL;
+    /* Held: shard sets alias the weights and zero-copy sends read them after
+       the call; both may outlive the layer. */
+    layer->weights_hold = cdc_hold_alloc(count * sizeof(float), &storage);
+    layer->weights = storage;
     layer->bias = bias ? malloc((size_t) rows * sizeof(float)) : NULL;
     if (!layer->weights || (bias && !layer->bias)) {
-        free(layer->weights);
+        cdc_hold_retire(layer->weights_hold);
         free(layer->bias);
         free(layer);
         return cdc__fail(CDC_ENOMEM, "layer weights of %zu floats", count);
@@ -104,8 +108,13 @@ static const double *layer_weights_norms(cdc_weights_t *self)
 void cdc__layer_weights(cdc_layer_t *layer, cdc_weights_t *weights)
 {
     /* The content key names the row blocks and the whole matrix alike. */
-    *weights = (cdc_weights_t){layer->weights, layer->weights_key, layer->weights_key,
-                               layer_weights_shards, layer_weights_norms, layer};
+    *weights = (cdc_weights_t){.packed = layer->weights,
+                               .hold = layer->weights_hold,
+                               .set_key = layer->weights_key,
+                               .whole_key = layer->weights_key,
+                               .shards = layer_weights_shards,
+                               .norms = layer_weights_norms,
+                               .owner = layer};
 }
 
 cdc_epilogue_t cdc__layer_epilogue(const cdc_layer_t *layer, int64_t batch, int64_t plane,
@@ -122,9 +131,10 @@ int cdc__layer_weight_shards(cdc_layer_t *layer, const cdc_code_t *code, int n,
     cdc_shard_set_t *cached = layer->weight_shards;
     if (!cached || cached->n != n || layer->weight_code != code ||
         cached->r != (code ? cdc_code_r(code) : 0)) {
-        cdc__shard_set_destroy(&layer->weight_shards);
+        /* Retired, not freed: a send or a holder may still read it. */
+        cdc__shard_set_retire(&layer->weight_shards);
         int rc = cdc__shard_set_new(code, n, layer->weights, layer->rows, layer->k,
-                                    &layer->weight_shards);
+                                    layer->weights_hold, &layer->weight_shards);
         if (rc != CDC_OK)
             return rc;
         layer->weight_code = code;
@@ -156,8 +166,10 @@ void cdc_layer_destroy(cdc_layer_t **layer_p)
     if (!layer_p || !*layer_p)
         return;
     cdc_layer_t *layer = *layer_p;
-    cdc__shard_set_destroy(&layer->weight_shards);
-    free(layer->weights);
+    /* The weights and their row blocks go when their last holder lets go
+       (a zero-copy send still in flight, the client's slot manifest). */
+    cdc__shard_set_retire(&layer->weight_shards);
+    cdc_hold_retire(layer->weights_hold);
     free(layer->bias);
     free(layer->weight_norms);
     free(layer);

@@ -11,13 +11,17 @@ struct cdc_layer {
     cdc_context_t *context;
     cdc_layer_kind_t kind;
     cdc_layer_options_t options;
-    float *weights;     /* rows x k: FC out x in, conv Cout x (Cin*kh*kw) */
+    float *weights;     /* rows x k: FC out x in, conv Cout x (Cin*kh*kw),
+                           in weights_hold's buffer                       */
+    cdc_hold_t *weights_hold; /* keeps weights alive past cdc_layer_destroy
+                           for the shard sets and sends that hold it      */
     float *bias;        /* rows, or NULL                                  */
     int64_t rows, k;
     uint64_t weights_key; /* content hash: names the weights on workers   */
     cdc_conv2d_desc_t conv;
     /* Row blocks + parity of the weights for the current (code, n): encoded
-       once, reused by every call until the plan changes. */
+       once, reused by every call until the plan changes; a new plan (and
+       cdc_layer_destroy) retires it: it goes when its last holder lets go. */
     cdc_shard_set_t *weight_shards;
     const cdc_code_t *weight_code;
     cdc_split_t last_split;
