@@ -382,7 +382,7 @@ START_TEST(test_straggler_cancelled)
     config.parity = 1;
     config.wait_ms = 0;
     config.timeout_ms = 5000;
-    config.log_level = CDC_LOG_ERROR;
+    config.log_level = getenv("CDC_DEBUG") ? CDC_LOG_DEBUG : CDC_LOG_ERROR;
     cdc_context_t *context = NULL;
     ck_assert_int_eq(cdc_context_new(&config, &context), CDC_OK);
 

@@ -188,7 +188,7 @@ START_TEST(test_spare_holds_every_slot)
     ck_assert_uint_eq(slots->workers[5].ready, 0); /* it lacks them now */
     cdc_slots_restore(slots, BIT(6) - 1, &io);
     ck_assert_int_eq(fake.weights_sent[5], 5);
-    ck_assert_int_eq(fake.pings[5], 1);
+    ck_assert_int_eq(fake.pings[5], 2); /* one proved its connection, one follows the weights */
     cdc_slots_acked(slots, 5, fake.last_token[5]);
     cdc_slots_restore(slots, BIT(6) - 1, &io);
     ck_assert_uint_eq(slots->workers[5].ready, BIT(5) - 1);
@@ -237,7 +237,8 @@ START_TEST(test_unacknowledged_window)
 END_TEST
 
 /* A lost connection may have lost what was not acknowledged: sent again.
-   A send that fails (no connection) is not remembered. */
+   A send that fails (no connection) is not remembered, and a worker whose
+   connection is not proven is not ready, even with nothing to hold. */
 START_TEST(test_connection_lost_resends)
 {
     cdc_slots_t *slots = malloc(sizeof *slots);
@@ -250,8 +251,13 @@ START_TEST(test_connection_lost_resends)
     cdc_slot_weight_t weight = weight_of(block, 42);
     cdc_slots_note(slots, 0, &weight, 0);
     fake.refuse = 1;
+    cdc_slots_connection_lost(slots, 0);
     cdc_slots_restore(slots, BIT(2) - 1, &io);
     ck_assert(!cdc_slots_has(slots, 1, 42));
+    cdc_slots_forget(slots, 0, 42);
+    ck_assert_uint_eq(slots->workers[0].ready, 0);
+    cdc_slots_restore(slots, BIT(2) - 1, &io);
+    ck_assert_uint_eq(slots->workers[0].ready, 0); /* no connection proven */
     fake.refuse = 0;
     cdc_slots_restore(slots, BIT(2) - 1, &io);
     ck_assert(cdc_slots_has(slots, 1, 42));

@@ -566,14 +566,27 @@ static int heartbeat_start(cdc_client_t *self)
 
 /* Connections come up in the background; wait (bounded) until every worker
    has answered a PING so the first call finds them live. */
+static int data_ping(cdc_client_t *self, int w);
+
+/* Until every worker answers heartbeats and its data socket is connected
+   too (a DEALER of its own, connecting on its own: with ZMQ_IMMEDIATE a
+   task sent before it is refused, and the first call would lose that
+   shard), or connect_wait_ms. A PING the data socket takes proves it. */
 static void wait_for_workers(cdc_client_t *self, int connect_wait_ms)
 {
     int64_t deadline = (int64_t) cdc__clock_ms() + connect_wait_ms;
     uint64_t all = self->count == 64 ? ~UINT64_C(0) : (UINT64_C(1) << self->count) - 1;
+    uint64_t connected = 0;
     while ((int64_t) cdc__clock_ms() < deadline) {
         uint64_t mask;
         cdc_client_live(self, &mask);
-        if (mask == all)
+        pthread_mutex_lock(&self->lock); /* the data sockets */
+        for (int w = 0; w < self->count; w++)
+            if ((mask & (UINT64_C(1) << w)) && !(connected & (UINT64_C(1) << w)) &&
+                data_ping(self, w) == CDC_OK)
+                connected |= UINT64_C(1) << w;
+        pthread_mutex_unlock(&self->lock);
+        if (mask == all && connected == all)
             break;
         cdc__sleep_ms(2);
     }
@@ -932,15 +945,28 @@ static int restore_send_weights(void *ctx, int w, const cdc_slot_weight_t *weigh
                         weight->hold);
 }
 
-/* A PING on the data socket, behind the WEIGHTS sent before it: its PONG
-   (request id = token) proves they arrived. */
-static int restore_send_ping(void *ctx, int w, uint64_t token)
+/* A barrier PING on the data socket, behind the WEIGHTS sent before it: the
+   worker answers it once those are cached (protocol.h), so its PONG (request
+   id = token) proves they arrived and bounds what is in flight. Token 0
+   acknowledges nothing: a PING that only proves the connection. */
+static int send_data_ping(cdc_client_t *self, int w, uint64_t token)
 {
-    cdc_client_t *self = ctx;
     cdc_msg_header_t ping;
     cdc_msg_header_init(&ping, CDC_MSG_PING);
     ping.request_id = token;
+    ping.shard = CDC_PING_BARRIER;
     return cdc_wire_send(self->workers[w].socket, NULL, &ping, NULL, 0, ZMQ_DONTWAIT);
+}
+
+static int restore_send_ping(void *ctx, int w, uint64_t token)
+{
+    return send_data_ping(ctx, w, token);
+}
+
+/* Whether worker w's data socket takes a message now (it is connected). */
+static int data_ping(cdc_client_t *self, int w)
+{
+    return send_data_ping(self, w, 0);
 }
 
 static int send_task(cdc_client_t *self, int w, const cdc_shard_task_t *task,

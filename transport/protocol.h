@@ -47,6 +47,13 @@ typedef enum {
 } cdc_msg_type_t;
 
 /* The decoded header. Fields a type does not use are zero on the wire. */
+/* PING.shard: a barrier. The worker answers it once every request sent
+   before it on the same connection has been handled (WEIGHTS cached, tasks
+   run), in line behind them on its compute thread, instead of at once: the
+   coordinator's acknowledgement that a returning worker holds its weights.
+   A worker that does not know it answers at once (a weaker ack). */
+#define CDC_PING_BARRIER 1
+
 typedef struct {
     uint32_t magic;
     uint16_t version;

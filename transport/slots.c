@@ -49,6 +49,7 @@ void cdc_slots_sent(cdc_slots_t *slots, int w, uint64_t key)
         remove_key(worker, 0);
     worker->keys[worker->key_count] = key;
     worker->seq[worker->key_count++] = ++worker->sent_seq;
+    worker->connected = 1;
 }
 
 void cdc_slots_forget(cdc_slots_t *slots, int w, uint64_t key)
@@ -78,6 +79,7 @@ void cdc_slots_connection_lost(cdc_slots_t *slots, int w)
         if (worker->seq[i] > worker->acked_seq)
             remove_key(worker, i);
     worker->pinged_seq = worker->acked_seq;
+    worker->connected = 0;
 }
 
 void cdc_slots_instance(cdc_slots_t *slots, int w, uint64_t instance)
@@ -174,7 +176,7 @@ static void restore_slot(cdc_slots_t *slots, int w, int s, const cdc_slot_io_t *
         slots->background_bytes += (uint64_t) weight->rows * (uint64_t) weight->k * sizeof(float);
         slots->background_sent++;
     }
-    if (complete)
+    if (complete && worker->connected)
         worker->ready |= BIT(s);
 }
 
@@ -188,6 +190,12 @@ void cdc_slots_restore(cdc_slots_t *slots, uint64_t live, const cdc_slot_io_t *i
             if (!(live & BIT(w)) || home != (pass == 0))
                 continue;
             cdc_slot_worker_t *worker = &slots->workers[w];
+            if (!worker->connected) {
+                if (io->send_ping(io->ctx, w, worker->sent_seq) != CDC_OK)
+                    continue; /* not connected yet: the next pass */
+                worker->connected = 1;
+                worker->pinged_seq = worker->sent_seq;
+            }
             for (int s = home ? w : 0; s < (home ? w + 1 : slots->slot_count); s++)
                 if (!(worker->ready & BIT(s)))
                     restore_slot(slots, w, s, io);

@@ -55,6 +55,9 @@ typedef struct {
     uint64_t pinged_seq; /* sent_seq when the last ack PING went               */
     uint64_t instance;   /* the process's own number (its status); 0 unknown  */
     uint64_t ready;      /* bit s: ready to serve slot s                       */
+    int connected;       /* a send to it went through since its connection
+                            last dropped (the heartbeats' socket is another
+                            connection: live does not prove this one)      */
 } cdc_slot_worker_t;
 
 typedef struct {
@@ -97,7 +100,8 @@ void cdc_slots_note(cdc_slots_t *slots, int s, const cdc_slot_weight_t *weight, 
 /* Between calls or at a call's start: for each live worker, the slots it
    should be ready for (a home: its own; a spare: every slot), homes first,
    send what it lacks (at most CDC_SLOT_UNACKED unacknowledged at a time),
-   then an ack PING; mark ready what it holds and acknowledged. */
+   then an ack PING; mark ready what it holds and acknowledged, once its
+   data connection is proven (a PING first, when nothing else was sent). */
 void cdc_slots_restore(cdc_slots_t *slots, uint64_t live, const cdc_slot_io_t *io);
 
 /* Whether some live worker has weights sent and not yet acknowledged. */

@@ -107,6 +107,23 @@ static int reply_miss(cdc_worker_compute_t *self, const cdc_request_t *request, 
     return post(self, request, &h, NULL, NULL);
 }
 
+/* A barrier PING (protocol.h): everything before it has been handled. */
+static int reply_barrier(cdc_worker_compute_t *self, const cdc_request_t *request)
+{
+    cdc_msg_header_t h;
+    cdc_msg_header_init(&h, CDC_MSG_PONG);
+    h.request_id = cdc_request_msg(request)->header.request_id;
+    h.shard = CDC_PING_BARRIER;
+    cdc_status_report_t status;
+    char text[CDC_PROTO_MAX_TEXT];
+    cdc__worker_compute_status(self, &status);
+    size_t len = cdc_status_format(&status, text, sizeof text);
+    cdc_payload_t *payload = cdc_payload_copy(text, len);
+    if (!payload)
+        return cdc__fail(CDC_ENOMEM, "PONG");
+    return post(self, request, &h, &payload, NULL);
+}
+
 /* The cache's release function for a payload it holds. */
 static void release_payload(void *owner)
 {
@@ -262,14 +279,17 @@ static int handle_task(cdc_worker_compute_t *self, const cdc_request_t *request)
     return rc;
 }
 
-/* WEIGHTS and tasks, in the order the main loop forwarded them (so WEIGHTS
-   always precede the task that needs them). */
+/* WEIGHTS, tasks and barrier PINGs, in the order the main loop forwarded
+   them (so WEIGHTS always precede the task that needs them, and a barrier
+   follows what came before it). */
 static void compute_request(cdc_worker_compute_t *self, cdc_request_t *request)
 {
     const cdc_msg_header_t *h = &cdc_request_msg(request)->header;
     int rc;
     if (h->type == CDC_MSG_WEIGHTS) {
         rc = put_weights(self, request);
+    } else if (h->type == CDC_MSG_PING) {
+        rc = reply_barrier(self, request);
     } else if (cdc_server_cancelled(self->server, request, h->request_id)) {
         self->counters.cancelled++; /* the sender no longer wants it */
         return;

@@ -158,6 +158,10 @@ static void handle_request(loop_t *loop, cdc_request_t *request)
     int type = cdc_request_msg(request)->header.type;
     switch (type) {
     case CDC_MSG_PING:
+        if (cdc_request_msg(request)->header.shard == CDC_PING_BARRIER) {
+            submit(loop, request); /* answered by the compute thread, in line */
+            return;
+        }
         answer_ping(loop, request);
         break;
     case CDC_MSG_WEIGHTS:
