@@ -203,6 +203,37 @@ START_TEST(test_spare_holds_every_slot)
 }
 END_TEST
 
+/* A spare standing in for a slot gets no other slot's weights until the
+   home takes its slot back: its queue is that slot's work. */
+START_TEST(test_standing_in_left_alone)
+{
+    cdc_slots_t *slots = malloc(sizeof *slots);
+    fake_io_t fake;
+    cdc_slot_io_t io;
+    int freed = 0;
+    slots_start(slots, 3, 2, &fake, &io); /* worker 2 is the spare */
+    held_block_t *block = held_block_new(&freed);
+    int shards[2] = {0, 1}, placed[2] = {0, 2}; /* home 1 out, the spare stands in */
+    cdc_slots_placed(slots, shards, placed, 2);
+    for (int s = 0; s < 2; s++) {
+        cdc_slots_sent(slots, placed[s], 30 + s);
+        cdc_slot_weight_t weight = weight_of(block, 30 + (uint64_t) s);
+        cdc_slots_note(slots, s, &weight, placed[s]);
+    }
+    int before = fake.weights_sent[2];
+    cdc_slots_restore(slots, BIT(0) | BIT(2), &io);
+    ck_assert_int_eq(fake.weights_sent[2], before); /* slot 0's weights: not now */
+    int home_back[2] = {0, 1};
+    cdc_slots_placed(slots, shards, home_back, 2);
+    cdc_slots_restore(slots, BIT(3) - 1, &io);
+    ck_assert_int_eq(fake.weights_sent[2], before + 1);
+    ck_assert_uint_eq(fake.last_key[2], 30);
+    cdc_hold_release(&block->hold);
+    cdc_slots_fini(slots);
+    free(slots);
+}
+END_TEST
+
 /* At most CDC_SLOT_UNACKED weights in flight per worker; the rest follow as
    acknowledgements come. */
 START_TEST(test_unacknowledged_window)
@@ -307,6 +338,7 @@ static Suite *slots_suite(void)
     tcase_add_test(tcase, test_new_instance_restored_in_background);
     tcase_add_test(tcase, test_fini_releases_holds);
     tcase_add_test(tcase, test_spare_holds_every_slot);
+    tcase_add_test(tcase, test_standing_in_left_alone);
     tcase_add_test(tcase, test_unacknowledged_window);
     tcase_add_test(tcase, test_connection_lost_resends);
     tcase_add_test(tcase, test_unheld_weights_not_kept);

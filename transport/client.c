@@ -1064,6 +1064,7 @@ static void call_place(cdc_client_t *self, client_call_t *call)
         shards[t] = call->tasks[t].shard;
     cdc_placement_slots(shards, call->count, self->count, live, ready,
                         call->count - call->needed, call->worker_of);
+    cdc_slots_placed(self->slots, shards, call->worker_of, call->count);
 }
 
 /* Remember the weights each slot used (slots.h), so a worker that returns

@@ -103,6 +103,14 @@ void cdc_slots_call(cdc_slots_t *slots, int count)
     slots->slot_count = count < CDC_MAX_WORKERS ? count : CDC_MAX_WORKERS;
 }
 
+void cdc_slots_placed(cdc_slots_t *slots, const int *shards, const int *worker_of, int count)
+{
+    slots->standing_in = 0;
+    for (int t = 0; t < count; t++)
+        if (worker_of[t] >= 0 && worker_of[t] != shards[t])
+            slots->standing_in |= BIT(worker_of[t]);
+}
+
 /* The manifest entry for key in slot s, or -1. */
 static int manifest_index(const cdc_slots_t *slots, int s, uint64_t key)
 {
@@ -187,7 +195,8 @@ void cdc_slots_restore(cdc_slots_t *slots, uint64_t live, const cdc_slot_io_t *i
     for (int pass = 0; pass < 2; pass++)
         for (int w = 0; w < slots->worker_count; w++) {
             int home = w < slots->slot_count;
-            if (!(live & BIT(w)) || home != (pass == 0))
+            if (!(live & BIT(w)) || home != (pass == 0) ||
+                (!home && (slots->standing_in & BIT(w))))
                 continue;
             cdc_slot_worker_t *worker = &slots->workers[w];
             if (!worker->connected) {

@@ -68,6 +68,9 @@ typedef struct {
     cdc_slot_worker_t workers[CDC_MAX_WORKERS];
     cdc_slot_weight_t manifest[CDC_MAX_WORKERS][CDC_SLOT_MANIFEST];
     int manifest_count[CDC_MAX_WORKERS];
+    uint64_t standing_in;      /* workers the latest call gave a shard other
+                                  than their home's: a spare doing a slot's
+                                  work gets no other slot's weights meanwhile */
     uint64_t background_bytes; /* weight bytes sent by cdc_slots_restore     */
     uint64_t background_sent;  /* and messages                                */
 } cdc_slots_t;
@@ -92,6 +95,8 @@ void cdc_slots_instance(cdc_slots_t *slots, int w, uint64_t instance);
 
 /* A call with count tasks begins: slot_count follows it. */
 void cdc_slots_call(cdc_slots_t *slots, int count);
+/* Where its tasks went (placement.h): shards[t] on worker_of[t]. */
+void cdc_slots_placed(cdc_slots_t *slots, const int *shards, const int *worker_of, int count);
 /* Task of slot s used weight (its hold retained by the manifest when not
    NULL) and went to worker served_by (-1: nobody). Workers ready for s that
    lack it are ready no longer. */
@@ -101,7 +106,8 @@ void cdc_slots_note(cdc_slots_t *slots, int s, const cdc_slot_weight_t *weight, 
    should be ready for (a home: its own; a spare: every slot), homes first,
    send what it lacks (at most CDC_SLOT_UNACKED unacknowledged at a time),
    then an ack PING; mark ready what it holds and acknowledged, once its
-   data connection is proven (a PING first, when nothing else was sent). */
+   data connection is proven (a PING first, when nothing else was sent). A
+   spare standing in for a slot is left alone: its queue is that slot's. */
 void cdc_slots_restore(cdc_slots_t *slots, uint64_t live, const cdc_slot_io_t *io);
 
 /* Whether some live worker has weights sent and not yet acknowledged. */
