@@ -189,9 +189,15 @@ START_TEST(test_spare_holds_every_slot)
     cdc_slots_restore(slots, BIT(6) - 1, &io);
     ck_assert_int_eq(fake.weights_sent[5], 5);
     ck_assert_int_eq(fake.pings[5], 2); /* one proved its connection, one follows the weights */
+    uint64_t ready[6];
+    cdc_slots_ready(slots, ready);
+    ck_assert_uint_eq(ready[5], 0); /* busy: weights not yet acknowledged */
+    ck_assert_uint_eq(ready[0], BIT(0));
     cdc_slots_acked(slots, 5, fake.last_token[5]);
     cdc_slots_restore(slots, BIT(6) - 1, &io);
     ck_assert_uint_eq(slots->workers[5].ready, BIT(5) - 1);
+    cdc_slots_ready(slots, ready);
+    ck_assert_uint_eq(ready[5], BIT(5) - 1);
     /* Home 3 dies: the spare covers it, redundancy stays full. */
     ck_assert(cdc_slots_full(slots, (BIT(6) - 1) & ~BIT(3)));
     /* Two homes die: one spare cannot cover both. */

@@ -248,6 +248,12 @@ int cdc_slots_full(const cdc_slots_t *slots, uint64_t live)
 
 void cdc_slots_ready(const cdc_slots_t *slots, uint64_t *ready)
 {
-    for (int w = 0; w < slots->worker_count; w++)
-        ready[w] = slots->workers[w].ready;
+    for (int w = 0; w < slots->worker_count; w++) {
+        const cdc_slot_worker_t *worker = &slots->workers[w];
+        /* A spare still taking in weights would serve a slot only after
+           caching them: its result would come too late, and tasks would
+           pile up behind them. */
+        int busy_spare = w >= slots->slot_count && worker->sent_seq > worker->acked_seq;
+        ready[w] = busy_spare ? 0 : worker->ready;
+    }
 }

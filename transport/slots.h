@@ -116,7 +116,8 @@ int cdc_slots_busy(const cdc_slots_t *slots, uint64_t live);
 /* Whether every slot has a distinct live worker ready for it. */
 int cdc_slots_full(const cdc_slots_t *slots, uint64_t live);
 
-/* ready[0..worker_count-1] for cdc_placement_slots. */
+/* ready[0..worker_count-1] for cdc_placement_slots: the workers' ready
+   bits, none for a spare with weights still unacknowledged (busy). */
 void cdc_slots_ready(const cdc_slots_t *slots, uint64_t *ready);
 
 #endif
