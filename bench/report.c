@@ -281,7 +281,7 @@ int cdc_report_plot(const char *path, const cdc_run_t *runs, int count, const ch
         fprintf(gp, "plot ");
         for (int i = 0; i < count; i++)
             fprintf(gp,
-                    "%s'%s' index %d using 1:3 axes x1y2 with filledcurves y1=0 "
+                    "%s'%s' index %d using 1:3 axes x1y2 with fillsteps "
                     "fs transparent solid 0.12 noborder lc rgb '%s' notitle",
                     i ? ", " : "", data, i, plot_colors[i % 4]);
         for (int i = 0; i < count; i++)
