@@ -2,7 +2,7 @@
 # scenarios.sh - the fault-injection scenarios of docs/benchmarks.md, one JSON each.
 # usage: bench/scenarios.sh [BUILD_DIR] [OUT_DIR] [SCENARIO...]
 #   scenarios: crash stragglers scaling speedup chaos repair soak (default: all but soak,
-#   which takes about half an hour; SOAK_REQUESTS=N shortens it)
+#   which takes about 20 minutes; SOAK_REQUESTS=N shortens it)
 set -eu
 build=${1:-build}
 out=${2:-bench-results}
