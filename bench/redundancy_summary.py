@@ -11,7 +11,8 @@ fraction of the run the repair windows cover, the mean and longest time to
 full redundancy, resident memory after warm-up (the sample at request 1,000)
 and at the end, descriptors and threads over the samples; with the CSV the
 median latency before the first event, of the requests that ran degraded (the
-repair windows: weights shipping in the background) and of the rest after it.
+repair windows: weights shipping in the background) and of the rest after it,
+and the redundancy the requests from the first event (or --crash-at) on could use.
 """
 import csv
 import json
@@ -34,6 +35,28 @@ def medians(csv_path, label, first_event_request):
                 after.append(ms)
     med = lambda xs: statistics.median(xs) if xs else float("nan")
     return med(before), len(degraded), med(degraded), med(after)
+
+
+def redundancy_after(csv_path, label, first_event_request):
+    """The redundancy the requests from the first event on could use: how many ran
+    at each level, and from which request on every one had the configured r."""
+    levels, rows = {}, []
+    with open(csv_path) as f:
+        for row in csv.DictReader(f):
+            if row["run"] != label or int(row["request"]) < first_event_request:
+                continue
+            level = int(row["redundancy"])
+            levels[level] = levels.get(level, 0) + 1
+            rows.append((int(row["request"]), level, int(row["r"])))
+    back = None
+    for q, level, r in rows:
+        if level < r:
+            back = None
+        elif back is None:
+            back = q
+    summary = ", ".join(f"{count} at {level}" for level, count in sorted(levels.items()))
+    full = f"full from request {back} on" if back is not None else "never full again"
+    return f"redundancy from request {first_event_request}: {summary}; {full}"
 
 
 def main():
@@ -69,10 +92,12 @@ def main():
                   f"end={end['rss_kib']} ({100.0 * (end['rss_kib'] - warm['rss_kib']) / warm['rss_kib']:+.2f}%) "
                   f"fds seen={fds} threads seen={threads}")
         if len(sys.argv) > 2:
-            first = events[0]["request"] if events else None
+            first = events[0]["request"] if events else run.get("crash_at")
             b, n, d, a = medians(sys.argv[2], run["label"], first)
             print(f"  p50 ms: before the first event {b:.2f}; {n} degraded requests {d:.2f} "
                   f"({d / b:.3f}x); the rest after {a:.2f} ({a / b:.3f}x)")
+            if first is not None:
+                print("  " + redundancy_after(sys.argv[2], run["label"], first))
 
 
 if __name__ == "__main__":

@@ -21,9 +21,21 @@ for s in $scenarios; do
   case $s in
   crash)
     # AlexNet on 4 + 1 emulated devices; worker 1 crashes at request 100 of 200.
+    # Respawned (the default) beside the same run uncoded, then without respawn under
+    # each re-plan policy: keep-shards (the dead slot an erasure) and keep-parity
+    # (n - 1 data shards, r kept). redundancy_summary.py reads the redundancy after.
     "$bench" --model alexnet --workers 5 --parity 1 --requests 200 --crash-at 100 \
       --faults "$PI4;$WIFI;seed=1" --baseline uncoded --json "$out/crash.json" \
       --csv "$out/crash.csv" --plot "$out/crash.png"
+    for policy in keep-shards keep-parity; do
+      CDCGEMM_RESPAWN=0 CDCGEMM_REPLAN=$policy "$bench" --model alexnet --workers 5 \
+        --parity 1 --requests 200 --crash-at 100 --faults "$PI4;$WIFI;seed=1" \
+        --json "$out/crash_$policy.json" --csv "$out/crash_$policy.csv" \
+        --plot "$out/crash_$policy.png"
+    done
+    for run in crash crash_keep-shards crash_keep-parity; do
+      python3 "$(dirname "$0")/redundancy_summary.py" "$out/$run.json" "$out/$run.csv"
+    done
     ;;
   chaos)
     # A SIGKILL of a seeded random embedded worker every 2 s from outside the
@@ -43,6 +55,17 @@ for s in $scenarios; do
       --chaos 'kill@w1:at=5s;kill@w2:at=10s' --json "$out/repair.json" \
       --csv "$out/repair.csv" --plot "$out/repair.png"
     python3 "$(dirname "$0")/redundancy_summary.py" "$out/repair.json" "$out/repair.csv"
+    # The same on emulated Pi-4-class devices, where the host no longer sets the
+    # figure: on ipc (weights at ipc speed) and on the emulated WiFi (weights at
+    # 94 Mbit/s, so the second crash waits 15 s for the first repair).
+    "$bench" --model alexnet --workers 5 --parity 1 --requests "${REPAIR_DEVICE_REQUESTS:-100}" \
+      --faults "$PI4;seed=1" --chaos 'kill@w1:at=5s;kill@w2:at=10s' \
+      --json "$out/repair_pi4.json" --csv "$out/repair_pi4.csv" --plot "$out/repair_pi4.png"
+    python3 "$(dirname "$0")/redundancy_summary.py" "$out/repair_pi4.json" "$out/repair_pi4.csv"
+    "$bench" --model alexnet --workers 5 --parity 1 --requests "${REPAIR_DEVICE_REQUESTS:-100}" \
+      --faults "$PI4;$WIFI;seed=1" --chaos 'kill@w1:at=5s;kill@w2:at=20s' \
+      --json "$out/repair_wifi.json" --csv "$out/repair_wifi.csv" --plot "$out/repair_wifi.png"
+    python3 "$(dirname "$0")/redundancy_summary.py" "$out/repair_wifi.json" "$out/repair_wifi.csv"
     ;;
   soak)
     # Issue 11's soak: AlexNet on 6 embedded workers, a SIGKILL every ~2 s and a 1 s
