@@ -114,11 +114,7 @@ static int reply_barrier(cdc_worker_compute_t *self, const cdc_request_t *reques
     cdc_msg_header_init(&h, CDC_MSG_PONG);
     h.request_id = cdc_request_msg(request)->header.request_id;
     h.shard = CDC_PING_BARRIER;
-    cdc_status_report_t status;
-    char text[CDC_PROTO_MAX_TEXT];
-    cdc__worker_compute_status(self, &status);
-    size_t len = cdc_status_format(&status, text, sizeof text);
-    cdc_payload_t *payload = cdc_payload_copy(text, len);
+    cdc_payload_t *payload = cdc__worker_compute_status_payload(self, 0);
     if (!payload)
         return cdc__fail(CDC_ENOMEM, "PONG");
     return post(self, request, &h, &payload, NULL);
@@ -392,6 +388,16 @@ void cdc__worker_compute_status(cdc_worker_compute_t *self, cdc_status_report_t 
         .load = submitted > done ? submitted - done : 0,
         .instance = self->instance,
     };
+}
+
+cdc_payload_t *cdc__worker_compute_status_payload(cdc_worker_compute_t *self, uint64_t held)
+{
+    cdc_status_report_t status;
+    char text[CDC_PROTO_MAX_TEXT];
+    cdc__worker_compute_status(self, &status);
+    status.load += held;
+    size_t len = cdc_status_format(&status, text, sizeof text);
+    return cdc_payload_copy(text, len);
 }
 
 cdc_worker_reply_t *cdc__worker_compute_next(cdc_worker_compute_t *self)

@@ -40,6 +40,12 @@ int cdc__worker_compute_submit(cdc_worker_compute_t *self, cdc_request_t *reques
    works); the figures may be one request old. */
 void cdc__worker_compute_status(cdc_worker_compute_t *self, cdc_status_report_t *status);
 
+/* A PONG's status text (status.h) as a payload: the figures above, with
+   held (replies the emulated device still holds) added to the load. Used
+   by every PONG, heartbeat or barrier. Thread-safe; NULL when out of
+   memory. */
+cdc_payload_t *cdc__worker_compute_status_payload(cdc_worker_compute_t *self, uint64_t held);
+
 /* The next reply waiting, or NULL. Caller owns it (the reply inside must be
    sent or destroyed, the envelope freed with free()). */
 cdc_worker_reply_t *cdc__worker_compute_next(cdc_worker_compute_t *self);

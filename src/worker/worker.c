@@ -90,12 +90,8 @@ static void answer_ping(loop_t *loop, const cdc_request_t *request)
     cdc_msg_header_init(&pong, CDC_MSG_PONG);
     pong.request_id = cdc_request_msg(request)->header.request_id;
     loop->counters.pings++;
-    cdc_status_report_t status;
-    char text[CDC_PROTO_MAX_TEXT];
-    cdc__worker_compute_status(loop->compute, &status);
-    status.load += cdc_device_queued(&loop->device); /* held by the emulated device */
-    size_t len = cdc_status_format(&status, text, sizeof text);
-    cdc_payload_t *payload = cdc_payload_copy(text, len);
+    cdc_payload_t *payload = cdc__worker_compute_status_payload(
+        loop->compute, cdc_device_queued(&loop->device)); /* held by the emulated device */
     cdc_reply_t *reply = NULL;
     if (payload && cdc_server_reply_new(loop->server, request, &pong, &payload, &reply) == CDC_OK)
         cdc_server_send(loop->server, &reply);
