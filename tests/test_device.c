@@ -359,6 +359,96 @@ START_TEST(test_worker_cancel_frees_device)
 }
 END_TEST
 
+/* WEIGHTS of LINK_D x LINK_D floats (1 MiB) under key 1, a barrier PING
+   (id 7) behind them, a heartbeat PING (id 8), then a task on the cached
+   weights (id 9, one column inline); returns when they were sent. */
+#define LINK_D 512
+static double send_weights_barrier_task(solo_t *s)
+{
+    size_t floats = (size_t) LINK_D * LINK_D;
+    float *w = cdc_test_alloc(floats * sizeof(float)), column[LINK_D];
+    cdc_test_rng_t rng;
+    cdc_test_rng_seed(&rng, 12);
+    cdc_test_fill_uniform(&rng, w, floats);
+    cdc_test_fill_uniform(&rng, column, LINK_D);
+    cdc_msg_header_t h;
+    uint8_t packed[CDC_PROTO_HEADER_SIZE];
+    cdc_msg_header_init(&h, CDC_MSG_WEIGHTS);
+    h.request_id = 2;
+    h.a_key = 1;
+    h.rows = h.k = LINK_D;
+    cdc_msg_header_pack(&h, packed);
+    double sent = cdc_test_now_s();
+    zmq_send(s->socket, packed, sizeof packed, ZMQ_SNDMORE);
+    zmq_send(s->socket, w, floats * sizeof(float), 0);
+    cdc_msg_header_init(&h, CDC_MSG_PING);
+    h.request_id = 7;
+    h.shard = CDC_PING_BARRIER;
+    cdc_msg_header_pack(&h, packed);
+    zmq_send(s->socket, packed, sizeof packed, 0);
+    solo_header(s, CDC_MSG_PING, 8); /* a heartbeat: answered at once */
+    cdc_msg_header_init(&h, CDC_MSG_TASK_GEMM);
+    h.request_id = 9;
+    h.a_key = 1;
+    h.rows = h.k = LINK_D;
+    h.cols = 1;
+    cdc_msg_header_pack(&h, packed);
+    zmq_send(s->socket, packed, sizeof packed, ZMQ_SNDMORE);
+    zmq_send(s->socket, NULL, 0, ZMQ_SNDMORE);
+    zmq_send(s->socket, column, sizeof column, 0);
+    free(w);
+    return sent;
+}
+
+/* The replies to send_weights_barrier_task in the order they come, with
+   their times since sent (at[0]: heartbeat PONG, at[1]: barrier PONG,
+   at[2]: RESULT). */
+static void weights_replies(solo_t *s, double sent, double at[3])
+{
+    at[0] = at[1] = at[2] = -1;
+    for (int i = 0; i < 3; i++) {
+        cdc_msg_header_t h = solo_recv(s, 10000);
+        double when = cdc_test_now_s() - sent;
+        ck_assert_msg(h.type != 0, "reply %d of 3 missing", i + 1);
+        int which = h.type == CDC_MSG_RESULT ? 2 : h.shard == CDC_PING_BARRIER ? 1 : 0;
+        ck_assert_uint_eq(h.request_id, which == 2 ? 9 : which == 1 ? 7 : 8);
+        ck_assert(at[which] < 0);
+        at[which] = when;
+    }
+    if (getenv("CDC_TEST_LOG"))
+        fprintf(stderr, "weights: heartbeat PONG %.3f s, barrier PONG %.3f s, result %.3f s\n",
+                at[0], at[1], at[2]);
+}
+
+/* 1 MiB of WEIGHTS over link@w0:mbit=8 (1 MB/s) take 1.05 s on the emulated
+   link: the barrier PING behind them is answered no sooner, and the task
+   behind them waits too; heartbeats are answered at once. Without the link
+   fault the barrier PONG is immediate. */
+START_TEST(test_worker_weights_on_link)
+{
+    const double transfer_s = (double) LINK_D * LINK_D * sizeof(float) * 8 / 8e6;
+    solo_t s;
+    double at[3];
+    solo_start(&s, 0, "link@w0:mbit=8");
+    solo_ready(&s);
+    weights_replies(&s, send_weights_barrier_task(&s), at);
+    ck_assert_msg(at[0] < 0.3, "heartbeat PONG after %.3f s", at[0]);
+    ck_assert_msg(at[1] >= transfer_s - 0.01 && at[1] <= transfer_s + 1.0,
+                  "barrier PONG after %.3f s, the weights' transfer takes %.3f s", at[1],
+                  transfer_s);
+    ck_assert_msg(at[2] >= transfer_s - 0.01 && at[2] <= transfer_s + 1.0,
+                  "result after %.3f s, behind a transfer of %.3f s", at[2], transfer_s);
+    solo_stop(&s, NULL);
+
+    solo_start(&s, 0, NULL); /* no link: as fast as ipc */
+    solo_ready(&s);
+    weights_replies(&s, send_weights_barrier_task(&s), at);
+    ck_assert_msg(at[1] < 0.5 && at[2] < 0.5, "barrier PONG %.3f s, result %.3f s without a link",
+                  at[1], at[2]);
+    solo_stop(&s, NULL);
+}
+END_TEST
+
 /* ---- through the coordinator -------------------------------------------- */
 
 /* Five workers, r = 1; worker 1 a straggler (its tasks take 400 ms more).
@@ -466,6 +556,7 @@ static Suite *device_suite(void)
     TCase *worker = tcase_create("worker");
     tcase_add_test(worker, test_worker_slow_queue);
     tcase_add_test(worker, test_worker_cancel_frees_device);
+    tcase_add_test(worker, test_worker_weights_on_link);
     tcase_add_test(worker, test_straggler_cancelled);
     tcase_set_timeout(worker, 60);
     suite_add_tcase(suite, worker);

@@ -185,6 +185,35 @@ START_TEST(test_slow_and_link)
 }
 END_TEST
 
+/* One message outside the calls (WEIGHTS): the same transfer arithmetic as
+   a call's, one-way latency, and no call counted or drawn. */
+START_TEST(test_link_of_one_message)
+{
+    cdc_fault_plan_t plan;
+    cdc_fault_state_t state, twin;
+    cdc_fault_decision_t d;
+    double transfer = -1, latency = -1;
+    ck_assert_int_eq(cdc_fault_plan_parse("link@*:mbit=94,lat=0.3;drop@*:p=0.5", &plan),
+                     CDC_OK);
+    cdc_fault_state_init(&state, &plan, 0);
+    twin = state;
+    ck_assert_int_eq(cdc_fault_link(&state, 1175000, &transfer, &latency), 1);
+    ck_assert_double_eq_tol(transfer, 1175000.0 * 8 / 94e3, 1e-9);
+    ck_assert_double_eq_tol(latency, 0.3, 1e-12);
+    ck_assert_int_eq(state.calls, 0);
+    cdc_fault_next(&state, 0, 0, 1000000, 175000, &d); /* the call's transfer: the same */
+    ck_assert_double_eq_tol(d.delay_ms - d.latency_ms, transfer, 1e-9);
+    cdc_fault_decision_t e;
+    cdc_fault_next(&twin, 0, 0, 1000000, 175000, &e); /* the draws did not move */
+    ck_assert_int_eq(d.drop, e.drop);
+    ck_assert(state.rng == twin.rng);
+    ck_assert_int_eq(cdc_fault_plan_parse("slow@*:x=2;link@w1:mbit=1", &plan), CDC_OK);
+    cdc_fault_state_init(&state, &plan, 0); /* no link for this worker */
+    ck_assert_int_eq(cdc_fault_link(&state, 1000000, &transfer, &latency), 0);
+    ck_assert(transfer == 0.0 && latency == 0.0);
+}
+END_TEST
+
 /* A respawned worker (incarnation >= 1): crash and hang fired in the slot's
    first process and do not fire again; probabilistic rules keep applying. */
 START_TEST(test_incarnation_skips_one_shot)
@@ -228,6 +257,7 @@ static Suite *faults_suite(void)
     tcase_add_test(draws, test_crash_hang_drop_corrupt);
     tcase_add_test(draws, test_incarnation_skips_one_shot);
     tcase_add_test(draws, test_slow_and_link);
+    tcase_add_test(draws, test_link_of_one_message);
     suite_add_tcase(suite, draws);
     return suite;
 }

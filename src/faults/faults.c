@@ -303,6 +303,28 @@ static double draw_delay(const cdc_fault_rule_t *r, uint64_t *rng)
     }
 }
 
+/* Time rule r's link takes to carry bytes (0 for an unlimited one). */
+static double link_transfer_ms(const cdc_fault_rule_t *r, size_t bytes)
+{
+    return r->mbit > 0 ? (double) bytes * 8.0 / (r->mbit * 1e3) : 0.0;
+}
+
+int cdc_fault_link(const cdc_fault_state_t *state, size_t bytes, double *transfer_ms,
+                   double *latency_ms)
+{
+    int links = 0;
+    *transfer_ms = *latency_ms = 0.0;
+    for (int i = 0; i < state->plan.count; i++) {
+        const cdc_fault_rule_t *r = &state->plan.rules[i];
+        if (r->kind != CDC_FAULT_LINK)
+            continue;
+        links++;
+        *transfer_ms += link_transfer_ms(r, bytes);
+        *latency_ms += r->lat_ms;
+    }
+    return links > 0;
+}
+
 void cdc_fault_next(cdc_fault_state_t *state, double compute_ms, double flops,
                     size_t bytes_in, size_t bytes_out, cdc_fault_decision_t *d)
 {
@@ -349,8 +371,7 @@ void cdc_fault_next(cdc_fault_state_t *state, double compute_ms, double flops,
         case CDC_FAULT_LINK:
             d->delay_ms += 2.0 * r->lat_ms;
             d->latency_ms += 2.0 * r->lat_ms;
-            if (r->mbit > 0)
-                d->delay_ms += (double) (bytes_in + bytes_out) * 8.0 / (r->mbit * 1e3);
+            d->delay_ms += link_transfer_ms(r, bytes_in + bytes_out);
             break;
         }
     }

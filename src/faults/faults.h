@@ -80,4 +80,13 @@ void cdc_fault_state_set_incarnation(cdc_fault_state_t *state, int incarnation);
 void cdc_fault_next(cdc_fault_state_t *state, double compute_ms, double flops,
                     size_t bytes_in, size_t bytes_out, cdc_fault_decision_t *decision);
 
+/* This worker's link rules applied to one message of `bytes` outside the
+   calls (the WEIGHTS a coordinator ships, a barrier PONG): *transfer_ms the
+   time its bytes take at mbit (the same arithmetic as a call's transfer in
+   cdc_fault_next), *latency_ms the one-way latency (lat). Counts no call and
+   draws nothing, so the calls' fault sequence is unchanged. Returns 1 when
+   a link rule applies to this worker, else 0 (both times 0). */
+int cdc_fault_link(const cdc_fault_state_t *state, size_t bytes, double *transfer_ms,
+                   double *latency_ms);
+
 #endif

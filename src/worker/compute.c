@@ -34,6 +34,7 @@ struct cdc_worker_compute {
        compute thread after each request, read by the socket thread. */
     atomic_uint_fast64_t submitted, done, tasks, cache_bytes, cache_entries;
     uint64_t max_memory;
+    int report_weights; /* post a notice of each WEIGHTS cached (link emulation) */
     uint64_t instance; /* drawn at start: tells a coordinator this process
                           from the one before it on the same endpoint       */
 };
@@ -67,7 +68,7 @@ static int post_reply(cdc_worker_compute_t *self, int rc, cdc_reply_t *reply,
         return cdc__fail(CDC_ENOMEM, "reply envelope");
     }
     *out = meta ? *meta : (cdc_worker_reply_t){NULL, 0, 0, 0, 0};
-    out->reply = reply;
+    out->reply = reply; /* NULL: a WEIGHTS notice (meta has its bytes) */
     if ((rc = cdc_mailbox_push(self->replies, out)) != CDC_OK) {
         cdc_reply_destroy(&out->reply);
         free(out);
@@ -114,11 +115,7 @@ static int reply_barrier(cdc_worker_compute_t *self, const cdc_request_t *reques
     cdc_msg_header_init(&h, CDC_MSG_PONG);
     h.request_id = cdc_request_msg(request)->header.request_id;
     h.shard = CDC_PING_BARRIER;
-    cdc_status_report_t status;
-    char text[CDC_PROTO_MAX_TEXT];
-    cdc__worker_compute_status(self, &status);
-    size_t len = cdc_status_format(&status, text, sizeof text);
-    cdc_payload_t *payload = cdc_payload_copy(text, len);
+    cdc_payload_t *payload = cdc__worker_compute_status_payload(self, 0);
     if (!payload)
         return cdc__fail(CDC_ENOMEM, "PONG");
     return post(self, request, &h, &payload, NULL);
@@ -155,6 +152,7 @@ static int put_weights(cdc_worker_compute_t *self, cdc_request_t *request)
     cdc_weight_value_t value = {h->rows, h->k, cdc_payload_data(payload),
                                 cdc_payload_footprint(payload), payload, release_payload};
     cdc_weight_cache_stats_t stats;
+    cdc_worker_reply_t notice = {NULL, 0, 0, cdc_payload_size(payload), cdc__clock_ms()};
     cdc_weight_cache_stats(self->cache, &stats);
     uint64_t evictions_before = stats.evictions;
     int rc = cdc_weight_cache_put(self->cache, key, &value);
@@ -165,6 +163,12 @@ static int put_weights(cdc_worker_compute_t *self, cdc_request_t *request)
     cdc_weight_cache_stats(self->cache, &stats);
     self->counters.evictions += stats.evictions - evictions_before;
     self->counters.weights_cached++;
+    /* The emulated link carries them (worker.c): the main loop holds what
+       follows until their transfer is done. The frame is not copied. Out
+       of memory here loses the emulation of this transfer, not the weights. */
+    if (self->report_weights && post_reply(self, CDC_OK, NULL, &notice) != CDC_OK)
+        CDC_LOG_WARNF("worker: weights %016llx: %s", (unsigned long long) h->a_key,
+                      cdc_last_error());
     return CDC_OK;
 }
 
@@ -335,7 +339,8 @@ static void *compute_main(void *arg)
 }
 
 int cdc__worker_compute_start(cdc_server_t *server, const cdc_worker_options_t *options,
-                              cdc_peer_tasks_t *peer_tasks, cdc_worker_compute_t **compute_p)
+                              cdc_peer_tasks_t *peer_tasks, int report_weights,
+                              cdc_worker_compute_t **compute_p)
 {
     *compute_p = NULL;
     cdc_worker_compute_t *self = calloc(1, sizeof *self);
@@ -344,6 +349,7 @@ int cdc__worker_compute_start(cdc_server_t *server, const cdc_worker_options_t *
     self->server = server;
     self->peer_tasks = peer_tasks;
     self->max_memory = options->max_memory;
+    self->report_weights = report_weights;
     self->instance = draw_instance();
     int rc;
     if ((rc = cdc_mailbox_new(&self->requests)) != CDC_OK ||
@@ -392,6 +398,16 @@ void cdc__worker_compute_status(cdc_worker_compute_t *self, cdc_status_report_t 
         .load = submitted > done ? submitted - done : 0,
         .instance = self->instance,
     };
+}
+
+cdc_payload_t *cdc__worker_compute_status_payload(cdc_worker_compute_t *self, uint64_t held)
+{
+    cdc_status_report_t status;
+    char text[CDC_PROTO_MAX_TEXT];
+    cdc__worker_compute_status(self, &status);
+    status.load += held;
+    size_t len = cdc_status_format(&status, text, sizeof text);
+    return cdc_payload_copy(text, len);
 }
 
 cdc_worker_reply_t *cdc__worker_compute_next(cdc_worker_compute_t *self)

@@ -9,7 +9,10 @@
 
 #include <stdint.h>
 
-/* A reply from the compute thread with what the fault model needs. */
+/* A reply from the compute thread with what the fault model needs. With
+   report_weights (cdc__worker_compute_start), reply NULL is the notice of a
+   WEIGHTS just cached: bytes_in its bytes, started_ms when it was taken in
+   (for the link emulation; nothing to send). */
 typedef struct {
     cdc_reply_t *reply;
     double compute_ms; /* time the task's GEMM took (0: not a result)  */
@@ -25,10 +28,13 @@ typedef struct cdc_worker_compute cdc_worker_compute_t;
    options->max_peer_memory. Replies are built against server (thread-safe
    calls only) and woken into its wait. Each request it is done with (run,
    skipped or dropped) is released from peer_tasks (may be NULL), where the
-   main loop counted it. Caller owns *compute_p and must stop it with
+   main loop counted it. With report_weights, every WEIGHTS cached is also
+   posted among the replies, in order, as a notice (cdc_worker_reply_t with
+   reply NULL). Caller owns *compute_p and must stop it with
    cdc__worker_compute_stop. */
 int cdc__worker_compute_start(cdc_server_t *server, const cdc_worker_options_t *options,
-                              cdc_peer_tasks_t *peer_tasks, cdc_worker_compute_t **compute_p);
+                              cdc_peer_tasks_t *peer_tasks, int report_weights,
+                              cdc_worker_compute_t **compute_p);
 
 /* Queue a WEIGHTS or task request (taken over) for the compute thread, which
    handles them in order. Returns CDC_ENOMEM (request destroyed) if it
@@ -39,6 +45,12 @@ int cdc__worker_compute_submit(cdc_worker_compute_t *self, cdc_request_t *reques
    running. Thread-safe (the socket thread asks while the compute thread
    works); the figures may be one request old. */
 void cdc__worker_compute_status(cdc_worker_compute_t *self, cdc_status_report_t *status);
+
+/* A PONG's status text (status.h) as a payload: the figures above, with
+   held (replies the emulated device still holds) added to the load. Used
+   by every PONG, heartbeat or barrier. Thread-safe; NULL when out of
+   memory. */
+cdc_payload_t *cdc__worker_compute_status_payload(cdc_worker_compute_t *self, uint64_t held);
 
 /* The next reply waiting, or NULL. Caller owns it (the reply inside must be
    sent or destroyed, the envelope freed with free()). */

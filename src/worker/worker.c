@@ -6,6 +6,8 @@
  * schedule to each RESULT: corrupted, dropped, crash, or served by the
  * emulated device (device.h: one task at a time, so a slow or delayed task
  * holds back the ones behind it) and sent when the device is done with it.
+ * With a link fault, the WEIGHTS the compute thread cached occupy the
+ * device for their transfer too, and barrier PONGs wait behind them.
  * A reply whose request the coordinator CANCELled is not sent: a held one
  * leaves the device queue and frees the device. A hang fault stops this
  * loop from reading or answering anything for a while. No zmq here: the
@@ -46,6 +48,7 @@ typedef struct {
     size_t max_task_memory;
     cdc_fault_state_t faults;
     int has_faults;
+    int has_link; /* a link rule: WEIGHTS and barrier PONGs on the device too */
     double hang_until; /* < 0: not hung; INFINITY: hung for ever */
     cdc_device_t device;   /* with faults: the emulated device's held replies */
     uint64_t cancels_seen; /* the server's CANCEL count at the last sweep */
@@ -90,12 +93,8 @@ static void answer_ping(loop_t *loop, const cdc_request_t *request)
     cdc_msg_header_init(&pong, CDC_MSG_PONG);
     pong.request_id = cdc_request_msg(request)->header.request_id;
     loop->counters.pings++;
-    cdc_status_report_t status;
-    char text[CDC_PROTO_MAX_TEXT];
-    cdc__worker_compute_status(loop->compute, &status);
-    status.load += cdc_device_queued(&loop->device); /* held by the emulated device */
-    size_t len = cdc_status_format(&status, text, sizeof text);
-    cdc_payload_t *payload = cdc_payload_copy(text, len);
+    cdc_payload_t *payload = cdc__worker_compute_status_payload(
+        loop->compute, cdc_device_queued(&loop->device)); /* held by the emulated device */
     cdc_reply_t *reply = NULL;
     if (payload && cdc_server_reply_new(loop->server, request, &pong, &payload, &reply) == CDC_OK)
         cdc_server_send(loop->server, &reply);
@@ -231,7 +230,9 @@ static long flush_due(loop_t *loop, long cap)
 static int held_cancelled(void *item, void *ctx)
 {
     loop_t *loop = ctx;
-    return cdc_server_reply_cancelled(loop->server, item);
+    /* A RESULT only: a barrier PONG's request id is a token, not a call. */
+    return cdc_reply_header(item)->type == CDC_MSG_RESULT &&
+           cdc_server_reply_cancelled(loop->server, item);
 }
 
 static void drop_cancelled(void *item, void *ctx)
@@ -314,17 +315,52 @@ static void emulate(loop_t *loop, cdc_worker_reply_t *out, double now)
     loop->device_pushed = 1;
 }
 
+/* A WEIGHTS the compute thread cached (its notice), over the emulated
+   link: its transfer occupies the device from when it was taken in, so the
+   tasks and barrier PONGs behind it wait; its latency (one way) is
+   propagation. Nothing to send: the entry only holds the device. */
+static void carry_weights(loop_t *loop, const cdc_worker_reply_t *notice)
+{
+    double transfer_ms, latency_ms;
+    cdc_fault_link(&loop->faults, (size_t) notice->bytes_in, &transfer_ms, &latency_ms);
+    if (cdc_device_push(&loop->device, notice->started_ms, transfer_ms, latency_ms, NULL) !=
+        CDC_OK)
+        CDC_LOG_WARNF("worker: %s", cdc_last_error()); /* not emulated, no harm */
+}
+
+/* A barrier PONG over the emulated link: it leaves once the device is done
+   with everything before it (the WEIGHTS it acknowledges), after its bytes'
+   transfer and the PING's and its own latency (2 lat), as a call's reply. */
+static void hold_barrier(loop_t *loop, cdc_worker_reply_t *out)
+{
+    const cdc_payload_t *payload = cdc_reply_payload(out->reply);
+    double transfer_ms, latency_ms;
+    cdc_fault_link(&loop->faults, payload ? cdc_payload_size(payload) : 0, &transfer_ms,
+                   &latency_ms);
+    if (cdc_device_push(&loop->device, cdc__clock_ms(), transfer_ms, 2.0 * latency_ms,
+                        out->reply) == CDC_OK)
+        out->reply = NULL; /* else (out of memory) sent now */
+}
+
 /* A reply from the compute thread: sent now (no faults; not a RESULT),
-   through the emulated device (faults), or not at all (cancelled). */
+   through the emulated device (faults; with a link, barrier PONGs too), or
+   not at all (cancelled). A WEIGHTS notice occupies the link. */
 static void handle_reply(loop_t *loop, cdc_worker_reply_t *out)
 {
-    int result = cdc_reply_header(out->reply)->type == CDC_MSG_RESULT &&
-                 cdc_reply_payload(out->reply);
+    if (!out->reply) {
+        carry_weights(loop, out);
+        free(out);
+        return;
+    }
+    const cdc_msg_header_t *h = cdc_reply_header(out->reply);
+    int result = h->type == CDC_MSG_RESULT && cdc_reply_payload(out->reply);
     if (result && loop->has_faults) {
         emulate(loop, out, cdc__clock_ms());
     } else if (result && cdc_server_reply_cancelled(loop->server, out->reply)) {
         loop->counters.cancelled++; /* computed, and nobody wants it now */
         cdc_reply_destroy(&out->reply);
+    } else if (loop->has_link && h->type == CDC_MSG_PONG && h->shard == CDC_PING_BARRIER) {
+        hold_barrier(loop, out);
     }
     if (out->reply)
         cdc_server_send(loop->server, &out->reply);
@@ -411,6 +447,8 @@ static int loop_open(loop_t *loop, const cdc_worker_options_t *options)
     cdc_fault_state_init(&loop->faults, &plan, options->index);
     loop->has_faults = loop->faults.plan.count > 0; /* rules for this worker */
     cdc_fault_state_set_incarnation(&loop->faults, options->incarnation);
+    double unused_ms[2];
+    loop->has_link = cdc_fault_link(&loop->faults, 0, &unused_ms[0], &unused_ms[1]);
     if ((rc = cdc__blas_ready()) != CDC_OK)
         return rc;
     cdc__blas_set_threads(options->threads > 0 ? options->threads : 1);
@@ -436,7 +474,8 @@ static int loop_open(loop_t *loop, const cdc_worker_options_t *options)
                                                         options->announce,
                                                         &loop->announcer)) != CDC_OK)
         return rc;
-    return cdc__worker_compute_start(loop->server, options, loop->peer_tasks, &loop->compute);
+    return cdc__worker_compute_start(loop->server, options, loop->peer_tasks, loop->has_link,
+                                     &loop->compute);
 }
 
 /* The socket file of an ipc:// endpoint we bound (libzmq leaves it), and
