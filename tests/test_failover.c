@@ -601,8 +601,8 @@ START_TEST(test_restart_same_endpoint)
     layer_case_t fc;
     fc_case(&fc, context, 1024, 2304, 4, 14);
     case_check(&fc);
-    char endpoints[CDC_CONFIG_STR], *endpoint = endpoints;
-    snprintf(endpoints, sizeof endpoints, "%s", cdc__local_workers_endpoints(context->local));
+    char endpoints[CDC_LOCAL_ENDPOINTS_MAX], *endpoint = endpoints;
+    cdc__local_workers_endpoints(context->local, endpoints, sizeof endpoints);
     for (int i = 0; i < 3; i++)
         endpoint = strchr(endpoint, ',') + 1;
     *strchr(endpoint, ',') = '\0'; /* worker 3's */
