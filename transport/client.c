@@ -620,7 +620,7 @@ static int heartbeat_start(cdc_client_t *self)
 
 /* Connections come up in the background; wait (bounded) until every worker
    has answered a PING so the first call finds them live. */
-static int data_ping(cdc_client_t *self, int w);
+static int send_data_ping(void *ctx, int w, uint64_t token);
 
 /* Until every worker answers heartbeats and its data socket is connected
    too (a DEALER of its own, connecting on its own: with ZMQ_IMMEDIATE a
@@ -637,7 +637,7 @@ static void wait_for_workers(cdc_client_t *self, int connect_wait_ms)
         pthread_mutex_lock(&self->lock); /* the data sockets */
         for (int w = 0; w < self->count; w++)
             if ((mask & (UINT64_C(1) << w)) && !(connected & (UINT64_C(1) << w)) &&
-                data_ping(self, w) == CDC_OK)
+                send_data_ping(self, w, 0) == CDC_OK)
                 connected |= UINT64_C(1) << w;
         pthread_mutex_unlock(&self->lock);
         if (mask == all && connected == all)
@@ -1089,12 +1089,15 @@ static int restore_send_weights(void *ctx, int w, const cdc_slot_weight_t *weigh
                         weight->hold);
 }
 
-/* A barrier PING on the data socket, behind the WEIGHTS sent before it: the
-   worker answers it once those are cached (protocol.h), so its PONG (request
-   id = token) proves they arrived and bounds what is in flight. Token 0
-   acknowledges nothing: a PING that only proves the connection. */
-static int send_data_ping(cdc_client_t *self, int w, uint64_t token)
+/* A barrier PING on client ctx's data socket to worker w, behind the
+   WEIGHTS sent before it: the worker answers it once those are cached
+   (protocol.h), so its PONG (request id = token) proves they arrived and
+   bounds what is in flight. Token 0 acknowledges nothing: a PING that only
+   proves the connection (CDC_OK: the socket took it, so it is connected).
+   ctx is the client (void: it is also the restore pass's send_ping, slots.h). */
+static int send_data_ping(void *ctx, int w, uint64_t token)
 {
+    cdc_client_t *self = ctx;
     cdc_msg_header_t ping;
     cdc_msg_header_init(&ping, CDC_MSG_PING);
     ping.request_id = token;
@@ -1102,19 +1105,23 @@ static int send_data_ping(cdc_client_t *self, int w, uint64_t token)
     return cdc_wire_send(self->workers[w].socket, NULL, &ping, NULL, 0, ZMQ_DONTWAIT);
 }
 
-static int restore_send_ping(void *ctx, int w, uint64_t token)
-{
-    return send_data_ping(ctx, w, token);
-}
+/* A task's operands' wire keys (0: sent inline), computed once per call. */
+typedef struct {
+    uint64_t a, bt;
+} task_keys_t;
 
-/* Whether worker w's data socket takes a message now (it is connected). */
-static int data_ping(cdc_client_t *self, int w)
+static task_keys_t task_keys(const cdc_shard_task_t *task, int needed)
 {
-    return send_data_ping(self, w, 0);
+    task_keys_t keys = {0, 0};
+    if (task->a_key)
+        keys.a = wire_key(task->a_key, task->shard, needed, task->a_rows, task->k, task->a);
+    if (task->kind == CDC_TASK_GEMM && task->bt_key)
+        keys.bt = wire_key(task->bt_key, task->shard, needed, task->cols, task->k, task->bt);
+    return keys;
 }
 
 static int send_task(cdc_client_t *self, int w, const cdc_shard_task_t *task,
-                     uint64_t request_id, int needed)
+                     task_keys_t keys, uint64_t request_id)
 {
     cdc_msg_header_t h;
     int is_conv = task->kind == CDC_TASK_CONV;
@@ -1126,8 +1133,8 @@ static int send_task(cdc_client_t *self, int w, const cdc_shard_task_t *task,
     h.cols = task->cols;
     cdc_frame_t payloads[2] = {{NULL, 0}, {NULL, 0}};
     int rc;
-    if (task->a_key) {
-        h.a_key = wire_key(task->a_key, task->shard, needed, task->a_rows, task->k, task->a);
+    if (keys.a) {
+        h.a_key = keys.a;
         if ((rc = ensure_weights(self, w, h.a_key, task->a_rows, task->k, task->a,
                                  task->a_hold)))
             return rc;
@@ -1140,8 +1147,8 @@ static int send_task(cdc_client_t *self, int w, const cdc_shard_task_t *task,
         h.geometry = *g;
         payloads[1] = (cdc_frame_t){
             task->input, (size_t) task->batch * (size_t) (g->channels * g->h * g->w) * 4};
-    } else if (task->bt_key) {
-        h.bt_key = wire_key(task->bt_key, task->shard, needed, task->cols, task->k, task->bt);
+    } else if (keys.bt) {
+        h.bt_key = keys.bt;
         if ((rc = ensure_weights(self, w, h.bt_key, task->cols, task->k, task->bt,
                                  task->bt_hold)))
             return rc;
@@ -1166,6 +1173,7 @@ typedef struct {
     int64_t wait_deadline;   /* ms: wait_ms after needed results, or -1   */
     int wait_ms, timeout_ms;
     task_state_t state[64];
+    task_keys_t keys[64];    /* task t's wire keys                         */
     int worker_of[64];       /* placement: the worker task t went to       */
     int retries[64];         /* MISS re-sends of task t                    */
     int pending, done;
@@ -1189,9 +1197,11 @@ static void call_begin(cdc_client_t *self, client_call_t *call, cdc_shard_task_t
     call->count = count;
     call->needed = needed;
     call->arrived = arrived;
-    for (int t = 0; t < count; t++)
+    for (int t = 0; t < count; t++) {
+        call->keys[t] = task_keys(&tasks[t], needed);
         if (tasks[t].cover >= 0 && tasks[t].cover < 64)
             call->cover_mask |= UINT64_C(1) << tasks[t].cover;
+    }
 }
 
 /* Fixed slots (placement.h): shard s on its home, worker s, when it is live
@@ -1218,16 +1228,14 @@ static void call_note_weights(cdc_client_t *self, const client_call_t *call)
     for (int t = 0; t < call->count; t++) {
         const cdc_shard_task_t *task = &call->tasks[t];
         int served_by = call->state[t] != TASK_IDLE ? call->worker_of[t] : -1;
-        if (task->a_key) {
-            cdc_slot_weight_t weight = {
-                wire_key(task->a_key, task->shard, call->needed, task->a_rows, task->k, task->a),
-                task->a_rows, task->k, task->a, task->a_hold, 0};
+        if (call->keys[t].a) {
+            cdc_slot_weight_t weight = {call->keys[t].a, task->a_rows, task->k, task->a,
+                                        task->a_hold, 0};
             cdc_slots_note(self->slots, task->shard, &weight, served_by);
         }
-        if (task->kind == CDC_TASK_GEMM && task->bt_key) {
-            cdc_slot_weight_t weight = {
-                wire_key(task->bt_key, task->shard, call->needed, task->cols, task->k, task->bt),
-                task->cols, task->k, task->bt, task->bt_hold, 0};
+        if (call->keys[t].bt) {
+            cdc_slot_weight_t weight = {call->keys[t].bt, task->cols, task->k, task->bt,
+                                        task->bt_hold, 0};
             cdc_slots_note(self->slots, task->shard, &weight, served_by);
         }
     }
@@ -1247,7 +1255,7 @@ static void call_dispatch(cdc_client_t *self, client_call_t *call)
             self->counters.dead_skipped++;
             continue;
         }
-        int sent = send_task(self, w, &call->tasks[t], call->request_id, call->needed);
+        int sent = send_task(self, w, &call->tasks[t], call->keys[t], call->request_id);
         if (sent == CDC_OK) {
             call->state[t] = TASK_PENDING;
             call->tasks[t].dispatched = 1;
@@ -1373,7 +1381,7 @@ static void call_apply_reply(cdc_client_t *self, client_call_t *call, int t, int
         self->counters.misses++;
         call->retries[t]++;
         cdc_slots_forget(self->slots, w, h->a_key);
-        if (send_task(self, w, &call->tasks[t], call->request_id, call->needed) != CDC_OK) {
+        if (send_task(self, w, &call->tasks[t], call->keys[t], call->request_id) != CDC_OK) {
             call->state[t] = TASK_IDLE;
             call->pending--;
         }
@@ -1401,7 +1409,7 @@ static void call_receive(cdc_client_t *self, client_call_t *call, int w)
             self->counters.invalid_replies++;
             CDC_LOG_WARNF("worker %d: invalid reply: %s", w, cdc_last_error());
         } else if (msg.header.type == CDC_MSG_PONG) {
-            cdc_slots_acked(self->slots, w, msg.header.request_id); /* restore_send_ping */
+            cdc_slots_acked(self->slots, w, msg.header.request_id); /* send_data_ping */
         } else if (msg.header.type != CDC_MSG_GOODBYE) {
             /* (A GOODBYE reaches the heartbeat thread too, which acts on it.) */
             int t = call_match_reply(self, call, w, &msg.header);
@@ -1427,7 +1435,7 @@ static void drain_stale(cdc_client_t *self)
             cdc_msg_t msg;
             int valid = cdc_wire_decode(&wire, 0, &msg) == CDC_OK;
             if (valid && msg.header.type == CDC_MSG_PONG)
-                cdc_slots_acked(self->slots, w, msg.header.request_id); /* restore_send_ping */
+                cdc_slots_acked(self->slots, w, msg.header.request_id); /* send_data_ping */
             else if (valid && msg.header.type == CDC_MSG_GOODBYE)
                 ; /* harmless: the heartbeat thread acts on it */
             else if (valid && msg.header.request_id <= self->next_request)
@@ -1491,7 +1499,7 @@ static void restore_pass(cdc_client_t *self)
         cdc_slots_instance(slots, w, instance[w]);
     }
     uint64_t before = slots->background_bytes;
-    cdc_slot_io_t io = {restore_send_weights, restore_send_ping, self};
+    cdc_slot_io_t io = {restore_send_weights, send_data_ping, self};
     cdc_slots_restore(slots, live, &io);
     self->counters.background_weight_bytes += slots->background_bytes - before;
     track_redundancy(self, live, last_departure_us);
