@@ -24,14 +24,17 @@
    (CDC_TEST_SANITIZED), where a worker starts several times slower. */
 static double kill_bound_s = 1.0, stop_bound_s = 2.5;
 
-/* A context over 5 embedded workers (r = 1), respawn as given. */
-static cdc_context_t *respawn_context(int respawn, const char *faults, const char *stats)
+/* A context over workers embedded workers, r = 1, n = data (0: workers - 1),
+   respawn as given (faults and stats: NULL for none). */
+static cdc_context_t *local_context(int workers, int data, int respawn, const char *faults,
+                                    const char *stats)
 {
     cdc_config_t config;
     cdc_config_init(&config);
     ck_assert_int_eq(config.respawn, 1); /* the default */
-    config.local_workers = 5;
+    config.local_workers = workers;
     config.parity = 1;
+    config.data_shards = data;
     config.respawn = respawn;
     config.timeout_ms = 3000;
     config.log_level = getenv("CDC_TEST_LOG") ? CDC_LOG_INFO : CDC_LOG_ERROR;
@@ -141,10 +144,8 @@ static double calls_until_back(cdc_context_t *context, fc_t *f, int w, pid_t old
 START_TEST(test_kill_respawned)
 {
     char stats_path[] = "/tmp/cdc-respawn-XXXXXX";
-    int fd = mkstemp(stats_path);
-    ck_assert_int_ge(fd, 0);
-    close(fd);
-    cdc_context_t *context = respawn_context(1, NULL, stats_path);
+    cdc_test_temp_file(stats_path);
+    cdc_context_t *context = local_context(5, 0, 1, NULL, stats_path);
     fc_t f;
     fc_make(&f, context);
     for (int i = 0; i < 5; i++)
@@ -168,13 +169,9 @@ START_TEST(test_kill_respawned)
     errno = 0;
     ck_assert_int_eq(waitpid(-1, NULL, WNOHANG), -1); /* no child left */
     ck_assert_int_eq(errno, ECHILD);
-    FILE *file = fopen(stats_path, "r");
-    ck_assert_ptr_nonnull(file);
-    char text[4096] = "";
-    size_t got = fread(text, 1, sizeof text - 1, file);
-    fclose(file);
+    char text[4096];
+    cdc_test_read_text(stats_path, text, sizeof text);
     unlink(stats_path);
-    text[got] = '\0';
     ck_assert_msg(strstr(text, "\"worker_respawns\": 1") &&
                       strstr(text, "\"respawns_given_up\": 0"), "%s", text);
 }
@@ -183,7 +180,7 @@ END_TEST
 /* (b) SIGSTOP: silent past hang detection, killed and replaced. */
 START_TEST(test_stop_replaced)
 {
-    cdc_context_t *context = respawn_context(1, NULL, NULL);
+    cdc_context_t *context = local_context(5, 0, 1, NULL, NULL);
     fc_t f;
     fc_make(&f, context);
     for (int i = 0; i < 5; i++)
@@ -209,7 +206,7 @@ END_TEST
    (--incarnation 1) does not crash again. */
 START_TEST(test_crash_fault_once)
 {
-    cdc_context_t *context = respawn_context(1, "crash@w1:after=2", NULL);
+    cdc_context_t *context = local_context(5, 0, 1, "crash@w1:after=2", NULL);
     fc_t f;
     fc_make(&f, context);
     pid_t old = cdc__local_workers_pid(context->local, 1);
@@ -237,14 +234,9 @@ START_TEST(test_respawn_off)
 {
     cdc_config_t config;
     cdc_config_init(&config);
-    setenv("CDCGEMM_RESPAWN", "2", 1);
-    ck_assert_int_eq(cdc_config_from_env(&config), CDC_ECONFIG);
-    ck_assert_ptr_nonnull(strstr(cdc_last_error(), "CDCGEMM_RESPAWN"));
-    setenv("CDCGEMM_RESPAWN", "0", 1);
-    ck_assert_int_eq(cdc_config_from_env(&config), CDC_OK);
-    unsetenv("CDCGEMM_RESPAWN");
+    cdc_test_env_refused("CDCGEMM_RESPAWN", "2", "0", &config);
     ck_assert_int_eq(config.respawn, 0);
-    cdc_context_t *context = respawn_context(config.respawn, NULL, NULL);
+    cdc_context_t *context = local_context(5, 0, config.respawn, NULL, NULL);
     fc_t f;
     fc_make(&f, context);
     fc_check(&f);
@@ -268,7 +260,7 @@ END_TEST
    counted; the calls go on over the other four. */
 START_TEST(test_crash_loop_given_up)
 {
-    cdc_context_t *context = respawn_context(1, NULL, NULL);
+    cdc_context_t *context = local_context(5, 0, 1, NULL, NULL);
     fc_t f;
     fc_make(&f, context);
     fc_check(&f);
@@ -302,25 +294,6 @@ END_TEST
 /* ---- redundancy restored (issue 11, item 2) ------------------------------ */
 
 static double repair_bound_s = 0.5, hang_repair_bound_s = 1.0;
-
-/* A context over workers embedded workers, r = 1, n = data (0: workers - 1). */
-static cdc_context_t *slots_context(int workers, int data, const char *stats)
-{
-    cdc_config_t config;
-    cdc_config_init(&config);
-    config.local_workers = workers;
-    config.parity = 1;
-    config.data_shards = data;
-    config.timeout_ms = 3000;
-    config.log_level = getenv("CDC_TEST_LOG") ? CDC_LOG_INFO : CDC_LOG_ERROR;
-    if (stats)
-        snprintf(config.stats_path, sizeof config.stats_path, "%s", stats);
-    cdc_context_t *context = NULL;
-    int rc = cdc_context_new(&config, &context);
-    ck_assert_msg(rc == CDC_OK, "cdc_context_new: %s (%s)", cdc_err_name(rc),
-                  cdc_last_error());
-    return context;
-}
 
 static cdc_remote_counters_t remote_of(cdc_context_t *context)
 {
@@ -373,7 +346,7 @@ static void calls_until_fully_redundant(cdc_context_t *context, fc_t *f, double 
    0.5 s of the death, by the counters. */
 START_TEST(test_kill_full_redundancy)
 {
-    cdc_context_t *context = slots_context(5, 0, NULL);
+    cdc_context_t *context = local_context(5, 0, 1, NULL, NULL);
     fc_t f;
     fc_make(&f, context);
     for (int i = 0; i < 5; i++)
@@ -401,7 +374,7 @@ END_TEST
    is back within 1 s of the heartbeats losing it. */
 START_TEST(test_hang_full_redundancy)
 {
-    cdc_context_t *context = slots_context(5, 0, NULL);
+    cdc_context_t *context = local_context(5, 0, 1, NULL, NULL);
     fc_t f;
     fc_make(&f, context);
     for (int i = 0; i < 5; i++)
@@ -426,7 +399,7 @@ END_TEST
    successor takes its slot back. */
 START_TEST(test_spare_absorbs_failure)
 {
-    cdc_context_t *context = slots_context(6, 4, NULL);
+    cdc_context_t *context = local_context(6, 4, 1, NULL, NULL);
     fc_t f;
     fc_make(&f, context);
     fc_check(&f);
@@ -467,23 +440,17 @@ END_TEST
 START_TEST(test_no_failure_no_death)
 {
     char stats_path[] = "/tmp/cdc-redundancy-XXXXXX";
-    int fd = mkstemp(stats_path);
-    ck_assert_int_ge(fd, 0);
-    close(fd);
-    cdc_context_t *context = slots_context(5, 0, stats_path);
+    cdc_test_temp_file(stats_path);
+    cdc_context_t *context = local_context(5, 0, 1, NULL, stats_path);
     fc_t f;
     fc_make(&f, context);
     for (int i = 0; i < 20; i++)
         fc_check(&f);
     fc_free(&f);
     cdc_context_destroy(&context);
-    FILE *file = fopen(stats_path, "r");
-    ck_assert_ptr_nonnull(file);
-    char text[4096] = "";
-    size_t got = fread(text, 1, sizeof text - 1, file);
-    fclose(file);
+    char text[4096];
+    cdc_test_read_text(stats_path, text, sizeof text);
     unlink(stats_path);
-    text[got] = '\0';
     ck_assert_msg(strstr(text, "\"worker_deaths\": 0,") && strstr(text, "\"degraded_calls\": 0,") &&
                       strstr(text, "\"redundancy_repairs\": 0,"), "%s", text);
 }
@@ -556,7 +523,7 @@ static void calls_until_moved_back(cdc_context_t *context, fc_t *f, int w, pid_t
    redundancy comes back each time, with no weight re-shipped on a call. */
 START_TEST(test_kill_fresh_endpoint)
 {
-    cdc_context_t *context = slots_context(5, 0, NULL);
+    cdc_context_t *context = local_context(5, 0, 1, NULL, NULL);
     fc_t f;
     fc_make(&f, context);
     for (int i = 0; i < 5; i++)
@@ -617,12 +584,7 @@ START_TEST(test_data_shards_too_many)
 {
     cdc_config_t config;
     cdc_config_init(&config);
-    setenv("CDCGEMM_DATA_SHARDS", "0", 1);
-    ck_assert_int_eq(cdc_config_from_env(&config), CDC_ECONFIG);
-    ck_assert_ptr_nonnull(strstr(cdc_last_error(), "CDCGEMM_DATA_SHARDS"));
-    setenv("CDCGEMM_DATA_SHARDS", "5", 1);
-    ck_assert_int_eq(cdc_config_from_env(&config), CDC_OK);
-    unsetenv("CDCGEMM_DATA_SHARDS");
+    cdc_test_env_refused("CDCGEMM_DATA_SHARDS", "0", "5", &config);
     ck_assert_int_eq(config.data_shards, 5);
     config.local_workers = 5;
     config.parity = 1;
