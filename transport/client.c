@@ -12,7 +12,10 @@
  * socket on each. It PINGs every worker every CDC_HEARTBEAT_MS; a worker is
  * dead when its connection drops (ZMQ_EVENT_DISCONNECTED, at once) or when
  * it has been silent for CDC_HEARTBEAT_DEAD_MS, and live again when it
- * answers. Nothing is sent to a dead worker. The plan (which workers the
+ * answers. Nothing is sent to a dead worker. A worker respawned at a new
+ * endpoint (cdc_client_move) gets new sockets: the data one from whoever holds
+ * the call lock next, the heartbeat one from that thread; the old ones are
+ * closed with what they held. The plan (which workers the
  * shards are spread over) drops a crashed worker at once, a silent one only
  * after PLAN_GRACE_MS more: on a loaded machine a live worker can miss 300 ms
  * of heartbeats, and re-planning (new weight shards for the new n, shipped to
