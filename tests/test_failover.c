@@ -601,8 +601,8 @@ START_TEST(test_restart_same_endpoint)
     layer_case_t fc;
     fc_case(&fc, context, 1024, 2304, 4, 14);
     case_check(&fc);
-    char endpoints[CDC_CONFIG_STR], *endpoint = endpoints;
-    snprintf(endpoints, sizeof endpoints, "%s", cdc__local_workers_endpoints(context->local));
+    char endpoints[CDC_LOCAL_ENDPOINTS_MAX], *endpoint = endpoints;
+    cdc__local_workers_endpoints(context->local, endpoints, sizeof endpoints);
     for (int i = 0; i < 3; i++)
         endpoint = strchr(endpoint, ',') + 1;
     *strchr(endpoint, ',') = '\0'; /* worker 3's */
@@ -1136,9 +1136,7 @@ END_TEST
 START_TEST(test_embedded_default)
 {
     char stats_path[] = "/tmp/cdc-stats-XXXXXX";
-    int fd = mkstemp(stats_path);
-    ck_assert_int_ge(fd, 0);
-    close(fd);
+    cdc_test_temp_file(stats_path);
     unsetenv("CDCGEMM_WORKERS");
     unsetenv("CDCGEMM_IN_PROCESS");
     unsetenv("CDCGEMM_LOCAL_WORKERS");
@@ -1172,13 +1170,9 @@ START_TEST(test_embedded_default)
     ck_assert_int_eq(stat(dir, &st), -1);
     ck_assert_int_eq(errno, ENOENT);
     /* CDCGEMM_STATS written at destroy. */
-    FILE *file = fopen(stats_path, "r");
-    ck_assert_ptr_nonnull(file);
-    char text[4096] = "";
-    size_t got = fread(text, 1, sizeof text - 1, file);
-    fclose(file);
+    char text[4096];
+    cdc_test_read_text(stats_path, text, sizeof text);
     unlink(stats_path);
-    text[got] = '\0';
     ck_assert_ptr_nonnull(strstr(text, "\"calls\": 2"));
 }
 END_TEST

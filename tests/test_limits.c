@@ -154,11 +154,7 @@ static void stop_worker(pid_t pid, const char *name, char *text, size_t size)
     ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0, "worker status %d", status);
     char path[160];
     snprintf(path, sizeof path, "%s/%s.log", dir, name);
-    FILE *file = fopen(path, "r");
-    ck_assert_ptr_nonnull(file);
-    size_t got = fread(text, 1, size - 1, file);
-    text[got] = '\0';
-    fclose(file);
+    cdc_test_read_text(path, text, size);
 }
 
 static unsigned long long counter(const char *text, const char *name)

@@ -6,10 +6,12 @@
 #include "testutil.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -22,14 +24,17 @@
    (CDC_TEST_SANITIZED), where a worker starts several times slower. */
 static double kill_bound_s = 1.0, stop_bound_s = 2.5;
 
-/* A context over 5 embedded workers (r = 1), respawn as given. */
-static cdc_context_t *respawn_context(int respawn, const char *faults, const char *stats)
+/* A context over workers embedded workers, r = 1, n = data (0: workers - 1),
+   respawn as given (faults and stats: NULL for none). */
+static cdc_context_t *local_context(int workers, int data, int respawn, const char *faults,
+                                    const char *stats)
 {
     cdc_config_t config;
     cdc_config_init(&config);
     ck_assert_int_eq(config.respawn, 1); /* the default */
-    config.local_workers = 5;
+    config.local_workers = workers;
     config.parity = 1;
+    config.data_shards = data;
     config.respawn = respawn;
     config.timeout_ms = 3000;
     config.log_level = getenv("CDC_TEST_LOG") ? CDC_LOG_INFO : CDC_LOG_ERROR;
@@ -139,10 +144,8 @@ static double calls_until_back(cdc_context_t *context, fc_t *f, int w, pid_t old
 START_TEST(test_kill_respawned)
 {
     char stats_path[] = "/tmp/cdc-respawn-XXXXXX";
-    int fd = mkstemp(stats_path);
-    ck_assert_int_ge(fd, 0);
-    close(fd);
-    cdc_context_t *context = respawn_context(1, NULL, stats_path);
+    cdc_test_temp_file(stats_path);
+    cdc_context_t *context = local_context(5, 0, 1, NULL, stats_path);
     fc_t f;
     fc_make(&f, context);
     for (int i = 0; i < 5; i++)
@@ -166,13 +169,9 @@ START_TEST(test_kill_respawned)
     errno = 0;
     ck_assert_int_eq(waitpid(-1, NULL, WNOHANG), -1); /* no child left */
     ck_assert_int_eq(errno, ECHILD);
-    FILE *file = fopen(stats_path, "r");
-    ck_assert_ptr_nonnull(file);
-    char text[4096] = "";
-    size_t got = fread(text, 1, sizeof text - 1, file);
-    fclose(file);
+    char text[4096];
+    cdc_test_read_text(stats_path, text, sizeof text);
     unlink(stats_path);
-    text[got] = '\0';
     ck_assert_msg(strstr(text, "\"worker_respawns\": 1") &&
                       strstr(text, "\"respawns_given_up\": 0"), "%s", text);
 }
@@ -181,7 +180,7 @@ END_TEST
 /* (b) SIGSTOP: silent past hang detection, killed and replaced. */
 START_TEST(test_stop_replaced)
 {
-    cdc_context_t *context = respawn_context(1, NULL, NULL);
+    cdc_context_t *context = local_context(5, 0, 1, NULL, NULL);
     fc_t f;
     fc_make(&f, context);
     for (int i = 0; i < 5; i++)
@@ -207,7 +206,7 @@ END_TEST
    (--incarnation 1) does not crash again. */
 START_TEST(test_crash_fault_once)
 {
-    cdc_context_t *context = respawn_context(1, "crash@w1:after=2", NULL);
+    cdc_context_t *context = local_context(5, 0, 1, "crash@w1:after=2", NULL);
     fc_t f;
     fc_make(&f, context);
     pid_t old = cdc__local_workers_pid(context->local, 1);
@@ -235,14 +234,9 @@ START_TEST(test_respawn_off)
 {
     cdc_config_t config;
     cdc_config_init(&config);
-    setenv("CDCGEMM_RESPAWN", "2", 1);
-    ck_assert_int_eq(cdc_config_from_env(&config), CDC_ECONFIG);
-    ck_assert_ptr_nonnull(strstr(cdc_last_error(), "CDCGEMM_RESPAWN"));
-    setenv("CDCGEMM_RESPAWN", "0", 1);
-    ck_assert_int_eq(cdc_config_from_env(&config), CDC_OK);
-    unsetenv("CDCGEMM_RESPAWN");
+    cdc_test_env_refused("CDCGEMM_RESPAWN", "2", "0", &config);
     ck_assert_int_eq(config.respawn, 0);
-    cdc_context_t *context = respawn_context(config.respawn, NULL, NULL);
+    cdc_context_t *context = local_context(5, 0, config.respawn, NULL, NULL);
     fc_t f;
     fc_make(&f, context);
     fc_check(&f);
@@ -266,7 +260,7 @@ END_TEST
    counted; the calls go on over the other four. */
 START_TEST(test_crash_loop_given_up)
 {
-    cdc_context_t *context = respawn_context(1, NULL, NULL);
+    cdc_context_t *context = local_context(5, 0, 1, NULL, NULL);
     fc_t f;
     fc_make(&f, context);
     fc_check(&f);
@@ -300,25 +294,6 @@ END_TEST
 /* ---- redundancy restored (issue 11, item 2) ------------------------------ */
 
 static double repair_bound_s = 0.5, hang_repair_bound_s = 1.0;
-
-/* A context over workers embedded workers, r = 1, n = data (0: workers - 1). */
-static cdc_context_t *slots_context(int workers, int data, const char *stats)
-{
-    cdc_config_t config;
-    cdc_config_init(&config);
-    config.local_workers = workers;
-    config.parity = 1;
-    config.data_shards = data;
-    config.timeout_ms = 3000;
-    config.log_level = getenv("CDC_TEST_LOG") ? CDC_LOG_INFO : CDC_LOG_ERROR;
-    if (stats)
-        snprintf(config.stats_path, sizeof config.stats_path, "%s", stats);
-    cdc_context_t *context = NULL;
-    int rc = cdc_context_new(&config, &context);
-    ck_assert_msg(rc == CDC_OK, "cdc_context_new: %s (%s)", cdc_err_name(rc),
-                  cdc_last_error());
-    return context;
-}
 
 static cdc_remote_counters_t remote_of(cdc_context_t *context)
 {
@@ -371,7 +346,7 @@ static void calls_until_fully_redundant(cdc_context_t *context, fc_t *f, double 
    0.5 s of the death, by the counters. */
 START_TEST(test_kill_full_redundancy)
 {
-    cdc_context_t *context = slots_context(5, 0, NULL);
+    cdc_context_t *context = local_context(5, 0, 1, NULL, NULL);
     fc_t f;
     fc_make(&f, context);
     for (int i = 0; i < 5; i++)
@@ -399,7 +374,7 @@ END_TEST
    is back within 1 s of the heartbeats losing it. */
 START_TEST(test_hang_full_redundancy)
 {
-    cdc_context_t *context = slots_context(5, 0, NULL);
+    cdc_context_t *context = local_context(5, 0, 1, NULL, NULL);
     fc_t f;
     fc_make(&f, context);
     for (int i = 0; i < 5; i++)
@@ -424,7 +399,7 @@ END_TEST
    successor takes its slot back. */
 START_TEST(test_spare_absorbs_failure)
 {
-    cdc_context_t *context = slots_context(6, 4, NULL);
+    cdc_context_t *context = local_context(6, 4, 1, NULL, NULL);
     fc_t f;
     fc_make(&f, context);
     fc_check(&f);
@@ -465,25 +440,142 @@ END_TEST
 START_TEST(test_no_failure_no_death)
 {
     char stats_path[] = "/tmp/cdc-redundancy-XXXXXX";
-    int fd = mkstemp(stats_path);
-    ck_assert_int_ge(fd, 0);
-    close(fd);
-    cdc_context_t *context = slots_context(5, 0, stats_path);
+    cdc_test_temp_file(stats_path);
+    cdc_context_t *context = local_context(5, 0, 1, NULL, stats_path);
     fc_t f;
     fc_make(&f, context);
     for (int i = 0; i < 20; i++)
         fc_check(&f);
     fc_free(&f);
     cdc_context_destroy(&context);
-    FILE *file = fopen(stats_path, "r");
-    ck_assert_ptr_nonnull(file);
-    char text[4096] = "";
-    size_t got = fread(text, 1, sizeof text - 1, file);
-    fclose(file);
+    char text[4096];
+    cdc_test_read_text(stats_path, text, sizeof text);
     unlink(stats_path);
-    text[got] = '\0';
     ck_assert_msg(strstr(text, "\"worker_deaths\": 0,") && strstr(text, "\"degraded_calls\": 0,") &&
                       strstr(text, "\"redundancy_repairs\": 0,"), "%s", text);
+}
+END_TEST
+
+/* ---- a fresh ipc path per incarnation (issue 11) -------------------------- */
+
+/* The value after "--bind" in process pid's command line, into out; 0 when
+   it cannot be read. */
+static int bound_endpoint_of(pid_t pid, char *out, size_t size)
+{
+    char path[64], args[8192];
+    snprintf(path, sizeof path, "/proc/%ld/cmdline", (long) pid);
+    FILE *file = fopen(path, "r");
+    if (!file)
+        return 0;
+    size_t got = fread(args, 1, sizeof args - 1, file);
+    fclose(file);
+    args[got] = '\0';
+    for (size_t at = 0; at < got; at += strlen(args + at) + 1)
+        if (strcmp(args + at, "--bind") == 0 && at + 7 < got) {
+            snprintf(out, size, "%s", args + at + 7);
+            return 1;
+        }
+    return 0;
+}
+
+/* Slot w's endpoint as the supervisor, the process itself and the client's
+   heartbeat view have it; all three must agree. */
+static void endpoint_of(cdc_context_t *context, int w, char *out, size_t size)
+{
+    ck_assert_int_eq(cdc__local_workers_endpoint(context->local, w, out, size), CDC_OK);
+    char bound[PATH_MAX + 32] = "";
+    pid_t pid = cdc__local_workers_pid(context->local, w);
+    ck_assert_int_gt(pid, 0);
+    ck_assert_msg(bound_endpoint_of(pid, bound, sizeof bound), "no --bind for pid %ld",
+                  (long) pid);
+    ck_assert_str_eq(bound, out);
+    cdc_worker_status_t status[8];
+    ck_assert_int_eq(cdc__executor_worker_status(context->executor, status, 8), 5);
+    ck_assert_str_eq(status[w].endpoint, out);
+    char list[CDC_LOCAL_ENDPOINTS_MAX];
+    cdc__local_workers_endpoints(context->local, list, sizeof list);
+    ck_assert_msg(strstr(list, out) != NULL, "%s not in %s", out, list);
+}
+
+static int socket_file_exists(const char *endpoint)
+{
+    struct stat st;
+    return stat(endpoint + strlen("ipc://"), &st) == 0 && S_ISSOCK(st.st_mode);
+}
+
+/* Calls (each checked) until slot w holds a process other than old, live,
+   whose endpoint the client uses, and full redundancy is back. */
+static void calls_until_moved_back(cdc_context_t *context, fc_t *f, int w, pid_t old,
+                                   uint64_t repairs_before)
+{
+    double start = cdc_test_now_s();
+    ck_assert_msg(calls_until_back(context, f, w, old, start, 5.0) >= 0,
+                  "slot %d not back within 5 s", w);
+    ck_assert_msg(calls_until_repaired(context, f, repairs_before, 5.0) >= 0,
+                  "no repair within 5 s");
+    calls_until_fully_redundant(context, f, 1.0);
+}
+
+/* (j) SIGKILL twice: each respawn listens on a path of its own (wI.1, then
+   wI.2), which the supervisor, the process's --bind, the client's status
+   and the endpoint list agree on; the dead incarnation's socket file is
+   gone; the other slots keep theirs; every result is right and full
+   redundancy comes back each time, with no weight re-shipped on a call. */
+START_TEST(test_kill_fresh_endpoint)
+{
+    cdc_context_t *context = local_context(5, 0, 1, NULL, NULL);
+    fc_t f;
+    fc_make(&f, context);
+    for (int i = 0; i < 5; i++)
+        fc_check(&f);
+    assert_fully_redundant(context);
+    char first[PATH_MAX + 32], other[PATH_MAX + 32];
+    endpoint_of(context, 1, first, sizeof first);
+    endpoint_of(context, 3, other, sizeof other);
+    const char *dir = cdc__local_workers_dir(context->local);
+    char want[PATH_MAX + 32];
+    snprintf(want, sizeof want, "ipc://%s/w1.0", dir);
+    ck_assert_str_eq(first, want);
+    ck_assert(socket_file_exists(first));
+
+    char previous[PATH_MAX + 32];
+    snprintf(previous, sizeof previous, "%s", first);
+    for (int k = 1; k <= 2; k++) {
+        cdc_stats_t before = stats_of(context);
+        pid_t old = cdc__local_workers_pid(context->local, 1);
+        ck_assert_int_eq(kill(old, SIGKILL), 0);
+        calls_until_moved_back(context, &f, 1, old, before.redundancy_repairs);
+        char now[PATH_MAX + 32];
+        endpoint_of(context, 1, now, sizeof now);
+        snprintf(want, sizeof want, "ipc://%s/w1.%d", dir, k);
+        ck_assert_str_eq(now, want);
+        ck_assert_str_ne(now, previous);
+        ck_assert(socket_file_exists(now));
+        ck_assert_msg(!socket_file_exists(previous), "%s left behind", previous);
+        char list[CDC_LOCAL_ENDPOINTS_MAX];
+        cdc__local_workers_endpoints(context->local, list, sizeof list);
+        ck_assert_msg(strstr(list, previous) == NULL, "%s still listed: %s", previous, list);
+        snprintf(previous, sizeof previous, "%s", now);
+        for (int i = 0; i < 5; i++)
+            fc_check(&f);
+        cdc_stats_t after = stats_of(context);
+        ck_assert_uint_eq(after.worker_respawns, (uint64_t) k);
+        ck_assert_uint_gt(after.redundancy_repairs, before.redundancy_repairs);
+        ck_assert_uint_eq(after.fallbacks, 0);
+    }
+    char still[PATH_MAX + 32];
+    endpoint_of(context, 3, still, sizeof still); /* untouched */
+    ck_assert_str_eq(still, other);
+    ck_assert(socket_file_exists(other));
+    ck_assert_uint_eq(remote_of(context).misses, 0);
+    /* No such worker: refused, nothing moved. */
+    ck_assert_int_eq(cdc__executor_worker_moved(context->executor, 5, "ipc:///nowhere"),
+                     CDC_EINVAL);
+    ck_assert_int_eq(cdc__executor_worker_moved(context->executor, -1, "ipc:///nowhere"),
+                     CDC_EINVAL);
+    fc_check(&f);
+    fc_free(&f);
+    cdc_context_destroy(&context);
 }
 END_TEST
 
@@ -492,12 +584,7 @@ START_TEST(test_data_shards_too_many)
 {
     cdc_config_t config;
     cdc_config_init(&config);
-    setenv("CDCGEMM_DATA_SHARDS", "0", 1);
-    ck_assert_int_eq(cdc_config_from_env(&config), CDC_ECONFIG);
-    ck_assert_ptr_nonnull(strstr(cdc_last_error(), "CDCGEMM_DATA_SHARDS"));
-    setenv("CDCGEMM_DATA_SHARDS", "5", 1);
-    ck_assert_int_eq(cdc_config_from_env(&config), CDC_OK);
-    unsetenv("CDCGEMM_DATA_SHARDS");
+    cdc_test_env_refused("CDCGEMM_DATA_SHARDS", "0", "5", &config);
     ck_assert_int_eq(config.data_shards, 5);
     config.local_workers = 5;
     config.parity = 1;
@@ -526,6 +613,7 @@ static Suite *respawn_suite(void)
     tcase_add_test(redundancy, test_hang_full_redundancy);
     tcase_add_test(redundancy, test_spare_absorbs_failure);
     tcase_add_test(redundancy, test_no_failure_no_death);
+    tcase_add_test(redundancy, test_kill_fresh_endpoint);
     tcase_add_test(redundancy, test_data_shards_too_many);
     suite_add_tcase(suite, redundancy);
     return suite;

@@ -138,11 +138,7 @@ static int worker_stop(pid_t pid)
 static void read_log(const char *name, char *text, size_t size)
 {
     char path[160];
-    FILE *file = fopen(in_dir(path, sizeof path, name), "r");
-    ck_assert_ptr_nonnull(file);
-    size_t got = fread(text, 1, size - 1, file);
-    text[got] = '\0';
-    fclose(file);
+    cdc_test_read_text(in_dir(path, sizeof path, name), text, size);
 }
 
 /* ---- raw clients ---------------------------------------------------------- */

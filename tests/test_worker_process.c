@@ -60,16 +60,6 @@ static int wait_exit(pid_t pid, double limit_s)
     return -1;
 }
 
-static void read_text(const char *path, char *text, size_t size)
-{
-    text[0] = '\0';
-    FILE *file = fopen(path, "r");
-    ck_assert_ptr_nonnull(file);
-    size_t got = fread(text, 1, size - 1, file);
-    fclose(file);
-    text[got] = '\0';
-}
-
 /* ---- command line ------------------------------------------------------- */
 
 /* strtoull/strtol take leading blanks, signs and stop at junk: " -5" was
@@ -96,7 +86,7 @@ START_TEST(test_bad_number_exits_2)
     char *argv[] = {NULL, "--bind", endpoint, (char *) bad_arguments[_i].option,
                     (char *) bad_arguments[_i].value, "--log", "error", NULL};
     int status = wait_exit(spawn_worker(argv, err_path), 5.0);
-    read_text(err_path, text, sizeof text);
+    cdc_test_read_text(err_path, text, sizeof text);
     unlink(err_path);
     rmdir(dir);
     ck_assert_msg(status >= 0, "%s '%s' accepted: the worker served", bad_arguments[_i].option,
@@ -242,7 +232,7 @@ START_TEST(test_sigterm_drops_queue)
     ck_assert_int_eq(kill(pid, SIGTERM), 0);
     int status = wait_exit(pid, 3.0 * task_s + 10.0);
     double took = cdc_test_now_s() - termed;
-    read_text(err_path, text, sizeof text);
+    cdc_test_read_text(err_path, text, sizeof text);
     ck_assert_msg(status >= 0, "still running %.3f s after SIGTERM (a task takes %.3f s)",
                   took, task_s);
     ck_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0);

@@ -12,7 +12,10 @@
  * socket on each. It PINGs every worker every CDC_HEARTBEAT_MS; a worker is
  * dead when its connection drops (ZMQ_EVENT_DISCONNECTED, at once) or when
  * it has been silent for CDC_HEARTBEAT_DEAD_MS, and live again when it
- * answers. Nothing is sent to a dead worker. The plan (which workers the
+ * answers. Nothing is sent to a dead worker. A worker respawned at a new
+ * endpoint (cdc_client_move) gets new sockets: the data one from whoever holds
+ * the call lock next, the heartbeat one from that thread; the old ones are
+ * closed with what they held. The plan (which workers the
  * shards are spread over) drops a crashed worker at once, a silent one only
  * after PLAN_GRACE_MS more: on a loaded machine a live worker can miss 300 ms
  * of heartbeats, and re-planning (new weight shards for the new n, shipped to
@@ -114,11 +117,16 @@ struct cdc_client {
     atomic_int restoring;      /* a slot lacks its worker, or weights are not
                                   yet acknowledged: the heartbeat thread
                                   passes every RESTORE_PASS_MS             */
+    atomic_uint monitor_seq;   /* makes every monitor's inproc name new     */
 
     pthread_mutex_t state_lock; /* guards live and the heartbeat counters */
     uint64_t live;              /* bit w: worker w is live               */
     uint64_t silent;            /* bit w: dead by silence, not by a drop */
     uint64_t left;              /* bit w: said GOODBYE since it was last live */
+    uint64_t moved_data;        /* bit w: worker w is a new process at a new
+                                   endpoint (cdc_client_move); its data socket
+                                   is to be replaced (under lock)           */
+    uint64_t moved_heartbeat;   /* and its heartbeat socket (by that thread) */
     int64_t dead_since[CDC_MAX_WORKERS]; /* ms, for the plan's grace   */
     uint64_t heartbeats_missed, worker_deaths, worker_rejoins, heartbeat_invalid;
     uint64_t worker_goodbyes; /* live workers that left on purpose          */
@@ -276,9 +284,13 @@ static void version_mismatch(cdc_client_t *self, int w, const cdc_wire_msg_t *wi
         h.magic != CDC_PROTO_MAGIC || h.version == CDC_PROTO_VERSION)
         return;
     self->peers[w].version_warned = 1;
+    char endpoint[CDC_CURVE_ENDPOINT_MAX];
+    pthread_mutex_lock(&self->state_lock); /* cdc_client_move writes it */
+    snprintf(endpoint, sizeof endpoint, "%s", self->endpoints[w]);
+    pthread_mutex_unlock(&self->state_lock);
     CDC_LOG_ERRORF("worker %d (%s) speaks wire protocol version %u, this coordinator version "
                    "%d: it is not used (upgrade one of them; docs/deploy.md)",
-                   w, self->endpoints[w], (unsigned) h.version, CDC_PROTO_VERSION);
+                   w, endpoint, (unsigned) h.version, CDC_PROTO_VERSION);
 }
 
 /* A PONG's round trip (its id is the PING's send time) and status text. */
@@ -331,6 +343,8 @@ static void heartbeat_pongs(cdc_client_t *self, int w, int64_t now)
 
 static void discovery_poll(cdc_client_t *self);
 static void restore_pass(cdc_client_t *self);
+static void data_moves(cdc_client_t *self);
+static int heartbeat_moves(cdc_client_t *self, int64_t now);
 
 /* Between calls, the restore pass runs here (a call runs it at its start),
    unless a call holds the lock. */
@@ -338,6 +352,7 @@ static void restore_between_calls(cdc_client_t *self, int64_t now)
 {
     if (pthread_mutex_trylock(&self->lock) != 0)
         return;
+    data_moves(self);
     /* Before the first call there is no plan (last_pass_ms is 0). */
     if (self->last_pass_ms > 0 && now - self->last_pass_ms >= RESTORE_PASS_MS)
         restore_pass(self);
@@ -368,6 +383,8 @@ static void *heartbeat_main(void *arg)
     int count, n = heartbeat_items(self, items, &count);
     for (;;) {
         int64_t now = (int64_t) cdc__clock_ms();
+        if (heartbeat_moves(self, now))
+            n = heartbeat_items(self, items, &count); /* new sockets to poll */
         int64_t next = heartbeat_tick(self, count, now);
         if (atomic_load(&self->restoring) && next > now + RESTORE_PASS_MS)
             next = now + RESTORE_PASS_MS;
@@ -474,33 +491,78 @@ static int curve_apply(const cdc_client_t *self, int w, void *socket, int heartb
     return CDC_OK;
 }
 
+/* A data DEALER for worker w into *socket_p, connected to endpoint. CDC_OK,
+   or an error with nothing left open. */
+static int data_socket_open(cdc_client_t *self, int w, const char *endpoint, void **socket_p)
+{
+    void *socket = dealer_new(self->zmq, 0);
+    if (!socket)
+        return cdc__fail(CDC_ETRANSPORT, "zmq_socket: %s", zmq_strerror(zmq_errno()));
+    int rc = curve_apply(self, w, socket, 0);
+    if (rc == CDC_OK && zmq_connect(socket, endpoint) != 0)
+        rc = cdc__fail(CDC_ECONFIG, "connect %s: %s", endpoint, zmq_strerror(zmq_errno()));
+    if (rc != CDC_OK) {
+        zmq_close(socket);
+        return rc;
+    }
+    *socket_p = socket;
+    return CDC_OK;
+}
+
+/* Close a heartbeat DEALER and its monitor (either may be NULL). */
+static void heartbeat_socket_close(void *socket, void *monitor)
+{
+    if (socket) {
+        zmq_socket_monitor(socket, NULL, 0);
+        zmq_close(socket);
+    }
+    if (monitor)
+        zmq_close(monitor);
+}
+
+/* A heartbeat DEALER for worker w with its monitor (a PAIR receiving its
+   DISCONNECTED events, on an inproc name never used before), connected to
+   endpoint. CDC_OK, or an error with nothing left open. */
+static int heartbeat_socket_open(cdc_client_t *self, int w, const char *endpoint,
+                                 void **socket_p, void **monitor_p)
+{
+    char name[96];
+    void *socket = dealer_new(self->zmq, 16), *monitor = NULL; /* pings to a stopped worker stay few */
+    if (!socket)
+        return cdc__fail(CDC_ETRANSPORT, "zmq_socket: %s", zmq_strerror(zmq_errno()));
+    int rc = curve_apply(self, w, socket, 1);
+    if (rc != CDC_OK)
+        goto fail;
+    snprintf(name, sizeof name, "inproc://cdc-monitor-%p-%d-%u", (void *) self, w,
+             atomic_fetch_add(&self->monitor_seq, 1));
+    if (zmq_socket_monitor(socket, name, ZMQ_EVENT_DISCONNECTED) != 0 ||
+        !(monitor = zmq_socket(self->zmq, ZMQ_PAIR)) || zmq_connect(monitor, name) != 0) {
+        rc = cdc__fail(CDC_ETRANSPORT, "monitor %s: %s", endpoint, zmq_strerror(zmq_errno()));
+        goto fail;
+    }
+    int linger = 0;
+    zmq_setsockopt(monitor, ZMQ_LINGER, &linger, sizeof linger);
+    if (zmq_connect(socket, endpoint) != 0) {
+        rc = cdc__fail(CDC_ECONFIG, "connect %s: %s", endpoint, zmq_strerror(zmq_errno()));
+        goto fail;
+    }
+    *socket_p = socket;
+    *monitor_p = monitor;
+    return CDC_OK;
+fail:
+    heartbeat_socket_close(socket, monitor);
+    return rc;
+}
+
 /* Both sockets of worker w (data, heartbeat + monitor), connected to endpoint. */
 static int worker_connect(cdc_client_t *self, int w, const char *endpoint)
 {
-    char name[96];
     heartbeat_peer_t *peer = &self->peers[w];
     snprintf(self->endpoints[w], sizeof self->endpoints[w], "%s", endpoint);
-    self->workers[w].socket = dealer_new(self->zmq, 0);
-    peer->socket = dealer_new(self->zmq, 16); /* pings to a stopped worker stay few */
-    if (!self->workers[w].socket || !peer->socket)
-        return cdc__fail(CDC_ETRANSPORT, "zmq_socket: %s", zmq_strerror(zmq_errno()));
-    int rc = curve_apply(self, w, self->workers[w].socket, 0);
+    int rc = data_socket_open(self, w, endpoint, &self->workers[w].socket);
     if (rc == CDC_OK)
-        rc = curve_apply(self, w, peer->socket, 1);
-    if (rc != CDC_OK)
-        return rc;
-    snprintf(name, sizeof name, "inproc://cdc-monitor-%p-%d", (void *) self, w);
-    if (zmq_socket_monitor(peer->socket, name, ZMQ_EVENT_DISCONNECTED) != 0 ||
-        !(peer->monitor = zmq_socket(self->zmq, ZMQ_PAIR)) ||
-        zmq_connect(peer->monitor, name) != 0)
-        return cdc__fail(CDC_ETRANSPORT, "monitor %s: %s", endpoint,
-                         zmq_strerror(zmq_errno()));
-    int linger = 0;
-    zmq_setsockopt(peer->monitor, ZMQ_LINGER, &linger, sizeof linger);
-    if (zmq_connect(self->workers[w].socket, endpoint) != 0 ||
-        zmq_connect(peer->socket, endpoint) != 0)
-        return cdc__fail(CDC_ECONFIG, "connect %s: %s", endpoint, zmq_strerror(zmq_errno()));
-    return CDC_OK;
+        rc = heartbeat_socket_open(self, w, endpoint, &peer->socket, &peer->monitor);
+    return rc;
 }
 
 static void close_sockets(cdc_client_t *self)
@@ -508,12 +570,7 @@ static void close_sockets(cdc_client_t *self)
     for (int w = 0; w < CDC_MAX_WORKERS; w++) {
         if (self->workers[w].socket)
             zmq_close(self->workers[w].socket);
-        if (self->peers[w].socket) {
-            zmq_socket_monitor(self->peers[w].socket, NULL, 0);
-            zmq_close(self->peers[w].socket);
-        }
-        if (self->peers[w].monitor)
-            zmq_close(self->peers[w].monitor);
+        heartbeat_socket_close(self->peers[w].socket, self->peers[w].monitor);
     }
     if (self->stop_pipe)
         zmq_close(self->stop_pipe);
@@ -566,7 +623,7 @@ static int heartbeat_start(cdc_client_t *self)
 
 /* Connections come up in the background; wait (bounded) until every worker
    has answered a PING so the first call finds them live. */
-static int data_ping(cdc_client_t *self, int w);
+static int send_data_ping(void *ctx, int w, uint64_t token);
 
 /* Until every worker answers heartbeats and its data socket is connected
    too (a DEALER of its own, connecting on its own: with ZMQ_IMMEDIATE a
@@ -583,7 +640,7 @@ static void wait_for_workers(cdc_client_t *self, int connect_wait_ms)
         pthread_mutex_lock(&self->lock); /* the data sockets */
         for (int w = 0; w < self->count; w++)
             if ((mask & (UINT64_C(1) << w)) && !(connected & (UINT64_C(1) << w)) &&
-                data_ping(self, w) == CDC_OK)
+                send_data_ping(self, w, 0) == CDC_OK)
                 connected |= UINT64_C(1) << w;
         pthread_mutex_unlock(&self->lock);
         if (mask == all && connected == all)
@@ -645,6 +702,7 @@ static int client_alloc(const cdc_curve_cert_t *client_cert, cdc_client_t **self
     atomic_init(&self->count, 0);
     atomic_init(&self->pending, 0);
     atomic_init(&self->restoring, 0);
+    atomic_init(&self->monitor_seq, 0);
     if (client_cert) {
         self->curve_client = *client_cert;
         self->curve = 1;
@@ -689,6 +747,100 @@ void cdc_client_destroy(cdc_client_t **client_p)
     *client_p = NULL;
 }
 
+/* ---- a worker at a new endpoint -------------------------------------------- */
+
+int cdc_client_move(cdc_client_t *self, int w, const char *endpoint)
+{
+    if (!self || !endpoint || w < 0 || w >= self->count)
+        return cdc__fail(CDC_EINVAL, "cdc_client_move: no worker %d", w);
+    if (strlen(endpoint) >= CDC_CURVE_ENDPOINT_MAX)
+        return cdc__fail(CDC_EINVAL, "cdc_client_move: endpoint '%s' too long", endpoint);
+    uint64_t bit = UINT64_C(1) << w;
+    pthread_mutex_lock(&self->state_lock);
+    snprintf(self->endpoints[w], sizeof self->endpoints[w], "%s", endpoint);
+    self->moved_data |= bit;
+    self->moved_heartbeat |= bit;
+    pthread_mutex_unlock(&self->state_lock);
+    CDC_LOG_INFOF("worker %d: a new process at %s", w, endpoint);
+    return CDC_OK;
+}
+
+/* The moves that bits in *pending (state_lock) ask for: the bits are taken
+   and the workers' endpoints copied. Returns the bits. */
+static uint64_t moves_take(cdc_client_t *self, uint64_t *pending,
+                           char endpoints[][CDC_CURVE_ENDPOINT_MAX])
+{
+    pthread_mutex_lock(&self->state_lock);
+    uint64_t moved = *pending;
+    *pending = 0;
+    for (int w = 0; w < self->count; w++)
+        if (moved & (UINT64_C(1) << w))
+            memcpy(endpoints[w], self->endpoints[w], sizeof endpoints[w]);
+    pthread_mutex_unlock(&self->state_lock);
+    return moved;
+}
+
+/* A move that could not be made now (no socket: out of descriptors) is
+   tried again at the next chance; the old socket is kept meanwhile. */
+static void move_retry(cdc_client_t *self, uint64_t *pending, int w)
+{
+    CDC_LOG_WARNF("worker %d: new endpoint not taken yet: %s", w, cdc_last_error());
+    pthread_mutex_lock(&self->state_lock);
+    *pending |= UINT64_C(1) << w;
+    pthread_mutex_unlock(&self->state_lock);
+}
+
+/* Under the call lock: a moved worker's data socket is replaced by one
+   connected to its new endpoint. Closing the old one (ZMQ_LINGER 0: at
+   once) drops whatever it still queued for the old process, or received
+   from it; none of that can reach the new one. The new process holds no
+   weights, and no ack from the old one counts. */
+static void data_moves(cdc_client_t *self)
+{
+    char endpoints[CDC_MAX_WORKERS][CDC_CURVE_ENDPOINT_MAX];
+    uint64_t moved = moves_take(self, &self->moved_data, endpoints);
+    for (int w = 0; moved; w++, moved >>= 1) {
+        void *socket;
+        if (!(moved & 1))
+            continue;
+        if (data_socket_open(self, w, endpoints[w], &socket) != CDC_OK) {
+            move_retry(self, &self->moved_data, w);
+            continue;
+        }
+        zmq_close(self->workers[w].socket);
+        self->workers[w].socket = socket;
+        cdc_slots_new_process(self->slots, w);
+    }
+}
+
+/* The heartbeat thread: a moved worker's heartbeat socket and monitor are
+   replaced likewise; the worker is dead (its process is) until the new one
+   answers. Returns whether a socket changed (the poll set must be redone). */
+static int heartbeat_moves(cdc_client_t *self, int64_t now)
+{
+    char endpoints[CDC_MAX_WORKERS][CDC_CURVE_ENDPOINT_MAX];
+    uint64_t moved = moves_take(self, &self->moved_heartbeat, endpoints);
+    int changed = 0;
+    for (int w = 0; moved; w++, moved >>= 1) {
+        heartbeat_peer_t *peer = &self->peers[w];
+        void *socket, *monitor;
+        if (!(moved & 1))
+            continue;
+        if (heartbeat_socket_open(self, w, endpoints[w], &socket, &monitor) != CDC_OK) {
+            move_retry(self, &self->moved_heartbeat, w);
+            continue;
+        }
+        heartbeat_socket_close(peer->socket, peer->monitor);
+        peer->socket = socket;
+        peer->monitor = monitor;
+        peer->outstanding = 0;
+        peer->next_ping = now; /* PING the new process at once */
+        set_live(self, w, 0, 0, "a new process");
+        changed = 1;
+    }
+    return changed;
+}
+
 /* ---- discovery ------------------------------------------------------------ */
 
 /* Whether a beacon names a worker to add: an endpoint not known yet, this
@@ -716,12 +868,7 @@ static void close_worker(cdc_client_t *self, int w)
 {
     if (self->workers[w].socket)
         zmq_close(self->workers[w].socket);
-    if (self->peers[w].socket) {
-        zmq_socket_monitor(self->peers[w].socket, NULL, 0);
-        zmq_close(self->peers[w].socket);
-    }
-    if (self->peers[w].monitor)
-        zmq_close(self->peers[w].monitor);
+    heartbeat_socket_close(self->peers[w].socket, self->peers[w].monitor);
     memset(&self->workers[w], 0, sizeof self->workers[w]);
     memset(&self->peers[w], 0, sizeof self->peers[w]);
 }
@@ -945,12 +1092,15 @@ static int restore_send_weights(void *ctx, int w, const cdc_slot_weight_t *weigh
                         weight->hold);
 }
 
-/* A barrier PING on the data socket, behind the WEIGHTS sent before it: the
-   worker answers it once those are cached (protocol.h), so its PONG (request
-   id = token) proves they arrived and bounds what is in flight. Token 0
-   acknowledges nothing: a PING that only proves the connection. */
-static int send_data_ping(cdc_client_t *self, int w, uint64_t token)
+/* A barrier PING on client ctx's data socket to worker w, behind the
+   WEIGHTS sent before it: the worker answers it once those are cached
+   (protocol.h), so its PONG (request id = token) proves they arrived and
+   bounds what is in flight. Token 0 acknowledges nothing: a PING that only
+   proves the connection (CDC_OK: the socket took it, so it is connected).
+   ctx is the client (void: it is also the restore pass's send_ping, slots.h). */
+static int send_data_ping(void *ctx, int w, uint64_t token)
 {
+    cdc_client_t *self = ctx;
     cdc_msg_header_t ping;
     cdc_msg_header_init(&ping, CDC_MSG_PING);
     ping.request_id = token;
@@ -958,19 +1108,23 @@ static int send_data_ping(cdc_client_t *self, int w, uint64_t token)
     return cdc_wire_send(self->workers[w].socket, NULL, &ping, NULL, 0, ZMQ_DONTWAIT);
 }
 
-static int restore_send_ping(void *ctx, int w, uint64_t token)
-{
-    return send_data_ping(ctx, w, token);
-}
+/* A task's operands' wire keys (0: sent inline), computed once per call. */
+typedef struct {
+    uint64_t a, bt;
+} task_keys_t;
 
-/* Whether worker w's data socket takes a message now (it is connected). */
-static int data_ping(cdc_client_t *self, int w)
+static task_keys_t task_keys(const cdc_shard_task_t *task, int needed)
 {
-    return send_data_ping(self, w, 0);
+    task_keys_t keys = {0, 0};
+    if (task->a_key)
+        keys.a = wire_key(task->a_key, task->shard, needed, task->a_rows, task->k, task->a);
+    if (task->kind == CDC_TASK_GEMM && task->bt_key)
+        keys.bt = wire_key(task->bt_key, task->shard, needed, task->cols, task->k, task->bt);
+    return keys;
 }
 
 static int send_task(cdc_client_t *self, int w, const cdc_shard_task_t *task,
-                     uint64_t request_id, int needed)
+                     task_keys_t keys, uint64_t request_id)
 {
     cdc_msg_header_t h;
     int is_conv = task->kind == CDC_TASK_CONV;
@@ -982,8 +1136,8 @@ static int send_task(cdc_client_t *self, int w, const cdc_shard_task_t *task,
     h.cols = task->cols;
     cdc_frame_t payloads[2] = {{NULL, 0}, {NULL, 0}};
     int rc;
-    if (task->a_key) {
-        h.a_key = wire_key(task->a_key, task->shard, needed, task->a_rows, task->k, task->a);
+    if (keys.a) {
+        h.a_key = keys.a;
         if ((rc = ensure_weights(self, w, h.a_key, task->a_rows, task->k, task->a,
                                  task->a_hold)))
             return rc;
@@ -996,8 +1150,8 @@ static int send_task(cdc_client_t *self, int w, const cdc_shard_task_t *task,
         h.geometry = *g;
         payloads[1] = (cdc_frame_t){
             task->input, (size_t) task->batch * (size_t) (g->channels * g->h * g->w) * 4};
-    } else if (task->bt_key) {
-        h.bt_key = wire_key(task->bt_key, task->shard, needed, task->cols, task->k, task->bt);
+    } else if (keys.bt) {
+        h.bt_key = keys.bt;
         if ((rc = ensure_weights(self, w, h.bt_key, task->cols, task->k, task->bt,
                                  task->bt_hold)))
             return rc;
@@ -1022,6 +1176,7 @@ typedef struct {
     int64_t wait_deadline;   /* ms: wait_ms after needed results, or -1   */
     int wait_ms, timeout_ms;
     task_state_t state[64];
+    task_keys_t keys[64];    /* task t's wire keys                         */
     int worker_of[64];       /* placement: the worker task t went to       */
     int retries[64];         /* MISS re-sends of task t                    */
     int pending, done;
@@ -1045,9 +1200,11 @@ static void call_begin(cdc_client_t *self, client_call_t *call, cdc_shard_task_t
     call->count = count;
     call->needed = needed;
     call->arrived = arrived;
-    for (int t = 0; t < count; t++)
+    for (int t = 0; t < count; t++) {
+        call->keys[t] = task_keys(&tasks[t], needed);
         if (tasks[t].cover >= 0 && tasks[t].cover < 64)
             call->cover_mask |= UINT64_C(1) << tasks[t].cover;
+    }
 }
 
 /* Fixed slots (placement.h): shard s on its home, worker s, when it is live
@@ -1074,16 +1231,14 @@ static void call_note_weights(cdc_client_t *self, const client_call_t *call)
     for (int t = 0; t < call->count; t++) {
         const cdc_shard_task_t *task = &call->tasks[t];
         int served_by = call->state[t] != TASK_IDLE ? call->worker_of[t] : -1;
-        if (task->a_key) {
-            cdc_slot_weight_t weight = {
-                wire_key(task->a_key, task->shard, call->needed, task->a_rows, task->k, task->a),
-                task->a_rows, task->k, task->a, task->a_hold, 0};
+        if (call->keys[t].a) {
+            cdc_slot_weight_t weight = {call->keys[t].a, task->a_rows, task->k, task->a,
+                                        task->a_hold, 0};
             cdc_slots_note(self->slots, task->shard, &weight, served_by);
         }
-        if (task->kind == CDC_TASK_GEMM && task->bt_key) {
-            cdc_slot_weight_t weight = {
-                wire_key(task->bt_key, task->shard, call->needed, task->cols, task->k, task->bt),
-                task->cols, task->k, task->bt, task->bt_hold, 0};
+        if (call->keys[t].bt) {
+            cdc_slot_weight_t weight = {call->keys[t].bt, task->cols, task->k, task->bt,
+                                        task->bt_hold, 0};
             cdc_slots_note(self->slots, task->shard, &weight, served_by);
         }
     }
@@ -1103,7 +1258,7 @@ static void call_dispatch(cdc_client_t *self, client_call_t *call)
             self->counters.dead_skipped++;
             continue;
         }
-        int sent = send_task(self, w, &call->tasks[t], call->request_id, call->needed);
+        int sent = send_task(self, w, &call->tasks[t], call->keys[t], call->request_id);
         if (sent == CDC_OK) {
             call->state[t] = TASK_PENDING;
             call->tasks[t].dispatched = 1;
@@ -1229,7 +1384,7 @@ static void call_apply_reply(cdc_client_t *self, client_call_t *call, int t, int
         self->counters.misses++;
         call->retries[t]++;
         cdc_slots_forget(self->slots, w, h->a_key);
-        if (send_task(self, w, &call->tasks[t], call->request_id, call->needed) != CDC_OK) {
+        if (send_task(self, w, &call->tasks[t], call->keys[t], call->request_id) != CDC_OK) {
             call->state[t] = TASK_IDLE;
             call->pending--;
         }
@@ -1257,7 +1412,7 @@ static void call_receive(cdc_client_t *self, client_call_t *call, int w)
             self->counters.invalid_replies++;
             CDC_LOG_WARNF("worker %d: invalid reply: %s", w, cdc_last_error());
         } else if (msg.header.type == CDC_MSG_PONG) {
-            cdc_slots_acked(self->slots, w, msg.header.request_id); /* restore_send_ping */
+            cdc_slots_acked(self->slots, w, msg.header.request_id); /* send_data_ping */
         } else if (msg.header.type != CDC_MSG_GOODBYE) {
             /* (A GOODBYE reaches the heartbeat thread too, which acts on it.) */
             int t = call_match_reply(self, call, w, &msg.header);
@@ -1283,7 +1438,7 @@ static void drain_stale(cdc_client_t *self)
             cdc_msg_t msg;
             int valid = cdc_wire_decode(&wire, 0, &msg) == CDC_OK;
             if (valid && msg.header.type == CDC_MSG_PONG)
-                cdc_slots_acked(self->slots, w, msg.header.request_id); /* restore_send_ping */
+                cdc_slots_acked(self->slots, w, msg.header.request_id); /* send_data_ping */
             else if (valid && msg.header.type == CDC_MSG_GOODBYE)
                 ; /* harmless: the heartbeat thread acts on it */
             else if (valid && msg.header.request_id <= self->next_request)
@@ -1347,7 +1502,7 @@ static void restore_pass(cdc_client_t *self)
         cdc_slots_instance(slots, w, instance[w]);
     }
     uint64_t before = slots->background_bytes;
-    cdc_slot_io_t io = {restore_send_weights, restore_send_ping, self};
+    cdc_slot_io_t io = {restore_send_weights, send_data_ping, self};
     cdc_slots_restore(slots, live, &io);
     self->counters.background_weight_bytes += slots->background_bytes - before;
     track_redundancy(self, live, last_departure_us);
@@ -1418,6 +1573,7 @@ int cdc_client_run(cdc_client_t *self, cdc_shard_task_t *tasks, int count, int n
     pthread_mutex_lock(&self->lock);
     if (self->pending)
         discovery_publish(self); /* a worker discovered since the last call */
+    data_moves(self);            /* a respawned worker's new endpoint */
     cdc_slots_call(self->slots, count);
     restore_pass(self);
     client_call_t call;

@@ -96,6 +96,16 @@ int cdc_client_worker_count(const cdc_client_t *self);
 int cdc_client_run(cdc_client_t *self, cdc_shard_task_t *tasks, int count, int needed,
                    int wait_ms, int timeout_ms, uint64_t *arrived);
 
+/* Worker w is a new process listening at endpoint (an embedded worker
+   respawned on a fresh ipc path): every socket the client has for it is
+   replaced by one connected there (the data socket under the call lock, at
+   the next call or restore pass; the heartbeat socket by the heartbeat
+   thread), so nothing queued for or sent by the old process crosses over;
+   its slots state is that of an empty process; w keeps its place in the
+   plan. Returns at once. CDC_EINVAL for an unknown worker or an endpoint
+   too long. Thread-safe. */
+int cdc_client_move(cdc_client_t *self, int w, const char *endpoint);
+
 /* Live workers now (bit w of *mask, which may be NULL): answering heartbeats.
    Returns their count. Thread-safe; never waits for a call in progress. */
 int cdc_client_live(cdc_client_t *self, uint64_t *mask);

@@ -82,6 +82,15 @@ void cdc_slots_connection_lost(cdc_slots_t *slots, int w)
     worker->connected = 0;
 }
 
+void cdc_slots_new_process(cdc_slots_t *slots, int w)
+{
+    cdc_slot_worker_t *worker = &slots->workers[w];
+    worker->key_count = 0;
+    worker->ready = 0;
+    worker->acked_seq = worker->pinged_seq = worker->sent_seq;
+    worker->connected = 0;
+}
+
 void cdc_slots_instance(cdc_slots_t *slots, int w, uint64_t instance)
 {
     cdc_slot_worker_t *worker = &slots->workers[w];

@@ -89,6 +89,11 @@ void cdc_slots_acked(cdc_slots_t *slots, int w, uint64_t token);
 /* Worker w's connection dropped: what was sent but not acknowledged may be
    lost with it. */
 void cdc_slots_connection_lost(cdc_slots_t *slots, int w);
+/* Worker w is a new process on a new connection (a respawned embedded
+   worker on its fresh endpoint): it holds nothing, and no ack from before
+   counts. Its instance is kept: the new one's status resets it again,
+   harmlessly (nothing is sent to it before that status makes it live). */
+void cdc_slots_new_process(cdc_slots_t *slots, int w);
 /* Worker w's status named its instance: a new one (a new process) holds
    nothing. */
 void cdc_slots_instance(cdc_slots_t *slots, int w, uint64_t instance);

@@ -104,6 +104,14 @@ static int heartbeat_live(void *arg, uint64_t *mask)
     return cdc__executor_heartbeat_live(((cdc_context_t *) arg)->executor, mask);
 }
 
+/* The supervisor respawned worker w on a fresh endpoint (its thread): the
+   client reconnects w's sockets there, w keeping its place in the plan. */
+static void worker_moved(void *arg, int w, const char *endpoint)
+{
+    if (cdc__executor_worker_moved(((cdc_context_t *) arg)->executor, w, endpoint) != CDC_OK)
+        CDC_LOG_WARNF("local worker %d: %s", w, cdc_last_error());
+}
+
 /* The embedded default: spawn the workers, then talk to them like any
    others, and (config->respawn) keep them alive. They answer within ms of
    binding; the bound is only for a machine under heavy load. */
@@ -114,10 +122,16 @@ static int local_start(cdc_context_t *self, const cdc_config_t *config)
     if (rc != CDC_OK)
         return rc;
     int wait = config->timeout_ms > 5000 ? config->timeout_ms : 5000;
-    rc = cdc__executor_zmq_new(config, cdc__local_workers_endpoints(self->local), wait,
-                               &self->executor);
+    char *endpoints = malloc(CDC_LOCAL_ENDPOINTS_MAX);
+    if (!endpoints) {
+        cdc__local_workers_destroy(&self->local);
+        return cdc__fail(CDC_ENOMEM, "local workers: endpoints");
+    }
+    cdc__local_workers_endpoints(self->local, endpoints, CDC_LOCAL_ENDPOINTS_MAX);
+    rc = cdc__executor_zmq_new(config, endpoints, wait, &self->executor);
+    free(endpoints);
     if (rc == CDC_OK && config->respawn) {
-        rc = cdc__local_workers_supervise(self->local, heartbeat_live, self);
+        rc = cdc__local_workers_supervise(self->local, heartbeat_live, worker_moved, self);
         if (rc != CDC_OK) {
             self->executor->ops->destroy(self->executor);
             self->executor = NULL;

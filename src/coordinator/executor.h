@@ -57,6 +57,11 @@ int cdc__executor_live(cdc_executor_t *executor, uint64_t *mask);
    be NULL); -1 for any other executor. Thread-safe. */
 int cdc__executor_heartbeat_live(cdc_executor_t *executor, uint64_t *mask);
 
+/* Worker w of a ZeroMQ executor is a new process at endpoint (a respawned
+   embedded worker): its sockets are reconnected there (cdc_client_move).
+   CDC_EINVAL for any other executor or an unknown worker. Thread-safe. */
+int cdc__executor_worker_moved(cdc_executor_t *executor, int w, const char *endpoint);
+
 /* Workers a ZeroMQ executor knows (endpoints given, or discovered so far);
    -1 for any other executor. */
 int cdc__executor_worker_count(cdc_executor_t *executor);

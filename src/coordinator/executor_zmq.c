@@ -168,6 +168,13 @@ int cdc__executor_heartbeat_live(cdc_executor_t *executor, uint64_t *mask)
     return cdc_client_live(((zmq_executor_t *) executor)->client, mask);
 }
 
+int cdc__executor_worker_moved(cdc_executor_t *executor, int w, const char *endpoint)
+{
+    if (!executor || executor->ops != &zmq_ops)
+        return cdc__fail(CDC_EINVAL, "not a ZeroMQ executor");
+    return cdc_client_move(((zmq_executor_t *) executor)->client, w, endpoint);
+}
+
 int cdc__executor_live(cdc_executor_t *executor, uint64_t *mask)
 {
     if (executor->ops->live)

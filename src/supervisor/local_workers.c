@@ -28,6 +28,7 @@ extern char **environ;
 #define BIND_WAIT_MS 5000
 #define STOP_WAIT_MS 1000
 #define IPC_PATH_MAX 107
+#define INCARNATION_ROOM 11 /* ".2147483647": the longest suffix a respawn adds */
 
 #ifndef CDC_LIBDIR_TO_BINDIR
 #error "CDC_LIBDIR_TO_BINDIR (libdir to bindir, from GNUInstallDirs) must be defined"
@@ -36,9 +37,11 @@ extern char **environ;
 struct cdc_local_workers {
     int count;
     pid_t pids[CDC_MAX_WORKERS];
-    pthread_mutex_t lock; /* pids: the supervisor replaces them while others read */
+    pthread_mutex_t lock; /* pids, incarnations, endpoints: the supervisor
+                             replaces them while others read */
+    int incarnations[CDC_MAX_WORKERS]; /* slot i's current one: ipc://DIR/wI.K */
     char dir[PATH_MAX];
-    char endpoints[CDC_CONFIG_STR];
+    char endpoints[CDC_LOCAL_ENDPOINTS_MAX]; /* the current ones */
     int registered; /* in the atexit list */
     pid_t owner;    /* the process that spawned them: only it stops them */
     /* What a respawn needs to start a worker again as it was started. */
@@ -260,7 +263,7 @@ static int wait_bound(cdc_local_workers_t *self)
         for (int i = 0; i < self->count; i++) {
             char file[PATH_MAX + 16];
             struct stat st;
-            snprintf(file, sizeof file, "%s/w%d", self->dir, i);
+            snprintf(file, sizeof file, "%s/w%d.0", self->dir, i);
             bound += stat(file, &st) == 0;
             int status;
             if (waitpid(self->pids[i], &status, WNOHANG) == self->pids[i]) {
@@ -280,7 +283,8 @@ static int wait_bound(cdc_local_workers_t *self)
     }
 }
 
-/* The w<N> socket files in dir, then dir itself (fails unless empty). */
+/* The w<N>.<K> socket files in dir (and the w<N> of older versions), then
+   dir itself (fails unless empty). */
 static void stale_remove(const char *path)
 {
     DIR *dir = opendir(path);
@@ -375,21 +379,50 @@ static int spawn_attr_init(posix_spawnattr_t *attr)
     return CDC_OK;
 }
 
-/* Worker i's endpoint into endpoint, appended to self->endpoints. */
-static int endpoint_add(cdc_local_workers_t *self, int i, char *endpoint, size_t size)
+/* Slot i's endpoint for an incarnation: ipc://DIR/wI.K, K = 0 at the first
+   start, one more at each respawn, so a new process never listens where an
+   old one did. An ipc path must fit a sockaddr_un (107 bytes). */
+static int endpoint_format(const cdc_local_workers_t *self, int i, int incarnation,
+                           char *endpoint, size_t size)
 {
-    int len = snprintf(endpoint, size, "ipc://%s/w%d", self->dir, i);
-    size_t used = strlen(self->endpoints);
-    /* An ipc path must fit a sockaddr_un (107 bytes). */
-    if (len < 0 || (size_t) len >= size || len - 6 > IPC_PATH_MAX ||
-        used + (size_t) len + 2 > sizeof self->endpoints)
+    int len = snprintf(endpoint, size, "ipc://%s/w%d.%d", self->dir, i, incarnation);
+    if (len < 0 || (size_t) len >= size || len - 6 > IPC_PATH_MAX)
         return cdc__fail(CDC_ECONFIG, "local workers: endpoint '%s' too long (TMPDIR)",
                          endpoint);
-    char *cursor = self->endpoints + used; /* room checked above */
-    if (i)
-        *cursor++ = ',';
-    memcpy(cursor, endpoint, (size_t) len + 1);
     return CDC_OK;
+}
+
+/* self->endpoints from the slots' current incarnations. The caller holds
+   self->lock, or no other thread runs yet. */
+static void endpoints_rebuild(cdc_local_workers_t *self, int count)
+{
+    size_t used = 0;
+    self->endpoints[0] = '\0';
+    for (int i = 0; i < count; i++) {
+        char endpoint[PATH_MAX + 32];
+        if (endpoint_format(self, i, self->incarnations[i], endpoint, sizeof endpoint) !=
+            CDC_OK)
+            continue; /* checked before it was spawned */
+        int len = snprintf(self->endpoints + used, sizeof self->endpoints - used, "%s%s",
+                           i ? "," : "", endpoint);
+        if (len < 0 || (size_t) len >= sizeof self->endpoints - used)
+            break; /* cannot happen: room for 64 of the longest */
+        used += (size_t) len;
+    }
+}
+
+/* At start-up: whether slot i's endpoint fits a sockaddr_un whatever its
+   incarnation becomes (room for the longest suffix), so that a respawn never
+   fails on the path's length. */
+static int endpoint_check(const cdc_local_workers_t *self, int i)
+{
+    char endpoint[PATH_MAX + 32];
+    int rc = endpoint_format(self, i, 0, endpoint, sizeof endpoint);
+    size_t len = strlen(endpoint) + INCARNATION_ROOM - 2; /* ".0" is in already */
+    if (rc == CDC_OK && len - 6 > IPC_PATH_MAX)
+        rc = cdc__fail(CDC_ECONFIG, "local workers: endpoint '%s' too long (TMPDIR)",
+                       endpoint);
+    return rc;
 }
 
 /* The arguments of worker i's incarnation (0: first start). */
@@ -423,15 +456,17 @@ static void worker_argv(const cdc_local_workers_t *self, char *endpoint, char ar
    environment is built anew each time: the host's may have changed. */
 static int worker_spawn(cdc_local_workers_t *self, int i, int incarnation)
 {
-    char endpoint[PATH_MAX + 16], args[4][24], threads_var[64], *argv[20];
-    snprintf(endpoint, sizeof endpoint, "ipc://%s/w%d", self->dir, i);
+    char endpoint[PATH_MAX + 32], args[4][24], threads_var[64], *argv[20];
+    int rc = endpoint_format(self, i, incarnation, endpoint, sizeof endpoint);
+    if (rc != CDC_OK)
+        return rc;
     snprintf(args[0], sizeof args[0], "%d", self->threads);
     snprintf(args[1], sizeof args[1], "%d", i);
     snprintf(args[2], sizeof args[2], "%ld", (long) self->owner);
     snprintf(args[3], sizeof args[3], "%d", incarnation);
     worker_argv(self, endpoint, args, incarnation, argv);
     posix_spawnattr_t attr;
-    int rc = spawn_attr_init(&attr);
+    rc = spawn_attr_init(&attr);
     if (rc != CDC_OK)
         return rc;
     char **env = child_environment(self->threads, threads_var, sizeof threads_var);
@@ -448,6 +483,8 @@ static int worker_spawn(cdc_local_workers_t *self, int i, int incarnation)
                          strerror(err));
     pthread_mutex_lock(&self->lock);
     self->pids[i] = pid;
+    self->incarnations[i] = incarnation;
+    endpoints_rebuild(self, self->count > i ? self->count : i + 1);
     pthread_mutex_unlock(&self->lock);
     return CDC_OK;
 }
@@ -474,9 +511,7 @@ int cdc__local_workers_new(int count, const char *faults, cdc_log_level_t log_le
     snprintf(self->faults, sizeof self->faults, "%s", faults ? faults : "");
     self->log_level = log_level;
     for (int i = 0; i < count; i++) {
-        char endpoint[PATH_MAX + 16];
-        if ((rc = endpoint_add(self, i, endpoint, sizeof endpoint)) != CDC_OK ||
-            (rc = worker_spawn(self, i, 0)) != CDC_OK)
+        if ((rc = endpoint_check(self, i)) != CDC_OK || (rc = worker_spawn(self, i, 0)) != CDC_OK)
             goto fail;
         self->count = i + 1;
     }
@@ -494,9 +529,35 @@ fail:
     return rc;
 }
 
-const char *cdc__local_workers_endpoints(const cdc_local_workers_t *self)
+const char *cdc__local_workers_endpoints(cdc_local_workers_t *self, char *out, size_t size)
 {
-    return self ? self->endpoints : "";
+    if (size == 0)
+        return out;
+    out[0] = '\0';
+    if (self) {
+        pthread_mutex_lock(&self->lock);
+        snprintf(out, size, "%s", self->endpoints);
+        pthread_mutex_unlock(&self->lock);
+    }
+    return out;
+}
+
+int cdc__local_workers_endpoint(cdc_local_workers_t *self, int i, char *out, size_t size)
+{
+    if (!self || i < 0 || i >= self->count)
+        return cdc__fail(CDC_EINVAL, "local workers: no slot %d", i);
+    pthread_mutex_lock(&self->lock);
+    int incarnation = self->incarnations[i];
+    pthread_mutex_unlock(&self->lock);
+    return endpoint_format(self, i, incarnation, out, size);
+}
+
+int cdc__local_workers_bound(cdc_local_workers_t *self, int i)
+{
+    char endpoint[PATH_MAX + 32];
+    struct stat st;
+    return cdc__local_workers_endpoint(self, i, endpoint, sizeof endpoint) == CDC_OK &&
+           stat(endpoint + 6, &st) == 0 && S_ISSOCK(st.st_mode);
 }
 
 const char *cdc__local_workers_dir(const cdc_local_workers_t *self)
@@ -529,8 +590,15 @@ int cdc__local_workers_reap(cdc_local_workers_t *self, int i, int *status)
         /* This pid only: the host's other children are not ours to reap. */
         pid_t got = waitpid(pid, status, WNOHANG);
         gone = got == pid || (got < 0 && errno == ECHILD); /* ECHILD: SIGCHLD ignored */
-        if (gone)
+        if (gone) {
             self->pids[i] = 0;
+            /* A killed worker leaves its socket file; its path is never
+               used again (the next incarnation binds wI.K+1). */
+            char endpoint[PATH_MAX + 32];
+            if (endpoint_format(self, i, self->incarnations[i], endpoint, sizeof endpoint) ==
+                CDC_OK)
+                unlink(endpoint + 6);
+        }
     }
     pthread_mutex_unlock(&self->lock);
     return gone;
@@ -548,17 +616,15 @@ void cdc__local_workers_kill(cdc_local_workers_t *self, int i)
 
 int cdc__local_workers_respawn(cdc_local_workers_t *self, int i, int incarnation)
 {
-    char file[PATH_MAX + 16];
-    snprintf(file, sizeof file, "%s/w%d", self->dir, i);
-    unlink(file); /* a killed worker leaves its socket file; the new one binds there */
     return worker_spawn(self, i, incarnation);
 }
 
-int cdc__local_workers_supervise(cdc_local_workers_t *self, cdc_live_fn live, void *arg)
+int cdc__local_workers_supervise(cdc_local_workers_t *self, cdc_live_fn live,
+                                 cdc_moved_fn moved, void *arg)
 {
     if (!self || self->supervisor)
         return cdc__fail(CDC_EINVAL, "local workers: no set, or already supervised");
-    return cdc__supervisor_start(self, live, arg, &self->supervisor);
+    return cdc__supervisor_start(self, live, moved, arg, &self->supervisor);
 }
 
 void cdc__local_workers_supervise_stop(cdc_local_workers_t *self)

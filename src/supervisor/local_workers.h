@@ -10,10 +10,21 @@
 
 typedef struct cdc_local_workers cdc_local_workers_t;
 
+/* Room for every worker's endpoint, comma-separated (each fits a
+   sockaddr_un, 107 bytes, plus "ipc://"). */
+#define CDC_LOCAL_ENDPOINTS_MAX (CDC_MAX_WORKERS * 128)
+
 /* The coordinator's view of the workers for the supervisor: bit w of *mask
    set when worker w answers heartbeats now; returns their count, or < 0
    when unknown. Called from the supervisor's thread: must be thread-safe. */
 typedef int (*cdc_live_fn)(void *arg, uint64_t *mask);
+
+/* Slot (worker) w is a new process now listening on endpoint (a respawn's
+   fresh ipc path): the coordinator must stop talking to the old path and
+   connect to this one, keeping w's place in the plan. Called from the
+   supervisor's thread once the new process has bound (or failing that, a
+   second after it started): must be thread-safe. */
+typedef void (*cdc_moved_fn)(void *arg, int w, const char *endpoint);
 
 /* The cdcgemm-worker binary: $CDCGEMM_WORKER_BIN if set (CDC_ECONFIG when it
    is not an executable file), else next to the library or executable holding
@@ -23,7 +34,9 @@ typedef int (*cdc_live_fn)(void *arg, uint64_t *mask);
 int cdc__worker_binary_find(char *path, size_t size);
 
 /* Spawn count workers with posix_spawn (never fork: OpenBLAS is not fork-safe
-   once its threads exist) on ipc:// endpoints in a private mkdtemp directory,
+   once its threads exist) on ipc:// endpoints in a private mkdtemp directory
+   (worker i's first incarnation on ipc://DIR/wI.0; CDC_ECONFIG when a path,
+   with room for any incarnation's suffix, would not fit a sockaddr_un),
    each with --index i, --parent-pid (so it exits if this process dies),
    --faults when faults is non-empty, and --threads max(1, cores / count).
    Returns once every worker has bound its endpoint (bounded: 5 s); a worker
@@ -33,8 +46,18 @@ int cdc__worker_binary_find(char *path, size_t size);
 int cdc__local_workers_new(int count, const char *faults, cdc_log_level_t log_level,
                            cdc_local_workers_t **self_p);
 
-/* Comma-separated endpoints, in worker order (owned by *self). */
-const char *cdc__local_workers_endpoints(const cdc_local_workers_t *self);
+/* The current comma-separated endpoints, in worker order, copied into out
+   (size bytes; returns out). They change as workers are respawned.
+   Thread-safe. */
+const char *cdc__local_workers_endpoints(cdc_local_workers_t *self, char *out, size_t size);
+
+/* Worker i's current endpoint (its incarnation's) into out. CDC_EINVAL for
+   no such slot. Thread-safe. */
+int cdc__local_workers_endpoint(cdc_local_workers_t *self, int i, char *out, size_t size);
+
+/* Whether worker i's current endpoint has its socket file (the process
+   bound it). Thread-safe. */
+int cdc__local_workers_bound(cdc_local_workers_t *self, int i);
 
 /* The private directory holding the endpoints (owned by *self). */
 const char *cdc__local_workers_dir(const cdc_local_workers_t *self);
@@ -48,7 +71,8 @@ pid_t cdc__local_workers_pid(cdc_local_workers_t *self, int i);
 int cdc__local_workers_count(const cdc_local_workers_t *self);
 
 /* Reap worker i if it exited: waitpid(WNOHANG) on its pid only, never on
-   the host's other children. Returns 1 when slot i has no process now
+   the host's other children; a reaped worker's socket file (a killed one
+   leaves it) is removed. Returns 1 when slot i has no process now
    (*status: waitpid's, or -1 when unknown), 0 while it runs. Thread-safe. */
 int cdc__local_workers_reap(cdc_local_workers_t *self, int i, int *status);
 
@@ -56,16 +80,17 @@ int cdc__local_workers_reap(cdc_local_workers_t *self, int i, int *status);
    cdc__local_workers_reap. Thread-safe. */
 void cdc__local_workers_kill(cdc_local_workers_t *self, int i);
 
-/* Start slot i again, on the same ipc path (its stale socket file removed
-   first: the old process is dead and reaped, and the coordinator's sockets
-   reconnect to that path by themselves), with --incarnation so one-shot
-   fault rules do not fire again. The slot must have no process. */
+/* Start slot i again as incarnation (> 0) on a fresh ipc path,
+   ipc://DIR/wI.<incarnation> (the coordinator is told by the supervisor's
+   moved callback), with --incarnation so one-shot fault rules do not fire
+   again. The slot must have no process (the old one reaped). */
 int cdc__local_workers_respawn(cdc_local_workers_t *self, int i, int incarnation);
 
 /* Start the supervisor thread (supervisor.h): dead workers are respawned,
-   hung ones (silent by live) killed and respawned. live is called from that
-   thread with arg. At most once per set. */
-int cdc__local_workers_supervise(cdc_local_workers_t *self, cdc_live_fn live, void *arg);
+   hung ones (silent by live) killed and respawned. live and moved (either
+   may be NULL) are called from that thread with arg. At most once per set. */
+int cdc__local_workers_supervise(cdc_local_workers_t *self, cdc_live_fn live,
+                                 cdc_moved_fn moved, void *arg);
 
 /* Stop the supervisor (joins its thread; nothing is respawned after). Call
    before whatever live reads is destroyed. Accepts NULL; idempotent. */

@@ -6,6 +6,7 @@
 #include "log.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <sys/wait.h>
@@ -20,6 +21,7 @@
 #define HANG_KILL_MS 400       /* silent this long after the heartbeats lost it: hung */
 #define START_GRACE_MS 5000    /* never live this long after a start: hung too    */
 #define STALL_MS 200           /* a pass this late: we were not watching          */
+#define ANNOUNCE_MS 1000       /* a respawn is announced once bound, or this late */
 
 typedef struct {
     int64_t deaths[LOOP_DEATHS + 1]; /* the latest death times, a ring */
@@ -28,12 +30,14 @@ typedef struct {
     int64_t spawned_at, silent_since; /* silent_since 0: live, or unknown */
     int64_t backoff_ms;
     int ever_live;                   /* this incarnation answered once   */
+    int announce;                    /* its new endpoint not told yet    */
     int incarnation, given_up;
 } slot_t;
 
 struct cdc_supervisor {
     cdc_local_workers_t *workers;
     cdc_live_fn live;
+    cdc_moved_fn moved;
     void *arg;
     pthread_t thread;
     pthread_mutex_t lock; /* stop and the counters */
@@ -100,6 +104,7 @@ static void slot_respawn(cdc_supervisor_t *self, int i, int64_t now)
     slot->spawned_at = now;
     slot->silent_since = 0;
     slot->ever_live = 0;
+    slot->announce = 1;
     pthread_mutex_lock(&self->lock);
     self->respawns++;
     pthread_mutex_unlock(&self->lock);
@@ -126,6 +131,20 @@ static void slot_check_silent(cdc_supervisor_t *self, int i, int live, int64_t n
     slot->silent_since = now; /* not again before it is reaped */
 }
 
+/* A respawned slot's new endpoint, told once the process listens there (a
+   connection is then made at once rather than at libzmq's next retry). */
+static void slot_announce(cdc_supervisor_t *self, int i, int64_t now)
+{
+    slot_t *slot = &self->slots[i];
+    if (!cdc__local_workers_bound(self->workers, i) && now - slot->spawned_at < ANNOUNCE_MS)
+        return;
+    slot->announce = 0;
+    char endpoint[PATH_MAX + 32];
+    if (self->moved &&
+        cdc__local_workers_endpoint(self->workers, i, endpoint, sizeof endpoint) == CDC_OK)
+        self->moved(self->arg, i, endpoint);
+}
+
 static void supervise_pass(cdc_supervisor_t *self)
 {
     int64_t now = now_ms();
@@ -145,9 +164,12 @@ static void supervise_pass(cdc_supervisor_t *self)
         }
         int status;
         if (cdc__local_workers_reap(self->workers, i, &status)) {
+            slot->announce = 0; /* its successor is announced instead */
             slot_died(self, i, status, now);
             continue;
         }
+        if (slot->announce)
+            slot_announce(self, i, now);
         if (stalled && slot->silent_since)
             slot->silent_since = now; /* silence we did not watch is not counted */
         if (heard)
@@ -190,14 +212,15 @@ static int wake_init(pthread_cond_t *wake)
     return rc;
 }
 
-int cdc__supervisor_start(cdc_local_workers_t *workers, cdc_live_fn live, void *arg,
-                          cdc_supervisor_t **self_p)
+int cdc__supervisor_start(cdc_local_workers_t *workers, cdc_live_fn live, cdc_moved_fn moved,
+                          void *arg, cdc_supervisor_t **self_p)
 {
     cdc_supervisor_t *self = calloc(1, sizeof *self);
     if (!self)
         return cdc__fail(CDC_ENOMEM, "supervisor");
     self->workers = workers;
     self->live = live;
+    self->moved = moved;
     self->arg = arg;
     self->last_pass = now_ms();
     for (int i = 0; i < CDC_MAX_WORKERS; i++)

@@ -1,10 +1,13 @@
-/* testutil.c - deterministic random data, error norms, suite runner. */
+/* testutil.c - deterministic random data, error norms, files, suite runner. */
 #include "testutil.h"
 
 #include <errno.h>
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 void cdc_test_rng_seed(cdc_test_rng_t *rng, uint64_t seed)
 {
@@ -93,6 +96,40 @@ void cdc_test_sleep_ms(long ms)
     struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
     while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
         ;
+}
+
+void cdc_test_temp_file(char *template_path)
+{
+    int fd = mkstemp(template_path);
+    ck_assert_msg(fd >= 0, "mkstemp %s: %s", template_path, strerror(errno));
+    close(fd);
+}
+
+void cdc_test_read_text(const char *path, char *text, size_t size)
+{
+    text[0] = '\0';
+    FILE *file = fopen(path, "r");
+    ck_assert_msg(file != NULL, "%s: %s", path, strerror(errno));
+    size_t got = fread(text, 1, size - 1, file);
+    fclose(file);
+    text[got] = '\0';
+}
+
+void cdc_test_env_refused(const char *var, const char *bad, const char *good,
+                          cdc_config_t *config)
+{
+    setenv(var, bad, 1);
+    int rc = cdc_config_from_env(config);
+    char error[1024];
+    snprintf(error, sizeof error, "%s", cdc_last_error());
+    int named = strstr(error, var) != NULL;
+    setenv(var, good, 1);
+    int taken = cdc_config_from_env(config);
+    unsetenv(var);
+    ck_assert_msg(rc == CDC_ECONFIG && named, "%s=%s: %s (%s)", var, bad, cdc_err_name(rc),
+                  error);
+    ck_assert_msg(taken == CDC_OK, "%s=%s: %s (%s)", var, good, cdc_err_name(taken),
+                  cdc_last_error());
 }
 
 int cdc_test_run_suite(Suite *suite)

@@ -1,7 +1,9 @@
 /* testutil.h - helpers shared by the Check suites: deterministic random data,
-   error norms, and running one suite. */
+   error norms, files, configuration checks, and running one suite. */
 #ifndef CDC_TESTUTIL_H_INCLUDED
 #define CDC_TESTUTIL_H_INCLUDED
+
+#include "cdcgemm.h"
 
 #include <check.h>
 #include <stddef.h>
@@ -35,6 +37,20 @@ void *cdc_test_alloc(size_t bytes);
 double cdc_test_now_s(void);
 /* Sleep ms milliseconds, resuming after signals. */
 void cdc_test_sleep_ms(long ms);
+
+/* A new empty file from template (ending in XXXXXX, as mkstemp), its name
+   left in template; fails the test when it cannot be made. */
+void cdc_test_temp_file(char *template_path);
+
+/* path's text (at most size - 1 bytes, NUL-terminated) into text; fails the
+   test when it cannot be opened. */
+void cdc_test_read_text(const char *path, char *text, size_t size);
+
+/* The environment variable var: set to bad, cdc_config_from_env refuses it
+   (CDC_ECONFIG, the error naming var); set to good, it is taken into
+   *config; var is unset again either way. */
+void cdc_test_env_refused(const char *var, const char *bad, const char *good,
+                          cdc_config_t *config);
 
 /* Run a suite with CK_NORMAL output; the process exit status for main(). */
 int cdc_test_run_suite(Suite *suite);
