@@ -226,24 +226,37 @@ static void registry_set(cdc_local_workers_t *self, int add)
     pthread_mutex_unlock(&registry_lock);
 }
 
+/* glibc's malloc backs its heap and large blocks with transparent huge
+   pages (glibc >= 2.35; an unknown tunable is ignored). A respawned worker
+   receives its slot's weights into fresh memory: on the project's VM every
+   4 KiB page fault cost about 13 us, 220 ms for AlexNet's 68.5 MB slot,
+   against 12-20 ms on huge pages (docs/workers.md, "Respawn"). */
+#define HUGE_PAGES_TUNABLE "GLIBC_TUNABLES=glibc.malloc.hugetlb=1"
+
 /* The workers' environment: ours, without LD_PRELOAD (a preloaded
-   libcdcgemm must not turn a worker into a coordinator) and with OpenBLAS
-   held to the worker's thread count from the moment it loads. */
+   libcdcgemm must not turn a worker into a coordinator), with OpenBLAS
+   held to the worker's thread count from the moment it loads, and malloc
+   on huge pages unless the host set GLIBC_TUNABLES itself. */
 static char **child_environment(int threads, char *threads_var, size_t size)
 {
     size_t count = 0;
     while (environ[count])
         count++;
-    char **env = calloc(count + 2, sizeof *env);
+    char **env = calloc(count + 3, sizeof *env);
     if (!env)
         return NULL;
     size_t kept = 0;
-    for (size_t i = 0; i < count; i++)
+    int tunables = 0;
+    for (size_t i = 0; i < count; i++) {
         if (strncmp(environ[i], "LD_PRELOAD=", 11) != 0 &&
             strncmp(environ[i], "OPENBLAS_NUM_THREADS=", 21) != 0)
             env[kept++] = environ[i];
+        tunables |= strncmp(environ[i], "GLIBC_TUNABLES=", 15) == 0;
+    }
     snprintf(threads_var, size, "OPENBLAS_NUM_THREADS=%d", threads);
     env[kept++] = threads_var;
+    if (!tunables)
+        env[kept++] = (char *) HUGE_PAGES_TUNABLE;
     env[kept] = NULL;
     return env;
 }
