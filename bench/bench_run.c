@@ -20,6 +20,8 @@ void cdc_bench_run_usage(FILE *out)
             "  --workers W       local workers (default CDCGEMM_LOCAL_WORKERS or 5)\n"
             "  --parity R        parity shards (default CDCGEMM_PARITY or 1)\n"
             "  --split S         auto|output|channel|spatial (default auto)\n"
+            "  --plan P          equal|profiled: blocks equal, or sized and placed by the\n"
+            "                    measured devices (default CDCGEMM_PLAN or equal)\n"
             "  --faults SPEC     fault schedule (docs/faults.md)\n"
             "  --crash-at Q      crash worker --crash-worker (default 1) at request Q\n"
             "  --chaos SPEC      kill/stop/restart worker processes from outside on a seeded\n"
@@ -109,6 +111,13 @@ int cdc_bench_run(int argc, char **argv)
         } else if (strcmp(a, "--split") == 0) {
             if (cdc_split_parse(v, &split) != CDC_OK) {
                 fprintf(stderr, "cdcgemm-bench: %s\n", cdc_last_error());
+                bad = 1;
+            }
+        } else if (strcmp(a, "--plan") == 0) {
+            if (strcmp(v, "equal") == 0 || strcmp(v, "profiled") == 0) {
+                config.plan = v[0] == 'e' ? CDC_PLAN_EQUAL : CDC_PLAN_PROFILED;
+            } else {
+                fprintf(stderr, "cdcgemm-bench: --plan '%s': expected equal or profiled\n", v);
                 bad = 1;
             }
         } else if (strcmp(a, "--external") == 0) {

@@ -76,8 +76,11 @@ void cdc_run_write_json(FILE *out, const cdc_run_t *run, const char *model)
     json_string(out, run->label);
     fprintf(out, ", \"model\": ");
     json_string(out, model);
-    fprintf(out, ", \"workers\": %d, \"parity\": %d, \"split\": \"%s\", \"faults\": ", workers,
-            c->parity, split_name(c->split));
+    fprintf(out,
+            ", \"workers\": %d, \"parity\": %d, \"split\": \"%s\", \"plan\": \"%s\", "
+            "\"faults\": ",
+            workers, c->parity, split_name(c->split),
+            c->plan == CDC_PLAN_PROFILED ? "profiled" : "equal");
     json_string(out, c->faults);
     fprintf(out,
             ", \"requests\": %d, \"ok\": %d, \"wrong\": %d, \"lost\": %d, \"recovered\": %d, "

@@ -72,6 +72,12 @@ typedef enum {
     CDC_LOG_DEBUG = 3
 } cdc_log_level_t;
 
+/* How a call's blocks are sized (config.plan; docs/heterogeneous.md). */
+typedef enum {
+    CDC_PLAN_EQUAL = 0,   /* equal blocks, slot s on worker s (default)        */
+    CDC_PLAN_PROFILED = 1 /* blocks and homes from the measured devices        */
+} cdc_plan_mode_t;
+
 /* What a re-plan gives up when workers die (config.replan). */
 typedef enum {
     CDC_REPLAN_KEEP_SHARDS = 0, /* n stays, r drops: latency first (default)     */
@@ -127,7 +133,8 @@ typedef struct {
                                      workers minus r. Fewer leaves the rest
                                      as hot spares that stand in for a slot
                                      whose worker fails (default 0)          */
-    int32_t reserved_pad;         /* 0 */
+    /* Since 0.1.0 (took the pad beside data_shards): heterogeneous devices. */
+    int32_t plan;                 /* cdc_plan_mode_t (default equal)           */
     /* Room for new settings without an ABI break (docs/abi.md): zeroed by
        cdc_config_init, never read by this version. A new field takes the
        first slots and the count shrinks so the size stays the same. */

@@ -245,6 +245,17 @@ static int env_respawn(const char *var, const char *value, cdc_config_t *c)
     return rc;
 }
 
+static int env_plan(const char *var, const char *value, cdc_config_t *c)
+{
+    if (strcmp(value, "equal") == 0)
+        c->plan = CDC_PLAN_EQUAL;
+    else if (strcmp(value, "profiled") == 0)
+        c->plan = CDC_PLAN_PROFILED;
+    else
+        return cdc__fail(CDC_ECONFIG, "%s='%s': expected equal or profiled", var, value);
+    return CDC_OK;
+}
+
 static int env_data_shards(const char *var, const char *value, cdc_config_t *c)
 {
     return parse_int(var, value, 1, CDC_MAX_WORKERS, &c->data_shards);
@@ -291,6 +302,7 @@ static const struct {
     {"CDCGEMM_DISCOVER_INTERFACE", env_discover_interface},
     {"CDCGEMM_DISCOVER_WAIT_MS", env_discover_wait_ms},
     {"CDCGEMM_RESPAWN", env_respawn},       {"CDCGEMM_DATA_SHARDS", env_data_shards},
+    {"CDCGEMM_PLAN", env_plan},
 };
 
 extern char **environ;
