@@ -274,10 +274,7 @@ static int wait_bound(cdc_local_workers_t *self)
     for (;;) {
         int bound = 0;
         for (int i = 0; i < self->count; i++) {
-            char file[PATH_MAX + 16];
-            struct stat st;
-            snprintf(file, sizeof file, "%s/w%d.0", self->dir, i);
-            bound += stat(file, &st) == 0;
+            bound += cdc__local_workers_bound(self, i);
             int status;
             if (waitpid(self->pids[i], &status, WNOHANG) == self->pids[i]) {
                 self->pids[i] = 0;
