@@ -14,7 +14,8 @@ void cdc_slots_init(cdc_slots_t *slots)
     cdc_slots_set_homes(slots, NULL, 0, 0);
 }
 
-/* Why home_of_slot[0..count-1] is not a map of distinct workers, or NULL. */
+/* CDC_OK when home_of_slot[0..count-1] names distinct workers of
+   worker_count; else CDC_EINVAL saying why. */
 static int homes_invalid(const int *home_of_slot, int count, int worker_count)
 {
     if (count < 0 || count > worker_count)
