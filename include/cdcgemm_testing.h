@@ -1,6 +1,7 @@
 /* cdcgemm_testing.h - test and demo hooks of cdcgemm: fault injection into the
-   next coded call. Not part of the stable API of cdcgemm.h (docs/abi.md): a
-   hook may change or go in any minor release. */
+   next coded call, and where the plan's slots live. Not part of the stable
+   API of cdcgemm.h (docs/abi.md): a hook may change or go in any minor
+   release. */
 #ifndef CDCGEMM_TESTING_H_INCLUDED
 #define CDCGEMM_TESTING_H_INCLUDED
 
@@ -22,6 +23,19 @@ CDC_EXPORT int cdc_context_erase_next(cdc_context_t *context, uint64_t mask);
    parity check (config.verify) is what catches it. Cleared after that call.
    Returns CDC_OK, or CDC_EINVAL for a NULL context. Thread-safe. */
 CDC_EXPORT int cdc_context_corrupt_next(cdc_context_t *context, uint64_t mask);
+
+/* Where the plan's slots live, for tests and the planner: shard s of every
+   later coded call (data 0..n-1, parity n..n+r-1) is computed on worker
+   home_of_slot[s] for s < slots (distinct workers in 0..W-1), the other
+   slots on the other workers in ascending order; slots 0 (home_of_slot may
+   be NULL): shard s on worker s, the default. A new home gets its slot's
+   weights in the background; until it holds them, a worker that does (the
+   previous home) computes the shard. A call in flight is not disturbed.
+   Returns CDC_OK (also for an in-process context: nothing to place), or
+   CDC_EINVAL for a NULL context or a map that is not one (the message
+   names the slot or worker). Thread-safe. */
+CDC_EXPORT int cdc_context_set_homes(cdc_context_t *context, const int *home_of_slot,
+                                     int slots);
 
 #ifdef __cplusplus
 }

@@ -1,6 +1,7 @@
 /* test_placement.c - stable placement of a call's shards on the planned
    workers: home workers, re-plans after a worker leaves or rejoins, spares,
-   wrap-around, and every plan of a few workers. */
+   wrap-around, homes moved by a slot-to-home map, and every plan of a few
+   workers. */
 #include "bits.h"
 #include "placement.h"
 #include "testutil.h"
@@ -216,6 +217,154 @@ START_TEST(test_every_plan)
 }
 END_TEST
 
+/* ---- movable homes: the slot-to-home map ------------------------------------ */
+
+/* Slots 0..count-1 placed with homes and per-worker ready bits. */
+static void place_homed(int count, int workers, const int *homes, uint64_t live,
+                        const uint64_t *ready, int tolerable, int *worker_of)
+{
+    int shards[64];
+    for (int t = 0; t < count; t++)
+        shards[t] = t;
+    cdc_placement_slots(shards, count, workers, homes, live, ready, tolerable, worker_of);
+}
+
+/* Ready bits: each slot's home ready for it (and nothing else). */
+static void ready_at_homes(int count, const int *homes, uint64_t *ready)
+{
+    memset(ready, 0, 64 * sizeof *ready);
+    for (int s = 0; s < count; s++)
+        ready[homes[s]] |= BIT(s);
+}
+
+/* Parity slot 4 on worker 0, data slots 0..3 on workers 1..4: every slot
+   on its live, ready home, whatever the task order. */
+START_TEST(test_permuted_homes_live_ready)
+{
+    const int homes[5] = {1, 2, 3, 4, 0};
+    uint64_t ready[64];
+    ready_at_homes(5, homes, ready);
+    int worker_of[5];
+    place_homed(5, 5, homes, all_of(5), ready, 1, worker_of);
+    for (int s = 0; s < 5; s++)
+        ck_assert_int_eq(worker_of[s], homes[s]);
+    int shards[5] = {4, 2, 0, 3, 1};
+    cdc_placement_slots(shards, 5, 5, homes, all_of(5), ready, 1, worker_of);
+    for (int t = 0; t < 5; t++)
+        ck_assert_int_eq(worker_of[t], homes[shards[t]]);
+}
+END_TEST
+
+/* A dead home's slot goes to a live spare ready for it: the spare is the
+   worker that is home of no slot (here worker 2), not the one past the last
+   slot. */
+START_TEST(test_permuted_home_dead_takes_spare)
+{
+    const int homes[5] = {5, 0, 1, 3, 4}; /* worker 2: the spare */
+    uint64_t ready[64];
+    ready_at_homes(5, homes, ready);
+    ready[2] = BIT(5) - 1; /* the spare holds every slot's weights */
+    for (int slot = 0; slot < 5; slot++) {
+        int worker_of[5];
+        place_homed(5, 6, homes, all_of(6) & ~BIT(homes[slot]), ready, 1, worker_of);
+        for (int s = 0; s < 5; s++)
+            ck_assert_int_eq(worker_of[s], s == slot ? 2 : homes[s]);
+    }
+}
+END_TEST
+
+/* Homeless: a dead home's slot with no ready worker is an erasure while the
+   call can lose it; when it cannot, it goes to its home if live (weights on
+   the call path), else to the lowest free live worker. */
+START_TEST(test_permuted_homes_homeless)
+{
+    const int homes[5] = {1, 2, 3, 4, 0};
+    uint64_t ready[64];
+    ready_at_homes(5, homes, ready);
+    int worker_of[5];
+    place_homed(5, 5, homes, all_of(5) & ~BIT(0), ready, 1, worker_of);
+    ck_assert_int_eq(worker_of[4], -1); /* parity erased, decoded around */
+    ready[0] = 0;                       /* its live home lacks the weights */
+    place_homed(5, 5, homes, all_of(5), ready, 1, worker_of);
+    ck_assert_int_eq(worker_of[4], -1);
+    place_homed(5, 5, homes, all_of(5), ready, 0, worker_of);
+    ck_assert_int_eq(worker_of[4], 0); /* not tolerable: home, weights follow */
+    /* Slots 3 and 4 homeless, home of 4 (worker 0) dead, nothing tolerable:
+       slot 3 goes home (worker 4), slot 4 to the lowest free live worker. */
+    ready[4] = 0;
+    place_homed(5, 6, homes, all_of(6) & ~BIT(0), ready, 0, worker_of);
+    ck_assert_int_eq(worker_of[3], 4);
+    ck_assert_int_eq(worker_of[4], 5);
+}
+END_TEST
+
+/* NULL and the identity map are the same placement, for every plan and
+   ready set of a few workers. */
+START_TEST(test_identity_map_unchanged)
+{
+    int identity[64];
+    for (int w = 0; w < 64; w++)
+        identity[w] = w;
+    cdc_test_rng_t rng;
+    cdc_test_rng_seed(&rng, 12);
+    for (int workers = 1; workers <= 7; workers++)
+        for (uint64_t live = 0; live <= all_of(workers); live++)
+            for (int count = 1; count <= workers + 1; count++)
+                for (int draw = 0; draw < 4; draw++) {
+                    uint64_t ready[64];
+                    for (int w = 0; w < 64; w++)
+                        ready[w] = cdc_test_rng_next(&rng);
+                    int tolerable = (int) cdc_test_rng_int(&rng, 0, 2);
+                    int by_null[64], by_map[64];
+                    place_homed(count, workers, NULL, live, ready, tolerable, by_null);
+                    place_homed(count, workers, identity, live, ready, tolerable, by_map);
+                    ck_assert_mem_eq(by_null, by_map, (size_t) count * sizeof(int));
+                }
+}
+END_TEST
+
+/* The homes move (data slots 0..3 to workers 1..4, parity 4 to worker 0)
+   and no new home holds its slot yet: every slot stays with its previous
+   home, the one ready worker, and nothing is erased. */
+START_TEST(test_moved_homes_previous_serves)
+{
+    const int homes[5] = {1, 2, 3, 4, 0};
+    uint64_t ready[64] = {0};
+    for (int w = 0; w < 5; w++)
+        ready[w] = BIT(w); /* the identity map's weights */
+    int worker_of[5];
+    place_homed(5, 5, homes, all_of(5), ready, 1, worker_of);
+    for (int s = 0; s < 5; s++)
+        ck_assert_int_eq(worker_of[s], s);
+}
+END_TEST
+
+/* Part way through the move, some new homes hold their slot and claim a
+   worker that is the only holder of another slot. Greedily that slot would
+   be homeless (two of them here: more than the call can lose, so the
+   weights would go on the call path); the augmenting path moves a slot
+   back to its previous home instead, and every slot runs where its weights
+   are. */
+START_TEST(test_moved_homes_no_cascade)
+{
+    const int homes[5] = {1, 2, 3, 4, 0};
+    uint64_t ready[64] = {0};
+    for (int w = 0; w < 5; w++)
+        ready[w] = BIT(w);
+    ready[1] |= BIT(0); /* worker 1 holds its new slot 0 too */
+    ready[3] |= BIT(2); /* worker 3 its new slot 2 */
+    int worker_of[5];
+    place_homed(5, 5, homes, all_of(5), ready, 1, worker_of);
+    uint64_t used = 0;
+    for (int s = 0; s < 5; s++) {
+        int w = worker_of[s];
+        ck_assert_msg(w >= 0 && (ready[w] & BIT(s)), "slot %d on worker %d", s, w);
+        ck_assert(!(used & BIT(w)));
+        used |= BIT(w);
+    }
+}
+END_TEST
+
 static Suite *placement_suite(void)
 {
     Suite *suite = suite_create("placement");
@@ -237,6 +386,14 @@ static Suite *placement_suite(void)
     tcase_add_test(spares, test_no_planned_worker);
     tcase_add_test(spares, test_no_tasks);
     suite_add_tcase(suite, spares);
+    TCase *homes = tcase_create("homes");
+    tcase_add_test(homes, test_permuted_homes_live_ready);
+    tcase_add_test(homes, test_permuted_home_dead_takes_spare);
+    tcase_add_test(homes, test_permuted_homes_homeless);
+    tcase_add_test(homes, test_identity_map_unchanged);
+    tcase_add_test(homes, test_moved_homes_previous_serves);
+    tcase_add_test(homes, test_moved_homes_no_cascade);
+    suite_add_tcase(suite, homes);
     TCase *exhaustive = tcase_create("exhaustive");
     tcase_add_test(exhaustive, test_every_plan);
     suite_add_tcase(suite, exhaustive);

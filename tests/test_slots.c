@@ -1,6 +1,6 @@
-/* test_slots.c - the plan's fixed slots without sockets: manifests and their
+/* test_slots.c - the plan's slots without sockets: manifests and their
    holds, background restores through fake sends, acknowledgements, new
-   instances, lost connections, and when redundancy is full. */
+   instances, lost connections, when redundancy is full, and moved homes. */
 #include "slots.h"
 #include "testutil.h"
 
@@ -336,6 +336,136 @@ START_TEST(test_unheld_weights_not_kept)
 }
 END_TEST
 
+/* ---- homes: the slot-to-home map ------------------------------------------- */
+
+/* A map is distinct workers in range; the slots past it take the other
+   workers in order; a bad map is refused with a message naming the fault
+   and leaves the map as it was. */
+START_TEST(test_set_homes_validates)
+{
+    cdc_slots_t *slots = malloc(sizeof *slots);
+    cdc_slots_init(slots);
+    slots->worker_count = 6;
+    for (int s = 0; s < 6; s++)
+        ck_assert_int_eq(cdc_slots_home(slots, s), s);
+    ck_assert_int_eq(cdc_slots_home(slots, 6), -1); /* no such worker */
+    const int parity_first[2] = {4, 0};
+    ck_assert_int_eq(cdc_slots_set_homes(slots, parity_first, 2, 6), CDC_OK);
+    const int want[6] = {4, 0, 1, 2, 3, 5};
+    for (int s = 0; s < 6; s++)
+        ck_assert_int_eq(cdc_slots_home(slots, s), want[s]);
+    const int twice[3] = {1, 2, 1}, outside[2] = {0, 6}, negative[1] = {-1};
+    ck_assert_int_eq(cdc_slots_set_homes(slots, twice, 3, 6), CDC_EINVAL);
+    ck_assert_ptr_nonnull(strstr(cdc_last_error(), "worker 1 is home of slots 0 and 2"));
+    ck_assert_int_eq(cdc_slots_set_homes(slots, outside, 2, 6), CDC_EINVAL);
+    ck_assert_ptr_nonnull(strstr(cdc_last_error(), "slot 1's home 6 is no worker (0..5)"));
+    ck_assert_int_eq(cdc_slots_set_homes(slots, negative, 1, 6), CDC_EINVAL);
+    ck_assert_int_eq(cdc_slots_set_homes(slots, want, 7, 6), CDC_EINVAL);
+    ck_assert_ptr_nonnull(strstr(cdc_last_error(), "7 slots given, there are 6 workers"));
+    ck_assert_int_eq(cdc_slots_set_homes(slots, NULL, 2, 6), CDC_EINVAL);
+    for (int s = 0; s < 6; s++)
+        ck_assert_int_eq(cdc_slots_home(slots, s), want[s]); /* unchanged */
+    ck_assert_int_eq(cdc_slots_set_homes(slots, NULL, 0, 6), CDC_OK);
+    for (int s = 0; s < 6; s++)
+        ck_assert_int_eq(cdc_slots_home(slots, s), s);
+    cdc_slots_fini(slots);
+    free(slots);
+}
+END_TEST
+
+/* The homes of slots 0 and 4 swap: each worker stays ready for the slot it
+   holds (redundancy stays full, the old holders serve), and the restore
+   sends each new home its slot's weights; acknowledged, it is ready for
+   it. A spare (home of no slot) is the worker past the map's slots. */
+START_TEST(test_moved_home_restored)
+{
+    cdc_slots_t *slots = malloc(sizeof *slots);
+    fake_io_t fake;
+    cdc_slot_io_t io;
+    int freed = 0;
+    slots_start(slots, 5, 5, &fake, &io);
+    held_block_t *block = held_block_new(&freed);
+    for (int s = 0; s < 5; s++) {
+        cdc_slots_sent(slots, s, 60 + (uint64_t) s);
+        cdc_slot_weight_t weight = weight_of(block, 60 + (uint64_t) s);
+        cdc_slots_note(slots, s, &weight, s);
+    }
+    cdc_slots_restore(slots, BIT(5) - 1, &io);
+    for (int w = 0; w < 5; w++)
+        ck_assert_uint_eq(slots->workers[w].ready, BIT(w));
+    const int swapped[5] = {4, 1, 2, 3, 0};
+    ck_assert_int_eq(cdc_slots_set_homes(slots, swapped, 5, 5), CDC_OK);
+    ck_assert(cdc_slots_full(slots, BIT(5) - 1)); /* the old holders */
+    int sent_before[5];
+    memcpy(sent_before, fake.weights_sent, sizeof sent_before);
+    cdc_slots_restore(slots, BIT(5) - 1, &io);
+    ck_assert_int_eq(fake.weights_sent[0] - sent_before[0], 1);
+    ck_assert_uint_eq(fake.last_key[0], 64); /* slot 4's */
+    ck_assert_int_eq(fake.weights_sent[4] - sent_before[4], 1);
+    ck_assert_uint_eq(fake.last_key[4], 60); /* slot 0's */
+    for (int w = 1; w < 4; w++)
+        ck_assert_int_eq(fake.weights_sent[w], sent_before[w]); /* at home already */
+    ck_assert(cdc_slots_busy(slots, BIT(5) - 1));
+    ck_assert_uint_eq(slots->workers[0].ready, BIT(0)); /* not yet acknowledged */
+    cdc_slots_acked(slots, 0, fake.last_token[0]);
+    cdc_slots_acked(slots, 4, fake.last_token[4]);
+    cdc_slots_restore(slots, BIT(5) - 1, &io);
+    ck_assert_uint_eq(slots->workers[0].ready, BIT(0) | BIT(4));
+    ck_assert_uint_eq(slots->workers[4].ready, BIT(4) | BIT(0));
+    /* Worker 0 dies: worker 4 holds slots 0 and 4 but serves one. */
+    ck_assert(!cdc_slots_full(slots, (BIT(5) - 1) & ~BIT(0)));
+    /* Placed at the new homes: nobody stands in. */
+    int shards[5] = {0, 1, 2, 3, 4}, placed[5] = {4, 1, 2, 3, 0};
+    cdc_slots_placed(slots, shards, placed, 5);
+    ck_assert_uint_eq(slots->standing_in, 0);
+    /* The old placement is standing in now. */
+    int old_placed[5] = {0, 1, 2, 3, 4};
+    cdc_slots_placed(slots, shards, old_placed, 5);
+    ck_assert_uint_eq(slots->standing_in, BIT(0) | BIT(4));
+    cdc_hold_release(&block->hold);
+    cdc_slots_fini(slots);
+    free(slots);
+}
+END_TEST
+
+/* Homes of a 4-slot call on workers 5, 0, 1, 2: workers 3 and 4 are the
+   spares, sent every slot's weights; worker 5, a home, only its own. */
+START_TEST(test_spares_are_homeless_workers)
+{
+    cdc_slots_t *slots = malloc(sizeof *slots);
+    fake_io_t fake;
+    cdc_slot_io_t io;
+    int freed = 0;
+    slots_start(slots, 6, 4, &fake, &io);
+    const int homes[4] = {5, 0, 1, 2};
+    ck_assert_int_eq(cdc_slots_set_homes(slots, homes, 4, 6), CDC_OK);
+    held_block_t *block = held_block_new(&freed);
+    for (int s = 0; s < 4; s++) {
+        cdc_slot_weight_t weight = weight_of(block, 80 + (uint64_t) s);
+        cdc_slots_note(slots, s, &weight, -1);
+    }
+    memset(fake.weights_sent, 0, sizeof fake.weights_sent);
+    cdc_slots_restore(slots, BIT(6) - 1, &io);
+    const int want[6] = {1, 1, 1, 4, 4, 1};
+    for (int w = 0; w < 6; w++)
+        ck_assert_int_eq(fake.weights_sent[w], want[w]);
+    ck_assert_uint_eq(fake.last_key[5], 80);
+    uint64_t ready[6];
+    cdc_slots_ready(slots, ready);
+    ck_assert_uint_eq(ready[3], 0); /* a busy spare */
+    for (int w = 0; w < 6; w++)
+        cdc_slots_acked(slots, w, fake.last_token[w]);
+    cdc_slots_restore(slots, BIT(6) - 1, &io);
+    ck_assert_uint_eq(slots->workers[5].ready, BIT(0));
+    ck_assert_uint_eq(slots->workers[3].ready, BIT(4) - 1);
+    ck_assert(cdc_slots_full(slots, (BIT(6) - 1) & ~BIT(5) & ~BIT(0)));
+    ck_assert(!cdc_slots_full(slots, (BIT(6) - 1) & ~BIT(5) & ~BIT(0) & ~BIT(3)));
+    cdc_hold_release(&block->hold);
+    cdc_slots_fini(slots);
+    free(slots);
+}
+END_TEST
+
 static Suite *slots_suite(void)
 {
     Suite *suite = suite_create("slots");
@@ -349,6 +479,11 @@ static Suite *slots_suite(void)
     tcase_add_test(tcase, test_connection_lost_resends);
     tcase_add_test(tcase, test_unheld_weights_not_kept);
     suite_add_tcase(suite, tcase);
+    TCase *homes = tcase_create("homes");
+    tcase_add_test(homes, test_set_homes_validates);
+    tcase_add_test(homes, test_moved_home_restored);
+    tcase_add_test(homes, test_spares_are_homeless_workers);
+    suite_add_tcase(suite, homes);
     return suite;
 }
 

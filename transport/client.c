@@ -22,11 +22,13 @@
  * every worker) is what would turn that hiccup into real load. Meanwhile its
  * shard is simply erased and decoded from parity.
  *
- * Placement: shard s of a call runs on worker s while worker s is in the
- * plan (placement.c). Weight shards are cached per worker under keys that
- * name the shard and n, so when a worker leaves and the re-plan keeps n (the
- * default keep-shards re-plan drops parity instead), every survivor's cache
- * stays warm and weights travel only for the shards that moved.
+ * Placement: shard s of a call runs on its slot's home (worker s unless
+ * cdc_client_set_homes moved it) while that worker is live and holds the
+ * slot's weights (placement.c, slots.c). Weight shards are cached per worker
+ * under keys that name the shard and n, so when a worker leaves and the
+ * re-plan keeps n (the default keep-shards re-plan drops parity instead),
+ * every survivor's cache stays warm and weights travel only for the shards
+ * that moved.
  *
  * A call (client_call_t) tracks each task as IDLE (not sent, or given up),
  * PENDING (sent, no answer yet) or DONE (result copied), with pending and
@@ -110,7 +112,9 @@ struct cdc_client {
                              the data sockets (a restore pass between calls
                              takes it too) */
     cdc_remote_counters_t counters;
-    cdc_slots_t *slots;   /* fixed slots: who holds what (slots.h)       */
+    cdc_slots_t *slots;   /* slots and homes: who holds what (slots.h)   */
+    int last_sent_to[64];     /* the last call's shard s went to this worker  */
+    int last_answered_by[64]; /* and its result came from this one (-1: none) */
     uint64_t deaths_seen[CDC_MAX_WORKERS]; /* departures[w] at the last pass */
     int64_t degraded_since_us; /* full redundancy lost then; -1: it is full */
     int64_t last_pass_ms;      /* the last restore pass                     */
@@ -696,6 +700,8 @@ static int client_alloc(const cdc_curve_cert_t *client_cert, cdc_client_t **self
     if (!self)
         return cdc__fail(CDC_ENOMEM, "client");
     cdc_slots_init(self->slots);
+    for (int s = 0; s < 64; s++)
+        self->last_sent_to[s] = self->last_answered_by[s] = -1;
     self->degraded_since_us = -1;
     pthread_mutex_init(&self->lock, NULL);
     pthread_mutex_init(&self->state_lock, NULL);
@@ -1207,10 +1213,12 @@ static void call_begin(cdc_client_t *self, client_call_t *call, cdc_shard_task_t
     }
 }
 
-/* Fixed slots (placement.h): shard s on its home, worker s, when it is live
-   and holds slot s's weights; else on a ready spare; else an erasure while
-   the background restores the home, unless the call could not be decoded
-   without it. */
+/* Slots (placement.h): shard s on its slot's home when it is live and holds
+   slot s's weights; else on another ready worker (a spare, or the slot's
+   previous home after the homes moved); else an erasure while the
+   background restores the home, unless the call could not be decoded
+   without it. The homes are read once here: cdc_client_set_homes waits for
+   the call lock, so a call in flight keeps its map. */
 static void call_place(cdc_client_t *self, client_call_t *call)
 {
     uint64_t live, ready[CDC_MAX_WORKERS];
@@ -1219,8 +1227,8 @@ static void call_place(cdc_client_t *self, client_call_t *call)
     cdc_slots_ready(self->slots, ready);
     for (int t = 0; t < call->count; t++)
         shards[t] = call->tasks[t].shard;
-    cdc_placement_slots(shards, call->count, self->count, live, ready,
-                        call->count - call->needed, call->worker_of);
+    cdc_placement_slots(shards, call->count, self->count, self->slots->home_of_slot, live,
+                        ready, call->count - call->needed, call->worker_of);
     cdc_slots_placed(self->slots, shards, call->worker_of, call->count);
 }
 
@@ -1244,12 +1252,22 @@ static void call_note_weights(cdc_client_t *self, const client_call_t *call)
     }
 }
 
+/* Shard s of the call went to (or came back from) worker w: the record
+   cdc_client_last_call reads. */
+static void call_note_worker(int *worker_of_shard, int s, int w)
+{
+    if (s >= 0 && s < 64)
+        worker_of_shard[s] = w;
+}
+
 /* Send every placed task whose worker is live now; a planned worker that is
    not live gets nothing (its shard is an erasure). */
 static void call_dispatch(cdc_client_t *self, client_call_t *call)
 {
     uint64_t live_mask;
     cdc_client_live(self, &live_mask);
+    for (int s = 0; s < 64; s++)
+        self->last_sent_to[s] = self->last_answered_by[s] = -1;
     for (int t = 0; t < call->count; t++) {
         int w = call->worker_of[t];
         call->state[t] = TASK_IDLE;
@@ -1263,6 +1281,7 @@ static void call_dispatch(cdc_client_t *self, client_call_t *call)
             call->state[t] = TASK_PENDING;
             call->tasks[t].dispatched = 1;
             call->pending++;
+            call_note_worker(self->last_sent_to, call->tasks[t].shard, w);
         } else {
             self->counters.send_failures++;
             if (sent != CDC_ETIMEDOUT)
@@ -1359,6 +1378,7 @@ static void call_take_result(cdc_client_t *self, client_call_t *call, int t,
     self->counters.results++;
     self->counters.bytes_in += msg->payload[0].size;
     call->state[t] = TASK_DONE;
+    call_note_worker(self->last_answered_by, task->shard, call->worker_of[t]);
     task->elapsed_ms = cdc__clock_ms() - call->started_ms;
     if (task->cover >= 0 && task->cover < 64)
         call->covered |= UINT64_C(1) << task->cover;
@@ -1600,4 +1620,29 @@ int cdc_client_run(cdc_client_t *self, cdc_shard_task_t *tasks, int count, int n
     call_cancel_pending(self, &call);
     pthread_mutex_unlock(&self->lock);
     return rc;
+}
+
+int cdc_client_set_homes(cdc_client_t *self, const int *home_of_slot, int slots)
+{
+    pthread_mutex_lock(&self->lock);
+    int rc = cdc_slots_set_homes(self->slots, home_of_slot, slots, self->count);
+    if (rc == CDC_OK) {
+        /* The new homes' weights go in the next restore pass, soon. */
+        atomic_store(&self->restoring, 1);
+        CDC_LOG_INFOF("homes of %d slots set; the rest on the other workers", slots);
+    }
+    pthread_mutex_unlock(&self->lock);
+    return rc;
+}
+
+void cdc_client_last_call(cdc_client_t *self, int *sent_to, int *answered_by, int max)
+{
+    pthread_mutex_lock(&self->lock);
+    for (int s = 0; s < max; s++) {
+        if (sent_to)
+            sent_to[s] = s < 64 ? self->last_sent_to[s] : -1;
+        if (answered_by)
+            answered_by[s] = s < 64 ? self->last_answered_by[s] : -1;
+    }
+    pthread_mutex_unlock(&self->lock);
 }

@@ -79,9 +79,10 @@ void cdc_client_destroy(cdc_client_t **client_p);
 int cdc_client_worker_count(const cdc_client_t *self);
 
 /* Send tasks[t] to a worker of the plan (cdc_client_planned) by stable
-   placement (placement.h): shard s goes to worker s while that worker is in
-   the plan, so a re-plan moves only the shards of workers that left, to
-   planned workers that hold no shard of the call. A planned worker that is
+   placement (placement.h): shard s goes to its slot's home (worker s unless
+   cdc_client_set_homes moved it) while that worker is live and ready, so a
+   re-plan moves only the shards of workers that left, to workers that hold
+   their weights and no shard of the call. A planned worker that is
    not live now gets nothing (its shard is an erasure); with no live worker
    nothing is sent and the call returns at once. Weights go once per worker
    per key (re-sent on MISS). Results are collected into tasks[t].result;
@@ -95,6 +96,23 @@ int cdc_client_worker_count(const cdc_client_t *self);
    Thread-safe (calls are serialised). */
 int cdc_client_run(cdc_client_t *self, cdc_shard_task_t *tasks, int count, int needed,
                    int wait_ms, int timeout_ms, uint64_t *arrived);
+
+/* Where the plan's slots live: slot s's home is worker home_of_slot[s] for
+   s < slots (distinct workers; the slots after them take the other workers
+   in ascending order); slots 0 (home_of_slot may be NULL): slot s on worker
+   s, the default. Takes the call lock: a call in flight keeps the map it
+   began with. A new home is not sent a slot's tasks until it holds the
+   slot's weights, shipped in the background (slots.h); meanwhile a worker
+   that holds them (the slot's previous home) serves it. CDC_EINVAL naming
+   what is wrong (a worker out of range, one given twice, more slots than
+   workers), the map unchanged. Thread-safe. */
+int cdc_client_set_homes(cdc_client_t *self, const int *home_of_slot, int slots);
+
+/* The last call, per shard s < max: the worker its task was sent to
+   (sent_to[s]) and the one whose result was taken (answered_by[s]); -1 for
+   none (not in the call, not sent, no result). Either may be NULL. Waits
+   for a call in progress. Thread-safe. */
+void cdc_client_last_call(cdc_client_t *self, int *sent_to, int *answered_by, int max);
 
 /* Worker w is a new process listening at endpoint (an embedded worker
    respawned on a fresh ipc path): every socket the client has for it is

@@ -1,5 +1,8 @@
-/* slots.c - the plan's fixed slots and their background restore (slots.h). */
+/* slots.c - the plan's slots, their homes and their background restore (slots.h). */
 #include "slots.h"
+
+#include "error.h"
+#include "placement.h"
 
 #include <string.h>
 
@@ -8,6 +11,69 @@
 void cdc_slots_init(cdc_slots_t *slots)
 {
     memset(slots, 0, sizeof *slots);
+    cdc_slots_set_homes(slots, NULL, 0, 0);
+}
+
+/* CDC_OK when home_of_slot[0..count-1] names distinct workers of
+   worker_count; else CDC_EINVAL saying why. */
+static int homes_invalid(const int *home_of_slot, int count, int worker_count)
+{
+    if (count < 0 || count > worker_count)
+        return cdc__fail(CDC_EINVAL, "homes: %d slots given, there are %d workers", count,
+                         worker_count);
+    if (count > 0 && !home_of_slot)
+        return cdc__fail(CDC_EINVAL, "homes: %d slots given and no map", count);
+    int slot_of[CDC_MAX_WORKERS];
+    for (int w = 0; w < CDC_MAX_WORKERS; w++)
+        slot_of[w] = -1;
+    for (int s = 0; s < count; s++) {
+        int w = home_of_slot[s];
+        if (w < 0 || w >= worker_count)
+            return cdc__fail(CDC_EINVAL, "homes: slot %d's home %d is no worker (0..%d)", s,
+                             w, worker_count - 1);
+        if (slot_of[w] >= 0)
+            return cdc__fail(CDC_EINVAL, "homes: worker %d is home of slots %d and %d", w,
+                             slot_of[w], s);
+        slot_of[w] = s;
+    }
+    return CDC_OK;
+}
+
+int cdc_slots_set_homes(cdc_slots_t *slots, const int *home_of_slot, int count,
+                        int worker_count)
+{
+    int rc = homes_invalid(home_of_slot, count, worker_count);
+    if (rc != CDC_OK)
+        return rc;
+    uint64_t taken = 0;
+    for (int s = 0; s < count; s++) {
+        slots->home_of_slot[s] = home_of_slot[s];
+        taken |= BIT(home_of_slot[s]);
+    }
+    /* The slots past the map: the other workers, ascending (none given:
+       slot s on worker s). */
+    for (int s = count, w = 0; s < CDC_MAX_WORKERS; s++, w++) {
+        while (taken & BIT(w))
+            w++;
+        slots->home_of_slot[s] = w;
+    }
+    for (int s = 0; s < CDC_MAX_WORKERS; s++)
+        slots->slot_of_home[slots->home_of_slot[s]] = s;
+    return CDC_OK;
+}
+
+int cdc_slots_home(const cdc_slots_t *slots, int s)
+{
+    if (s < 0 || s >= CDC_MAX_WORKERS || slots->home_of_slot[s] >= slots->worker_count)
+        return -1;
+    return slots->home_of_slot[s];
+}
+
+/* The slot of the latest call whose home w is, or -1 (a spare). */
+static int slot_homed_on(const cdc_slots_t *slots, int w)
+{
+    int s = slots->slot_of_home[w];
+    return s < slots->slot_count ? s : -1;
 }
 
 void cdc_slots_fini(cdc_slots_t *slots)
@@ -116,7 +182,7 @@ void cdc_slots_placed(cdc_slots_t *slots, const int *shards, const int *worker_o
 {
     slots->standing_in = 0;
     for (int t = 0; t < count; t++)
-        if (worker_of[t] >= 0 && worker_of[t] != shards[t])
+        if (worker_of[t] >= 0 && worker_of[t] != cdc_slots_home(slots, shards[t]))
             slots->standing_in |= BIT(worker_of[t]);
 }
 
@@ -203,7 +269,7 @@ void cdc_slots_restore(cdc_slots_t *slots, uint64_t live, const cdc_slot_io_t *i
     /* Homes first: they restore redundancy; spares only add to it. */
     for (int pass = 0; pass < 2; pass++)
         for (int w = 0; w < slots->worker_count; w++) {
-            int home = w < slots->slot_count;
+            int slot = slot_homed_on(slots, w), home = slot >= 0;
             if (!(live & BIT(w)) || home != (pass == 0) ||
                 (!home && (slots->standing_in & BIT(w))))
                 continue;
@@ -214,7 +280,7 @@ void cdc_slots_restore(cdc_slots_t *slots, uint64_t live, const cdc_slot_io_t *i
                 worker->connected = 1;
                 worker->pinged_seq = worker->sent_seq;
             }
-            for (int s = home ? w : 0; s < (home ? w + 1 : slots->slot_count); s++)
+            for (int s = home ? slot : 0; s < (home ? slot + 1 : slots->slot_count); s++)
                 if (!(worker->ready & BIT(s)))
                     restore_slot(slots, w, s, io);
             if (worker->sent_seq > worker->pinged_seq &&
@@ -233,25 +299,18 @@ int cdc_slots_busy(const cdc_slots_t *slots, uint64_t live)
 
 int cdc_slots_full(const cdc_slots_t *slots, uint64_t live)
 {
-    uint64_t used = 0;
-    int uncovered[CDC_MAX_WORKERS], count = 0;
-    for (int s = 0; s < slots->slot_count; s++) {
-        if (s < slots->worker_count && (live & BIT(s)) && (slots->workers[s].ready & BIT(s)))
-            used |= BIT(s);
-        else
-            uncovered[count++] = s;
-    }
-    for (int i = 0; i < count; i++) {
-        int found = 0;
-        for (int w = 0; w < slots->worker_count && !found; w++)
-            if ((live & BIT(w)) && !(used & BIT(w)) &&
-                (slots->workers[w].ready & BIT(uncovered[i]))) {
-                used |= BIT(w);
-                found = 1;
-            }
-        if (!found)
+    int shards[CDC_MAX_WORKERS], worker_of[CDC_MAX_WORKERS];
+    uint64_t ready[CDC_MAX_WORKERS];
+    for (int s = 0; s < slots->slot_count; s++)
+        shards[s] = s;
+    for (int w = 0; w < slots->worker_count; w++)
+        ready[w] = slots->workers[w].ready;
+    /* Every slot tolerable: nothing goes where its weights are not. */
+    cdc_placement_slots(shards, slots->slot_count, slots->worker_count, slots->home_of_slot,
+                        live, ready, slots->slot_count, worker_of);
+    for (int s = 0; s < slots->slot_count; s++)
+        if (worker_of[s] < 0)
             return 0;
-    }
     return 1;
 }
 
@@ -262,7 +321,7 @@ void cdc_slots_ready(const cdc_slots_t *slots, uint64_t *ready)
         /* A spare still taking in weights would serve a slot only after
            caching them: its result would come too late, and tasks would
            pile up behind them. */
-        int busy_spare = w >= slots->slot_count && worker->sent_seq > worker->acked_seq;
+        int busy_spare = slot_homed_on(slots, w) < 0 && worker->sent_seq > worker->acked_seq;
         ready[w] = busy_spare ? 0 : worker->ready;
     }
 }

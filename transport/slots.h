@@ -1,19 +1,26 @@
-/* slots.h - the plan's fixed slots: what each slot's worker must hold, who
- * holds it, and getting it to a worker that returns, in the background.
+/* slots.h - the plan's slots: where each lives (its home), what its worker
+ * must hold, who holds it, and getting it to a worker that returns or a new
+ * home, in the background.
  *
- * Shard s of every call is the plan's slot s. Its home is worker s; workers
- * past the last slot are hot spares. A slot's weights (one row block per
- * layer, under wire keys that name the shard) are remembered in its
- * manifest with a hold (hold.h) on their memory, so that a worker that comes
- * back empty (a respawned process, a new instance) or a spare can be sent
- * them between calls, without a copy, instead of on the call path.
+ * Shard s of every call is the plan's slot s. Its home is a worker of the
+ * slot-to-home map (cdc_slots_set_homes; worker s by default): the planner
+ * moves homes, a parity slot to a fast device say. Workers that are home of
+ * no slot of the latest call are hot spares. A slot's weights (one row
+ * block per layer, under wire keys that name the shard) are remembered in
+ * its manifest with a hold (hold.h) on their memory, so that a worker that
+ * comes back empty (a respawned process, a new instance), a spare, or a
+ * slot's new home can be sent them between calls, without a copy, instead
+ * of on the call path.
  *
  * A worker is ready for slot s once it holds every weight in s's manifest
  * and has acknowledged them: a PING sent behind the WEIGHTS on the same
  * ordered pipe, answered, proves they arrived. Ready stays set while the
  * worker keeps them (a new layer's weights sent to it on the call path
  * arrive in order before its task); it is cleared for a new instance (an
- * empty cache), and for a slot whose new weights a worker lacks.
+ * empty cache), and for a slot whose new weights a worker lacks. A new home
+ * is not ready for its slot until the background brought the weights; the
+ * slot's previous home, still holding them, serves it meanwhile
+ * (placement.h, pass 2).
  *
  * Pure: no sockets, no clock, no locks (the client calls it under its call
  * lock); sending goes through the callbacks in cdc_slot_io_t. */
@@ -63,7 +70,11 @@ typedef struct {
 typedef struct {
     int worker_count;
     int slot_count;      /* tasks of the latest call: slots 0..slot_count-1;
-                            workers at slot_count and beyond are spares      */
+                            workers home of none of them are spares          */
+    int home_of_slot[CDC_MAX_WORKERS]; /* a permutation of 0..63: slot s's
+                            home (none when >= worker_count)                  */
+    int slot_of_home[CDC_MAX_WORKERS]; /* its inverse: the slot worker w is
+                            home of (none when >= slot_count)                 */
     uint64_t stamp;      /* calls seen                                         */
     cdc_slot_worker_t workers[CDC_MAX_WORKERS];
     cdc_slot_weight_t manifest[CDC_MAX_WORKERS][CDC_SLOT_MANIFEST];
@@ -75,9 +86,21 @@ typedef struct {
     uint64_t background_sent;  /* and messages                                */
 } cdc_slots_t;
 
+/* Empty, slot s's home worker s. */
 void cdc_slots_init(cdc_slots_t *slots);
 /* Drop every manifest hold. */
 void cdc_slots_fini(cdc_slots_t *slots);
+
+/* Slot s's home is worker home_of_slot[s] for s < count (distinct workers
+   in 0..worker_count-1); the slots after them take the other workers in
+   ascending order. count 0 (home_of_slot may then be NULL): slot s's home
+   is worker s. CDC_EINVAL naming the fault, the map unchanged. Readiness is
+   kept: a new home is sent its slot's weights by the next restore. */
+int cdc_slots_set_homes(cdc_slots_t *slots, const int *home_of_slot, int count,
+                        int worker_count);
+
+/* Slot s's home, or -1 (no such worker, or a slot past the map). */
+int cdc_slots_home(const cdc_slots_t *slots, int s);
 
 /* Keys sent to worker w (the call path, or a restore). */
 int cdc_slots_has(const cdc_slots_t *slots, int w, uint64_t key);
@@ -108,7 +131,7 @@ void cdc_slots_placed(cdc_slots_t *slots, const int *shards, const int *worker_o
 void cdc_slots_note(cdc_slots_t *slots, int s, const cdc_slot_weight_t *weight, int served_by);
 
 /* Between calls or at a call's start: for each live worker, the slots it
-   should be ready for (a home: its own; a spare: every slot), homes first,
+   should be ready for (a home: its slot; a spare: every slot), homes first,
    send what it lacks (at most CDC_SLOT_UNACKED unacknowledged at a time),
    then an ack PING; mark ready what it holds and acknowledged, once its
    data connection is proven (a PING first, when nothing else was sent). A
@@ -118,7 +141,8 @@ void cdc_slots_restore(cdc_slots_t *slots, uint64_t live, const cdc_slot_io_t *i
 /* Whether some live worker has weights sent and not yet acknowledged. */
 int cdc_slots_busy(const cdc_slots_t *slots, uint64_t live);
 
-/* Whether every slot has a distinct live worker ready for it. */
+/* Whether every slot has a distinct live worker ready for it (its home or
+   another: placement.h's passes 1 and 2). */
 int cdc_slots_full(const cdc_slots_t *slots, uint64_t live);
 
 /* ready[0..worker_count-1] for cdc_placement_slots: the workers' ready

@@ -258,6 +258,13 @@ int cdc_context_corrupt_next(cdc_context_t *context, uint64_t mask)
     return CDC_OK;
 }
 
+int cdc_context_set_homes(cdc_context_t *context, const int *home_of_slot, int slots)
+{
+    if (!context)
+        return cdc__fail(CDC_EINVAL, "cdc_context_set_homes: context is NULL");
+    return cdc__executor_set_homes(context->executor, home_of_slot, slots);
+}
+
 int cdc_context_stats(cdc_context_t *context, cdc_stats_t *stats)
 {
     if (!context || !stats)

@@ -62,6 +62,19 @@ int cdc__executor_heartbeat_live(cdc_executor_t *executor, uint64_t *mask);
    CDC_EINVAL for any other executor or an unknown worker. Thread-safe. */
 int cdc__executor_worker_moved(cdc_executor_t *executor, int w, const char *endpoint);
 
+/* Where the plan's slots live (cdc_client_set_homes): slot s's home is
+   worker home_of_slot[s] for s < slots, the other slots on the other
+   workers; slots 0: slot s on worker s. CDC_OK without effect for an
+   executor without slots (in process); CDC_EINVAL naming what is wrong.
+   Thread-safe: a call in flight keeps the map it began with. */
+int cdc__executor_set_homes(cdc_executor_t *executor, const int *home_of_slot, int slots);
+
+/* Per shard s < max of a ZeroMQ executor's last call: the worker it was sent
+   to and the one that answered (cdc_client_last_call; -1: none). CDC_EINVAL
+   for another executor. Thread-safe. */
+int cdc__executor_last_call(cdc_executor_t *executor, int *sent_to, int *answered_by,
+                            int max);
+
 /* Workers a ZeroMQ executor knows (endpoints given, or discovered so far);
    -1 for any other executor. */
 int cdc__executor_worker_count(cdc_executor_t *executor);

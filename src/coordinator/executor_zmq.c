@@ -175,6 +175,22 @@ int cdc__executor_worker_moved(cdc_executor_t *executor, int w, const char *endp
     return cdc_client_move(((zmq_executor_t *) executor)->client, w, endpoint);
 }
 
+int cdc__executor_set_homes(cdc_executor_t *executor, const int *home_of_slot, int slots)
+{
+    if (!executor || executor->ops != &zmq_ops)
+        return CDC_OK; /* no slots: every shard runs here */
+    return cdc_client_set_homes(((zmq_executor_t *) executor)->client, home_of_slot, slots);
+}
+
+int cdc__executor_last_call(cdc_executor_t *executor, int *sent_to, int *answered_by,
+                            int max)
+{
+    if (!executor || executor->ops != &zmq_ops)
+        return cdc__fail(CDC_EINVAL, "not a ZeroMQ executor");
+    cdc_client_last_call(((zmq_executor_t *) executor)->client, sent_to, answered_by, max);
+    return CDC_OK;
+}
+
 int cdc__executor_live(cdc_executor_t *executor, uint64_t *mask)
 {
     if (executor->ops->live)
