@@ -32,7 +32,13 @@
  * PENDING (sent, no answer yet) or DONE (result copied), with pending and
  * done counting the last two; it waits only while pending > 0. Requests get
  * growing ids, so a reply with an older id is a late answer to an earlier
- * call and is dropped, never mistaken for this call's. */
+ * call and is dropped, never mistaken for this call's.
+ *
+ * Profile: an observer (cdc_client_observe) hears every heartbeat PONG (the
+ * round trip of the latest PING and the worker's status: busy_us, flops,
+ * memory) and, at the end of each call, each worker's completed tasks
+ * (elapsed, flops, bytes): the coordinator's live profile of its workers
+ * (src/coordinator/profile.h) is made of these. */
 #include "client.h"
 
 #include "bits.h"
@@ -318,9 +324,9 @@ static void record_status(cdc_client_t *self, int w, const cdc_msg_t *pong)
     }
     cdc_client_observer_t observer = self->observer;
     pthread_mutex_unlock(&self->state_lock);
+    int latest = pong->header.request_id == peer->last_ping;
     if (observer.pong)
-        observer.pong(observer.ctx, w, pong->header.request_id == peer->last_ping ? rtt_ms : -1.0,
-                      parsed ? &status : NULL);
+        observer.pong(observer.ctx, w, latest ? rtt_ms : -1.0, parsed ? &status : NULL);
 }
 
 /* Worker w's heartbeat socket: PONGs make it live, GOODBYE takes it out. */

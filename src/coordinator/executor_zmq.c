@@ -157,8 +157,10 @@ int cdc__executor_zmq_new(const cdc_config_t *config, const char *endpoints,
     self->wait_ms = config->wait_ms;
     self->timeout_ms = config->timeout_ms;
     int rc = cdc_profile_new(&self->profile);
-    if (rc == CDC_OK)
+    if (rc == CDC_OK) {
+        profile_self(self); /* the baseline: what this process computed before */
         rc = client_open(config, endpoints, connect_wait_ms, &self->client);
+    }
     if (rc != CDC_OK) {
         cdc_profile_destroy(&self->profile);
         free(self);

@@ -10,8 +10,10 @@
  * device for their transfer too, and barrier PONGs wait behind them.
  * A reply whose request the coordinator CANCELled is not sent: a held one
  * leaves the device queue and frees the device. A hang fault stops this
- * loop from reading or answering anything for a while. No zmq here: the
- * server (transport/server.h) owns the socket. */
+ * loop from reading or answering anything for a while. Each RESULT's work
+ * (flops, and its compute time with what a slow fault adds) is counted here
+ * for the PONG status, by the thread that answers heartbeats. No zmq here:
+ * the server (transport/server.h) owns the socket. */
 #include "worker.h"
 
 #include "admission.h"
