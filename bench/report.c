@@ -2,6 +2,7 @@
 #include "report.h"
 
 #include "bench_util.h"
+#include "stats_json.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -134,7 +135,9 @@ void cdc_run_write_json(FILE *out, const cdc_run_t *run, const char *model)
         fprintf(out, "%s\n    {\"request\": %d, \"rss_kib\": %ld, \"fds\": %d, \"threads\": %d}",
                 i ? "," : "", m->request, m->rss_kib, m->fds, m->threads);
     }
-    fprintf(out, "%s]}", run->sample_count ? "\n  " : "");
+    fprintf(out, "%s],\n  ", run->sample_count ? "\n  " : "");
+    cdc__profile_write_json(out, &run->profile); /* at the end of the run */
+    fputs("}", out);
 }
 
 int cdc_report_json(const char *path, const cdc_run_t *runs, int count, const char *model)

@@ -18,7 +18,8 @@ void cdc_run_summarize(const cdc_run_t *run, int first, int last, cdc_run_summar
 
 /* The JSON object of design.md (workers, parity, split, requests, ok, wrong,
    lost, recovered, fallbacks, latency_ms{}, max_rel_error, oracle_ms{}) plus
-   label, faults, counters and, when a crash was injected, before/after medians. */
+   label, faults, counters, when a crash was injected, before/after medians,
+   and at the end the workers' profiles (profile, coordinator_profile). */
 void cdc_run_write_json(FILE *out, const cdc_run_t *run, const char *model);
 
 /* Write every run as one JSON array to path; nonzero on I/O failure. */

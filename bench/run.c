@@ -208,6 +208,7 @@ int cdc_run_execute(const cdc_workload_t *workload, const cdc_config_t *config,
 {
     run->config = *config;
     run->requests = requests;
+    memset(&run->profile, 0, sizeof run->profile); /* none unless the run gets that far */
     run->records = cdc_bench_xmalloc((size_t) (requests > 0 ? requests : 1) *
                                      sizeof *run->records);
     run_state_t st;
@@ -241,6 +242,7 @@ int cdc_run_execute(const cdc_workload_t *workload, const cdc_config_t *config,
             run_request(workload, st.context, st.layers, st.y, &scratch);
         failed = timed_requests(workload, &st, run);
         cdc_context_stats(st.context, &run->stats);
+        cdc__context_profile_report(st.context, &run->profile);
         free(st.y);
         for (int i = 0; i < workload->count; i++)
             cdc_layer_destroy(&st.layers[i]);

@@ -3,6 +3,7 @@
 #define CDC_RUN_H_INCLUDED
 
 #include "chaos_actor.h"
+#include "profile.h"
 #include "workload.h"
 
 typedef enum {
@@ -50,6 +51,7 @@ typedef struct {
     int requests;
     cdc_request_record_t *records;
     cdc_stats_t stats;     /* context counters at the end of the run       */
+    cdc_profile_report_t profile; /* the workers' live profiles then       */
     cdc_chaos_event_t *events; /* chaos events and the --crash-at fault,
                               in time order                                */
     int event_count;

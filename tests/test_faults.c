@@ -166,18 +166,21 @@ START_TEST(test_slow_and_link)
     cdc_fault_state_init(&state, &plan, 3);
     cdc_fault_next(&state, 1.0, 2e8, 0, 0, &d); /* 0.2 GFLOP at 0.2 GFLOP/s = 1 s */
     ck_assert_double_eq_tol(d.delay_ms, 999.0, 1e-6);
+    ck_assert_double_eq_tol(d.slow_ms, 999.0, 1e-6); /* all of it compute */
     cdc_fault_next(&state, 2000.0, 2e8, 0, 0, &d); /* already slower than emulated */
-    ck_assert(d.delay_ms == 0.0);
+    ck_assert(d.delay_ms == 0.0 && d.slow_ms == 0.0);
     ck_assert_int_eq(cdc_fault_plan_parse("slow@*:x=3", &plan), CDC_OK);
     cdc_fault_state_init(&state, &plan, 0);
     cdc_fault_next(&state, 4.0, 0, 0, 0, &d);
     ck_assert_double_eq_tol(d.delay_ms, 8.0, 1e-9);
+    ck_assert_double_eq_tol(d.slow_ms, 8.0, 1e-9);
     ck_assert(d.latency_ms == 0.0);
     ck_assert_int_eq(cdc_fault_plan_parse("link@*:mbit=94,lat=0.3", &plan), CDC_OK);
     cdc_fault_state_init(&state, &plan, 0);
     cdc_fault_next(&state, 0, 0, 1000000, 175000, &d); /* 1.175 MB at 94 Mbit/s */
     ck_assert_double_eq_tol(d.delay_ms, 0.6 + 1175000.0 * 8 / 94e3, 1e-9);
     ck_assert_double_eq_tol(d.latency_ms, 0.6, 1e-12); /* 2 lat: not on the device */
+    ck_assert(d.slow_ms == 0.0); /* link time is not compute */
     ck_assert_int_eq(cdc_fault_plan_parse("slow@w1:x=3", &plan), CDC_OK);
     cdc_fault_state_init(&state, &plan, 0); /* not this worker's rule */
     cdc_fault_next(&state, 4.0, 0, 0, 0, &d);

@@ -765,7 +765,8 @@ END_TEST
 START_TEST(test_status_text)
 {
     cdc_status_report_t in = {.cache_bytes = UINT64_MAX, .cache_entries = 7,
-                              .max_memory = (uint64_t) 1 << 30, .tasks = 123456789, .load = 0};
+                              .max_memory = (uint64_t) 1 << 30, .tasks = 123456789, .load = 0,
+                              .instance = 42, .busy_us = 987654321, .flops = UINT64_MAX - 1};
     char text[CDC_PROTO_MAX_TEXT];
     size_t len = cdc_status_format(&in, text, sizeof text);
     ck_assert_uint_eq(len, strlen(text));

@@ -34,7 +34,13 @@
  * PENDING (sent, no answer yet) or DONE (result copied), with pending and
  * done counting the last two; it waits only while pending > 0. Requests get
  * growing ids, so a reply with an older id is a late answer to an earlier
- * call and is dropped, never mistaken for this call's. */
+ * call and is dropped, never mistaken for this call's.
+ *
+ * Profile: an observer (cdc_client_observe) hears every heartbeat PONG (the
+ * round trip of the latest PING and the worker's status: busy_us, flops,
+ * memory) and, at the end of each call, each worker's completed tasks
+ * (elapsed, flops, bytes): the coordinator's live profile of its workers
+ * (src/coordinator/profile.h) is made of these. */
 #include "client.h"
 
 #include "bits.h"
@@ -88,6 +94,7 @@ typedef struct {
     int outstanding;    /* a PING is unanswered                              */
     int ever_live;
     int version_warned; /* its protocol version differs: said once           */
+    uint64_t last_ping; /* the latest PING's id: its send time in us         */
     /* From its last PONG (read by cdc_client_status under state_lock): */
     double rtt_ms;              /* PING to PONG; < 0 before the first      */
     cdc_status_report_t status; /* what it said about itself               */
@@ -123,7 +130,9 @@ struct cdc_client {
                                   passes every RESTORE_PASS_MS             */
     atomic_uint monitor_seq;   /* makes every monitor's inproc name new     */
 
-    pthread_mutex_t state_lock; /* guards live and the heartbeat counters */
+    pthread_mutex_t state_lock; /* guards live, the heartbeat counters and
+                                   the observer                          */
+    cdc_client_observer_t observer; /* the profile's feed (cdc_client_observe) */
     uint64_t live;              /* bit w: worker w is live               */
     uint64_t silent;            /* bit w: dead by silence, not by a drop */
     uint64_t left;              /* bit w: said GOODBYE since it was last live */
@@ -205,9 +214,12 @@ static void heartbeat_ping(cdc_client_t *self, int w, int64_t now)
     }
     cdc_msg_header_t ping;
     cdc_msg_header_init(&ping, CDC_MSG_PING);
-    ping.request_id = (uint64_t) now;
-    if (cdc_wire_send(peer->socket, NULL, &ping, NULL, 0, ZMQ_DONTWAIT) == CDC_OK)
+    /* In us: a round trip on loopback is well under a ms. */
+    ping.request_id = (uint64_t) (cdc__clock_ms() * 1000.0);
+    if (cdc_wire_send(peer->socket, NULL, &ping, NULL, 0, ZMQ_DONTWAIT) == CDC_OK) {
         peer->outstanding = 1;
+        peer->last_ping = ping.request_id;
+    }
     /* Keep the PINGs on their grid when this thread wakes a little late (a
        loaded machine): drifting later would let the 300 ms silence verdict
        come before the second missed PING. Re-anchor only past a whole period. */
@@ -297,22 +309,28 @@ static void version_mismatch(cdc_client_t *self, int w, const cdc_wire_msg_t *wi
                    w, endpoint, (unsigned) h.version, CDC_PROTO_VERSION);
 }
 
-/* A PONG's round trip (its id is the PING's send time) and status text. */
-static void record_status(cdc_client_t *self, int w, const cdc_msg_t *pong, int64_t now)
+/* A PONG's round trip (its id is the PING's send time, us) and status
+   text, also told to the observer. */
+static void record_status(cdc_client_t *self, int w, const cdc_msg_t *pong)
 {
     cdc_status_report_t status; /* text: one frame of at most 1024 bytes */
     const cdc_frame_t *text = &pong->payload[0].frames[0];
     int parsed = cdc_status_parse(text->data, text->size, &status) == CDC_OK;
-    pthread_mutex_lock(&self->state_lock);
     heartbeat_peer_t *peer = &self->peers[w];
-    peer->rtt_ms = (double) (now - (int64_t) pong->header.request_id);
+    double rtt_ms = cdc__clock_ms() - (double) pong->header.request_id / 1000.0;
+    pthread_mutex_lock(&self->state_lock);
+    peer->rtt_ms = rtt_ms;
     if (parsed) {
         peer->status = status;
         peer->has_status = 1;
     } else {
         self->heartbeat_invalid++; /* a malformed status: the PONG still counts */
     }
+    cdc_client_observer_t observer = self->observer;
     pthread_mutex_unlock(&self->state_lock);
+    int latest = pong->header.request_id == peer->last_ping;
+    if (observer.pong)
+        observer.pong(observer.ctx, w, latest ? rtt_ms : -1.0, parsed ? &status : NULL);
 }
 
 /* Worker w's heartbeat socket: PONGs make it live, GOODBYE takes it out. */
@@ -326,7 +344,7 @@ static void heartbeat_pongs(cdc_client_t *self, int w, int64_t now)
         if (valid && msg.header.type == CDC_MSG_PONG) {
             peer->last_pong = now;
             peer->outstanding = 0;
-            record_status(self, w, &msg, now);
+            record_status(self, w, &msg);
             set_live(self, w, 1, 0, "answered a PING");
         } else if (valid && msg.header.type == CDC_MSG_GOODBYE) {
             peer->outstanding = 0;
@@ -1185,6 +1203,7 @@ typedef struct {
     task_keys_t keys[64];    /* task t's wire keys                         */
     int worker_of[64];       /* placement: the worker task t went to       */
     int retries[64];         /* MISS re-sends of task t                    */
+    uint64_t bytes_out[64];  /* payload bytes its dispatch sent (weights in) */
     int pending, done;
     uint64_t cover_mask;     /* data shards some task covers               */
     uint64_t covered;        /* those with a result in                     */
@@ -1276,7 +1295,9 @@ static void call_dispatch(cdc_client_t *self, client_call_t *call)
             self->counters.dead_skipped++;
             continue;
         }
+        uint64_t before = self->counters.bytes_out;
         int sent = send_task(self, w, &call->tasks[t], call->keys[t], call->request_id);
+        call->bytes_out[t] = self->counters.bytes_out - before;
         if (sent == CDC_OK) {
             call->state[t] = TASK_PENDING;
             call->tasks[t].dispatched = 1;
@@ -1584,6 +1605,45 @@ static void call_cancel_pending(cdc_client_t *self, const client_call_t *call)
     }
 }
 
+void cdc_client_observe(cdc_client_t *self, const cdc_client_observer_t *observer)
+{
+    pthread_mutex_lock(&self->state_lock);
+    self->observer = *observer;
+    pthread_mutex_unlock(&self->state_lock);
+}
+
+/* The call is over: per worker whose every task of it came back (none
+   re-sent after a MISS, which would blur its bytes), the observer learns
+   the last result's time, their flops and bytes (what the profile's link
+   estimate needs). */
+static void call_observe(cdc_client_t *self, const client_call_t *call)
+{
+    pthread_mutex_lock(&self->state_lock);
+    cdc_client_observer_t observer = self->observer;
+    pthread_mutex_unlock(&self->state_lock);
+    if (!observer.call_done)
+        return;
+    double elapsed[CDC_MAX_WORKERS] = {0}, flops[CDC_MAX_WORKERS] = {0};
+    double bytes[CDC_MAX_WORKERS] = {0};
+    uint64_t sent = 0, incomplete = 0;
+    for (int t = 0; t < call->count; t++) {
+        const cdc_shard_task_t *task = &call->tasks[t];
+        int w = call->worker_of[t];
+        if (!task->dispatched || w < 0)
+            continue;
+        sent |= UINT64_C(1) << w;
+        if (call->state[t] != TASK_DONE || call->retries[t] > 0)
+            incomplete |= UINT64_C(1) << w;
+        double result_bytes = (double) task->a_rows * (double) task->cols * sizeof(float);
+        elapsed[w] = task->elapsed_ms > elapsed[w] ? task->elapsed_ms : elapsed[w];
+        flops[w] += 2.0 * (double) task->a_rows * (double) task->k * (double) task->cols;
+        bytes[w] += (double) call->bytes_out[t] + result_bytes;
+    }
+    for (int w = 0; w < self->count; w++)
+        if ((sent & ~incomplete) & (UINT64_C(1) << w))
+            observer.call_done(observer.ctx, w, elapsed[w], flops[w], bytes[w]);
+}
+
 int cdc_client_run(cdc_client_t *self, cdc_shard_task_t *tasks, int count, int needed,
                    int wait_ms, int timeout_ms, uint64_t *arrived)
 {
@@ -1618,6 +1678,7 @@ int cdc_client_run(cdc_client_t *self, cdc_shard_task_t *tasks, int count, int n
         call_drop_dead(self, &call);
     }
     call_cancel_pending(self, &call);
+    call_observe(self, &call);
     pthread_mutex_unlock(&self->lock);
     return rc;
 }

@@ -152,4 +152,23 @@ int cdc_client_status(cdc_client_t *self, cdc_worker_status_t *out, int max);
 /* Copy the counters. Thread-safe. */
 void cdc_client_counters(cdc_client_t *self, cdc_remote_counters_t *counters);
 
+/* What the client learns about each worker's speed as it learns it, for a
+   profile (src/coordinator/profile.h). pong: on the heartbeat thread, for
+   every PONG: rtt_ms its round trip when it answers the latest PING (else
+   -1: a worker that stalled answers a backlog of them), status what it said
+   about itself (NULL when malformed). call_done: on the calling thread, once
+   per call and worker whose every task of the call came back (no MISS
+   re-send): elapsed_ms from the call's dispatch to its last result, their
+   flops (2*rows*k*cols each) and the bytes that moved for them (operands
+   and weights sent in the call, results). Both must be quick, must not call
+   the client, and may run at the same time; ctx must outlive the client. */
+typedef struct {
+    void (*pong)(void *ctx, int w, double rtt_ms, const cdc_status_report_t *status);
+    void (*call_done)(void *ctx, int w, double elapsed_ms, double flops, double bytes);
+    void *ctx;
+} cdc_client_observer_t;
+
+/* Report to *observer (copied) from now on. Thread-safe. */
+void cdc_client_observe(cdc_client_t *self, const cdc_client_observer_t *observer);
+
 #endif

@@ -17,6 +17,8 @@ static const struct {
     {"tasks", offsetof(cdc_status_report_t, tasks)},
     {"load", offsetof(cdc_status_report_t, load)},
     {"instance", offsetof(cdc_status_report_t, instance)},
+    {"busy_us", offsetof(cdc_status_report_t, busy_us)},
+    {"flops", offsetof(cdc_status_report_t, flops)},
 };
 #define FIELD_COUNT (sizeof fields / sizeof fields[0])
 

@@ -3,8 +3,8 @@
  * Plain C. The PONG's second frame is UTF-8 text, one "key=value" per line
  * (value: decimal, unsigned), at most CDC_PROTO_MAX_TEXT bytes. A reader
  * takes the keys it knows and skips the others, so a newer worker can add
- * keys (the heterogeneous-devices work adds measured speeds) without a
- * protocol change. */
+ * keys (busy_us and flops came that way: the coordinator's profile of each
+ * worker's speed, src/coordinator/profile.h) without a protocol change. */
 #ifndef CDC_STATUS_H_INCLUDED
 #define CDC_STATUS_H_INCLUDED
 
@@ -20,6 +20,10 @@ typedef struct {
     uint64_t instance;      /* drawn by the process at start: another value on
                                the same endpoint is another process, whose
                                weight cache is empty (0: not reported)        */
+    uint64_t busy_us;       /* microseconds spent computing shard tasks since
+                               it started: real compute plus a slow fault's
+                               emulated extra, never emulated link time     */
+    uint64_t flops;         /* work of those tasks: sum of 2*rows*k*cols     */
 } cdc_status_report_t;
 
 /* The text for *status into out (size bytes, NUL-terminated); returns its

@@ -93,13 +93,15 @@ static void state_destroy_locked(void)
         const char *path = state_context->config.stats_path;
         if (path[0]) {
             cdc_stats_t stats;
+            cdc_profile_report_t profile;
             char child_path[CDC_CONFIG_STR + 24];
             if (state_forked) {
                 snprintf(child_path, sizeof child_path, "%s.%ld", path, (long) getpid());
                 path = child_path;
             }
+            cdc__context_profile_report(state_context, &profile);
             if (cdc_context_stats(state_context, &stats) != CDC_OK ||
-                cdc__stats_write_json(&stats, path) != CDC_OK)
+                cdc__stats_write_json(&stats, &profile, path) != CDC_OK)
                 CDC_LOG_ERRORF("cdcgemm: CDCGEMM_STATS: %s", cdc_last_error());
         }
     }

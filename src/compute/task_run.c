@@ -1,12 +1,18 @@
-/* task_run.c - one shard task on local OpenBLAS: GEMM (GEMV for a vector), or im2col + GEMM. */
+/* task_run.c - one shard task on local OpenBLAS: GEMM (GEMV for a vector), or im2col + GEMM;
+ * the process's meter of that work (task_run.h). */
 #include "task_run.h"
 
 #include "blas_backend.h"
+#include "clock.h"
 #include "error.h"
 #include "im2col.h"
 #include "scratch.h"
 
-int cdc__task_run_local(const cdc_shard_task_t *task)
+#include <stdatomic.h>
+
+static atomic_uint_fast64_t meter_flops, meter_busy_us;
+
+static int run(const cdc_shard_task_t *task)
 {
     if (task->kind == CDC_TASK_GEMM) {
         /* One row or one column (FC at batch 1): a matrix-vector product. */
@@ -34,4 +40,24 @@ int cdc__task_run_local(const cdc_shard_task_t *task)
     cdc__blas_sgemm_rm(0, 0, task->a_rows, task->cols, task->k, 1.0f, task->a, task->k,
                        cols, task->cols, 0.0f, task->result, task->cols);
     return CDC_OK;
+}
+
+int cdc__task_run_local(const cdc_shard_task_t *task)
+{
+    double started = cdc__clock_ms();
+    int rc = run(task);
+    if (rc == CDC_OK) {
+        double flops = 2.0 * (double) task->a_rows * (double) task->k * (double) task->cols;
+        atomic_fetch_add(&meter_flops, (uint64_t) flops);
+        atomic_fetch_add(&meter_busy_us, (uint64_t) ((cdc__clock_ms() - started) * 1000.0));
+    }
+    return rc;
+}
+
+void cdc__task_run_meter(cdc_task_meter_t *meter)
+{
+    /* A task counted between the two reads may show in one only: the next
+       reading's difference makes good. */
+    meter->busy_us = atomic_load(&meter_busy_us);
+    meter->flops = atomic_load(&meter_flops);
 }

@@ -218,8 +218,10 @@ void cdc_context_destroy(cdc_context_t **context_p)
     cdc_context_t *self = *context_p;
     if (self->config.stats_path[0]) {
         cdc_stats_t stats;
+        cdc_profile_report_t profile;
         cdc_context_stats(self, &stats);
-        if (cdc__stats_write_json(&stats, self->config.stats_path) != CDC_OK)
+        cdc__context_profile_report(self, &profile);
+        if (cdc__stats_write_json(&stats, &profile, self->config.stats_path) != CDC_OK)
             CDC_LOG_WARNF("CDCGEMM_STATS: %s", cdc_last_error());
     }
     cdc__local_workers_supervise_stop(self->local); /* before the executor it reads */

@@ -8,6 +8,7 @@
 
 #include "cdcgemm.h"
 #include "client.h"
+#include "profile.h"
 #include "task.h"
 
 #include <stdint.h>
@@ -83,6 +84,13 @@ int cdc__executor_worker_count(cdc_executor_t *executor);
    liveness, round trip, what their PONGs report); returns how many, 0 for
    any other executor. */
 int cdc__executor_worker_status(cdc_executor_t *executor, cdc_worker_status_t *out, int max);
+
+/* A ZeroMQ executor's live profile of its workers (profile.h): up to max
+   into out[0..] (live from the heartbeats now), returning how many, and the
+   coordinator's own into *coordinator (may be NULL); -1 for any other
+   executor. Thread-safe. */
+int cdc__executor_profile(cdc_executor_t *executor, cdc_worker_profile_t *out, int max,
+                          cdc_worker_profile_t *coordinator);
 
 /* The transport counters of a ZeroMQ executor; CDC_EINVAL for another kind.
    Thread-safe. */

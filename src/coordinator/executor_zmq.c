@@ -1,4 +1,6 @@
-/* executor_zmq.c - the executor that runs shard tasks on ZeroMQ worker processes. */
+/* executor_zmq.c - the executor that runs shard tasks on ZeroMQ worker
+ * processes, and keeps their live profile (profile.h) from what its client
+ * observes. */
 #include "executor.h"
 
 #include "client.h"
@@ -6,6 +8,8 @@
 #include "error.h"
 #include "geometry.h"
 #include "log.h"
+#include "profile.h"
+#include "task_run.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -14,8 +18,28 @@
 typedef struct {
     cdc_executor_t base; /* first: the ops table sees a cdc_executor_t */
     cdc_client_t *client;
+    cdc_profile_t *profile; /* fed by the client's observer; outlives it */
     int wait_ms, timeout_ms;
 } zmq_executor_t;
+
+/* The client's observer (client.h): straight into the profile table. */
+static void observe_pong(void *ctx, int w, double rtt_ms, const cdc_status_report_t *status)
+{
+    cdc_profile_pong(ctx, w, rtt_ms, status);
+}
+
+static void observe_call(void *ctx, int w, double elapsed_ms, double flops, double bytes)
+{
+    cdc_profile_transfer(ctx, w, elapsed_ms, flops, bytes);
+}
+
+/* The coordinator's own compute since the last look (its local fallbacks). */
+static void profile_self(zmq_executor_t *self)
+{
+    cdc_task_meter_t meter;
+    cdc__task_run_meter(&meter);
+    cdc_profile_self(self->profile, meter.flops, meter.busy_us);
+}
 
 /* Workers refuse conv tasks whose padding is not smaller than the dilated
    kernel span (their extra output is all padding, and a tiny request could
@@ -37,6 +61,7 @@ static int zmq_run(cdc_executor_t *base, cdc_shard_task_t *tasks, int count, int
                    uint64_t *arrived)
 {
     zmq_executor_t *self = (zmq_executor_t *) base;
+    profile_self(self); /* the previous call's fallbacks are done by now */
     if (workers_refuse(tasks, count)) {
         *arrived = 0;
         return CDC_OK;
@@ -48,7 +73,8 @@ static int zmq_run(cdc_executor_t *base, cdc_shard_task_t *tasks, int count, int
 static void zmq_destroy(cdc_executor_t *base)
 {
     zmq_executor_t *self = (zmq_executor_t *) base;
-    cdc_client_destroy(&self->client);
+    cdc_client_destroy(&self->client); /* joins the thread that feeds the profile */
+    cdc_profile_destroy(&self->profile);
     free(self);
 }
 
@@ -130,13 +156,39 @@ int cdc__executor_zmq_new(const cdc_config_t *config, const char *endpoints,
     self->base.ops = &zmq_ops;
     self->wait_ms = config->wait_ms;
     self->timeout_ms = config->timeout_ms;
-    int rc = client_open(config, endpoints, connect_wait_ms, &self->client);
+    int rc = cdc_profile_new(&self->profile);
+    if (rc == CDC_OK) {
+        profile_self(self); /* the baseline: what this process computed before */
+        rc = client_open(config, endpoints, connect_wait_ms, &self->client);
+    }
     if (rc != CDC_OK) {
+        cdc_profile_destroy(&self->profile);
         free(self);
         return rc;
     }
+    /* From here: the PONGs while the client waited for its workers only
+       lack their round trips in the profile. */
+    cdc_client_observe(self->client,
+                       &(cdc_client_observer_t){observe_pong, observe_call, self->profile});
     *executor_p = &self->base;
     return CDC_OK;
+}
+
+int cdc__executor_profile(cdc_executor_t *executor, cdc_worker_profile_t *out, int max,
+                          cdc_worker_profile_t *coordinator)
+{
+    if (!executor || executor->ops != &zmq_ops)
+        return -1;
+    zmq_executor_t *self = (zmq_executor_t *) executor;
+    int count = cdc_client_worker_count(self->client);
+    count = count < max ? count : max;
+    uint64_t live;
+    cdc_client_live(self->client, &live);
+    profile_self(self);
+    cdc_profile_snapshot(self->profile, out, count, coordinator);
+    for (int w = 0; w < count; w++)
+        out[w].live = (live >> w) & 1;
+    return count;
 }
 
 int cdc__executor_remote_counters(cdc_executor_t *executor, cdc_remote_counters_t *counters)

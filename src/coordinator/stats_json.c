@@ -1,4 +1,4 @@
-/* stats_json.c - write cdc_stats_t as JSON for CDCGEMM_STATS. */
+/* stats_json.c - write cdc_stats_t and the workers' profiles as JSON for CDCGEMM_STATS. */
 #include "stats_json.h"
 
 #include "error.h"
@@ -8,7 +8,29 @@
 #include <string.h>
 #include <unistd.h>
 
-int cdc__stats_write_json(const cdc_stats_t *stats, const char *path)
+void cdc__profile_write_json(FILE *out, const cdc_profile_report_t *profile)
+{
+    fputs("\"profile\": [", out);
+    for (int w = 0; w < profile->count; w++) {
+        const cdc_worker_profile_t *p = &profile->workers[w];
+        fprintf(out,
+                "%s{\"worker\": %d, \"live\": %s, \"gflops\": %.6g, \"mbit\": %.6g, "
+                "\"rtt_ms\": %.3f, \"max_memory\": %llu, \"cache_bytes\": %llu, "
+                "\"rate_samples\": %llu, \"link_samples\": %llu, \"generation\": %llu}",
+                w ? ", " : "", w, p->live ? "true" : "false", p->gflops, p->mbit, p->rtt_ms,
+                (unsigned long long) p->max_memory, (unsigned long long) p->cache_bytes,
+                (unsigned long long) p->rate_samples, (unsigned long long) p->link_samples,
+                (unsigned long long) p->generation);
+    }
+    fputs("]", out);
+    if (profile->has_coordinator)
+        fprintf(out, ", \"coordinator_profile\": {\"gflops\": %.6g, \"rate_samples\": %llu}",
+                profile->coordinator.gflops,
+                (unsigned long long) profile->coordinator.rate_samples);
+}
+
+int cdc__stats_write_json(const cdc_stats_t *stats, const cdc_profile_report_t *profile,
+                          const char *path)
 {
     if (!stats || !path || !*path)
         return cdc__fail(CDC_EINVAL, "stats: NULL stats or empty path");
@@ -55,6 +77,10 @@ int cdc__stats_write_json(const cdc_stats_t *stats, const char *path)
     for (size_t i = 0; i < sizeof fields / sizeof *fields; i++)
         fprintf(out, "%s\"%s\": %llu", i ? ", " : "", fields[i].name,
                 (unsigned long long) fields[i].value);
+    if (profile) {
+        fputs(", ", out);
+        cdc__profile_write_json(out, profile);
+    }
     fputs("}\n", out);
     int failed = ferror(out);
     if (fclose(out) != 0 || failed) {

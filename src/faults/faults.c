@@ -362,12 +362,15 @@ void cdc_fault_next(cdc_fault_state_t *state, double compute_ms, double flops,
             }
             break;
         }
-        case CDC_FAULT_SLOW:
-            if (r->x > 0)
-                d->delay_ms += (r->x - 1.0) * compute_ms;
-            else if (flops / (r->gflops * 1e6) > compute_ms)
-                d->delay_ms += flops / (r->gflops * 1e6) - compute_ms;
+        case CDC_FAULT_SLOW: {
+            double extra = r->x > 0 ? (r->x - 1.0) * compute_ms
+                                    : flops / (r->gflops * 1e6) - compute_ms;
+            if (extra > 0) {
+                d->delay_ms += extra;
+                d->slow_ms += extra;
+            }
             break;
+        }
         case CDC_FAULT_LINK:
             d->delay_ms += 2.0 * r->lat_ms;
             d->latency_ms += 2.0 * r->lat_ms;

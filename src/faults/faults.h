@@ -52,6 +52,8 @@ typedef struct {
     double delay_ms;     /* extra time before the reply (delay + slow + link)   */
     double latency_ms;   /* the part of delay_ms that is link propagation
                             (2·lat): it does not occupy the emulated device  */
+    double slow_ms;      /* the part of delay_ms that is a slow fault's
+                            stretched compute (the device is computing)     */
     int drop;            /* never send the reply                                */
     int corrupt;         /* change one element of the reply                     */
     uint64_t corrupt_at; /* which element (mod the reply length)                */

@@ -33,6 +33,9 @@ struct cdc_worker_compute {
     /* What PONGs report (cdc__worker_compute_status), published by the
        compute thread after each request, read by the socket thread. */
     atomic_uint_fast64_t submitted, done, tasks, cache_bytes, cache_entries;
+    /* Work done (cdc__worker_compute_count_work), written by the socket
+       thread, which also builds heartbeat PONGs: they see both in step. */
+    atomic_uint_fast64_t busy_us, flops;
     uint64_t max_memory;
     int report_weights; /* post a notice of each WEIGHTS cached (link emulation) */
     uint64_t instance; /* drawn at start: tells a coordinator this process
@@ -397,7 +400,15 @@ void cdc__worker_compute_status(cdc_worker_compute_t *self, cdc_status_report_t 
         .tasks = atomic_load(&self->tasks),
         .load = submitted > done ? submitted - done : 0,
         .instance = self->instance,
+        .busy_us = atomic_load(&self->busy_us),
+        .flops = atomic_load(&self->flops),
     };
+}
+
+void cdc__worker_compute_count_work(cdc_worker_compute_t *self, double flops, double busy_ms)
+{
+    atomic_fetch_add(&self->flops, (uint64_t) (flops > 0 ? flops + 0.5 : 0));
+    atomic_fetch_add(&self->busy_us, (uint64_t) (busy_ms > 0 ? busy_ms * 1000.0 + 0.5 : 0));
 }
 
 cdc_payload_t *cdc__worker_compute_status_payload(cdc_worker_compute_t *self, uint64_t held)

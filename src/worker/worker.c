@@ -10,8 +10,10 @@
  * device for their transfer too, and barrier PONGs wait behind them.
  * A reply whose request the coordinator CANCELled is not sent: a held one
  * leaves the device queue and frees the device. A hang fault stops this
- * loop from reading or answering anything for a while. No zmq here: the
- * server (transport/server.h) owns the socket. */
+ * loop from reading or answering anything for a while. Each RESULT's work
+ * (flops, and its compute time with what a slow fault adds) is counted here
+ * for the PONG status, by the thread that answers heartbeats. No zmq here:
+ * the server (transport/server.h) owns the socket. */
 #include "worker.h"
 
 #include "admission.h"
@@ -282,8 +284,8 @@ static double start_hang(loop_t *loop, const cdc_fault_decision_t *d, double now
    delay and link's transfer add; link's latency added to its departure
    only), destroyed (hung for ever), or kept as a device slot with nothing
    to send (drop: the device did the work, the reply is lost). May not
-   return (crash). */
-static void emulate(loop_t *loop, cdc_worker_reply_t *out, double now)
+   return (crash). Returns the compute time a slow fault added. */
+static double emulate(loop_t *loop, cdc_worker_reply_t *out, double now)
 {
     cdc_payload_t *payload = cdc_reply_payload(out->reply);
     cdc_fault_decision_t d;
@@ -297,7 +299,7 @@ static void emulate(loop_t *loop, cdc_worker_reply_t *out, double now)
     double ready = out->started_ms;
     if (d.hang_ms >= 0 && (ready = start_hang(loop, &d, now)) < 0) {
         cdc_reply_destroy(&out->reply); /* hung for ever: this reply never leaves */
-        return;
+        return d.slow_ms;
     }
     if (d.drop) {
         loop->counters.dropped++;
@@ -310,9 +312,10 @@ static void emulate(loop_t *loop, cdc_worker_reply_t *out, double now)
         loop->counters.delayed++;
     if (cdc_device_push(&loop->device, ready, out->compute_ms + d.delay_ms - d.latency_ms,
                         d.latency_ms, out->reply) != CDC_OK)
-        return; /* out of memory: sent now (or, dropped, not at all) */
+        return d.slow_ms; /* out of memory: sent now (or, dropped, not at all) */
     out->reply = NULL;
     loop->device_pushed = 1;
+    return d.slow_ms;
 }
 
 /* A WEIGHTS the compute thread cached (its notice), over the emulated
@@ -354,14 +357,17 @@ static void handle_reply(loop_t *loop, cdc_worker_reply_t *out)
     }
     const cdc_msg_header_t *h = cdc_reply_header(out->reply);
     int result = h->type == CDC_MSG_RESULT && cdc_reply_payload(out->reply);
+    double busy_ms = out->compute_ms; /* computed, whether it is sent or not */
     if (result && loop->has_faults) {
-        emulate(loop, out, cdc__clock_ms());
+        busy_ms += emulate(loop, out, cdc__clock_ms());
     } else if (result && cdc_server_reply_cancelled(loop->server, out->reply)) {
         loop->counters.cancelled++; /* computed, and nobody wants it now */
         cdc_reply_destroy(&out->reply);
     } else if (loop->has_link && h->type == CDC_MSG_PONG && h->shard == CDC_PING_BARRIER) {
         hold_barrier(loop, out);
     }
+    if (result)
+        cdc__worker_compute_count_work(loop->compute, out->flops, busy_ms);
     if (out->reply)
         cdc_server_send(loop->server, &out->reply);
     free(out);

@@ -1,0 +1,227 @@
+/* profile.c - the workers' live profiles: estimators (pure) and the table
+ * the heartbeat and calling threads share (profile.h). */
+#include "profile.h"
+
+#include "error.h"
+
+#include <math.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+double cdc_profile_predict_ms(const cdc_worker_profile_t *p, double flops, double bytes_out,
+                              double bytes_in)
+{
+    double ms = p->rtt_ms > 0 ? p->rtt_ms : 0.0;
+    if (p->mbit > 0)
+        ms += 8.0 * (bytes_out + bytes_in) / (p->mbit * 1e6) * 1e3;
+    double gflops = p->gflops > 0 ? p->gflops : CDC_PROFILE_NOMINAL_GFLOPS;
+    return ms + flops / (gflops * 1e9) * 1e3;
+}
+
+void cdc_profile_assume_rates(cdc_worker_profile_t *profiles, int count)
+{
+    double sum = 0.0;
+    int measured = 0;
+    for (int i = 0; i < count; i++)
+        if (profiles[i].rate_samples > 0 && profiles[i].gflops > 0) {
+            sum += profiles[i].gflops;
+            measured++;
+        }
+    double assumed = measured ? sum / measured : CDC_PROFILE_NOMINAL_GFLOPS;
+    for (int i = 0; i < count; i++)
+        if (profiles[i].rate_samples == 0)
+            profiles[i].gflops = assumed;
+}
+
+/* ---- one worker ---------------------------------------------------------- */
+
+void cdc_profile_state_init(cdc_profile_state_t *state)
+{
+    memset(state, 0, sizeof *state);
+}
+
+/* Which side of anchor x is on, counting only a move that counts: +1
+   above, -1 below, 0 close enough. */
+static int side_of(double x, double anchor, double floor)
+{
+    double move = fabs(x - anchor);
+    if (move <= CDC_PROFILE_MOVE * anchor || move <= floor)
+        return 0;
+    return x > anchor ? 1 : -1;
+}
+
+/* One sample into an estimate that has had `before` samples. Returns 1 when
+   it moved for good: its first sample, or PERSIST samples in a row away
+   from the anchor on the same side (one outlier breaks the run; samples
+   that scatter both ways never make one). Then the estimate starts again
+   from the run's mean, the new level, rather than creeping towards it
+   through several more "moves". */
+static int estimate_add(cdc_profile_estimate_t *e, double sample, uint64_t before, double floor)
+{
+    if (before == 0) {
+        *e = (cdc_profile_estimate_t){sample, sample, 0, 0.0};
+        return 1;
+    }
+    e->value += CDC_PROFILE_ALPHA * (sample - e->value);
+    int side = side_of(sample, e->anchor, floor);
+    if (side == 0 || (e->away != 0 && (e->away > 0) != (side > 0))) {
+        e->away = side; /* a run ends; an away sample on the other side starts one */
+        e->run_sum = side ? sample : 0.0;
+        return 0;
+    }
+    e->away += side;
+    e->run_sum += sample;
+    if (abs(e->away) < CDC_PROFILE_PERSIST)
+        return 0;
+    e->value = e->anchor = e->run_sum / abs(e->away);
+    e->away = 0;
+    e->run_sum = 0.0;
+    return 1;
+}
+
+void cdc_profile_note_counters(cdc_profile_state_t *state, uint64_t instance, uint64_t flops,
+                               uint64_t busy_us)
+{
+    /* Another process, or counters that went back (a process that does not
+       report its instance restarted): a new baseline, estimates kept. */
+    if (!state->has_base || instance != state->instance || flops < state->base_flops ||
+        busy_us < state->base_busy_us) {
+        state->has_base = 1;
+        state->instance = instance;
+        state->base_flops = flops;
+        state->base_busy_us = busy_us;
+        return;
+    }
+    uint64_t busy = busy_us - state->base_busy_us;
+    if (busy < CDC_PROFILE_MIN_BUSY_US)
+        return; /* accumulate */
+    double gflops = (double) (flops - state->base_flops) / ((double) busy * 1e3);
+    state->base_flops = flops;
+    state->base_busy_us = busy_us;
+    if (gflops <= 0)
+        return; /* busy without work counted: nothing to say about speed */
+    state->generation += estimate_add(&state->rate, gflops, state->rate_samples, 0.0);
+    state->rate_samples++;
+}
+
+void cdc_profile_note_pong(cdc_profile_state_t *state, double rtt_ms,
+                           const cdc_status_report_t *status)
+{
+    if (rtt_ms >= 0) {
+        state->generation +=
+            estimate_add(&state->rtt, rtt_ms, state->rtt_samples, CDC_PROFILE_MOVE_RTT_MS);
+        state->rtt_samples++;
+    }
+    if (!status)
+        return;
+    state->max_memory = status->max_memory;
+    state->cache_bytes = status->cache_bytes;
+    cdc_profile_note_counters(state, status->instance, status->flops, status->busy_us);
+}
+
+void cdc_profile_note_transfer(cdc_profile_state_t *state, double elapsed_ms, double flops,
+                               double bytes)
+{
+    if (state->rate_samples == 0 || bytes <= 0)
+        return; /* without a rate, compute and transfer cannot be told apart */
+    double rtt = state->rtt_samples ? state->rtt.value : 0.0;
+    double comm = elapsed_ms - flops / (state->rate.value * 1e6) - rtt;
+    if (comm < CDC_PROFILE_MIN_COMM_MS || comm < CDC_PROFILE_MIN_COMM_SHARE * elapsed_ms)
+        return; /* within the noise: the link is not what this call waited for */
+    double mbit = 8.0 * bytes / (comm * 1e3);
+    state->generation += estimate_add(&state->link, mbit, state->link_samples, 0.0);
+    state->link_samples++;
+}
+
+void cdc_profile_state_view(const cdc_profile_state_t *state, cdc_worker_profile_t *out)
+{
+    *out = (cdc_worker_profile_t){
+        .gflops = state->rate_samples ? state->rate.value : 0.0,
+        .mbit = state->link_samples ? state->link.value : 0.0,
+        .rtt_ms = state->rtt_samples ? state->rtt.value : -1.0,
+        .max_memory = state->max_memory,
+        .cache_bytes = state->cache_bytes,
+        .rate_samples = state->rate_samples,
+        .link_samples = state->link_samples,
+        .generation = state->generation,
+        .live = 0,
+    };
+}
+
+/* ---- the table ----------------------------------------------------------- */
+
+/* One lock for the whole table: every update is a few arithmetic
+   operations, and the writers (heartbeat thread, calling thread) never
+   hold another lock of the client's while they call in. */
+struct cdc_profile {
+    pthread_mutex_t lock;
+    cdc_profile_state_t workers[CDC_MAX_WORKERS];
+    cdc_profile_state_t self; /* the coordinator's CPU */
+};
+
+int cdc_profile_new(cdc_profile_t **profile_p)
+{
+    cdc_profile_t *self = calloc(1, sizeof *self);
+    if (!self || pthread_mutex_init(&self->lock, NULL) != 0) {
+        free(self);
+        return cdc__fail(CDC_ENOMEM, "worker profiles");
+    }
+    for (int w = 0; w < CDC_MAX_WORKERS; w++)
+        cdc_profile_state_init(&self->workers[w]);
+    cdc_profile_state_init(&self->self);
+    *profile_p = self;
+    return CDC_OK;
+}
+
+void cdc_profile_destroy(cdc_profile_t **profile_p)
+{
+    if (!profile_p || !*profile_p)
+        return;
+    pthread_mutex_destroy(&(*profile_p)->lock);
+    free(*profile_p);
+    *profile_p = NULL;
+}
+
+void cdc_profile_pong(cdc_profile_t *profile, int w, double rtt_ms,
+                      const cdc_status_report_t *status)
+{
+    if (w < 0 || w >= CDC_MAX_WORKERS)
+        return;
+    pthread_mutex_lock(&profile->lock);
+    cdc_profile_note_pong(&profile->workers[w], rtt_ms, status);
+    pthread_mutex_unlock(&profile->lock);
+}
+
+void cdc_profile_transfer(cdc_profile_t *profile, int w, double elapsed_ms, double flops,
+                          double bytes)
+{
+    if (w < 0 || w >= CDC_MAX_WORKERS)
+        return;
+    pthread_mutex_lock(&profile->lock);
+    cdc_profile_note_transfer(&profile->workers[w], elapsed_ms, flops, bytes);
+    pthread_mutex_unlock(&profile->lock);
+}
+
+void cdc_profile_self(cdc_profile_t *profile, uint64_t flops, uint64_t busy_us)
+{
+    pthread_mutex_lock(&profile->lock);
+    cdc_profile_note_counters(&profile->self, 0, flops, busy_us);
+    pthread_mutex_unlock(&profile->lock);
+}
+
+void cdc_profile_snapshot(cdc_profile_t *profile, cdc_worker_profile_t *out, int count,
+                          cdc_worker_profile_t *self)
+{
+    if (count > CDC_MAX_WORKERS)
+        count = CDC_MAX_WORKERS;
+    pthread_mutex_lock(&profile->lock);
+    for (int w = 0; w < count; w++)
+        cdc_profile_state_view(&profile->workers[w], &out[w]);
+    if (self) {
+        cdc_profile_state_view(&profile->self, self);
+        self->rtt_ms = 0.0;
+        self->live = 1;
+    }
+    pthread_mutex_unlock(&profile->lock);
+}

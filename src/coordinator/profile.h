@@ -1,0 +1,175 @@
+/* profile.h - a live profile of each worker (and of the coordinator's own
+ * CPU): compute rate, link bandwidth, round trip, memory budget and use.
+ *
+ * Pure: no socket, no clock, no thread. Whoever has the data feeds it,
+ * passing the times it measured: the client's heartbeat thread every PONG
+ * (round trip, and the worker's status: cumulative busy_us and flops, its
+ * memory), the calling thread each call's completed tasks (transport/client.h,
+ * cdc_client_observer_t), the executor the coordinator's own meter
+ * (task_run.h). The planner reads snapshots (cdc__context_profile).
+ *
+ * Estimators, each an EWMA (weight CDC_PROFILE_ALPHA on the new sample; the
+ * first sample is taken as it is):
+ *   rate    Δflops / Δbusy_us between two PONGs, once Δbusy_us reaches
+ *           CDC_PROFILE_MIN_BUSY_US (shorter busy spans accumulate: a task
+ *           or two of a few µs says more about clock jitter than speed). A
+ *           new `instance` (a respawned process) or counters that went
+ *           backwards restart the baseline; the estimates are kept.
+ *   rtt     heartbeat PING -> PONG of the latest PING only (an answer to an
+ *           older one comes from a worker that stalled; it says nothing of
+ *           the link).
+ *   link    from a call's completed tasks on one worker: the time not spent
+ *           computing or in the round trip,
+ *               comm = elapsed - flops / rate - rtt,
+ *           over the bytes that moved for them (task operands and weights
+ *           sent in the call, plus results): mbit = 8 bytes / comm. Only when
+ *           the rate is known and comm is clearly positive (at least
+ *           CDC_PROFILE_MIN_COMM_MS and CDC_PROFILE_MIN_COMM_SHARE of
+ *           elapsed): a fast link leaves only noise there, and stays
+ *           unmeasured (0: free to the predictor).
+ *           Its weakness: comm is a remainder. It also holds whatever else
+ *           delayed those tasks: queueing behind an earlier call's work
+ *           (cancelled tasks still in service, background weights on the
+ *           same link), the error of the rate estimate, the scheduler of a
+ *           loaded host, and one-way latencies the heartbeat does not see
+ *           (a worker's emulated `lat` delays task replies, not PONGs). All
+ *           of those make the link look slower, never faster; small
+ *           transfers suffer most.
+ * A generation counter per worker tells the planner that an estimate
+ * "moved for good": it bumps when the rate, bandwidth or round trip is
+ * measured for the first time, or when CDC_PROFILE_PERSIST samples in a row
+ * fall on the same side of its value at the last bump, each more than
+ * CDC_PROFILE_MOVE away (relative; the round trip also by
+ * CDC_PROFILE_MOVE_RTT_MS). The estimate then restarts from their mean (a
+ * new level is taken at once, not approached through a staircase of bumps).
+ * One outlier, or samples scattering on both sides, never bump it. */
+#ifndef CDC_PROFILE_H_INCLUDED
+#define CDC_PROFILE_H_INCLUDED
+
+#include "cdcgemm.h"
+#include "status.h"
+
+#include <stdint.h>
+
+#define CDC_PROFILE_ALPHA 0.25          /* EWMA weight of a new sample            */
+#define CDC_PROFILE_MIN_BUSY_US 2000    /* busy time a rate sample needs          */
+#define CDC_PROFILE_MIN_COMM_MS 1.0     /* a link sample's least comm time ...    */
+#define CDC_PROFILE_MIN_COMM_SHARE 0.2  /* ... and least share of elapsed         */
+#define CDC_PROFILE_MOVE 0.2            /* relative move that counts              */
+#define CDC_PROFILE_MOVE_RTT_MS 1.0     /* a round trip must move this much too:
+                                           less is scheduling noise next to
+                                           shards of tens of ms            */
+#define CDC_PROFILE_PERSIST 3           /* samples in a row away before a bump    */
+#define CDC_PROFILE_NOMINAL_GFLOPS 1.0  /* predictor's rate when none is known    */
+
+typedef struct {
+    double gflops;        /* compute rate, 0 = not measured yet            */
+    double mbit;          /* link bandwidth, 0 = not measured yet          */
+    double rtt_ms;        /* heartbeat round trip, < 0 = not measured yet  */
+    uint64_t max_memory;  /* its --max-memory (0 = unlimited/unknown)      */
+    uint64_t cache_bytes; /* its weight cache use                          */
+    uint64_t rate_samples, link_samples;
+    uint64_t generation;  /* bumps when an estimate moved for good         */
+    int live;
+} cdc_worker_profile_t;
+
+/* Snapshot of every worker's profile (index = worker index in the plan);
+   returns the count (<= max). Thread-safe. 0 for a context without remote
+   workers (in-process executor). */
+int cdc__context_profile(cdc_context_t *context, cdc_worker_profile_t *out, int max);
+
+/* Every profile at once, for reports (CDCGEMM_STATS, the bench JSON). */
+typedef struct {
+    int count; /* workers in workers[]; 0 without remote workers */
+    cdc_worker_profile_t workers[CDC_MAX_WORKERS];
+    int has_coordinator;
+    cdc_worker_profile_t coordinator;
+} cdc_profile_report_t;
+
+/* The context's profiles into *report. Thread-safe. */
+void cdc__context_profile_report(cdc_context_t *context, cdc_profile_report_t *report);
+
+/* The coordinator's own CPU as a profile: gflops from its local compute
+   (fallbacks; task_run.h's meter), rtt 0 and a free link (it is local),
+   live. CDC_OK, or CDC_EINVAL for a context without remote workers. */
+int cdc__context_profile_self(cdc_context_t *context, cdc_worker_profile_t *out);
+
+/* Predicted time (ms) for a worker to take bytes_out, compute flops and
+   send bytes_in back:
+       rtt + 8 (bytes_out + bytes_in) / (mbit 1e6) 1e3 + flops / (gflops 1e9) 1e3
+   With what is not measured yet: no round trip (rtt < 0: 0), a free link
+   (mbit 0), CDC_PROFILE_NOMINAL_GFLOPS (gflops 0; see
+   cdc_profile_assume_rates for a better guess). */
+double cdc_profile_predict_ms(const cdc_worker_profile_t *p, double flops, double bytes_out,
+                              double bytes_in);
+
+/* Give every profile with no measured rate (rate_samples 0) the mean rate of
+   those measured, or CDC_PROFILE_NOMINAL_GFLOPS when none is: a new worker
+   is assumed typical until it shows otherwise. rate_samples still tells
+   the assumed from the measured. */
+void cdc_profile_assume_rates(cdc_worker_profile_t *profiles, int count);
+
+/* ---- one worker's estimator (pure; the table below holds one per worker) */
+
+typedef struct {
+    double value, anchor; /* the estimate; its value at the last bump       */
+    int away;             /* samples in a row away from the anchor: > 0
+                             above it, < 0 below                            */
+    double run_sum;       /* their sum                                      */
+} cdc_profile_estimate_t;
+
+typedef struct {
+    cdc_profile_estimate_t rate, link, rtt; /* GFLOP/s, Mbit/s, ms          */
+    uint64_t rate_samples, link_samples, rtt_samples, generation;
+    uint64_t max_memory, cache_bytes;
+    int has_base;              /* the counters below are a baseline        */
+    uint64_t instance, base_flops, base_busy_us;
+} cdc_profile_state_t;
+
+/* Nothing measured. */
+void cdc_profile_state_init(cdc_profile_state_t *state);
+
+/* Cumulative work counters of one process (instance, 0: not reported):
+   a rate sample once enough busy time has passed since the baseline. */
+void cdc_profile_note_counters(cdc_profile_state_t *state, uint64_t instance, uint64_t flops,
+                               uint64_t busy_us);
+
+/* A PONG: its round trip (rtt_ms < 0: not a sample) and the worker's status
+   (NULL: none or malformed): memory, and its counters as above. */
+void cdc_profile_note_pong(cdc_profile_state_t *state, double rtt_ms,
+                           const cdc_status_report_t *status);
+
+/* Tasks of one call that one worker completed: elapsed_ms from the call's
+   dispatch to the last result, their flops, and the bytes that moved for
+   them both ways. A link sample when comm is clearly positive (above). */
+void cdc_profile_note_transfer(cdc_profile_state_t *state, double elapsed_ms, double flops,
+                               double bytes);
+
+/* The estimates as the planner sees them (live 0: the caller knows it). */
+void cdc_profile_state_view(const cdc_profile_state_t *state, cdc_worker_profile_t *out);
+
+/* ---- the thread-safe table: CDC_MAX_WORKERS workers and the coordinator */
+
+typedef struct cdc_profile cdc_profile_t;
+
+/* An empty table. CDC_OK or CDC_ENOMEM. Caller destroys it. */
+int cdc_profile_new(cdc_profile_t **profile_p);
+
+/* Accepts NULL and *NULL; nulls *profile_p. */
+void cdc_profile_destroy(cdc_profile_t **profile_p);
+
+/* The estimators above, for worker w (ignored outside 0..CDC_MAX_WORKERS-1). */
+void cdc_profile_pong(cdc_profile_t *profile, int w, double rtt_ms,
+                      const cdc_status_report_t *status);
+void cdc_profile_transfer(cdc_profile_t *profile, int w, double elapsed_ms, double flops,
+                          double bytes);
+
+/* The coordinator's own meter (task_run.h), read by the caller. */
+void cdc_profile_self(cdc_profile_t *profile, uint64_t flops, uint64_t busy_us);
+
+/* Workers 0..count-1 into out (live 0); the coordinator's into *self when
+   not NULL (live 1, rtt 0). */
+void cdc_profile_snapshot(cdc_profile_t *profile, cdc_worker_profile_t *out, int count,
+                          cdc_worker_profile_t *self);
+
+#endif
