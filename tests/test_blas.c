@@ -404,7 +404,7 @@ START_TEST(test_cache_shards_outlive_entry)
     cdc_code_t *code = NULL;
     ck_assert_int_eq(cdc_code_new(NULL, 3, 1, &code), CDC_OK);
     const cdc_shard_set_t *set = NULL;
-    ck_assert_int_eq(cdc__operand_entry_shards(cache, entry, code, 3, &set, &encoded), CDC_OK);
+    ck_assert_int_eq(cdc__operand_entry_shards(cache, entry, code, 3, NULL, &set, &encoded), CDC_OK);
     ck_assert_ptr_eq(set->blocks[0], entry->packed);
     ck_assert_int_eq(cdc_hold_refs(entry->packed_hold), 2); /* entry, set */
     cdc_hold_t *held = cdc_hold_retain(cdc__shard_set_hold(set));
@@ -530,7 +530,11 @@ START_TEST(test_weights_encoded_once)
 }
 END_TEST
 
-/* A lost shard (data or parity) is rebuilt: the BLAS result stays right. */
+/* A lost shard (data or parity) is rebuilt: the BLAS result stays right.
+   (The accuracy guard refuses a rebuilt shard whose error amplification
+   exceeds sqrt(k): with blocks spread evenly, seeds 500.. gave one at 6.43
+   against 6.40, computed locally, correctly; these seeds keep all ten data
+   erasures within it, so the count below still pins the decode path.) */
 START_TEST(test_coded_path_with_erasures)
 {
     use_threshold("0");
@@ -538,7 +542,7 @@ START_TEST(test_coded_path_with_erasures)
     for (int form = 0; form < 18; form += 4)
         for (size_t e = 0; e < sizeof masks / sizeof *masks; e++) {
             ck_assert_int_eq(cdc__blas_context_erase_next(masks[e]), CDC_OK);
-            check_call(form_of(form), 0, 37, 29, 41, 0.7f, 1.3f, 0, 500 + form * 10 + e);
+            check_call(form_of(form), 0, 37, 29, 41, 0.7f, 1.3f, 0, 600 + form * 10 + e);
         }
     cdc_stats_t stats;
     ck_assert_int_eq(cdc__blas_context_stats(&stats), CDC_OK);
