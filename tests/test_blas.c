@@ -425,6 +425,59 @@ START_TEST(test_cache_shards_outlive_entry)
 }
 END_TEST
 
+/* The entry's shard set follows the plan's block lengths: the same
+   lengths reuse it, other lengths encode anew (the old set retired, alive
+   while held), and the equal cut and its explicit lengths are one layout. */
+START_TEST(test_cache_shards_follow_lengths)
+{
+    enum { M = 8, N = 5, K = 4 };
+    float w[M * K], x[N * K];
+    cdc_test_rng_t rng;
+    cdc_test_rng_seed(&rng, 13);
+    cdc_test_fill_uniform(&rng, w, M * K);
+    cdc_operand_cache_t *cache = NULL;
+    ck_assert_int_eq(cdc__operand_cache_new(8, 1 << 20, &cache), CDC_OK);
+    cdc_operand_t a = {w, M, K, K, 0}, bt = {x, N, K, K, 0};
+    int side = 0, encoded;
+    cdc_operand_entry_t *entry = NULL;
+    for (int call = 0; call < 2; call++) {
+        cdc_test_fill_uniform(&rng, x, N * K);
+        ck_assert_int_eq(cdc__operand_cache_match(cache, &a, &bt, &side, &entry), CDC_OK);
+    }
+    ck_assert_int_eq(side, 1);
+    cdc_code_t *code = NULL;
+    ck_assert_int_eq(cdc_code_new(NULL, 4, 1, &code), CDC_OK);
+    const int64_t unequal[] = {4, 2, 1, 1}, equal[] = {2, 2, 2, 2};
+    const cdc_shard_set_t *set = NULL, *again = NULL;
+    ck_assert_int_eq(cdc__operand_entry_shards(cache, entry, code, 4, unequal, &set, &encoded),
+                     CDC_OK);
+    ck_assert_int_eq(encoded, 1);
+    ck_assert_int_eq(set->block_rows, 4);
+    ck_assert_int_eq(cdc__operand_entry_shards(cache, entry, code, 4, unequal, &again, &encoded),
+                     CDC_OK);
+    ck_assert_int_eq(encoded, 0);
+    ck_assert_ptr_eq(again, set);
+    int entries;
+    size_t bytes_unequal, bytes_equal;
+    cdc__operand_cache_usage(cache, &entries, &bytes_unequal);
+    cdc_hold_t *held = cdc_hold_retain(cdc__shard_set_hold(set));
+    ck_assert_int_eq(cdc__operand_entry_shards(cache, entry, code, 4, NULL, &again, &encoded),
+                     CDC_OK);
+    ck_assert_int_eq(encoded, 1);
+    ck_assert(cdc_hold_retired(held));
+    /* One parity block of B rows and B norms per block: B = 4, then 2. */
+    cdc__operand_cache_usage(cache, &entries, &bytes_equal);
+    ck_assert_uint_eq(bytes_unequal - bytes_equal,
+                      2 * K * sizeof(float) + 5 * 2 * sizeof(double));
+    ck_assert_int_eq(cdc__operand_entry_shards(cache, entry, code, 4, equal, &again, &encoded),
+                     CDC_OK);
+    ck_assert_int_eq(encoded, 0);
+    cdc_hold_release(held);
+    cdc__operand_cache_destroy(&cache);
+    cdc_code_destroy(&code);
+}
+END_TEST
+
 START_TEST(test_cache_waits_when_both_repeat)
 {
     enum { M = 6, N = 5, K = 4 };
@@ -621,6 +674,7 @@ static Suite *blas_suite(void)
     tcase_add_test(tc, test_cache_detects_repeats_and_changes);
     tcase_add_test(tc, test_cache_waits_when_both_repeat);
     tcase_add_test(tc, test_cache_shards_outlive_entry);
+    tcase_add_test(tc, test_cache_shards_follow_lengths);
     tcase_add_test(tc, test_cache_is_bounded);
     tcase_add_loop_test(tc, test_weights_encoded_once, 0, 2);
     suite_add_tcase(s, tc);

@@ -285,6 +285,22 @@ static const conv_shape_t conv_shapes[] = {
     {2, 7, 17, 9, 3, 1, 2, 2},
 };
 
+/* Rows the data shards compute over a cut of `rows` rows: their own, and
+   spatially the halo rows their windows still reach past their end (up to
+   the largest block, *largest). */
+static int64_t computed_rows(cdc_context_t *ctx, const conv_shape_t *cs, int64_t rows,
+                             int spatial, int64_t *largest)
+{
+    int64_t len[DATA], computed = 0;
+    *largest = plan_lengths(ctx, rows, len);
+    int64_t window = cs->dilation * (cs->kernel - 1) + 1, halo = (window - 1) / cs->stride;
+    for (int i = 0; i < DATA; i++) {
+        int64_t own = spatial && len[i] > 0 ? len[i] + halo : len[i];
+        computed += own < *largest ? own : *largest;
+    }
+    return computed;
+}
+
 static void conv_check(const conv_shape_t *cs, int64_t batch, cdc_split_t split,
                        const double *weights, int r, uint64_t corrupt)
 {
@@ -318,15 +334,8 @@ static void conv_check(const conv_shape_t *cs, int64_t batch, cdc_split_t split,
     cdc_layer_t *layer = NULL;
     ck_assert_int_eq(cdc_conv2d_new(ctx, &desc, w, bias, &options, &layer), CDC_OK);
     int spatial = split == CDC_SPLIT_COLUMNS;
-    int64_t len[DATA], largest = plan_lengths(ctx, spatial ? out_h : cs->out_channels, len);
-    /* What the data shards compute: their rows, and spatially the halo rows
-       their windows still reach past their end. */
-    int64_t window = cs->dilation * (cs->kernel - 1) + 1, halo = (window - 1) / cs->stride;
-    int64_t computed = 0;
-    for (int i = 0; i < DATA; i++) {
-        int64_t rows = spatial && len[i] > 0 ? len[i] + halo : len[i];
-        computed += rows < largest ? rows : largest;
-    }
+    int64_t largest, computed = computed_rows(ctx, cs, spatial ? out_h : cs->out_channels,
+                                              spatial, &largest);
     uint64_t masks[3];
     int count = corrupt ? 1 : erasure_masks(weights, r, masks);
     if (corrupt)
