@@ -80,8 +80,11 @@ void cdc__coded_call_release(cdc_coded_call_t *call)
 static void result_pad(const cdc_coded_call_t *call, int s)
 {
     const cdc_shard_task_t *task = &call->tasks[s];
-    if (task->a_rows == call->rows && task->cols == call->cols)
+    if (task->cols == call->cols) { /* only rows short: already in place */
+        memset(call->results[s] + task->a_rows * call->cols, 0,
+               (size_t) ((call->rows - task->a_rows) * call->cols) * sizeof(float));
         return;
+    }
     int64_t groups = call->col_groups;
     size_t from_w = (size_t) (task->cols / groups), to_w = (size_t) (call->cols / groups);
     float *block = call->results[s];
