@@ -404,7 +404,8 @@ START_TEST(test_cache_shards_outlive_entry)
     cdc_code_t *code = NULL;
     ck_assert_int_eq(cdc_code_new(NULL, 3, 1, &code), CDC_OK);
     const cdc_shard_set_t *set = NULL;
-    ck_assert_int_eq(cdc__operand_entry_shards(cache, entry, code, 3, NULL, &set, &encoded), CDC_OK);
+    ck_assert_int_eq(cdc__operand_entry_shards(cache, entry, code, 3, NULL, &set, &encoded),
+                     CDC_OK);
     ck_assert_ptr_eq(set->blocks[0], entry->packed);
     ck_assert_int_eq(cdc_hold_refs(entry->packed_hold), 2); /* entry, set */
     cdc_hold_t *held = cdc_hold_retain(cdc__shard_set_hold(set));
@@ -449,12 +450,12 @@ START_TEST(test_cache_shards_follow_lengths)
     ck_assert_int_eq(cdc_code_new(NULL, 4, 1, &code), CDC_OK);
     const int64_t unequal[] = {4, 2, 1, 1}, equal[] = {2, 2, 2, 2};
     const cdc_shard_set_t *set = NULL, *again = NULL;
-    ck_assert_int_eq(cdc__operand_entry_shards(cache, entry, code, 4, unequal, &set, &encoded),
-                     CDC_OK);
+    ck_assert_int_eq(
+        cdc__operand_entry_shards(cache, entry, code, 4, unequal, &set, &encoded), CDC_OK);
     ck_assert_int_eq(encoded, 1);
     ck_assert_int_eq(set->block_rows, 4);
-    ck_assert_int_eq(cdc__operand_entry_shards(cache, entry, code, 4, unequal, &again, &encoded),
-                     CDC_OK);
+    ck_assert_int_eq(
+        cdc__operand_entry_shards(cache, entry, code, 4, unequal, &again, &encoded), CDC_OK);
     ck_assert_int_eq(encoded, 0);
     ck_assert_ptr_eq(again, set);
     int entries;

@@ -513,7 +513,8 @@ START_TEST(test_set_outlives_source_owner)
     source_t *src = source_new(ROWS, K, &frees);
     cdc_code_t *code = code_for(N, R);
     cdc_shard_set_t *set = NULL;
-    ck_assert_int_eq(cdc__shard_set_new(code, N, NULL, src->m, ROWS, K, &src->hold, &set), CDC_OK);
+    ck_assert_int_eq(cdc__shard_set_new(code, N, NULL, src->m, ROWS, K, &src->hold, &set),
+                     CDC_OK);
     ck_assert_int_eq(cdc_hold_refs(&src->hold), 2); /* the owner's and the set's */
     ck_assert_ptr_eq(set->blocks[0], src->m);        /* aliased, not copied */
     size_t block = (size_t) set->block_rows * K, size[N + R];

@@ -142,7 +142,8 @@ static void gemm_case(cdc_context_t *ctx, int form, int64_t m, int64_t n, int64_
     float *ref = cdc_test_alloc((size_t) (m * n) * sizeof(float));
     cdc_test_fill_uniform(&rng, a, (size_t) (m * k));
     cdc_test_fill_uniform(&rng, b, (size_t) (k * n));
-    cblas_sgemm(row ? CblasRowMajor : CblasColMajor, ta == CDC_TRANS ? CblasTrans : CblasNoTrans,
+    cblas_sgemm(row ? CblasRowMajor : CblasColMajor,
+                ta == CDC_TRANS ? CblasTrans : CblasNoTrans,
                 tb == CDC_TRANS ? CblasTrans : CblasNoTrans, (int) m, (int) n, (int) k, 1.0f,
                 a, (int) lda, b, (int) ldb, 0.0f, ref, (int) ldc);
     ck_assert_int_eq(cdc_context_erase_next(ctx, erase), CDC_OK);
@@ -187,7 +188,8 @@ START_TEST(test_gemm_row_and_column_cuts)
                     check_accounting(&before, &after, r, masks[e], what);
                     if (masks[e] == 0) {
                         /* Data results of their real size, parity of the largest. */
-                        uint64_t want = (uint64_t) ((cut + r * largest) * other) * sizeof(float);
+                        uint64_t want =
+                            (uint64_t) ((cut + r * largest) * other) * sizeof(float);
                         ck_assert_msg(after.bytes_in - before.bytes_in == want,
                                       "%s: %llu bytes back, want %llu", what,
                                       (unsigned long long) (after.bytes_in - before.bytes_in),
@@ -315,7 +317,8 @@ static void conv_check(const conv_shape_t *cs, int64_t batch, cdc_split_t split,
     size_t ycount = (size_t) (batch * cs->out_channels * out_h * out_w);
     cdc_test_rng_t rng;
     cdc_test_rng_seed(&rng, (uint64_t) (cs->kernel * 100 + batch));
-    float *w = cdc_test_alloc(wcount * sizeof(float)), *x = cdc_test_alloc(xcount * sizeof(float));
+    float *w = cdc_test_alloc(wcount * sizeof(float));
+    float *x = cdc_test_alloc(xcount * sizeof(float));
     float *bias = cdc_test_alloc((size_t) cs->out_channels * sizeof(float));
     float *y = cdc_test_alloc(ycount * sizeof(float));
     double *ref = cdc_test_alloc(ycount * sizeof(double));
@@ -342,7 +345,8 @@ static void conv_check(const conv_shape_t *cs, int64_t batch, cdc_split_t split,
         masks[0] = 0;
     for (int e = 0; e < count; e++) {
         char what[128];
-        snprintf(what, sizeof what, "conv k%lld split %d batch %lld r %d erased %#llx corrupt %#llx",
+        snprintf(what, sizeof what,
+                 "conv k%lld split %d batch %lld r %d erased %#llx corrupt %#llx",
                  (long long) cs->kernel, (int) split, (long long) batch, r,
                  (unsigned long long) masks[e], (unsigned long long) corrupt);
         cdc_stats_t before, after;
@@ -362,7 +366,8 @@ static void conv_check(const conv_shape_t *cs, int64_t batch, cdc_split_t split,
         }
         check_accounting(&before, &after, r, masks[e], what);
         if (masks[e] == 0) {
-            int64_t per_row = spatial ? cs->out_channels * batch * out_w : batch * out_h * out_w;
+            int64_t per_row =
+                spatial ? cs->out_channels * batch * out_w : batch * out_h * out_w;
             uint64_t want = (uint64_t) ((computed + r * largest) * per_row) * sizeof(float);
             ck_assert_msg(after.bytes_in - before.bytes_in == want,
                           "%s: %llu bytes back, want %llu", what,
@@ -506,7 +511,8 @@ START_TEST(test_embedded_workers)
     size_t wcount = (size_t) (cs.out_channels * cs.in_channels * 9);
     size_t xcount = (size_t) (batch * cs.in_channels * cs.h * cs.w);
     size_t ycount = (size_t) (batch * cs.out_channels * out_h * out_w);
-    float *cw = cdc_test_alloc(wcount * sizeof(float)), *cx = cdc_test_alloc(xcount * sizeof(float));
+    float *cw = cdc_test_alloc(wcount * sizeof(float));
+    float *cx = cdc_test_alloc(xcount * sizeof(float));
     float *cy = cdc_test_alloc(ycount * sizeof(float));
     double *cref = cdc_test_alloc(ycount * sizeof(double));
     cdc_test_fill_uniform(&rng, cw, wcount);

@@ -155,8 +155,8 @@ static int conv_channel_split(cdc_layer_t *layer, const cdc_call_plan_t *plan,
 {
     int n = plan->n;
     const cdc_shard_set_t *filters;
-    int rc = cdc__layer_weight_shards(layer, plan->code, n, plan->sized ? plan->block_len : NULL,
-                                      &filters);
+    const int64_t *lengths = plan->sized ? plan->block_len : NULL;
+    int rc = cdc__layer_weight_shards(layer, plan->code, n, lengths, &filters);
     if (rc != CDC_OK)
         return rc;
     int64_t spatial = g->out_h * g->out_w, cols = batch * spatial;
@@ -168,7 +168,8 @@ static int conv_channel_split(cdc_layer_t *layer, const cdc_call_plan_t *plan,
     uint64_t key = cdc__shard_set_key(filters, layer->weights_key);
     for (int s = 0; s < n + plan->r; s++) {
         call.tasks[s].a = filters->blocks[s];
-        call.tasks[s].a_rows = s < n ? cdc__shard_set_valid_rows(filters, s) : filters->block_rows;
+        call.tasks[s].a_rows =
+            s < n ? cdc__shard_set_valid_rows(filters, s) : filters->block_rows;
         call.tasks[s].a_key = key;
         call.tasks[s].a_hold = cdc__shard_set_hold(filters);
         call.tasks[s].input = x;
@@ -219,7 +220,8 @@ static int bands_layout(int n, int r, const int64_t *lengths, const cdc_conv_geo
     int64_t equal = (g->out_h + n - 1) / n, first = 0;
     memset(bands, 0, sizeof *bands);
     for (int i = 0; i < n; i++) {
-        int64_t len = lengths ? lengths[i] : g->out_h - first < equal ? g->out_h - first : equal;
+        int64_t left = g->out_h - first;
+        int64_t len = lengths ? lengths[i] : left < equal ? left : equal;
         bands->first_row[i] = first;
         bands->real_rows[i] = len;
         bands->block_rows = len > bands->block_rows ? len : bands->block_rows;
@@ -253,7 +255,8 @@ static int bands_parity(const cdc_code_t *code, int n, const cdc_conv_geometry_t
     int r = cdc_code_r(code);
     int64_t heights[CDC_CODE_MAX_N], parity_h = bands->geometry[n].h;
     for (int i = 0; i < n; i++)
-        heights[i] = bands->real_rows[i] > 0 ? cdc__plan_band_height(g, bands->real_rows[i]) : 0;
+        heights[i] =
+            bands->real_rows[i] > 0 ? cdc__plan_band_height(g, bands->real_rows[i]) : 0;
     for (int64_t bc = 0; bc < planes; bc++) {
         const float *data[CDC_CODE_MAX_N];
         float *parity[CDC_CODE_MAX_R];
@@ -285,8 +288,8 @@ int cdc__conv_bands_encode(const cdc_code_t *code, int n, const int64_t *lengths
     int64_t planes = batch * g->channels;
     for (int s = 0; s < shards; s++) {
         bands->input[s] = storage;
-        storage += bands->out_rows[s] > 0 ? (size_t) planes * (size_t) (bands->geometry[s].h * g->w)
-                                          : 0;
+        if (bands->out_rows[s] > 0)
+            storage += (size_t) planes * (size_t) (bands->geometry[s].h * g->w);
     }
     for (int i = 0; i < n; i++) {
         if (bands->out_rows[i] == 0)
@@ -296,8 +299,10 @@ int cdc__conv_bands_encode(const cdc_code_t *code, int n, const int64_t *lengths
         float *band = (float *) bands->input[i];
         for (int64_t bc = 0; bc < planes; bc++) {
             float *plane = band + bc * band_h * g->w;
-            cut_band(g, 1, x + bc * g->h * g->w, bands->first_row[i] * g->stride_h, real_h, plane);
-            memset(plane + real_h * g->w, 0, (size_t) ((band_h - real_h) * g->w) * sizeof(float));
+            cut_band(g, 1, x + bc * g->h * g->w, bands->first_row[i] * g->stride_h, real_h,
+                     plane);
+            memset(plane + real_h * g->w, 0,
+                   (size_t) ((band_h - real_h) * g->w) * sizeof(float));
         }
     }
     if (r == 0)
