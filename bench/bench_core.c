@@ -97,7 +97,7 @@ static double run_weight_encode(void *p)
     /* The set aliases the weights; copying the full blocks too would be the
        cost a worker pays when it receives them, not the encoder's. */
     double t0 = cdc_bench_now_ms();
-    cdc__shard_set_new(a->code, DATA_SHARDS, a->w, a->rows, a->k, NULL, &set);
+    cdc__shard_set_new(a->code, DATA_SHARDS, NULL, a->w, a->rows, a->k, NULL, &set);
     double t = cdc_bench_now_ms() - t0;
     cdc__shard_set_retire(&set);
     return t;
@@ -106,12 +106,9 @@ static double run_weight_encode(void *p)
 static double run_band_encode(void *p)
 {
     conv_args_t *a = p;
-    cdc_conv_geometry_t band_g;
-    float *bands = NULL;
-    size_t band_size;
+    cdc_conv_bands_t bands;
     double t0 = cdc_bench_now_ms();
-    cdc__conv_bands_encode(a->code, DATA_SHARDS, a->g, 1, a->x, &band_g, &bands,
-                           &band_size);
+    cdc__conv_bands_encode(a->code, DATA_SHARDS, NULL, a->g, 1, a->x, &bands);
     return cdc_bench_now_ms() - t0; /* bands: the thread's scratch buffer */
 }
 

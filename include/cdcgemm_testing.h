@@ -1,7 +1,7 @@
 /* cdcgemm_testing.h - test and demo hooks of cdcgemm: fault injection into the
-   next coded call, and where the plan's slots live. Not part of the stable
-   API of cdcgemm.h (docs/abi.md): a hook may change or go in any minor
-   release. */
+   next coded call, where the plan's slots live, forced sizes of the data
+   blocks. Not part of the stable API of cdcgemm.h (docs/abi.md): a hook may
+   change or go in any minor release. */
 #ifndef CDCGEMM_TESTING_H_INCLUDED
 #define CDCGEMM_TESTING_H_INCLUDED
 
@@ -36,6 +36,16 @@ CDC_EXPORT int cdc_context_corrupt_next(cdc_context_t *context, uint64_t mask);
    names the slot or worker). Thread-safe. */
 CDC_EXPORT int cdc_context_set_homes(cdc_context_t *context, const int *home_of_slot,
                                      int slots);
+
+/* Unequal data blocks on demand: every later coded call with n data shards
+   cuts its operand into blocks of rows in proportion to weights[0..n-1]
+   (largest remainder; each block gets at least one row when there are at
+   least n rows), instead of the planner's lengths. Calls with another number
+   of data shards are unaffected. n = 0 (or weights NULL) restores the
+   planner. Returns CDC_OK, or CDC_EINVAL for a NULL context, n outside
+   0..64 or a weight that is not finite and > 0. Thread-safe. */
+CDC_EXPORT int cdc_testing_force_block_weights(cdc_context_t *context,
+                                               const double *weights, int n);
 
 #ifdef __cplusplus
 }

@@ -178,9 +178,10 @@ END_TEST
 
 /* A configured split is in the caller's terms in either layout: rows cuts
    the rows of C, columns its columns. Seen twice: in the call's report, and
-   in what came back, since with m far from n the result blocks of a row cut
-   (ceil(m/d) x n over d data shards) and of a column cut (m x ceil(n/d))
-   differ in size. A column-major call computes Cᵀ = Bᵀ·Aᵀ, so cutting the
+   in what came back, since with m far from n what a row cut returns (the
+   m x n data results, each shard only its real rows, plus parity results of
+   the largest block, ceil(m/d) x n over d data shards) and what a column cut
+   does (m x n plus parity m x ceil(n/d)) differ in size. A column-major call computes Cᵀ = Bᵀ·Aᵀ, so cutting the
    first operand of that product would cut C's columns. */
 START_TEST(test_split_cuts_the_callers_side)
 {
@@ -199,8 +200,11 @@ START_TEST(test_split_cuts_the_callers_side)
                       f.layout, f.ta, f.tb, splits[i], report.split);
         int64_t data = report.n, shards = report.n + report.r;
         ck_assert_int_ge(data, 2);
-        uint64_t rows_cut = (uint64_t) (shards * ((m + data - 1) / data) * n) * sizeof(float);
-        uint64_t cols_cut = (uint64_t) (shards * m * ((n + data - 1) / data)) * sizeof(float);
+        int64_t parity = shards - data;
+        uint64_t rows_cut =
+            (uint64_t) (m * n + parity * ((m + data - 1) / data) * n) * sizeof(float);
+        uint64_t cols_cut =
+            (uint64_t) (m * n + parity * m * ((n + data - 1) / data)) * sizeof(float);
         ck_assert_uint_ne(rows_cut, cols_cut);
         ck_assert_msg(after.bytes_in - before.bytes_in ==
                           (splits[i] == CDC_SPLIT_ROWS ? rows_cut : cols_cut),

@@ -192,10 +192,11 @@ typedef struct {
 } blas_weights_t;
 
 static int blas_weights_shards(cdc_weights_t *self, const cdc_code_t *code, int n,
-                               const cdc_shard_set_t **set)
+                               const int64_t *lengths, const cdc_shard_set_t **set)
 {
     blas_weights_t *w = self->owner;
-    return cdc__operand_entry_shards(state_cache, w->entry, code, n, set, &w->encoded);
+    return cdc__operand_entry_shards(state_cache, w->entry, code, n, lengths, set,
+                                     &w->encoded);
 }
 
 static const double *blas_weights_norms(cdc_weights_t *self)

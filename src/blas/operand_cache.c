@@ -40,12 +40,9 @@ static size_t set_bytes(const cdc_shard_set_t *set)
 {
     if (!set)
         return 0;
-    int padded = 0;
-    for (int i = 0; i < set->n; i++)
-        padded += cdc__shard_set_valid_rows(set, i) < set->block_rows;
-    /* Owned blocks (padded tails, parity) and the row norms of every block. */
-    return (size_t) (padded + set->r) * (size_t) set->block_rows * (size_t) set->k *
-               sizeof(float) +
+    /* Owned blocks (parity: data blocks alias the packed copy) and the row
+       norms of every block. */
+    return (size_t) set->r * (size_t) set->block_rows * (size_t) set->k * sizeof(float) +
            (size_t) (set->n + set->r) * (size_t) set->block_rows * sizeof(double);
 }
 
@@ -70,7 +67,6 @@ static void entry_demote(cdc_operand_cache_t *cache, cdc_operand_entry_t *e)
     e->whole_norms = NULL;
     e->key = 0;
     e->set_code = NULL;
-    e->set_n = 0;
     e->whole_ready = 0;
 }
 
@@ -249,22 +245,22 @@ int cdc__operand_cache_match(cdc_operand_cache_t *cache, const cdc_operand_t *a,
 }
 
 int cdc__operand_entry_shards(cdc_operand_cache_t *cache, cdc_operand_entry_t *entry,
-                              const cdc_code_t *code, int n, const cdc_shard_set_t **set,
-                              int *encoded)
+                              const cdc_code_t *code, int n, const int64_t *lengths,
+                              const cdc_shard_set_t **set, int *encoded)
 {
     *encoded = 0;
     if (!entry->packed)
         return cdc__fail(CDC_ESTATE, "operand entry has no packed copy");
-    if (!entry->set || entry->set_code != (const void *) code || entry->set_n != n) {
+    if (!entry->set || entry->set_code != (const void *) code ||
+        !cdc__shard_set_has_layout(entry->set, n, lengths)) {
         cache->bytes -= set_bytes(entry->set);
         cdc__shard_set_retire(&entry->set);
-        int rc = cdc__shard_set_new(code, n, entry->packed, entry->desc.rows,
+        int rc = cdc__shard_set_new(code, n, lengths, entry->packed, entry->desc.rows,
                                     entry->desc.k, entry->packed_hold, &entry->set);
         if (rc != CDC_OK)
             return rc;
         cache->bytes += set_bytes(entry->set);
         entry->set_code = code;
-        entry->set_n = n;
         *encoded = 1;
         cache_evict(cache, entry, NULL, 0);
     }

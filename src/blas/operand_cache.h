@@ -5,7 +5,8 @@
  * transposition) and what they hold (a 64-bit hash of every element of the
  * view, padding excluded). An operand seen a second time with the same
  * descriptor and the same hash is the weights: it is packed into a private
- * copy and, per plan, cut and parity-encoded once; later calls reuse that.
+ * copy and, per plan (code, n and the data blocks' lengths), cut and
+ * parity-encoded once; later calls reuse that.
  * A changed operand (any element) gets a new hash, so its stale copy is
  * dropped instead of used. Not thread-safe: the caller serialises.
  *
@@ -34,10 +35,9 @@ typedef struct {
     float *packed;        /* rows x k private copy once promoted, in
                              packed_hold's buffer                           */
     cdc_hold_t *packed_hold; /* keeps packed alive for its sets and sends  */
-    cdc_shard_set_t *set; /* row blocks + parity of packed for (code, n);
-                             holds packed_hold                              */
+    cdc_shard_set_t *set; /* row blocks + parity of packed for (code, n,
+                             block lengths); holds packed_hold              */
     const void *set_code; /* the code set was encoded with                  */
-    int set_n;
     int whole_ready;      /* packed was handed out whole (counted once)     */
     double *whole_norms;  /* row norms of packed (parity check scale), lazily */
     uint64_t last_use;    /* LRU clock                                      */
@@ -67,12 +67,13 @@ int cdc__operand_cache_match(cdc_operand_cache_t *cache, const cdc_operand_t *a,
                              const cdc_operand_t *bt, int *side,
                              cdc_operand_entry_t **entry);
 
-/* The entry's row blocks and parity for (code, n), encoded on first use
-   (*encoded = 1 then); a set of another plan is retired. The set aliases
-   entry->packed and holds entry->packed_hold. */
+/* The entry's row blocks (n of these lengths, NULL: equal) and parity for
+   (code, n), encoded on first use (*encoded = 1 then); a set of another
+   plan (code, n or lengths) is retired. The set aliases entry->packed and
+   holds entry->packed_hold. */
 int cdc__operand_entry_shards(cdc_operand_cache_t *cache, cdc_operand_entry_t *entry,
-                              const cdc_code_t *code, int n, const cdc_shard_set_t **set,
-                              int *encoded);
+                              const cdc_code_t *code, int n, const int64_t *lengths,
+                              const cdc_shard_set_t **set, int *encoded);
 
 /* The row norms of the entry's packed copy, computed on first use. */
 int cdc__operand_entry_norms(cdc_operand_cache_t *cache, cdc_operand_entry_t *entry,

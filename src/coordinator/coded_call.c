@@ -5,10 +5,15 @@
  * caller must still get the exact product, as soon as any n results allow.
  *
  * The data. A cdc_coded_call_t holds the n + r tasks and their result
- * blocks (one shape for all: parity results are the same linear
+ * blocks (one padded shape for all: parity results are the same linear
  * combinations of data results that the parity operands are of data
- * operands). A call_run_t carries one run through its steps, with bit masks
- * over shards: erased/corrupted (injected), present (usable results).
+ * operands). Data blocks may be unequal (sized to their workers): a data
+ * task computes only its real rows (or columns, or column groups), and its
+ * result is padded with zeros into the common shape as it comes in, before
+ * anything reads it as a block of the code; a data task of no rows is not
+ * sent at all, its result is zero. A call_run_t carries one run through its
+ * steps, with bit masks over shards: erased/corrupted (injected), empty,
+ * present (usable results).
  *
  * The steps. dispatch (every shard not erased, plus replicas under 2-modular
  * redundancy) -> collect (which results are in) -> verify (parity check,
@@ -43,6 +48,7 @@ int cdc__coded_call_init(cdc_coded_call_t *call, const cdc_code_t *code, int n,
     call->wanted_r = call->r;
     call->rows = rows;
     call->cols = cols;
+    call->col_groups = 1;
     size_t block = (size_t) rows * (size_t) cols;
     int shards = n + call->r;
     call->storage = cdc__scratch(CDC_SCRATCH_RESULTS, (size_t) shards * block);
@@ -64,6 +70,39 @@ void cdc__coded_call_release(cdc_coded_call_t *call)
     call->storage = NULL; /* the thread's scratch buffer, kept for the next call */
     free(call->scale_storage);
     call->scale_storage = NULL;
+}
+
+/* Data shard s's result, computed compactly as its task's a_rows x cols
+   (col_groups groups of cols / col_groups columns each), into the call's
+   padded rows x cols layout in place, zeros in the padding. Every compact
+   element moves to an offset at least its own, so walking from the last
+   group back never overwrites one not yet moved. */
+static void result_pad(const cdc_coded_call_t *call, int s)
+{
+    const cdc_shard_task_t *task = &call->tasks[s];
+    if (task->cols == call->cols) { /* only rows short: already in place */
+        memset(call->results[s] + task->a_rows * call->cols, 0,
+               (size_t) ((call->rows - task->a_rows) * call->cols) * sizeof(float));
+        return;
+    }
+    int64_t groups = call->col_groups;
+    size_t from_w = (size_t) (task->cols / groups), to_w = (size_t) (call->cols / groups);
+    float *block = call->results[s];
+    for (int64_t p = call->rows - 1; p >= 0; p--)
+        for (int64_t g = groups - 1; g >= 0; g--) {
+            float *to = block + p * call->cols + g * (int64_t) to_w;
+            if (p >= task->a_rows) {
+                memset(to, 0, to_w * sizeof(float));
+                continue;
+            }
+            memmove(to, block + p * task->cols + g * (int64_t) from_w, from_w * sizeof(float));
+            memset(to + from_w, 0, (to_w - from_w) * sizeof(float));
+        }
+}
+
+static int task_empty(const cdc_shard_task_t *task)
+{
+    return task->a_rows == 0 || task->cols == 0;
 }
 
 /* Whether scales[] and inner are there, computing them now if they are lazy. */
@@ -158,6 +197,7 @@ typedef struct {
     int replicate;          /* 2-modular redundancy: data shards sent twice  */
     uint64_t all, data_mask;
     uint64_t erased, corrupted; /* injected by cdc_context_erase/corrupt_next */
+    uint64_t empty;         /* data shards of no rows: zero, never sent      */
     cdc_shard_task_t sent[CDC_MAX_SHARDS]; /* what went to the executor      */
     int count;
     float *replicas;        /* the replicas' result blocks                   */
@@ -183,16 +223,20 @@ static void run_start(cdc_context_t *context, const cdc_coded_call_t *call, call
     context->erase_next = 0;
     context->corrupt_next = 0;
     pthread_mutex_unlock(&context->lock);
+    for (int s = 0; s < n; s++)
+        if (task_empty(&call->tasks[s]))
+            run->empty |= UINT64_C(1) << s;
 }
 
-/* Every shard not erased to the executor (and, under 2-modular redundancy,
-   every data shard a second time, as shard n + s: first copy wins). */
+/* Every shard not erased (nor empty) to the executor (and, under 2-modular
+   redundancy, every such data shard a second time, as shard n + s: first
+   copy wins). */
 static int call_dispatch(cdc_context_t *context, const cdc_coded_call_t *call,
                          call_run_t *run)
 {
     int n = call->n, shards = call->n + call->r;
     for (int s = 0; s < shards; s++) {
-        if (run->erased & (UINT64_C(1) << s))
+        if ((run->erased | run->empty) & (UINT64_C(1) << s))
             continue;
         run->sent[run->count++] = call->tasks[s];
         run->out_bytes += task_bytes_out(&call->tasks[s]);
@@ -203,7 +247,7 @@ static int call_dispatch(cdc_context_t *context, const cdc_coded_call_t *call,
         if (!run->replicas)
             return cdc__fail(CDC_ENOMEM, "%d replica results", n);
         for (int s = 0; s < n; s++) {
-            if (run->erased & (UINT64_C(1) << (n + s)))
+            if ((run->erased & (UINT64_C(1) << (n + s))) || (run->empty & (UINT64_C(1) << s)))
                 continue;
             cdc_shard_task_t *copy = &run->sent[run->count++];
             *copy = call->tasks[s];
@@ -221,8 +265,10 @@ static int call_dispatch(cdc_context_t *context, const cdc_coded_call_t *call,
     return rc;
 }
 
-/* Which shard results are in (a replica standing in for a lost data shard),
-   their times, the injected corruption, the report's first fields. */
+/* Which shard results are in (a replica standing in for a lost data shard;
+   an empty one, at once), their times, the injected corruption (in what a
+   worker computed), data results padded to the call's shape, the report's
+   first fields. */
 static void call_collect(const cdc_coded_call_t *call, call_run_t *run)
 {
     int n = call->n, shards = call->n + call->r;
@@ -233,7 +279,7 @@ static void call_collect(const cdc_coded_call_t *call, call_run_t *run)
     report->erased = cdc__popcount64(run->erased);
     /* Redundancy: results the call could do without. Under 2-modular
        redundancy each of the n replicas adds one; the call asked for n. */
-    int dispatched = 0;
+    int dispatched = cdc__popcount64(run->empty) * (run->replicate ? 2 : 1);
     for (int t = 0; t < run->count; t++)
         dispatched += run->sent[t].dispatched;
     int wanted = run->replicate ? n : call->wanted_r;
@@ -241,6 +287,10 @@ static void call_collect(const cdc_coded_call_t *call, call_run_t *run)
     report->degraded = report->redundancy < wanted;
     for (int s = 0; s < CDC_MAX_WORKERS; s++)
         report->shard_ms[s] = -1.0;
+    for (int s = 0; s < n && s < CDC_MAX_WORKERS; s++)
+        if (run->empty & (UINT64_C(1) << s))
+            report->shard_ms[s] = 0.0;
+    run->present = run->empty;
     for (int t = 0; t < run->count; t++) {
         if (!(run->arrived_tasks & (UINT64_C(1) << t)))
             continue;
@@ -257,16 +307,22 @@ static void call_collect(const cdc_coded_call_t *call, call_run_t *run)
         }
     }
     for (int s = 0; s < shards; s++)
-        if (run->corrupted & run->present & (UINT64_C(1) << s))
-            corrupt_one_element(call->results[s], (size_t) call->rows * (size_t) call->cols);
+        if (run->corrupted & run->present & ~run->empty & (UINT64_C(1) << s))
+            corrupt_one_element(call->results[s], (size_t) call->tasks[s].a_rows *
+                                                      (size_t) call->tasks[s].cols);
+    for (int s = 0; s < n; s++)
+        if (run->present & (UINT64_C(1) << s))
+            result_pad(call, s);
     report->oracle_ms = run->replicate ? replicated_oracle(report->shard_ms, n)
                                        : nth_fastest(report->shard_ms, shards, n);
 }
 
 /* Parity check of what arrived: a shard that fails it is dropped and rebuilt
    (r >= 2 locates it); when it cannot be located every data shard is
-   recomputed here, so a corrupted result never reaches the caller. The check
-   can only run with more than n results. */
+   recomputed here (the parities are dropped too: the bad one may be among
+   them), so a corrupted result never reaches the caller. Empty data shards
+   were never computed, so they stay. The check can only run with more than
+   n results. */
 static void call_verify(cdc_context_t *context, cdc_coded_call_t *call, call_run_t *run)
 {
     if (!call->code || !context->config.verify || cdc__popcount64(run->present) <= call->n ||
@@ -279,7 +335,7 @@ static void call_verify(cdc_context_t *context, cdc_coded_call_t *call, call_run
     if (check != CDC_ECORRUPT)
         return;
     run->report.corrupt = 1;
-    run->present &= bad >= 0 ? ~(UINT64_C(1) << bad) : ~run->data_mask;
+    run->present &= bad >= 0 ? ~(UINT64_C(1) << bad) : run->empty;
     CDC_LOG_WARNF("shard results fail the parity check (%s shard %d); %s",
                   bad >= 0 ? "located" : "unlocated", bad,
                   bad >= 0 ? "rebuilding it" : "recomputing the data shards");
@@ -325,9 +381,10 @@ static int call_fall_back(cdc_coded_call_t *call, uint64_t missing, call_run_t *
     for (int s = 0; s < call->n && missing; s++) {
         if (!(missing & (UINT64_C(1) << s)))
             continue;
-        int rc = cdc__task_run_local(&call->tasks[s]);
+        int rc = task_empty(&call->tasks[s]) ? CDC_OK : cdc__task_run_local(&call->tasks[s]);
         if (rc != CDC_OK)
             return rc;
+        result_pad(call, s);
         run->report.fallback++;
     }
     return CDC_OK;
@@ -338,7 +395,9 @@ static void call_account(cdc_context_t *context, const cdc_coded_call_t *call,
                          const call_run_t *run)
 {
     const cdc_call_report_t *report = &run->report;
-    uint64_t lost = run->replicate ? run->erased : run->all & ~run->present;
+    /* An erased empty shard counts as lost, though nothing was to be sent. */
+    uint64_t lost = run->replicate ? run->erased
+                                   : (run->all & ~run->present) | (run->erased & run->empty);
     pthread_mutex_lock(&context->lock);
     context->last_call = *report;
     context->stats.coded_calls += call->r > 0;
@@ -349,8 +408,10 @@ static void call_account(cdc_context_t *context, const cdc_coded_call_t *call,
     context->stats.corrupt_detected += (uint64_t) report->corrupt;
     context->stats.fallbacks += report->fallback > 0;
     context->stats.bytes_out += run->out_bytes;
-    context->stats.bytes_in += (uint64_t) cdc__popcount64(run->present) *
-                               (uint64_t) call->rows * (uint64_t) call->cols * sizeof(float);
+    for (int s = 0; s < call->n + call->r; s++)
+        if (run->present & (UINT64_C(1) << s))
+            context->stats.bytes_in += (uint64_t) call->tasks[s].a_rows *
+                                       (uint64_t) call->tasks[s].cols * sizeof(float);
     pthread_mutex_unlock(&context->lock);
 }
 

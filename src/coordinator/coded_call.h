@@ -9,9 +9,19 @@
 typedef struct cdc_coded_call {
     const cdc_code_t *code; /* NULL when r = 0                               */
     int n, r;
-    int64_t rows, cols;     /* shape of every shard result                   */
-    cdc_shard_task_t tasks[CDC_MAX_SHARDS]; /* n + r, result set by the call */
-    float *results[CDC_MAX_SHARDS];         /* n + r result blocks           */
+    int64_t rows, cols;     /* padded shape of every shard result: the shape
+                               the code combines (parity tasks compute it)  */
+    int64_t col_groups;     /* cols = col_groups equal groups (1; a spatial
+                               conv's batch of images): a data task of fewer
+                               rows or cols (an unequal block) computes
+                               a_rows x (col_groups * g) compactly, and the
+                               call pads it to rows x (col_groups * cols /
+                               col_groups) with zeros before any decode   */
+    cdc_shard_task_t tasks[CDC_MAX_SHARDS]; /* n + r, result set by the call;
+                               a data task of 0 rows or cols is not sent:
+                               its result is zero                          */
+    float *results[CDC_MAX_SHARDS];         /* n + r result blocks, rows x
+                                               cols once the call ran     */
     /* Parity check of the results (when inner > 0 and the context verifies):
        per shard, the norms of the operand rows and columns its result came
        from, and the inner dimension of the products. */
@@ -34,7 +44,8 @@ typedef struct cdc_coded_call {
 
 /* Prepare a call of n data and r parity shard results of rows x cols: allocates
    the result blocks and points each task's result at its block. The caller then
-   fills tasks[0..n+r-1] (everything but result). */
+   fills tasks[0..n+r-1] (everything but result; cols is preset to the call's),
+   giving a data task of an unequal block its own, smaller, shape. */
 int cdc__coded_call_init(cdc_coded_call_t *call, const cdc_code_t *code, int n,
                          int64_t rows, int64_t cols);
 void cdc__coded_call_release(cdc_coded_call_t *call);
@@ -42,7 +53,8 @@ void cdc__coded_call_release(cdc_coded_call_t *call);
 /* Run the tasks on the context's executor (skipping shards erased by
    cdc_context_erase_next), decode missing data results from parity, and run
    still-missing data tasks locally (a fallback). On CDC_OK every data result
-   block is the exact product. Updates the context's counters. */
+   block is the exact product, in the padded rows x cols layout (zeros past a
+   block's real rows or column groups). Updates the context's counters. */
 int cdc__coded_call_run(cdc_context_t *context, cdc_coded_call_t *call);
 
 /* The code for (n, r) on this context, built once and cached (NULL for r = 0). */

@@ -11,6 +11,7 @@
 #include "log.h"
 #include "stats_json.h"
 
+#include <float.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -265,6 +266,25 @@ int cdc_context_set_homes(cdc_context_t *context, const int *home_of_slot, int s
     if (!context)
         return cdc__fail(CDC_EINVAL, "cdc_context_set_homes: context is NULL");
     return cdc__executor_set_homes(context->executor, home_of_slot, slots);
+}
+
+int cdc_testing_force_block_weights(cdc_context_t *context, const double *weights, int n)
+{
+    if (!context || n < 0 || n > CDC_CODE_MAX_N)
+        return cdc__fail(CDC_EINVAL, "cdc_testing_force_block_weights: context %p, n = %d",
+                         (void *) context, n);
+    if (!weights)
+        n = 0;
+    for (int i = 0; i < n; i++)
+        if (!(weights[i] > 0.0 && weights[i] <= DBL_MAX))
+            return cdc__fail(CDC_EINVAL, "cdc_testing_force_block_weights: weight %d = %g",
+                             i, weights[i]);
+    pthread_mutex_lock(&context->lock);
+    for (int i = 0; i < n; i++)
+        context->block_weights[i] = weights[i];
+    context->block_weights_n = n;
+    pthread_mutex_unlock(&context->lock);
+    return CDC_OK;
 }
 
 int cdc_context_stats(cdc_context_t *context, cdc_stats_t *stats)

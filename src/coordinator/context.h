@@ -26,6 +26,10 @@ struct cdc_context {
     cdc_executor_t *executor;
     cdc_local_workers_t *local; /* spawned workers (embedded default), or NULL */
     cdc_code_t *codes[CDC_CODE_MAX_R + 1][CDC_CODE_MAX_N + 1]; /* [r][n], lazily */
+    double block_weights[CDC_CODE_MAX_N]; /* cdc_testing_force_block_weights:
+                             data blocks sized in these proportions when a
+                             call has block_weights_n data shards          */
+    int block_weights_n;  /* 0: the planner's own lengths                  */
 };
 
 /* Data shards for parity r on this context: n = L - r' over the L planned

@@ -8,11 +8,15 @@
  * describes its operands (cdc_gemm_desc_t: views of the caller's memory, or
  * cached weights) and its epilogue, and this file runs the steps:
  *
- *   resolve   AUTO split by bytes moved; the caller's split -> the cut side
+ *   resolve   AUTO split by bytes moved; the caller's split -> the cut side;
+ *             the data blocks' lengths (cdc__plan_size_blocks)
  *   encode    pack per-call operands, cut + encode the cut one (or take the
  *             cached weights' blocks), the whole one as contiguous rows
- *   dispatch  shard tasks through cdc__coded_call_run (decode, fallback)
- *   assemble  data results into T (row blocks or column blocks)
+ *   dispatch  shard tasks through cdc__coded_call_run (decode, fallback):
+ *             a data task computes only its block's real rows (row cut) or
+ *             columns (column cut); parity tasks the largest block's
+ *   assemble  data results into T (row blocks or column blocks, at their
+ *             offsets)
  *   finish    the epilogue and the call's count
  *
  * Invariant: on CDC_OK every element of T is the product computed by some
@@ -61,7 +65,24 @@ static const float *operand_rows(const cdc_gemm_operand_t *op, float **next)
     return dst;
 }
 
-static void driver_resolve(const cdc_gemm_desc_t *desc, cdc_call_plan_t *plan)
+/* What a row of the cut operand costs (plan.h): its result row (or column)
+   against the whole operand; the whole one is sent to every shard unless
+   cached, a cut row per row unless cached. */
+static cdc_block_cost_t driver_block_cost(const cdc_gemm_desc_t *desc,
+                                          const cdc_call_plan_t *plan)
+{
+    const cdc_gemm_operand_t *cut = plan->cut == CDC_SHARD_A ? &desc->a : &desc->bt;
+    const cdc_gemm_operand_t *whole = plan->cut == CDC_SHARD_A ? &desc->bt : &desc->a;
+    double k = (double) desc->a.view.k, other = (double) whole->view.rows;
+    return (cdc_block_cost_t){
+        .flops_per_row = 2.0 * k * other,
+        .bytes_fixed_out = whole->weights ? 0.0 : other * k * sizeof(float),
+        .bytes_per_row_out = cut->weights ? 0.0 : k * sizeof(float),
+        .bytes_per_row_in = other * sizeof(float)};
+}
+
+static int driver_resolve(cdc_context_t *context, const cdc_gemm_desc_t *desc,
+                          cdc_call_plan_t *plan)
 {
     if (plan->split == CDC_SPLIT_AUTO) {
         cdc_split_t t_split = cdc__plan_matmul_split(
@@ -72,6 +93,9 @@ static void driver_resolve(const cdc_gemm_desc_t *desc, cdc_call_plan_t *plan)
     } else {
         plan->cut = cdc__plan_cut_side(plan->split, desc->transposed);
     }
+    cdc_block_cost_t cost = driver_block_cost(desc, plan);
+    int64_t cut_rows = plan->cut == CDC_SHARD_A ? desc->a.view.rows : desc->bt.view.rows;
+    return cdc__plan_size_blocks(context, plan, &cost, cut_rows);
 }
 
 static int driver_encode(const cdc_gemm_desc_t *desc, const cdc_call_plan_t *plan,
@@ -96,16 +120,19 @@ static int driver_encode(const cdc_gemm_desc_t *desc, const cdc_call_plan_t *pla
     ops->whole_weights = whole->weights;
     ops->whole_key = whole->weights ? whole->weights->whole_key : 0;
     ops->whole_hold = whole->weights ? whole->weights->hold : NULL;
+    const int64_t *lengths = plan->sized ? plan->block_len : NULL;
     if (cut->weights) {
-        /* Cached weights: row blocks + parity encoded once, kept by workers. */
-        ops->set_key = cut->weights->set_key;
-        int rc = cut->weights->shards(cut->weights, plan->code, plan->n, &ops->set);
-        if (rc == CDC_OK)
+        /* Cached weights: row blocks + parity encoded once per layout, kept
+           by workers under a key that names the layout too. */
+        int rc = cut->weights->shards(cut->weights, plan->code, plan->n, lengths, &ops->set);
+        if (rc == CDC_OK) {
+            ops->set_key = cdc__shard_set_key(ops->set, cut->weights->set_key);
             ops->set_hold = cdc__shard_set_hold(ops->set);
+        }
         return rc;
     }
     /* Per call: the caller's memory outlives the call, nothing to hold. */
-    int rc = cdc__shard_set_new(plan->code, plan->n, operand_rows(cut, &next),
+    int rc = cdc__shard_set_new(plan->code, plan->n, lengths, operand_rows(cut, &next),
                                 cut->view.rows, ops->k, NULL, &ops->call_set);
     ops->set = ops->call_set;
     return rc;
@@ -145,7 +172,7 @@ static void driver_assemble(const cdc_coded_call_t *call, const driver_operands_
     const cdc_shard_set_t *set = ops->set;
     for (int s = 0; s < set->n; s++) {
         int64_t valid = cdc__shard_set_valid_rows(set, s);
-        int64_t first = (int64_t) s * set->block_rows;
+        int64_t first = cdc__shard_set_first_row(set, s);
         const float *block = call->results[s];
         if (ops->cut == CDC_SHARD_A) {
             for (int64_t i = 0; i < valid; i++)
@@ -176,7 +203,10 @@ static int driver_dispatch(cdc_context_t *context, const cdc_call_plan_t *plan,
         cdc_shard_task_t *task = &call.tasks[s];
         task->kind = CDC_TASK_GEMM;
         task->k = ops->k;
-        task->a_rows = result_rows;
+        /* A data task computes its block's real rows only. */
+        int64_t len = s < set->n ? cdc__shard_set_valid_rows(set, s) : set->block_rows;
+        task->a_rows = cut_a ? len : result_rows;
+        task->cols = cut_a ? result_cols : len;
         task->a = cut_a ? set->blocks[s] : ops->whole;
         task->bt = cut_a ? ops->whole : set->blocks[s];
         task->a_key = cut_a ? ops->set_key : ops->whole_key;
@@ -199,7 +229,9 @@ int cdc__driver_gemm(cdc_context_t *context, const cdc_gemm_desc_t *desc,
                      cdc_call_plan_t *plan)
 {
     int64_t rows = desc->a.view.rows, cols = desc->bt.view.rows;
-    driver_resolve(desc, plan);
+    int rc = driver_resolve(context, desc, plan);
+    if (rc != CDC_OK)
+        return rc;
     /* STORE needs T apart from C (C's layout, ld and beta); a layer's y is T. */
     float *t = desc->epilogue.out, *t_owned = NULL;
     if (desc->epilogue.kind == CDC_EPILOGUE_STORE) {
@@ -209,7 +241,7 @@ int cdc__driver_gemm(cdc_context_t *context, const cdc_gemm_desc_t *desc,
                              (long long) cols);
     }
     driver_operands_t ops;
-    int rc = driver_encode(desc, plan, &ops);
+    rc = driver_encode(desc, plan, &ops);
     if (rc == CDC_OK)
         rc = driver_dispatch(context, plan, &ops, t, cols);
     if (rc == CDC_OK)

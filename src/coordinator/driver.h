@@ -24,9 +24,10 @@ struct cdc_weights {
     cdc_hold_t *hold;    /* keeps packed alive; shard sets of it retain it  */
     uint64_t set_key;    /* names its row blocks on workers (nonzero)       */
     uint64_t whole_key;  /* names the whole matrix on workers (nonzero)     */
-    /* Its row blocks + parity for (code, n), encoded on first use. */
+    /* Its row blocks (of these n lengths, NULL: equal) + parity for
+       (code, n), encoded on first use and again when the layout changes. */
     int (*shards)(cdc_weights_t *self, const cdc_code_t *code, int n,
-                  const cdc_shard_set_t **set);
+                  const int64_t *lengths, const cdc_shard_set_t **set);
     /* Its row norms, computed once; NULL when out of memory. */
     const double *(*norms)(cdc_weights_t *self);
     void *owner;
@@ -71,7 +72,8 @@ typedef struct {
 } cdc_gemm_desc_t;
 
 /* Run the coded GEMM: resolve the split (an AUTO plan->split by the bytes
-   each moves, cached weights not counted) and the operand it cuts, encode
+   each moves, cached weights not counted) and the operand it cuts, size its
+   data blocks (cdc__plan_size_blocks), encode
    (pack per-call operands, cut and encode the cut one unless it is cached),
    dispatch and decode (cdc__coded_call_run), assemble T, apply the
    epilogue, count the call. plan comes from cdc__plan_resolve; on return it

@@ -18,11 +18,19 @@
  * cached on workers (weights) travel once and are not counted. Take the
  * cheaper one, but never a cut whose last data shards would be all padding.
  *
+ * Block sizes. Once the split is resolved the front end knows how many rows
+ * the cut operand has and what a row costs (cdc_block_cost_t) and asks
+ * cdc__plan_size_blocks for the data blocks' lengths: the one place they
+ * are decided (equal today, within one row of each other; a latency planner
+ * replaces its body). Blocks need not be equal: parity blocks are as large
+ * as the largest and the rest is zero padding (shard_set.c).
+ *
  * Invariant: a caller's ROWS split always cuts the rows of the caller's C,
  * whichever layout or orientation T has (tests/test_gemm.c pins it). */
 #include "plan.h"
 
 #include "coded_call.h"
+#include "error.h"
 
 int cdc__plan_resolve(cdc_context_t *context, int parity_override,
                       cdc_split_t split_override, cdc_call_plan_t *plan)
@@ -32,12 +40,70 @@ int cdc__plan_resolve(cdc_context_t *context, int parity_override,
     plan->code = NULL;
     plan->split = split_override != CDC_SPLIT_AUTO ? split_override : context->config.split;
     plan->cut = CDC_SHARD_A;
+    plan->sized = 0;
     int rc = cdc__context_data_shards(context, plan->r, &plan->n);
     if (rc == CDC_OK)
         rc = cdc__context_code(context, plan->n, plan->r, &plan->code);
     if (rc == CDC_OK)
         plan->r = plan->code ? cdc_code_r(plan->code) : 0;
     return rc;
+}
+
+/* rows split in proportion to weights[0..n-1]: floors, then the largest
+   remainders (the lower index on ties); a block left empty takes a row from
+   the largest (rows >= n). */
+static void lengths_by_weights(const double *weights, int n, int64_t rows, int64_t *len)
+{
+    double total = 0.0, remainder[CDC_CODE_MAX_N];
+    for (int i = 0; i < n; i++)
+        total += weights[i];
+    int64_t given = 0;
+    for (int i = 0; i < n; i++) {
+        double quota = (double) rows * weights[i] / total;
+        len[i] = (int64_t) quota;
+        len[i] = len[i] < rows - given ? len[i] : rows - given;
+        remainder[i] = quota - (double) len[i];
+        given += len[i];
+    }
+    for (; given < rows; given++) {
+        int best = 0;
+        for (int i = 1; i < n; i++)
+            best = remainder[i] > remainder[best] ? i : best;
+        len[best]++;
+        remainder[best] = -1.0;
+    }
+    for (int i = 0; i < n && rows >= n; i++)
+        while (len[i] < 1) {
+            int largest = 0;
+            for (int j = 1; j < n; j++)
+                largest = len[j] > len[largest] ? j : largest;
+            len[largest]--;
+            len[i]++;
+        }
+}
+
+int cdc__plan_size_blocks(cdc_context_t *context, cdc_call_plan_t *plan,
+                          const cdc_block_cost_t *cost, int64_t rows)
+{
+    (void) cost; /* for the latency planner: equal blocks need no costs */
+    int n = plan->n;
+    if (n < 1 || n > CDC_CODE_MAX_N || rows < 1)
+        return cdc__fail(CDC_EINVAL, "block sizes: n = %d, rows = %lld", n, (long long) rows);
+    double weights[CDC_CODE_MAX_N];
+    pthread_mutex_lock(&context->lock);
+    int forced = context->block_weights_n == n;
+    for (int i = 0; forced && i < n; i++)
+        weights[i] = context->block_weights[i];
+    pthread_mutex_unlock(&context->lock);
+    if (forced) {
+        lengths_by_weights(weights, n, rows, plan->block_len);
+    } else {
+        /* Spread evenly: the first rows % n blocks one row longer. */
+        for (int i = 0; i < n; i++)
+            plan->block_len[i] = rows / n + (i < rows % n);
+    }
+    plan->sized = 1;
+    return CDC_OK;
 }
 
 cdc_shard_side_t cdc__plan_cut_side(cdc_split_t split, int transposed)

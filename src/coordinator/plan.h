@@ -1,5 +1,6 @@
-/* plan.h - the plan of one coded call (n, r, code, split) and the auto split
-   rule: the split that moves fewer bytes per call. */
+/* plan.h - the plan of one coded call (n, r, code, split, the data blocks'
+   lengths) and the auto split rule: the split that moves fewer bytes per
+   call. */
 #ifndef CDC_PLAN_H_INCLUDED
 #define CDC_PLAN_H_INCLUDED
 
@@ -29,7 +30,25 @@ typedef struct {
                                spatial); AUTO until the front end's rule or
                                the driver resolves it                       */
     cdc_shard_side_t cut;   /* the operand of T = A·Btᵀ that is cut (driver) */
+    int64_t block_len[CDC_CODE_MAX_N]; /* rows of each data block of the cut
+                               operand (rows of C, filters, output rows of a
+                               band), once sized; parity blocks are as large
+                               as the largest                               */
+    int sized;              /* block_len is set (cdc__plan_size_blocks)     */
 } cdc_call_plan_t;
+
+/* The work of one call as a function of a data block's rows, for sizing
+   blocks to workers: a block of len rows costs flops_per_row * len flops,
+   bytes_fixed_out + bytes_per_row_out * len bytes sent, and
+   bytes_per_row_in * len result bytes back. */
+typedef struct {
+    double flops_per_row;     /* of one row of the cut operand's result      */
+    double bytes_fixed_out;   /* sent to every shard whatever its length (the
+                                 whole operand, a band's halo; 0 when cached) */
+    double bytes_per_row_out; /* sent per row of the block (0 when the cut
+                                 operand is cached weights)                  */
+    double bytes_per_row_in;  /* result bytes per row                        */
+} cdc_block_cost_t;
 
 /* The common resolution of every front end: parity r (the context's unless
    parity_override >= 0), data shards n and the code over the workers in the
@@ -37,6 +56,16 @@ typedef struct {
    may stay AUTO). Not thread-safe against calls on the same context. */
 int cdc__plan_resolve(cdc_context_t *context, int parity_override,
                       cdc_split_t split_override, cdc_call_plan_t *plan);
+
+/* The single place the data blocks' lengths are decided: fill
+   plan->block_len for a cut operand of `rows` rows over plan->n data shards
+   (and set plan->sized), once the front end has resolved the split. cost
+   describes the call's work per row. Lengths sum to rows and differ by at
+   most 1 (all >= 1 when rows >= n), or follow the weights forced by
+   cdc_testing_force_block_weights (in proportion, largest remainder, each
+   >= 1). */
+int cdc__plan_size_blocks(cdc_context_t *context, cdc_call_plan_t *plan,
+                          const cdc_block_cost_t *cost, int64_t rows);
 
 /* The operand a caller's split cuts. transposed: T is the caller's result
    transposed (column-major C, or a layer's y = x·Wᵀ whose output split cuts
@@ -67,7 +96,8 @@ double cdc__plan_conv_bytes(cdc_split_t split, const cdc_conv_geometry_t *g,
 cdc_split_t cdc__plan_conv_split(const cdc_conv_geometry_t *g, int64_t out_channels,
                                  int64_t batch, int n, int r);
 
-/* Input rows (of the zero-padded input) one spatial band of out_rows output rows reads. */
+/* Input rows (of the zero-padded input) one spatial band of out_rows output
+   rows reads: (out_rows - 1) * stride_h + the window's height. */
 int64_t cdc__plan_band_height(const cdc_conv_geometry_t *g, int64_t out_rows);
 
 #endif

@@ -1,15 +1,22 @@
 /* shard_set.c - row blocks of an operand and their parity (encode once).
  *
- * The split operand X (rows x k) is cut into n blocks of b = ceil(rows / n)
- * rows. Codes combine whole blocks, so every block must have the same shape:
- * a block that runs past the end (the tail, or blocks wholly past it when n
- * does not divide rows well) is a zero-padded copy, and a full block is not
- * copied at all but aliases X (weights stay in one place; only the tail and
- * the r parity blocks P_j = sum_i g_ji X_i are owned). Zero rows in a data
- * block give zero rows in its result, so padding never changes a real
- * element; cdc__shard_set_valid_rows says which rows to keep. Each block's
- * row norms are kept beside it: the parity check scales its rounding
- * tolerance by them.
+ * The split operand X (rows x k) is cut into n data blocks: block i is rows
+ * [offset_i, offset_i + len_i) of X, either the equal cut (ceil(rows / n)
+ * rows each, the tail shorter) or lengths the plan sized to each worker's
+ * speed. Codes combine whole blocks of one shape, so in the code's algebra
+ * every data block is zero-padded to B = max len_i rows and each parity block
+ * P_j = sum_i g_ji X_i has B rows. The padding exists only there: a data
+ * block aliases X (weights stay in one place; only the r parity blocks are
+ * owned), its shard computes only its len_i real rows, and the coordinator
+ * puts the zeros back into the result before decoding (coded_call.c). Zero
+ * rows in a data block give zero rows in its result, so padding never
+ * changes a real element.
+ *
+ * Encoding never copies a block to pad it: the rows are walked in segments
+ * over which the set of blocks still running is fixed, blocks that have
+ * ended contributing a small zeroed chunk (cdc__encode_ragged). Each block's
+ * row norms are kept beside it (B per block, 0 for padding): the parity check
+ * scales its rounding tolerance by them.
  *
  * Lifetime. A cached set (a layer's weights, a BLAS operand) is read after
  * its owner lets go: by libzmq's I/O thread while a zero-copy WEIGHTS send
@@ -20,19 +27,81 @@
 #include "shard_set.h"
 
 #include "error.h"
+#include "hash.h"
 #include "norms.h"
 
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
+/* Rows of the zero chunk that stands in for ended blocks while encoding:
+   about 64 KiB of floats, at least one row. */
+enum { ZERO_CHUNK_FLOATS = 16384 };
+
 int64_t cdc__shard_set_valid_rows(const cdc_shard_set_t *set, int i)
 {
-    int64_t first = (int64_t) i * set->block_rows;
-    if (first >= set->rows)
+    return set->len[i];
+}
+
+int64_t cdc__shard_set_first_row(const cdc_shard_set_t *set, int i)
+{
+    return set->offset[i];
+}
+
+/* The equal cut's length of block i. */
+static int64_t equal_len(int64_t rows, int n, int i)
+{
+    int64_t b = (rows + n - 1) / n, first = (int64_t) i * b;
+    return first >= rows ? 0 : rows - first < b ? rows - first : b;
+}
+
+int cdc__shard_set_has_layout(const cdc_shard_set_t *set, int n, const int64_t *lengths)
+{
+    if (set->n != n)
         return 0;
-    int64_t left = set->rows - first;
-    return left < set->block_rows ? left : set->block_rows;
+    for (int i = 0; i < n; i++)
+        if (set->len[i] != (lengths ? lengths[i] : equal_len(set->rows, n, i)))
+            return 0;
+    return 1;
+}
+
+uint64_t cdc__shard_set_key(const cdc_shard_set_t *set, uint64_t key)
+{
+    if (!set->layout_key)
+        return key;
+    uint64_t mixed = cdc__hash_mix(key, set->layout_key);
+    return mixed ? mixed : 1;
+}
+
+int cdc__encode_ragged(const cdc_code_t *code, const float *const *data,
+                       const int64_t *heights, int64_t rows, int64_t cols,
+                       float *const *parity, const float *zeros, int64_t zero_rows)
+{
+    int n = cdc_code_n(code), r = cdc_code_r(code);
+    for (int64_t p = 0; p < rows;) {
+        /* The segment ends where the next block ends; past a block's end its
+           rows are zeros, a chunk of them at a time. */
+        int64_t end = rows;
+        int ended = 0;
+        for (int i = 0; i < n; i++) {
+            if (heights[i] > p && heights[i] < end)
+                end = heights[i];
+            ended |= heights[i] <= p;
+        }
+        if (ended && end - p > zero_rows)
+            end = p + zero_rows;
+        const float *seg_data[CDC_CODE_MAX_N];
+        float *seg_parity[CDC_CODE_MAX_R];
+        for (int i = 0; i < n; i++)
+            seg_data[i] = heights[i] > p ? data[i] + p * cols : zeros;
+        for (int j = 0; j < r; j++)
+            seg_parity[j] = parity[j] + p * cols;
+        int rc = cdc_code_encode(code, end - p, cols, seg_data, cols, seg_parity, cols);
+        if (rc != CDC_OK)
+            return rc;
+        p = end;
+    }
+    return CDC_OK;
 }
 
 /* The last reference: the owned blocks go, and the set's reference to its
@@ -47,8 +116,55 @@ static void shard_set_free(cdc_hold_t *hold)
     cdc_hold_release(src_hold);
 }
 
-int cdc__shard_set_new(const cdc_code_t *code, int n, const float *src, int64_t rows,
-                       int64_t k, cdc_hold_t *src_hold, cdc_shard_set_t **set_p)
+/* Lengths, offsets, B and the layout key; CDC_EINVAL for lengths that are
+   negative or do not sum to rows. */
+static int set_layout(cdc_shard_set_t *set, const int64_t *lengths)
+{
+    int n = set->n;
+    int64_t offset = 0;
+    int equal = 1;
+    uint64_t key = cdc__hash_mix((uint64_t) n, (uint64_t) set->r);
+    for (int i = 0; i < n; i++) {
+        int64_t len = lengths ? lengths[i] : equal_len(set->rows, n, i);
+        if (len < 0 || len > set->rows - offset)
+            return cdc__fail(CDC_EINVAL, "shard set: block %d of %lld rows at row %lld of %lld",
+                             i, (long long) len, (long long) offset, (long long) set->rows);
+        set->offset[i] = offset;
+        set->len[i] = len;
+        offset += len;
+        set->block_rows = len > set->block_rows ? len : set->block_rows;
+        equal &= len == equal_len(set->rows, n, i);
+        key = cdc__hash_mix(key, (uint64_t) len);
+    }
+    if (offset != set->rows)
+        return cdc__fail(CDC_EINVAL, "shard set: block lengths sum to %lld, not %lld rows",
+                         (long long) offset, (long long) set->rows);
+    set->layout_key = equal ? 0 : (key ? key : 1);
+    return CDC_OK;
+}
+
+static int set_encode(cdc_shard_set_t *set, const cdc_code_t *code)
+{
+    int n = set->n, r = set->r;
+    int64_t b = set->block_rows, k = set->k;
+    float *parity[CDC_CODE_MAX_R];
+    for (int j = 0; j < r; j++) {
+        parity[j] = set->owned + (size_t) j * (size_t) b * (size_t) k;
+        set->blocks[n + j] = parity[j];
+    }
+    int64_t zero_rows = ZERO_CHUNK_FLOATS / k > 0 ? ZERO_CHUNK_FLOATS / k : 1;
+    zero_rows = zero_rows < b ? zero_rows : b;
+    float *zeros = calloc((size_t) zero_rows * (size_t) k, sizeof(float));
+    if (!zeros)
+        return cdc__fail(CDC_ENOMEM, "shard set: %lld zero rows", (long long) zero_rows);
+    int rc = cdc__encode_ragged(code, set->blocks, set->len, b, k, parity, zeros, zero_rows);
+    free(zeros);
+    return rc;
+}
+
+int cdc__shard_set_new(const cdc_code_t *code, int n, const int64_t *lengths,
+                       const float *src, int64_t rows, int64_t k, cdc_hold_t *src_hold,
+                       cdc_shard_set_t **set_p)
 {
     int r = code ? cdc_code_r(code) : 0;
     if (n < 1 || n > CDC_CODE_MAX_N || rows < 1 || k < 1 || !src || !set_p ||
@@ -62,55 +178,35 @@ int cdc__shard_set_new(const cdc_code_t *code, int n, const float *src, int64_t 
     set->r = r;
     set->rows = rows;
     set->k = k;
-    set->block_rows = (rows + n - 1) / n;
+    int rc = set_layout(set, lengths);
+    if (rc != CDC_OK) {
+        free(set);
+        return rc;
+    }
     cdc_hold_init(&set->hold, shard_set_free);
     set->src_hold = cdc_hold_retain(src_hold);
-
-    size_t block_size = (size_t) set->block_rows * (size_t) k;
-    int padded = 0;
     for (int i = 0; i < n; i++)
-        padded += cdc__shard_set_valid_rows(set, i) < set->block_rows;
-    if (padded + r > 0) {
-        set->owned = calloc((size_t) (padded + r) * block_size, sizeof(float));
-        if (!set->owned) {
-            cdc__shard_set_retire(&set);
-            return cdc__fail(CDC_ENOMEM, "shard set: %d blocks of %zu floats",
-                             padded + r, block_size);
-        }
-    }
-    float *next_owned = set->owned;
-    for (int i = 0; i < n; i++) {
-        int64_t valid = cdc__shard_set_valid_rows(set, i);
-        const float *start = src + (size_t) i * block_size;
-        if (valid == set->block_rows) {
-            set->blocks[i] = start;
-            continue;
-        }
-        if (valid > 0)
-            memcpy(next_owned, start, (size_t) valid * (size_t) k * sizeof(float));
-        set->blocks[i] = next_owned;
-        next_owned += block_size;
-    }
-    float *parity[CDC_CODE_MAX_R];
-    for (int j = 0; j < r; j++) {
-        parity[j] = next_owned + (size_t) j * block_size;
-        set->blocks[n + j] = parity[j];
-    }
+        set->blocks[i] = src + (size_t) set->offset[i] * (size_t) k;
+
+    size_t b = (size_t) set->block_rows;
     if (r > 0) {
-        int rc = cdc_code_encode(code, set->block_rows, k, set->blocks, k, parity, k);
+        set->owned = malloc((size_t) r * b * (size_t) k * sizeof(float));
+        rc = set->owned ? set_encode(set, code)
+                        : cdc__fail(CDC_ENOMEM, "shard set: %d parity blocks of %zu x %lld",
+                                    r, b, (long long) k);
         if (rc != CDC_OK) {
             cdc__shard_set_retire(&set);
             return rc;
         }
     }
-    set->norms = malloc((size_t) (n + r) * (size_t) set->block_rows * sizeof(double));
+    set->norms = calloc((size_t) (n + r) * b, sizeof(double));
     if (!set->norms) {
         cdc__shard_set_retire(&set);
         return cdc__fail(CDC_ENOMEM, "shard set norms");
     }
     for (int s = 0; s < n + r; s++) {
-        double *norms = set->norms + (size_t) s * (size_t) set->block_rows;
-        cdc__row_norms(set->blocks[s], set->block_rows, k, norms);
+        double *norms = set->norms + (size_t) s * b;
+        cdc__row_norms(set->blocks[s], s < n ? set->len[s] : set->block_rows, k, norms);
         set->row_norms[s] = norms;
     }
     *set_p = set;

@@ -1,4 +1,5 @@
-/* shard_set.h - an operand cut into n equal row blocks plus r parity blocks. */
+/* shard_set.h - an operand cut into n row blocks (equal, or of given
+   lengths) plus r parity blocks as large as the largest. */
 #ifndef CDC_SHARD_SET_H_INCLUDED
 #define CDC_SHARD_SET_H_INCLUDED
 
@@ -12,12 +13,22 @@
 typedef struct {
     int n, r;
     int64_t rows;           /* rows of the source operand                      */
-    int64_t block_rows;     /* ceil(rows / n): rows of every block             */
+    int64_t block_rows;     /* B = the largest data block: the padded shape the
+                               code combines (parity blocks have B rows)       */
     int64_t k;              /* columns of every block                          */
-    const float *blocks[CDC_MAX_SHARDS]; /* n data then r parity, block_rows x k */
-    const double *row_norms[CDC_MAX_SHARDS]; /* 2-norm of every block row: the
-                                               scale of the parity check       */
-    float *owned;           /* zero-padded tail blocks and the parity blocks   */
+    int64_t offset[CDC_CODE_MAX_N]; /* data block i: source rows
+                                       [offset[i], offset[i] + len[i])        */
+    int64_t len[CDC_CODE_MAX_N];
+    uint64_t layout_key;    /* 0 for the equal cut (ceil(rows / n) rows each),
+                               else a hash of n, r and the lengths: mixed into
+                               the keys that name the blocks on workers
+                               (cdc__shard_set_key)                           */
+    const float *blocks[CDC_MAX_SHARDS]; /* n data (len[i] x k, aliasing the
+                                            source) then r parity (B x k)    */
+    const double *row_norms[CDC_MAX_SHARDS]; /* B per block: the 2-norm of
+                                               every real row, 0 for padding:
+                                               the scale of the parity check */
+    float *owned;           /* the parity blocks                               */
     double *norms;          /* storage of row_norms                            */
     cdc_hold_t hold;        /* keeps the blocks (and the source they alias)
                                alive: see cdc__shard_set_hold                  */
@@ -25,16 +36,20 @@ typedef struct {
                                NULL: the caller keeps src alive              */
 } cdc_shard_set_t;
 
-/* Cut src (rows x k, row-major, contiguous) into n blocks of ceil(rows/n) rows
-   and encode r = cdc_code_r(code) parity blocks (code may be NULL for r = 0).
-   Full data blocks alias src; the partial tail is a zero-padded copy.
+/* Cut src (rows x k, row-major, contiguous) into n data blocks and encode
+   r = cdc_code_r(code) parity blocks (code may be NULL for r = 0). lengths
+   (n entries, each >= 0, summing to rows) gives the data blocks' rows; NULL
+   is the equal cut of ceil(rows / n) rows (the tail shorter, trailing blocks
+   possibly empty). Data blocks alias src; parity is computed over the data
+   blocks zero-padded to the largest (no padded copy is made).
    src_hold, when not NULL, is the hold that keeps src alive: the set retains
    it and releases it when the set itself goes, so the blocks stay readable
    through the set's hold after src's owner lets go. With NULL (a per-call
    set) src must outlive the set. The caller owns the set's first reference
    and lets go of it with cdc__shard_set_retire. */
-int cdc__shard_set_new(const cdc_code_t *code, int n, const float *src, int64_t rows,
-                       int64_t k, cdc_hold_t *src_hold, cdc_shard_set_t **set_p);
+int cdc__shard_set_new(const cdc_code_t *code, int n, const int64_t *lengths,
+                       const float *src, int64_t rows, int64_t k, cdc_hold_t *src_hold,
+                       cdc_shard_set_t **set_p);
 
 /* The owner is done with the set: retire its hold (cdc_hold_retire). The
    memory goes now, or when the last holder (a zero-copy send in flight, the
@@ -46,7 +61,27 @@ void cdc__shard_set_retire(cdc_shard_set_t **set_p);
    parity) readable past the owner's retire. Not NULL for a set. */
 cdc_hold_t *cdc__shard_set_hold(const cdc_shard_set_t *set);
 
-/* Rows of data block i that are real (not padding). */
+/* Rows of data block i that are real (its length; the rest of its padded
+   B rows are zeros that exist only in the code's algebra). */
 int64_t cdc__shard_set_valid_rows(const cdc_shard_set_t *set, int i);
+
+/* The source row data block i starts at. */
+int64_t cdc__shard_set_first_row(const cdc_shard_set_t *set, int i);
+
+/* Whether the set is the cut of n blocks of these lengths (NULL: equal). */
+int cdc__shard_set_has_layout(const cdc_shard_set_t *set, int n, const int64_t *lengths);
+
+/* key (naming the cut operand on workers) made specific to the set's layout:
+   key itself for the equal cut, else key mixed with layout_key (nonzero). */
+uint64_t cdc__shard_set_key(const cdc_shard_set_t *set, uint64_t key);
+
+/* Parity of ragged blocks: parity[j] (rows x cols, contiguous) = sum_i
+   G[j][i] X_i, where data block i (contiguous, cols wide) has heights[i] <=
+   rows real rows and is zero below them. zeros (zero_rows >= 1 rows x cols
+   of zeros) stands in for the blocks that have ended, a chunk at a time, so
+   no block is ever copied to pad it. */
+int cdc__encode_ragged(const cdc_code_t *code, const float *const *data,
+                       const int64_t *heights, int64_t rows, int64_t cols,
+                       float *const *parity, const float *zeros, int64_t zero_rows);
 
 #endif

@@ -1,6 +1,10 @@
 /* conv2d.c - conv layers as coded im2col GEMMs, split by channel or spatially:
-   the common plan (cdc__layer_plan) and finish (cdc__driver_finish), with
-   conv's own tasks (im2col on the worker) in between. */
+   the common plan (cdc__layer_plan, then cdc__plan_size_blocks for the data
+   blocks: filters or output rows, equal or not) and finish
+   (cdc__driver_finish), with conv's own tasks (im2col on the worker) in
+   between. Parity blocks are as large as the largest data block; a data
+   shard computes only its own (plus, spatially, a halo: see
+   conv_spatial_split), its result padded back by the coded call. */
 #include "layer.h"
 
 #include "error.h"
@@ -75,34 +79,39 @@ int cdc_conv2d_new(cdc_context_t *context, const cdc_conv2d_desc_t *desc,
 /* What the parity check's scales of a conv call are made from, computed only
    when the check or the accuracy guard runs: filter row norms (per block for a
    channel split, of all filters for a spatial one) and the im2col column
-   norms of each shard's input (the whole input, or each band). */
+   norms of each shard's input (the whole input, or each band, padded like
+   the results). */
 typedef struct {
     cdc_layer_t *layer;
     const cdc_shard_set_t *filters; /* channel split; NULL: spatial split */
-    const cdc_conv_geometry_t *g;   /* of one input (image or band)      */
-    int64_t batch;
-    const float *inputs;            /* `count` inputs, input_size apart   */
-    size_t input_size;
-    int count;
 } conv_scales_job_t;
 
 static int conv_scales_fill(cdc_coded_call_t *call)
 {
     const conv_scales_job_t *job = call->scales_job;
     const double *filter_norms = job->filters ? NULL : cdc__layer_weight_norms(job->layer);
-    size_t cols = (size_t) call->cols;
     if (!job->filters && !filter_norms)
         return cdc__fail(CDC_ENOMEM, "filter norms");
-    call->scale_storage = malloc((size_t) job->count * cols * sizeof(double));
+    /* A channel split has one input for every shard. */
+    int shards = call->n + call->r, inputs = job->filters ? 1 : shards;
+    size_t cols = (size_t) call->cols;
+    call->scale_storage = calloc((size_t) inputs * cols, sizeof(double));
     if (!call->scale_storage)
-        return cdc__fail(CDC_ENOMEM, "%d x %zu patch norms", job->count, cols);
-    for (int i = 0; i < job->count; i++)
-        cdc__patch_norms(job->g, job->batch, job->inputs + (size_t) i * job->input_size,
-                         call->scale_storage + (size_t) i * cols);
-    for (int s = 0; s < call->n + call->r; s++) {
+        return cdc__fail(CDC_ENOMEM, "%d x %zu patch norms", inputs, cols);
+    int64_t groups = call->col_groups, to_w = call->cols / groups;
+    for (int i = 0; i < inputs; i++) {
+        const cdc_shard_task_t *task = &call->tasks[i];
+        if (task->cols == 0)
+            continue; /* an empty band: its result is zero */
+        const cdc_conv_geometry_t *g = task->geometry;
+        int64_t images = task->batch / groups, image = g->channels * g->h * g->w;
+        for (int64_t b = 0; b < groups; b++)
+            cdc__patch_norms(g, images, task->input + b * images * image,
+                             call->scale_storage + (size_t) i * cols + b * to_w);
+    }
+    for (int s = 0; s < shards; s++) {
         call->scales[s].row = job->filters ? job->filters->row_norms[s] : filter_norms;
-        /* A channel split has one input for every shard. */
-        call->scales[s].col = call->scale_storage + (size_t) (job->count > 1 ? s : 0) * cols;
+        call->scales[s].col = call->scale_storage + (size_t) (inputs > 1 ? s : 0) * cols;
     }
     call->inner = job->layer->k;
     return CDC_OK;
@@ -110,7 +119,7 @@ static int conv_scales_fill(cdc_coded_call_t *call)
 
 /* A conv call of the plan's shards, rows x cols results each: every task
    a (filters) · im2col(input) over geometry g, filled in but for a, a_hold
-   (a_key names the filters: a is always held) and input; the parity
+   (a_key names the whole filters: a is always held) and input; the parity
    check's scales come from job. */
 static int conv_call_init(cdc_coded_call_t *call, const cdc_layer_t *layer,
                           const cdc_call_plan_t *plan, int64_t rows, int64_t cols,
@@ -138,31 +147,37 @@ static int conv_call_init(cdc_coded_call_t *call, const cdc_layer_t *layer,
     return CDC_OK;
 }
 
-/* Channel split: shard s holds a block of filters and gets the whole input. */
+/* Channel split: shard s holds a block of filters and gets the whole input;
+   a data shard computes only its block's filters. */
 static int conv_channel_split(cdc_layer_t *layer, const cdc_call_plan_t *plan,
                               const cdc_conv_geometry_t *g, int64_t batch,
                               const float *x, float *y)
 {
     int n = plan->n;
     const cdc_shard_set_t *filters;
-    int rc = cdc__layer_weight_shards(layer, plan->code, n, &filters);
+    const int64_t *lengths = plan->sized ? plan->block_len : NULL;
+    int rc = cdc__layer_weight_shards(layer, plan->code, n, lengths, &filters);
     if (rc != CDC_OK)
         return rc;
     int64_t spatial = g->out_h * g->out_w, cols = batch * spatial;
     cdc_coded_call_t call;
-    conv_scales_job_t job = {layer, filters, g, batch, x, 0, 1};
+    conv_scales_job_t job = {layer, filters};
     rc = conv_call_init(&call, layer, plan, filters->block_rows, cols, g, batch, &job);
     if (rc != CDC_OK)
         return rc;
+    uint64_t key = cdc__shard_set_key(filters, layer->weights_key);
     for (int s = 0; s < n + plan->r; s++) {
         call.tasks[s].a = filters->blocks[s];
+        call.tasks[s].a_rows =
+            s < n ? cdc__shard_set_valid_rows(filters, s) : filters->block_rows;
+        call.tasks[s].a_key = key;
         call.tasks[s].a_hold = cdc__shard_set_hold(filters);
         call.tasks[s].input = x;
     }
     rc = cdc__coded_call_run(layer->context, &call);
     if (rc == CDC_OK) {
         for (int s = 0; s < n; s++) {
-            int64_t first = (int64_t) s * filters->block_rows;
+            int64_t first = cdc__shard_set_first_row(filters, s);
             int64_t valid = cdc__shard_set_valid_rows(filters, s);
             for (int64_t p = 0; p < valid; p++)
                 for (int64_t b = 0; b < batch; b++)
@@ -195,86 +210,179 @@ static void cut_band(const cdc_conv_geometry_t *g, int64_t planes, const float *
     }
 }
 
-int cdc__conv_bands_encode(const cdc_code_t *code, int n, const cdc_conv_geometry_t *g,
-                           int64_t batch, const float *x, cdc_conv_geometry_t *band_g,
-                           float **bands_p, size_t *band_size_p)
+/* Output rows and geometry of every band (see cdc__conv_bands_encode):
+   *total the floats of all bands. */
+static int bands_layout(int n, int r, const int64_t *lengths, const cdc_conv_geometry_t *g,
+                        int64_t batch, cdc_conv_bands_t *bands, size_t *total)
 {
-    int r = code ? cdc_code_r(code) : 0, shards = n + r;
-    int64_t band_rows = (g->out_h + n - 1) / n;
-    *band_g = *g;
-    band_g->h = cdc__plan_band_height(g, band_rows);
-    band_g->pad_h = 0;
-    int rc = cdc_conv_geometry_finish(band_g);
-    if (rc != CDC_OK)
-        return rc;
-    size_t band_size = (size_t) batch * (size_t) (g->channels * band_g->h * g->w);
-    float *bands = cdc__scratch(CDC_SCRATCH_BANDS, (size_t) shards * band_size);
-    if (!bands)
-        return cdc__fail(CDC_ENOMEM, "%d input bands of %zu floats", shards, band_size);
-    /* Cut and encode one (image, channel) plane of every band at a time, so
-       the parity is summed while the cut planes are still in cache. */
-    int64_t plane = band_g->h * g->w;
-    for (int64_t bc = 0; bc < batch * g->channels && rc == CDC_OK; bc++) {
-        float *plane_ptr[CDC_MAX_SHARDS];
-        for (int s = 0; s < shards; s++)
-            plane_ptr[s] = bands + (size_t) s * band_size + (size_t) (bc * plane);
-        for (int s = 0; s < n; s++)
-            cut_band(g, 1, x + bc * g->h * g->w, (int64_t) s * band_rows * g->stride_h,
-                     band_g->h, plane_ptr[s]);
-        if (r > 0)
-            rc = cdc_code_encode(code, band_g->h, g->w, (const float *const *) plane_ptr,
-                                 g->w, plane_ptr + n, g->w);
+    /* Output rows past a band's end whose windows still reach its rows. */
+    int64_t halo = (cdc__plan_band_height(g, 1) - 1) / g->stride_h;
+    int64_t equal = (g->out_h + n - 1) / n, first = 0;
+    memset(bands, 0, sizeof *bands);
+    for (int i = 0; i < n; i++) {
+        int64_t left = g->out_h - first;
+        int64_t len = lengths ? lengths[i] : left < equal ? left : equal;
+        bands->first_row[i] = first;
+        bands->real_rows[i] = len;
+        bands->block_rows = len > bands->block_rows ? len : bands->block_rows;
+        first += len;
     }
-    if (rc != CDC_OK)
-        return rc;
-    *bands_p = bands;
-    *band_size_p = band_size;
+    *total = 0;
+    for (int s = 0; s < n + r; s++) {
+        int64_t len = s < n ? bands->real_rows[s] : bands->block_rows;
+        int64_t rows = len + (s < n && len > 0 ? halo : 0);
+        bands->out_rows[s] = rows < bands->block_rows ? rows : bands->block_rows;
+        bands->geometry[s] = *g;
+        if (bands->out_rows[s] == 0)
+            continue; /* an empty band: nothing to compute */
+        bands->geometry[s].h = cdc__plan_band_height(g, bands->out_rows[s]);
+        bands->geometry[s].pad_h = 0;
+        int rc = cdc_conv_geometry_finish(&bands->geometry[s]);
+        if (rc != CDC_OK)
+            return rc;
+        *total += (size_t) batch * (size_t) (g->channels * bands->geometry[s].h * g->w);
+    }
     return CDC_OK;
 }
 
-/* Spatial split: shard s computes a band of output rows from a band of input
-   rows (with its halo). All bands have one shape and im2col is linear, so the
-   parity band is the coded sum of the input bands. */
+/* The bands' parity, one (image, channel) plane of every band at a time, so
+   it is summed while the cut planes are still in cache. A data band is zero
+   below its real rows: its halo rows are zeros too, and past its end the
+   code's padding is read from zeros (zero_rows rows). */
+static int bands_parity(const cdc_code_t *code, int n, const cdc_conv_geometry_t *g,
+                        int64_t planes, cdc_conv_bands_t *bands, const float *zeros)
+{
+    int r = cdc_code_r(code);
+    int64_t heights[CDC_CODE_MAX_N], parity_h = bands->geometry[n].h;
+    for (int i = 0; i < n; i++)
+        heights[i] =
+            bands->real_rows[i] > 0 ? cdc__plan_band_height(g, bands->real_rows[i]) : 0;
+    for (int64_t bc = 0; bc < planes; bc++) {
+        const float *data[CDC_CODE_MAX_N];
+        float *parity[CDC_CODE_MAX_R];
+        for (int i = 0; i < n; i++)
+            data[i] = heights[i] > 0 ? bands->input[i] + bc * bands->geometry[i].h * g->w
+                                     : zeros;
+        for (int j = 0; j < r; j++)
+            parity[j] = (float *) bands->input[n + j] + bc * parity_h * g->w;
+        int rc = cdc__encode_ragged(code, data, heights, parity_h, g->w, parity, zeros,
+                                    parity_h);
+        if (rc != CDC_OK)
+            return rc;
+    }
+    return CDC_OK;
+}
+
+int cdc__conv_bands_encode(const cdc_code_t *code, int n, const int64_t *lengths,
+                           const cdc_conv_geometry_t *g, int64_t batch, const float *x,
+                           cdc_conv_bands_t *bands)
+{
+    int r = code ? cdc_code_r(code) : 0, shards = n + r;
+    size_t total;
+    int rc = bands_layout(n, r, lengths, g, batch, bands, &total);
+    if (rc != CDC_OK)
+        return rc;
+    float *storage = cdc__scratch(CDC_SCRATCH_BANDS, total);
+    if (!storage)
+        return cdc__fail(CDC_ENOMEM, "%d input bands of %zu floats", shards, total);
+    int64_t planes = batch * g->channels;
+    for (int s = 0; s < shards; s++) {
+        bands->input[s] = storage;
+        if (bands->out_rows[s] > 0)
+            storage += (size_t) planes * (size_t) (bands->geometry[s].h * g->w);
+    }
+    for (int i = 0; i < n; i++) {
+        if (bands->out_rows[i] == 0)
+            continue;
+        int64_t band_h = bands->geometry[i].h;
+        int64_t real_h = cdc__plan_band_height(g, bands->real_rows[i]);
+        float *band = (float *) bands->input[i];
+        for (int64_t bc = 0; bc < planes; bc++) {
+            float *plane = band + bc * band_h * g->w;
+            cut_band(g, 1, x + bc * g->h * g->w, bands->first_row[i] * g->stride_h, real_h,
+                     plane);
+            memset(plane + real_h * g->w, 0,
+                   (size_t) ((band_h - real_h) * g->w) * sizeof(float));
+        }
+    }
+    if (r == 0)
+        return CDC_OK;
+    float *zeros = calloc((size_t) (bands->geometry[n].h * g->w), sizeof(float));
+    if (!zeros)
+        return cdc__fail(CDC_ENOMEM, "a zero band plane");
+    rc = bands_parity(code, n, g, planes, bands, zeros);
+    free(zeros);
+    return rc;
+}
+
+/* Spatial split: shard s computes a block of output rows from a band of input
+   rows (with its halo). im2col is linear, so the parity band, the coded sum
+   of the input bands zero-padded to the longest, gives the coded sum of their
+   outputs zero-padded likewise, but for one thing: where windows overlap
+   (stride < window height), the first output rows past a short band's end
+   still read its last input rows, so its padded output is not zero there.
+   A data shard computes those halo rows too (at most (window - 1) / stride
+   of them); every row past them is zero and neither sent nor computed. */
 static int conv_spatial_split(cdc_layer_t *layer, const cdc_call_plan_t *plan,
                               const cdc_conv_geometry_t *g, int64_t batch,
                               const float *x, float *y)
 {
     int n = plan->n, shards = plan->n + plan->r;
-    int64_t band_rows = (g->out_h + n - 1) / n;
-    cdc_conv_geometry_t band_g;
-    float *bands = NULL;
-    size_t band_size = 0;
-    int rc = cdc__conv_bands_encode(plan->code, n, g, batch, x, &band_g, &bands, &band_size);
+    cdc_conv_bands_t bands;
+    int rc = cdc__conv_bands_encode(plan->code, n, plan->sized ? plan->block_len : NULL, g,
+                                    batch, x, &bands);
     if (rc != CDC_OK)
         return rc;
-    int64_t spatial = band_rows * g->out_w, cols = batch * spatial;
+    int64_t b_rows = bands.block_rows, cols = batch * b_rows * g->out_w;
     cdc_coded_call_t call;
-    conv_scales_job_t job = {layer, NULL, &band_g, batch, bands, band_size, shards};
-    rc = conv_call_init(&call, layer, plan, layer->rows, cols, &band_g, batch, &job);
+    conv_scales_job_t job = {layer, NULL};
+    rc = conv_call_init(&call, layer, plan, layer->rows, cols, &bands.geometry[n], batch, &job);
     if (rc != CDC_OK)
         return rc;
+    call.col_groups = batch; /* a band's output rows, image by image */
     for (int s = 0; s < shards; s++) {
         call.tasks[s].a = layer->weights;
         call.tasks[s].a_hold = layer->weights_hold;
-        call.tasks[s].input = bands + (size_t) s * band_size;
+        call.tasks[s].input = bands.input[s];
+        call.tasks[s].geometry = &bands.geometry[s];
+        call.tasks[s].cols = batch * bands.out_rows[s] * g->out_w;
     }
     rc = cdc__coded_call_run(layer->context, &call);
     if (rc == CDC_OK) {
         int64_t plane = g->out_h * g->out_w;
         size_t row_bytes = (size_t) g->out_w * sizeof(float);
-        for (int s = 0; s < n; s++) {
-            int64_t first = (int64_t) s * band_rows;
-            int64_t valid = g->out_h - first < band_rows ? g->out_h - first : band_rows;
+        for (int s = 0; s < n; s++)
             for (int64_t o = 0; o < layer->rows; o++)
                 for (int64_t b = 0; b < batch; b++)
-                    for (int64_t t = 0; t < valid; t++)
-                        memcpy(y + (b * layer->rows + o) * plane + (first + t) * g->out_w,
-                               call.results[s] + o * cols + (b * band_rows + t) * g->out_w,
+                    for (int64_t t = 0; t < bands.real_rows[s]; t++)
+                        memcpy(y + (b * layer->rows + o) * plane +
+                                   (bands.first_row[s] + t) * g->out_w,
+                               call.results[s] + o * cols + (b * b_rows + t) * g->out_w,
                                row_bytes);
-        }
     }
     cdc__coded_call_release(&call);
     return rc;
+}
+
+/* What an output row (spatial) or a filter (channel) costs (plan.h): a
+   band of rows output rows reads (rows - 1) * stride_h + window input rows,
+   so each row adds stride_h input rows to a fixed halo; the filters are
+   cached on workers. */
+static cdc_block_cost_t conv_block_cost(const cdc_layer_t *layer, cdc_split_t split,
+                                        const cdc_conv_geometry_t *g, int64_t batch)
+{
+    double k = (double) layer->k, f = sizeof(float);
+    double image_row = (double) batch * g->channels * g->w * f;
+    if (split == CDC_SPLIT_COLUMNS)
+        return (cdc_block_cost_t){
+            .flops_per_row = 2.0 * k * layer->rows * batch * g->out_w,
+            .bytes_fixed_out = image_row * (cdc__plan_band_height(g, 1) - g->stride_h),
+            .bytes_per_row_out = image_row * g->stride_h,
+            .bytes_per_row_in = (double) layer->rows * batch * g->out_w * f};
+    return (cdc_block_cost_t){.flops_per_row = 2.0 * k * batch * g->out_h * g->out_w,
+                              .bytes_fixed_out = image_row * g->h,
+                              .bytes_per_row_out = 0.0,
+                              .bytes_per_row_in = (double) batch * g->out_h * g->out_w * f};
 }
 
 int cdc_conv2d_forward(cdc_layer_t *layer, int64_t batch, int64_t h, int64_t w,
@@ -310,6 +418,11 @@ int cdc_conv2d_forward(cdc_layer_t *layer, int64_t batch, int64_t h, int64_t w,
     /* A spatial split needs a real output row per data shard. */
     if (plan.split == CDC_SPLIT_COLUMNS && (g.out_h + n - 1) / n * (n - 1) >= g.out_h)
         plan.split = CDC_SPLIT_ROWS;
+    cdc_block_cost_t cost = conv_block_cost(layer, plan.split, &g, batch);
+    rc = cdc__plan_size_blocks(layer->context, &plan, &cost,
+                               plan.split == CDC_SPLIT_COLUMNS ? g.out_h : layer->rows);
+    if (rc != CDC_OK)
+        return rc;
 
     rc = plan.split == CDC_SPLIT_COLUMNS ? conv_spatial_split(layer, &plan, &g, batch, x, y)
                                          : conv_channel_split(layer, &plan, &g, batch, x, y);

@@ -1,4 +1,9 @@
-/* layer.c - layer creation, weight shard caching, destruction. */
+/* layer.c - layer creation, weight shard caching, destruction.
+ *
+ * A layer keeps one shard set of its weights: the row blocks and parity of
+ * the plan in use (code, n and the blocks' lengths). A call whose plan
+ * differs in any of these retires it and encodes anew; the retired set
+ * lives on while a send or a slot manifest holds it. */
 #include "layer.h"
 
 #include "error.h"
@@ -95,9 +100,9 @@ int cdc__layer_plan(cdc_layer_t *layer, cdc_call_plan_t *plan)
 }
 
 static int layer_weights_shards(cdc_weights_t *self, const cdc_code_t *code, int n,
-                                const cdc_shard_set_t **set)
+                                const int64_t *lengths, const cdc_shard_set_t **set)
 {
-    return cdc__layer_weight_shards(self->owner, code, n, set);
+    return cdc__layer_weight_shards(self->owner, code, n, lengths, set);
 }
 
 static const double *layer_weights_norms(cdc_weights_t *self)
@@ -126,14 +131,14 @@ cdc_epilogue_t cdc__layer_epilogue(const cdc_layer_t *layer, int64_t batch, int6
 }
 
 int cdc__layer_weight_shards(cdc_layer_t *layer, const cdc_code_t *code, int n,
-                             const cdc_shard_set_t **set)
+                             const int64_t *lengths, const cdc_shard_set_t **set)
 {
     cdc_shard_set_t *cached = layer->weight_shards;
-    if (!cached || cached->n != n || layer->weight_code != code ||
-        cached->r != (code ? cdc_code_r(code) : 0)) {
+    if (!cached || !cdc__shard_set_has_layout(cached, n, lengths) ||
+        layer->weight_code != code || cached->r != (code ? cdc_code_r(code) : 0)) {
         /* Retired, not freed: a send or a holder may still read it. */
         cdc__shard_set_retire(&layer->weight_shards);
-        int rc = cdc__shard_set_new(code, n, layer->weights, layer->rows, layer->k,
+        int rc = cdc__shard_set_new(code, n, lengths, layer->weights, layer->rows, layer->k,
                                     layer->weights_hold, &layer->weight_shards);
         if (rc != CDC_OK)
             return rc;

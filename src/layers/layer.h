@@ -19,9 +19,10 @@ struct cdc_layer {
     int64_t rows, k;
     uint64_t weights_key; /* content hash: names the weights on workers   */
     cdc_conv2d_desc_t conv;
-    /* Row blocks + parity of the weights for the current (code, n): encoded
-       once, reused by every call until the plan changes; a new plan (and
-       cdc_layer_destroy) retires it: it goes when its last holder lets go. */
+    /* Row blocks + parity of the weights for the current (code, n, block
+       lengths): encoded once, reused by every call until the plan changes;
+       a new plan (and cdc_layer_destroy) retires it: it goes when its last
+       holder lets go. */
     cdc_shard_set_t *weight_shards;
     const cdc_code_t *weight_code;
     cdc_split_t last_split;
@@ -33,9 +34,10 @@ int cdc__layer_new(cdc_context_t *context, cdc_layer_kind_t kind, int64_t rows,
                    int64_t k, const float *weights, const float *bias,
                    const cdc_layer_options_t *options, cdc_layer_t **layer_p);
 
-/* The weight row blocks for (code, n), encoding them on first use. */
+/* The weight row blocks for (code, n, lengths: n entries, NULL = equal),
+   encoding them on first use and whenever the layout changes. */
 int cdc__layer_weight_shards(cdc_layer_t *layer, const cdc_code_t *code, int n,
-                             const cdc_shard_set_t **set);
+                             const int64_t *lengths, const cdc_shard_set_t **set);
 
 /* Row norms of the whole weight matrix (scale of the parity check), computed
    once; NULL when out of memory (the check is then skipped). */
@@ -56,13 +58,28 @@ cdc_epilogue_t cdc__layer_epilogue(const cdc_layer_t *layer, int64_t batch, int6
 /* 0 when a * b fits in int64 and stays <= limit, else CDC_EDIM naming what. */
 int cdc__check_product(int64_t a, int64_t b, int64_t limit, const char *what);
 
-/* Spatial split input: cut the n bands of input rows (each with its halo, in
-   zero-padded row coordinates) that the n output-row bands need, and encode r
-   parity bands. *bands_p (this thread's scratch buffer: valid until the
-   thread's next call) holds n + r bands of *band_size_p floats; *band_g is
-   the geometry of one band (pad_h = 0). */
-int cdc__conv_bands_encode(const cdc_code_t *code, int n, const cdc_conv_geometry_t *g,
-                           int64_t batch, const float *x, cdc_conv_geometry_t *band_g,
-                           float **bands_p, size_t *band_size_p);
+/* The input bands of a spatial split: shard s's band of input rows (with
+   its halo, in zero-padded row coordinates; pad_h = 0 in its geometry) and
+   the output rows it computes. */
+typedef struct {
+    int64_t block_rows;                        /* B: the longest band's rows  */
+    int64_t first_row[CDC_CODE_MAX_N];         /* a data band's first output
+                                                  row in the layer's output */
+    int64_t real_rows[CDC_CODE_MAX_N];         /* its output rows            */
+    int64_t out_rows[CDC_MAX_SHARDS];          /* rows its task computes:
+                                                  real + halo rows (see
+                                                  conv2d.c); B for parity  */
+    cdc_conv_geometry_t geometry[CDC_MAX_SHARDS]; /* of one image's band     */
+    const float *input[CDC_MAX_SHARDS];        /* batch images' bands        */
+} cdc_conv_bands_t;
+
+/* Spatial split input: cut the n bands of input rows that n output-row
+   blocks of lengths[0..n-1] rows need (NULL: ceil(out_h / n) rows each, the
+   tail shorter), and encode r parity bands as long as the longest. The
+   bands' memory is this thread's scratch buffer: valid until the thread's
+   next call. */
+int cdc__conv_bands_encode(const cdc_code_t *code, int n, const int64_t *lengths,
+                           const cdc_conv_geometry_t *g, int64_t batch, const float *x,
+                           cdc_conv_bands_t *bands);
 
 #endif
