@@ -1,8 +1,8 @@
 #!/bin/sh
 # scenarios.sh - the fault-injection scenarios of docs/benchmarks.md, one JSON each.
 # usage: bench/scenarios.sh [BUILD_DIR] [OUT_DIR] [SCENARIO...]
-#   scenarios: crash stragglers scaling speedup chaos repair soak (default: all but soak,
-#   which takes about 20 minutes; SOAK_REQUESTS=N shortens it)
+#   scenarios: crash stragglers scaling speedup chaos repair hetero soak (default: all
+#   but soak, which takes about 20 minutes; SOAK_REQUESTS=N shortens it)
 set -eu
 build=${1:-build}
 out=${2:-bench-results}
@@ -15,7 +15,10 @@ mkdir -p "$out"
 PI3="slow@*:gflops=0.2"
 PI4="slow@*:gflops=1"
 WIFI="link@*:mbit=94,lat=0.3"
-scenarios=${*:-crash stragglers scaling speedup chaos repair}
+# Issue 12's mix: two Pi-4-class devices, two at a quarter of that, one at an eighth.
+MIX="slow@w0:gflops=1;slow@w1:gflops=1;slow@w2:gflops=0.25;slow@w3:gflops=0.25"
+MIX="$MIX;slow@w4:gflops=0.125"
+scenarios=${*:-crash stragglers scaling speedup chaos repair hetero}
 
 for s in $scenarios; do
   case $s in
@@ -66,6 +69,20 @@ for s in $scenarios; do
       --faults "$PI4;$WIFI;seed=1" --chaos 'kill@w1:at=5s;kill@w2:at=20s' \
       --json "$out/repair_wifi.json" --csv "$out/repair_wifi.csv" --plot "$out/repair_wifi.png"
     python3 "$(dirname "$0")/redundancy_summary.py" "$out/repair_wifi.json" "$out/repair_wifi.csv"
+    ;;
+  hetero)
+    # Heterogeneous devices (issue 12): equal blocks against blocks and homes sized
+    # by the measured profile, on the mix over WiFi and on identical Pi 4s. The
+    # warm-up covers the profile's first measurements and the one-time shipping of
+    # the re-sized blocks.
+    for plan in equal profiled; do
+      "$bench" --layer fc:4096x9216 --workers 5 --parity 1 --requests "${HETERO_REQUESTS:-200}" \
+        --warmup 40 --faults "$MIX;$WIFI;seed=1" --plan "$plan" \
+        --json "$out/hetero_fc_$plan.json" --csv "$out/hetero_fc_$plan.csv"
+      "$bench" --layer fc:4096x9216 --workers 5 --parity 1 --requests "${HETERO_REQUESTS:-200}" \
+        --warmup 40 --faults "$PI4;$WIFI;seed=1" --plan "$plan" \
+        --json "$out/homogeneous_fc_$plan.json" --csv "$out/homogeneous_fc_$plan.csv"
+    done
     ;;
   soak)
     # Issue 11's soak: AlexNet on 6 embedded workers, a SIGKILL every ~2 s and a 1 s

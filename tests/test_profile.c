@@ -171,11 +171,37 @@ START_TEST(test_link_estimate)
     ck_assert_uint_eq(view.link_samples, 1);
     ck_assert_double_eq_tol(view.mbit, 100.0, 1e-9);
     /* Compute explains nearly all of it: noise, not a sample. */
-    cdc_profile_note_transfer(&s, 23.0, 20e6, 1e6);
+    cdc_profile_note_transfer(&s, 22.5, 20e6, 1e6);
+    cdc_profile_note_transfer(&s, 10.0, 1e6, 32768); /* too few bytes to say anything */
     cdc_profile_note_transfer(&s, 10.0, 1e6, 1e6); /* 7 ms of 10: a sample, 8 Mbit / 7 ms */
     cdc_profile_state_view(&s, &view);
     ck_assert_uint_eq(view.link_samples, 2);
     ck_assert_double_eq_tol(view.mbit, 100.0 + CDC_PROFILE_ALPHA * (8e6 / 7e3 - 100.0), 1e-9);
+}
+END_TEST
+
+/* Queueing only makes a link look slower: a slow sample among fast ones
+   (a call that waited behind weights) leaves the estimate alone, while a
+   link that stays slow for a window's worth of samples is taken. */
+START_TEST(test_link_window_max)
+{
+    cdc_profile_state_t s;
+    cdc_worker_profile_t view;
+    cdc_profile_state_init(&s);
+    cdc_profile_note_counters(&s, 1, 0, 0);
+    cdc_profile_note_counters(&s, 1, 4000000, 4000); /* 1 GFLOP/s */
+    cdc_profile_note_pong(&s, 2.0, NULL);
+    cdc_profile_note_transfer(&s, 102.0, 20e6, 1e6); /* 100 Mbit/s */
+    for (int i = 0; i < 3; i++)
+        cdc_profile_note_transfer(&s, 822.0, 20e6, 1e6); /* 10 Mbit/s: queued */
+    cdc_profile_state_view(&s, &view);
+    ck_assert_double_eq_tol(view.mbit, 100.0, 1e-9);
+    uint64_t generation = view.generation;
+    for (int i = 0; i < CDC_PROFILE_LINK_WINDOW; i++)
+        cdc_profile_note_transfer(&s, 822.0, 20e6, 1e6);
+    cdc_profile_state_view(&s, &view);
+    ck_assert_double_eq_tol(view.mbit, 10.0, 1e-9); /* the new level, at once */
+    ck_assert_uint_eq(view.generation, generation + 1);
 }
 END_TEST
 
@@ -541,6 +567,7 @@ static Suite *profile_suite(void)
     tcase_add_test(pure, test_respawn_resets_baseline);
     tcase_add_test(pure, test_generation_hysteresis);
     tcase_add_test(pure, test_link_estimate);
+    tcase_add_test(pure, test_link_window_max);
     tcase_add_test(pure, test_predict_defaults);
     tcase_add_test(pure, test_table);
     suite_add_tcase(suite, pure);

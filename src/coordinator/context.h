@@ -6,8 +6,29 @@
 #include "code.h"
 #include "executor.h"
 #include "local_workers.h"
+#include "profile.h"
 
 #include <pthread.h>
+
+#define CDC_PROFILED_LAYOUTS 64 /* operand shapes whose lengths are kept */
+
+/* CDCGEMM_PLAN=profiled's state (profiled_plan.c): the profile it plans
+   from, taken anew only when an estimate moved for good, and where the
+   plan's slots live. */
+typedef struct {
+    cdc_worker_profile_t anchored[CDC_MAX_WORKERS];
+    int workers;         /* entries of anchored; 0: none taken yet          */
+    uint64_t generation; /* the profile's generations (and which estimates
+                            had samples enough), summed, when taken      */
+    int homes_stale;     /* anchored moved since the homes were chosen      */
+    int home_of_slot[CDC_MAX_WORKERS];
+    int slots;           /* n + r the homes were chosen for; 0: none yet    */
+    struct {             /* the lengths last given to an operand's shape    */
+        uint64_t key;    /* its shape, cost and homes (0: empty)            */
+        int64_t len[CDC_CODE_MAX_N];
+    } layouts[CDC_PROFILED_LAYOUTS];
+    int next_layout;     /* the entry to replace next (round robin)        */
+} cdc_profiled_state_t;
 
 struct cdc_context {
     cdc_config_t config;
@@ -30,6 +51,7 @@ struct cdc_context {
                              data blocks sized in these proportions when a
                              call has block_weights_n data shards          */
     int block_weights_n;  /* 0: the planner's own lengths                  */
+    cdc_profiled_state_t profiled; /* CDCGEMM_PLAN=profiled             */
 };
 
 /* Data shards for parity r on this context: n = L - r' over the L planned

@@ -21,8 +21,9 @@
  * Block sizes. Once the split is resolved the front end knows how many rows
  * the cut operand has and what a row costs (cdc_block_cost_t) and asks
  * cdc__plan_size_blocks for the data blocks' lengths: the one place they
- * are decided (equal today, within one row of each other; a latency planner
- * replaces its body). Blocks need not be equal: parity blocks are as large
+ * are decided: forced by a test hook, sized to the devices by the
+ * profiled plan (CDCGEMM_PLAN=profiled, profiled_plan.c), else equal within
+ * one row of each other. Blocks need not be equal: parity blocks are as large
  * as the largest and the rest is zero padding (shard_set.c).
  *
  * Invariant: a caller's ROWS split always cuts the rows of the caller's C,
@@ -31,6 +32,7 @@
 
 #include "coded_call.h"
 #include "error.h"
+#include "profiled_plan.h"
 
 int cdc__plan_resolve(cdc_context_t *context, int parity_override,
                       cdc_split_t split_override, cdc_call_plan_t *plan)
@@ -85,11 +87,11 @@ static void lengths_by_weights(const double *weights, int n, int64_t rows, int64
 int cdc__plan_size_blocks(cdc_context_t *context, cdc_call_plan_t *plan,
                           const cdc_block_cost_t *cost, int64_t rows)
 {
-    (void) cost; /* for the latency planner: equal blocks need no costs */
     int n = plan->n;
     if (n < 1 || n > CDC_CODE_MAX_N || rows < 1)
         return cdc__fail(CDC_EINVAL, "block sizes: n = %d, rows = %lld", n, (long long) rows);
     double weights[CDC_CODE_MAX_N];
+    int rc;
     pthread_mutex_lock(&context->lock);
     int forced = context->block_weights_n == n;
     for (int i = 0; forced && i < n; i++)
@@ -97,6 +99,10 @@ int cdc__plan_size_blocks(cdc_context_t *context, cdc_call_plan_t *plan,
     pthread_mutex_unlock(&context->lock);
     if (forced) {
         lengths_by_weights(weights, n, rows, plan->block_len);
+    } else if (context->config.plan == CDC_PLAN_PROFILED &&
+               (rc = cdc__profiled_plan_size(context, plan, cost, rows, NULL)) != 0) {
+        if (rc < 0)
+            return rc;
     } else {
         /* Spread evenly: the first rows % n blocks one row longer. */
         for (int i = 0; i < n; i++)

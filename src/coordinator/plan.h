@@ -60,10 +60,11 @@ int cdc__plan_resolve(cdc_context_t *context, int parity_override,
 /* The single place the data blocks' lengths are decided: fill
    plan->block_len for a cut operand of `rows` rows over plan->n data shards
    (and set plan->sized), once the front end has resolved the split. cost
-   describes the call's work per row. Lengths sum to rows and differ by at
-   most 1 (all >= 1 when rows >= n), or follow the weights forced by
-   cdc_testing_force_block_weights (in proportion, largest remainder, each
-   >= 1). */
+   describes the call's work per row. Lengths sum to rows, each >= 1 when
+   rows >= n: the weights forced by cdc_testing_force_block_weights (in
+   proportion, largest remainder), else under CDCGEMM_PLAN=profiled the
+   profiled plan's (profiled_plan.h) once it can size the call, else equal
+   (differing by at most 1). */
 int cdc__plan_size_blocks(cdc_context_t *context, cdc_call_plan_t *plan,
                           const cdc_block_cost_t *cost, int64_t rows);
 

@@ -123,13 +123,19 @@ void cdc_profile_note_pong(cdc_profile_state_t *state, double rtt_ms,
 void cdc_profile_note_transfer(cdc_profile_state_t *state, double elapsed_ms, double flops,
                                double bytes)
 {
-    if (state->rate_samples == 0 || bytes <= 0)
-        return; /* without a rate, compute and transfer cannot be told apart */
+    if (state->rate_samples == 0 || bytes < CDC_PROFILE_MIN_LINK_BYTES)
+        return; /* without a rate, compute and transfer cannot be told apart;
+                   a few KB say more about jitter than about the link */
     double rtt = state->rtt_samples ? state->rtt.value : 0.0;
     double comm = elapsed_ms - flops / (state->rate.value * 1e6) - rtt;
-    if (comm < CDC_PROFILE_MIN_COMM_MS || comm < CDC_PROFILE_MIN_COMM_SHARE * elapsed_ms)
+    if (comm < CDC_PROFILE_MIN_COMM_MS)
         return; /* within the noise: the link is not what this call waited for */
-    double mbit = 8.0 * bytes / (comm * 1e3);
+    state->link_window[state->link_samples % CDC_PROFILE_LINK_WINDOW] =
+        8.0 * bytes / (comm * 1e3);
+    uint64_t filled = state->link_samples + 1;
+    double mbit = 0.0;
+    for (uint64_t i = 0; i < filled && i < CDC_PROFILE_LINK_WINDOW; i++)
+        mbit = state->link_window[i] > mbit ? state->link_window[i] : mbit;
     state->generation += estimate_add(&state->link, mbit, state->link_samples, 0.0);
     state->link_samples++;
 }

@@ -24,9 +24,15 @@
  *           over the bytes that moved for them (task operands and weights
  *           sent in the call, plus results): mbit = 8 bytes / comm. Only when
  *           the rate is known and comm is clearly positive (at least
- *           CDC_PROFILE_MIN_COMM_MS and CDC_PROFILE_MIN_COMM_SHARE of
- *           elapsed): a fast link leaves only noise there, and stays
- *           unmeasured (0: free to the predictor).
+ *           CDC_PROFILE_MIN_COMM_MS) and enough bytes moved
+ *           (CDC_PROFILE_MIN_LINK_BYTES): a fast link, or a transfer of a few
+ *           KB (a GEMV's input, ~1 ms on any link, as long as the host's own
+ *           jitter), leaves only noise there, and stays unmeasured (0: free
+ *           to the predictor). No threshold
+ *           relative to elapsed: it would keep the ordinary samples of a
+ *           link that is small beside the compute and let only the calls
+ *           that queued through, a biased choice the window below cannot
+ *           mend.
  *           Its weakness: comm is a remainder. It also holds whatever else
  *           delayed those tasks: queueing behind an earlier call's work
  *           (cancelled tasks still in service, background weights on the
@@ -34,7 +40,12 @@
  *           loaded host, and one-way latencies the heartbeat does not see
  *           (a worker's emulated `lat` delays task replies, not PONGs). All
  *           of those make the link look slower, never faster; small
- *           transfers suffer most.
+ *           transfers suffer most. So, as TCP BBR does for its bottleneck
+ *           bandwidth, the estimator is fed the largest of the latest
+ *           CDC_PROFILE_LINK_WINDOW samples, not each sample: a call that
+ *           queued behind a weight transfer does not make the link slow,
+ *           while a link that really slowed down shows once the window has
+ *           passed.
  * A generation counter per worker tells the planner that an estimate
  * "moved for good": it bumps when the rate, bandwidth or round trip is
  * measured for the first time, or when CDC_PROFILE_PERSIST samples in a row
@@ -54,7 +65,8 @@
 #define CDC_PROFILE_ALPHA 0.25          /* EWMA weight of a new sample            */
 #define CDC_PROFILE_MIN_BUSY_US 2000    /* busy time a rate sample needs          */
 #define CDC_PROFILE_MIN_COMM_MS 1.0     /* a link sample's least comm time ...    */
-#define CDC_PROFILE_MIN_COMM_SHARE 0.2  /* ... and least share of elapsed         */
+#define CDC_PROFILE_MIN_LINK_BYTES 65536 /* ... and least bytes                   */
+#define CDC_PROFILE_LINK_WINDOW 8      /* link samples the max is taken over     */
 #define CDC_PROFILE_MOVE 0.2            /* relative move that counts              */
 #define CDC_PROFILE_MOVE_RTT_MS 1.0     /* a round trip must move this much too:
                                            less is scheduling noise next to
@@ -120,6 +132,7 @@ typedef struct {
 
 typedef struct {
     cdc_profile_estimate_t rate, link, rtt; /* GFLOP/s, Mbit/s, ms          */
+    double link_window[CDC_PROFILE_LINK_WINDOW]; /* the latest link samples */
     uint64_t rate_samples, link_samples, rtt_samples, generation;
     uint64_t max_memory, cache_bytes;
     int has_base;              /* the counters below are a baseline        */

@@ -1,0 +1,236 @@
+/* profiled_plan.c - slot homes and block lengths from the live profile.
+ *
+ * The problem. The planner (planner.c) needs one cost line per worker for
+ * the call at hand; the profile (profile.c) has each worker's compute rate,
+ * link and round trip. A cost line is the profile's prediction for the
+ * call's work as a function of a block's rows: the fixed part (round trip,
+ * the bytes every shard gets) and the part per row (its compute, its bytes).
+ *
+ * Hysteresis. New lengths for a cached operand, or a slot's new home,
+ * re-ship weights, so neither may follow every wobble of the measurements.
+ * The plan is made from an anchored copy of the profile, taken anew only
+ * when some estimate moved for good (the profile's generation: a move of
+ * 20% that persists): between two such moves every call of a layer gets
+ * the same lengths. Even then an operand keeps the lengths it was given
+ * (remembered per shape, cost and homes), and the slots their homes, unless
+ * the new ones are predicted 10% faster: a measurement that moved without
+ * changing the answer much (a link estimate, say) ships nothing.
+ *
+ * Failures. A dead worker keeps its measured line and its slots: the
+ * placement already covers a dead home (a spare, or an erasure decoded from
+ * parity, then the respawned process), and moving homes on every death
+ * would ship weights twice. The planner's parity placement (planner.h) is
+ * what keeps the calls after a crash from waiting on a slow device.
+ *
+ * Until n workers have been measured (a rate from two heartbeats after each
+ * computed), calls run on equal blocks; those calls are what measures them.
+ * A worker still unmeasured then is taken to run at half the slowest rate
+ * measured: it is a spare that never stood in, or a device so slow that its
+ * every shard was cancelled before it finished (a parity on the slowest
+ * device never finishes first). Given a block by the plan, it finishes it
+ * and gets measured; the profile's generation then re-plans. */
+#include "profiled_plan.h"
+
+#include "hash.h"
+#include "log.h"
+#include "planner.h"
+
+#include <math.h>
+#include <string.h>
+
+/* A change of homes must be predicted this much faster than keeping them. */
+#define PLAN_SWITCH_GAIN 0.9
+/* Rate samples a worker needs before its speed sizes blocks. */
+#define PLAN_MIN_RATE_SAMPLES 2
+/* Link samples before the link's estimate counts: the first ones come from
+   the calls that shipped the first weights (the window of profile.h needs a
+   few to see past them); until then the link is taken as free. */
+#define PLAN_MIN_LINK_SAMPLES 4
+/* The rate assumed for a worker not measured yet, as a share of the slowest
+   measured one. */
+#define PLAN_UNMEASURED_RATE_SHARE 0.5
+
+/* Which of a worker's estimates have samples enough to plan by (0..3). */
+static uint64_t usable_bits(const cdc_worker_profile_t *p)
+{
+    return (uint64_t) (p->rate_samples >= PLAN_MIN_RATE_SAMPLES) +
+           2 * (uint64_t) (p->link_samples >= PLAN_MIN_LINK_SAMPLES);
+}
+
+/* Worker p's line for this call's work; slowest_gflops: the slowest rate
+   measured, assumed (halved) for a worker not measured yet. */
+static cdc_shard_cost_t cost_line(const cdc_worker_profile_t *p, const cdc_block_cost_t *cost,
+                                  double slowest_gflops)
+{
+    cdc_worker_profile_t trusted = *p;
+    if (trusted.rate_samples < PLAN_MIN_RATE_SAMPLES)
+        trusted.gflops = PLAN_UNMEASURED_RATE_SHARE * slowest_gflops;
+    if (trusted.link_samples < PLAN_MIN_LINK_SAMPLES)
+        trusted.mbit = 0.0;
+    p = &trusted;
+    double base = cdc_profile_predict_ms(p, 0.0, 0.0, 0.0);
+    double fixed = cdc_profile_predict_ms(p, 0.0, cost->bytes_fixed_out, 0.0);
+    double row = cdc_profile_predict_ms(p, cost->flops_per_row, cost->bytes_per_row_out,
+                                        cost->bytes_per_row_in) -
+                 base;
+    return (cdc_shard_cost_t){fixed, row > 1e-9 ? row : 1e-9};
+}
+
+/* Lengths for the slots' homes (data slots 0..n-1, parity n..n+r-1); the
+   predicted latency, or INFINITY when they cannot be sized. */
+static double lengths_for_homes(const cdc_shard_cost_t *line, const int *home, int n, int r,
+                                int64_t rows, int64_t *len)
+{
+    cdc_shard_cost_t data[CDC_MAX_WORKERS], parity[CDC_MAX_WORKERS];
+    for (int s = 0; s < n; s++)
+        data[s] = line[home[s]];
+    for (int j = 0; j < r; j++)
+        parity[j] = line[home[n + j]];
+    double t = INFINITY;
+    if (cdc_planner_block_lengths(data, n, parity, r, rows, len, &t) != CDC_OK)
+        return INFINITY;
+    return t;
+}
+
+static double latency_of(const cdc_shard_cost_t *line, const int *home, int n, int r,
+                         const int64_t *len)
+{
+    cdc_shard_cost_t data[CDC_MAX_WORKERS], parity[CDC_MAX_WORKERS];
+    for (int s = 0; s < n; s++)
+        data[s] = line[home[s]];
+    for (int j = 0; j < r; j++)
+        parity[j] = line[home[n + j]];
+    return cdc_planner_latency(data, n, parity, r, len);
+}
+
+/* After the anchored profile moved (or for a new n + r): new homes, when
+   they are predicted enough faster than the ones the slots have. */
+static int homes_update(cdc_context_t *context, const cdc_shard_cost_t *line, int n, int r,
+                        int64_t rows)
+{
+    cdc_profiled_state_t *st = &context->profiled;
+    int chosen[CDC_MAX_WORKERS];
+    double t_new;
+    int rc = cdc_planner_homes(line, st->workers, n, r, rows, chosen, &t_new);
+    if (rc != CDC_OK)
+        return rc;
+    /* Where the client has the slots now: worker s before any move; after
+       one, the map's first n + r entries (also when n + r changed). */
+    if (st->slots == 0)
+        for (int s = 0; s < CDC_MAX_WORKERS; s++)
+            st->home_of_slot[s] = s;
+    st->slots = n + r;
+    int64_t len[CDC_MAX_WORKERS];
+    double t_now = lengths_for_homes(line, st->home_of_slot, n, r, rows, len);
+    if (!(t_new < PLAN_SWITCH_GAIN * t_now))
+        return CDC_OK;
+    rc = cdc__executor_set_homes(context->executor, chosen, n + r);
+    if (rc != CDC_OK)
+        return rc;
+    memcpy(st->home_of_slot, chosen, (size_t) (n + r) * sizeof(int));
+    CDC_LOG_INFOF("profiled plan: homes of %d data + %d parity slots moved (predicted "
+                  "%.2f ms)", n, r, t_new);
+    return CDC_OK;
+}
+
+static uint64_t mix_double(uint64_t h, double v)
+{
+    uint64_t bits;
+    memcpy(&bits, &v, sizeof bits);
+    return cdc__hash_mix(h, bits);
+}
+
+/* The operand's shape, cost and the slots' homes: what its lengths are for. */
+static uint64_t layout_key(const cdc_profiled_state_t *st, const cdc_block_cost_t *cost,
+                           int64_t rows, int n, int r)
+{
+    uint64_t h = cdc__hash_mix((uint64_t) rows, (uint64_t) (n * 64 + r));
+    h = mix_double(h, cost->flops_per_row);
+    h = mix_double(h, cost->bytes_fixed_out);
+    h = mix_double(h, cost->bytes_per_row_out);
+    h = mix_double(h, cost->bytes_per_row_in);
+    for (int s = 0; s < n + r; s++)
+        h = cdc__hash_mix(h, (uint64_t) st->home_of_slot[s]);
+    return h ? h : 1;
+}
+
+/* Keep the lengths this operand had unless len is predicted enough faster;
+   remember what it gets. Returns the latency of what it gets. */
+static double keep_or_remember(cdc_profiled_state_t *st, uint64_t key,
+                               const cdc_shard_cost_t *line, int n, int r, int64_t *len,
+                               double t_new)
+{
+    for (int i = 0; i < CDC_PROFILED_LAYOUTS; i++) {
+        if (st->layouts[i].key != key)
+            continue;
+        double t_old = latency_of(line, st->home_of_slot, n, r, st->layouts[i].len);
+        if (t_new < PLAN_SWITCH_GAIN * t_old) {
+            memcpy(st->layouts[i].len, len, (size_t) n * sizeof *len);
+            return t_new;
+        }
+        memcpy(len, st->layouts[i].len, (size_t) n * sizeof *len);
+        return t_old;
+    }
+    int at = st->next_layout;
+    st->next_layout = (at + 1) % CDC_PROFILED_LAYOUTS;
+    st->layouts[at].key = key;
+    memcpy(st->layouts[at].len, len, (size_t) n * sizeof *len);
+    return t_new;
+}
+
+int cdc__profiled_plan_size(cdc_context_t *context, cdc_call_plan_t *plan,
+                            const cdc_block_cost_t *cost, int64_t rows,
+                            double *predicted_ms)
+{
+    cdc_profiled_state_t *st = &context->profiled;
+    int n = plan->n, r = plan->r;
+    cdc_worker_profile_t now[CDC_MAX_WORKERS];
+    int workers = cdc__context_profile(context, now, CDC_MAX_WORKERS);
+    /* Re-anchor when an estimate moved for good, or when one became usable
+       here (enough samples): that changes the plan as much. */
+    uint64_t generation = 0;
+    for (int w = 0; w < workers; w++)
+        generation += now[w].generation + usable_bits(&now[w]) * ((uint64_t) 1 << 40);
+    if (st->workers != workers || st->generation != generation) {
+        memcpy(st->anchored, now, (size_t) workers * sizeof *now);
+        st->workers = workers;
+        st->generation = generation;
+        st->homes_stale = 1;
+    }
+    if (workers < n + r || rows < n)
+        return 0;
+    int measured = 0;
+    double slowest = INFINITY;
+    for (int w = 0; w < workers; w++)
+        if (st->anchored[w].rate_samples >= PLAN_MIN_RATE_SAMPLES) {
+            measured++;
+            slowest = st->anchored[w].gflops < slowest ? st->anchored[w].gflops : slowest;
+        }
+    if (measured < n || !(slowest > 0.0))
+        return 0;
+    cdc_shard_cost_t line[CDC_MAX_WORKERS];
+    for (int w = 0; w < workers; w++)
+        line[w] = cost_line(&st->anchored[w], cost, slowest);
+    if (st->homes_stale || st->slots != n + r) {
+        int rc = homes_update(context, line, n, r, rows);
+        if (rc != CDC_OK)
+            return rc;
+        st->homes_stale = 0;
+    }
+    double t = lengths_for_homes(line, st->home_of_slot, n, r, rows, plan->block_len);
+    if (!isfinite(t))
+        return 0;
+    /* Equal blocks unless sizing is predicted to pay: on near-identical
+       devices equal blocks also let the first n results of n + r finish the
+       call, which the model does not count. */
+    int64_t equal[CDC_CODE_MAX_N];
+    for (int i = 0; i < n; i++)
+        equal[i] = rows / n + (i < rows % n);
+    if (!(t < PLAN_SWITCH_GAIN * latency_of(line, st->home_of_slot, n, r, equal)))
+        return 0;
+    t = keep_or_remember(st, layout_key(st, cost, rows, n, r), line, n, r, plan->block_len, t);
+    plan->sized = 1;
+    if (predicted_ms)
+        *predicted_ms = t;
+    return 1;
+}

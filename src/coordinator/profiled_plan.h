@@ -1,0 +1,23 @@
+/* profiled_plan.h - CDCGEMM_PLAN=profiled: the planner (planner.h) applied to
+   a context, its slot homes and block lengths from the live profile. */
+#ifndef CDC_PROFILED_PLAN_H_INCLUDED
+#define CDC_PROFILED_PLAN_H_INCLUDED
+
+#include "context.h"
+#include "plan.h"
+
+#include <stdint.h>
+
+/* Size plan's data blocks (rows of the cut operand; work per row in cost)
+   to the devices, once every worker of the plan's slots has been measured:
+   moves the slots' homes first when the profile moved for good and new
+   homes are predicted 10% faster, then sizes the blocks for those homes.
+   Returns 1 with plan->block_len set and *predicted_ms (may be NULL) the
+   model's latency, 0 when the profile cannot size this call yet (the
+   caller sizes equal blocks), or a CDC_* error (< 0). Not thread-safe
+   against calls on the same context (as cdc__plan_resolve). */
+int cdc__profiled_plan_size(cdc_context_t *context, cdc_call_plan_t *plan,
+                            const cdc_block_cost_t *cost, int64_t rows,
+                            double *predicted_ms);
+
+#endif

@@ -1,0 +1,177 @@
+/* test_profiled_plan.c - CDCGEMM_PLAN=profiled on real embedded workers of
+   different emulated speeds (issue 12): equal blocks until the devices are
+   measured, then the parity moved to a fast device and the data blocks sized
+   to their homes' speeds, every result exact throughout; and identical
+   devices keep equal blocks and their homes. */
+#include "cdcgemm.h"
+#include "context.h"
+#include "layer.h"
+#include "testutil.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define REL_TOL 1e-5
+#define OUT 4096
+#define IN 4096
+#define BATCH 1
+#define WORKERS 5
+/* Calls to wait for the plan (each a few to tens of ms here), bounded in time. */
+#define MAX_CALLS 400
+#define MAX_SECONDS 60.0
+
+static cdc_context_t *profiled_context(const char *faults)
+{
+    cdc_config_t config;
+    cdc_config_init(&config);
+    config.local_workers = WORKERS;
+    config.parity = 1;
+    config.plan = CDC_PLAN_PROFILED;
+    config.timeout_ms = 5000;
+    snprintf(config.faults, sizeof config.faults, "%s", faults);
+    config.log_level = getenv("CDC_TEST_LOG") ? CDC_LOG_INFO : CDC_LOG_ERROR;
+    cdc_context_t *context = NULL;
+    int rc = cdc_context_new(&config, &context);
+    ck_assert_msg(rc == CDC_OK, "cdc_context_new: %s (%s)", cdc_err_name(rc),
+                  cdc_last_error());
+    return context;
+}
+
+typedef struct {
+    cdc_layer_t *layer;
+    float *x, *want;
+} fc_t;
+
+/* An FC layer (no bias, output split) and its exact answer from BLAS-free
+   double sums. */
+static void fc_make(fc_t *f, cdc_context_t *context)
+{
+    cdc_test_rng_t rng;
+    cdc_test_rng_seed(&rng, 21);
+    float *w = cdc_test_alloc(sizeof(float) * OUT * IN);
+    f->x = cdc_test_alloc(sizeof(float) * BATCH * IN);
+    f->want = cdc_test_alloc(sizeof(float) * BATCH * OUT);
+    cdc_test_fill_uniform(&rng, w, (size_t) OUT * IN);
+    cdc_test_fill_uniform(&rng, f->x, (size_t) BATCH * IN);
+    for (int b = 0; b < BATCH; b++)
+        for (int o = 0; o < OUT; o++) {
+            double sum = 0.0;
+            for (int i = 0; i < IN; i++)
+                sum += (double) w[(size_t) o * IN + i] * f->x[(size_t) b * IN + i];
+            f->want[(size_t) b * OUT + o] = (float) sum;
+        }
+    cdc_layer_options_t options;
+    cdc_layer_options_init(&options);
+    options.split = CDC_SPLIT_ROWS;
+    ck_assert_int_eq(cdc_fc_new(context, OUT, IN, w, NULL, &options, &f->layer), CDC_OK);
+    free(w);
+}
+
+static void fc_check(fc_t *f)
+{
+    float got[BATCH * OUT];
+    int rc = cdc_fc_forward(f->layer, BATCH, f->x, got);
+    ck_assert_msg(rc == CDC_OK, "forward: %s (%s)", cdc_err_name(rc), cdc_last_error());
+    double err = cdc_test_rel_error_ff(got, f->want, (size_t) BATCH * OUT);
+    ck_assert_msg(err <= REL_TOL, "relative error %g", err);
+}
+
+static void fc_free(fc_t *f)
+{
+    cdc_layer_destroy(&f->layer);
+    free(f->x);
+    free(f->want);
+}
+
+/* Whether the layer's cached blocks are unequal (the profiled plan sized them). */
+static int blocks_unequal(const fc_t *f)
+{
+    const cdc_shard_set_t *set = f->layer->weight_shards;
+    if (!set)
+        return 0;
+    for (int i = 1; i < set->n; i++)
+        if (set->len[i] > set->len[0] + 1 || set->len[i] + 1 < set->len[0])
+            return 1;
+    return 0;
+}
+
+/* Two fast devices, two at a quarter, one at an eighth (the issue's mix). */
+START_TEST(test_mix_sized_to_devices)
+{
+    cdc_context_t *context = profiled_context(
+        "slow@w0:gflops=1;slow@w1:gflops=1;slow@w2:gflops=0.25;slow@w3:gflops=0.25;"
+        "slow@w4:gflops=0.125");
+    fc_t f;
+    fc_make(&f, context);
+    double start = cdc_test_now_s();
+    int calls = 0;
+    for (; calls < MAX_CALLS && cdc_test_now_s() - start < MAX_SECONDS; calls++) {
+        fc_check(&f);
+        if (blocks_unequal(&f))
+            break;
+    }
+    ck_assert_msg(blocks_unequal(&f), "still equal blocks after %d calls", calls);
+    for (int i = 0; i < 20; i++)
+        fc_check(&f);
+
+    /* The parity on a fast device; a faster home has the longer block, by at
+       least half the speed ratio (the model also counts each home's link and
+       round trip as measured, and on a loaded host the real GEMV under each
+       emulated device adds to the slow and the fast alike). */
+    const int *home = context->profiled.home_of_slot;
+    ck_assert_int_eq(context->profiled.slots, WORKERS);
+    ck_assert_msg(home[4] == 0 || home[4] == 1, "parity on worker %d", home[4]);
+    const cdc_shard_set_t *set = f.layer->weight_shards;
+    static const double speed[WORKERS] = {1, 1, 0.25, 0.25, 0.125};
+    for (int s = 0; s < set->n; s++)
+        for (int t = 0; t < set->n; t++)
+            if (speed[home[s]] > speed[home[t]])
+                ck_assert_msg(set->len[s] > set->len[t] &&
+                                  (double) set->len[s] * speed[home[t]] >=
+                                      0.5 * (double) set->len[t] * speed[home[s]],
+                              "slot %d (worker %d) has %lld rows, slot %d (worker %d) %lld",
+                              s, home[s], (long long) set->len[s], t, home[t],
+                              (long long) set->len[t]);
+    cdc_stats_t stats;
+    ck_assert_int_eq(cdc_context_stats(context, &stats), CDC_OK);
+    ck_assert_uint_eq(stats.fallbacks, 0);
+    fc_free(&f);
+    cdc_context_destroy(&context);
+}
+END_TEST
+
+/* Identical devices: sizing is not predicted to pay, so the blocks stay
+   equal and nothing moves. */
+START_TEST(test_identical_devices_stay_equal)
+{
+    cdc_context_t *context = profiled_context("slow@*:gflops=0.5");
+    fc_t f;
+    fc_make(&f, context);
+    double start = cdc_test_now_s();
+    for (int calls = 0; calls < 150 && cdc_test_now_s() - start < MAX_SECONDS; calls++)
+        fc_check(&f);
+    ck_assert(!blocks_unequal(&f));
+    for (int s = 0; s < context->profiled.slots; s++)
+        ck_assert_int_eq(context->profiled.home_of_slot[s], s);
+    fc_free(&f);
+    cdc_context_destroy(&context);
+}
+END_TEST
+
+static Suite *profiled_suite(void)
+{
+    Suite *suite = suite_create("profiled_plan");
+    TCase *tc = tcase_create("embedded");
+    tcase_set_timeout(tc, 180);
+    tcase_add_test(tc, test_mix_sized_to_devices);
+    tcase_add_test(tc, test_identical_devices_stay_equal);
+    suite_add_tcase(suite, tc);
+    return suite;
+}
+
+int main(void)
+{
+    setenv("CDCGEMM_WORKER_BIN", CDC_WORKER_BIN, 1);
+    return cdc_test_run_suite(profiled_suite());
+}
