@@ -76,30 +76,35 @@ static cdc_shard_cost_t cost_line(const cdc_worker_profile_t *p, const cdc_block
     return (cdc_shard_cost_t){fixed, row > 1e-9 ? row : 1e-9};
 }
 
-/* Lengths for the slots' homes (data slots 0..n-1, parity n..n+r-1); the
-   predicted latency, or INFINITY when they cannot be sized. */
-static double lengths_for_homes(const cdc_shard_cost_t *line, const int *home, int n, int r,
-                                int64_t rows, int64_t *len)
+/* The lines of the slots' homes: data slots 0..n-1, parity n..n+r-1. */
+static void slot_lines(const cdc_shard_cost_t *line, const int *home, int n, int r,
+                       cdc_shard_cost_t *data, cdc_shard_cost_t *parity)
 {
-    cdc_shard_cost_t data[CDC_MAX_WORKERS], parity[CDC_MAX_WORKERS];
     for (int s = 0; s < n; s++)
         data[s] = line[home[s]];
     for (int j = 0; j < r; j++)
         parity[j] = line[home[n + j]];
+}
+
+/* Lengths for the slots' homes; the predicted latency, or INFINITY when
+   they cannot be sized. */
+static double lengths_for_homes(const cdc_shard_cost_t *line, const int *home, int n, int r,
+                                int64_t rows, int64_t *len)
+{
+    cdc_shard_cost_t data[CDC_MAX_WORKERS], parity[CDC_MAX_WORKERS];
+    slot_lines(line, home, n, r, data, parity);
     double t = INFINITY;
     if (cdc_planner_block_lengths(data, n, parity, r, rows, len, &t) != CDC_OK)
         return INFINITY;
     return t;
 }
 
+/* The predicted latency of given lengths on the slots' homes. */
 static double latency_of(const cdc_shard_cost_t *line, const int *home, int n, int r,
                          const int64_t *len)
 {
     cdc_shard_cost_t data[CDC_MAX_WORKERS], parity[CDC_MAX_WORKERS];
-    for (int s = 0; s < n; s++)
-        data[s] = line[home[s]];
-    for (int j = 0; j < r; j++)
-        parity[j] = line[home[n + j]];
+    slot_lines(line, home, n, r, data, parity);
     return cdc_planner_latency(data, n, parity, r, len);
 }
 
