@@ -142,14 +142,15 @@ START_TEST(test_mix_sized_to_devices)
 END_TEST
 
 /* Identical devices: sizing is not predicted to pay, so the blocks stay
-   equal and nothing moves. */
+   equal and nothing moves. Slow enough (84 ms a shard) that the host's own
+   GEMV and a loaded scheduler stay well under the 10% a move must gain. */
 START_TEST(test_identical_devices_stay_equal)
 {
-    cdc_context_t *context = profiled_context("slow@*:gflops=0.5");
+    cdc_context_t *context = profiled_context("slow@*:gflops=0.1");
     fc_t f;
     fc_make(&f, context);
     double start = cdc_test_now_s();
-    for (int calls = 0; calls < 150 && cdc_test_now_s() - start < MAX_SECONDS; calls++)
+    for (int calls = 0; calls < 60 && cdc_test_now_s() - start < MAX_SECONDS; calls++)
         fc_check(&f);
     ck_assert(!blocks_unequal(&f));
     for (int s = 0; s < context->profiled.slots; s++)

@@ -24,11 +24,12 @@
  *
  * Until n workers have been measured (a rate from two heartbeats after each
  * computed), calls run on equal blocks; those calls are what measures them.
- * A worker still unmeasured then is taken to run at half the slowest rate
- * measured: it is a spare that never stood in, or a device so slow that its
- * every shard was cancelled before it finished (a parity on the slowest
- * device never finishes first). Given a block by the plan, it finishes it
- * and gets measured; the profile's generation then re-plans. */
+ * A worker still unmeasured then is taken to run at the slowest rate
+ * measured: it is a spare that never stood in, or a device whose every
+ * shard was cancelled before it finished (a parity that is never needed:
+ * on identical devices any one, on a mix the slowest). No slower guess:
+ * on identical devices that would move homes for nothing. Given a block by
+ * the plan, it finishes it and gets measured; the profile then re-plans. */
 #include "profiled_plan.h"
 
 #include "hash.h"
@@ -46,10 +47,6 @@
    the calls that shipped the first weights (the window of profile.h needs a
    few to see past them); until then the link is taken as free. */
 #define PLAN_MIN_LINK_SAMPLES 4
-/* The rate assumed for a worker not measured yet, as a share of the slowest
-   measured one. */
-#define PLAN_UNMEASURED_RATE_SHARE 0.5
-
 /* Which of a worker's estimates have samples enough to plan by (0..3). */
 static uint64_t usable_bits(const cdc_worker_profile_t *p)
 {
@@ -58,13 +55,13 @@ static uint64_t usable_bits(const cdc_worker_profile_t *p)
 }
 
 /* Worker p's line for this call's work; slowest_gflops: the slowest rate
-   measured, assumed (halved) for a worker not measured yet. */
+   measured, assumed for a worker not measured yet. */
 static cdc_shard_cost_t cost_line(const cdc_worker_profile_t *p, const cdc_block_cost_t *cost,
                                   double slowest_gflops)
 {
     cdc_worker_profile_t trusted = *p;
     if (trusted.rate_samples < PLAN_MIN_RATE_SAMPLES)
-        trusted.gflops = PLAN_UNMEASURED_RATE_SHARE * slowest_gflops;
+        trusted.gflops = slowest_gflops;
     if (trusted.link_samples < PLAN_MIN_LINK_SAMPLES)
         trusted.mbit = 0.0;
     p = &trusted;
