@@ -84,6 +84,12 @@ static void lengths_by_weights(const double *weights, int n, int64_t rows, int64
         }
 }
 
+void cdc__plan_equal_lengths(int n, int64_t rows, int64_t *len)
+{
+    for (int i = 0; i < n; i++)
+        len[i] = rows / n + (i < rows % n);
+}
+
 int cdc__plan_size_blocks(cdc_context_t *context, cdc_call_plan_t *plan,
                           const cdc_block_cost_t *cost, int64_t rows)
 {
@@ -104,9 +110,7 @@ int cdc__plan_size_blocks(cdc_context_t *context, cdc_call_plan_t *plan,
         if (rc < 0)
             return rc;
     } else {
-        /* Spread evenly: the first rows % n blocks one row longer. */
-        for (int i = 0; i < n; i++)
-            plan->block_len[i] = rows / n + (i < rows % n);
+        cdc__plan_equal_lengths(n, rows, plan->block_len);
     }
     plan->sized = 1;
     return CDC_OK;

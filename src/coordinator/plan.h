@@ -68,6 +68,10 @@ int cdc__plan_resolve(cdc_context_t *context, int parity_override,
 int cdc__plan_size_blocks(cdc_context_t *context, cdc_call_plan_t *plan,
                           const cdc_block_cost_t *cost, int64_t rows);
 
+/* Equal blocks: rows spread over n lengths, the first rows % n one row
+   longer (all >= 1 when rows >= n). */
+void cdc__plan_equal_lengths(int n, int64_t rows, int64_t *len);
+
 /* The operand a caller's split cuts. transposed: T is the caller's result
    transposed (column-major C, or a layer's y = x·Wᵀ whose output split cuts
    W = Bt), so the caller's rows are T's columns. */

@@ -226,8 +226,7 @@ int cdc__profiled_plan_size(cdc_context_t *context, cdc_call_plan_t *plan,
        devices equal blocks also let the first n results of n + r finish the
        call, which the model does not count. */
     int64_t equal[CDC_CODE_MAX_N];
-    for (int i = 0; i < n; i++)
-        equal[i] = rows / n + (i < rows % n);
+    cdc__plan_equal_lengths(n, rows, equal);
     if (!(t < PLAN_SWITCH_GAIN * latency_of(line, st->home_of_slot, n, r, equal)))
         return 0;
     t = keep_or_remember(st, layout_key(st, cost, rows, n, r), line, n, r, plan->block_len, t);
