@@ -163,13 +163,14 @@ int cdc_report_csv(const char *path, const cdc_run_t *runs, int count)
         perror(path);
         return 1;
     }
-    fprintf(out, "run,request,latency_ms,oracle_ms,outcome,decoded,rel_error,r,redundancy\n");
+    fprintf(out, "run,request,latency_ms,oracle_ms,outcome,decoded,rel_error,r,redundancy,"
+                 "start_ms\n");
     for (int i = 0; i < count; i++)
         for (int q = 0; q < runs[i].requests; q++) {
             const cdc_request_record_t *r = &runs[i].records[q];
-            fprintf(out, "%s,%d,%.3f,%.3f,%s,%d,%.3e,%d,%d\n", runs[i].label, q, r->latency_ms,
+            fprintf(out, "%s,%d,%.3f,%.3f,%s,%d,%.3e,%d,%d,%.1f\n", runs[i].label, q, r->latency_ms,
                     r->oracle_ms, cdc_outcome_name(r->outcome), r->decoded, r->rel_error, r->r,
-                    r->redundancy);
+                    r->redundancy, r->start_ms);
         }
     return fclose(out) != 0;
 }

@@ -191,7 +191,9 @@ static int timed_requests(const cdc_workload_t *workload, run_state_t *st, cdc_r
                                         worker_pid(st->context, st->external, run->crash_worker)};
             crash_event = &crash;
         }
+        double began = cdc_bench_now_ms() - start;
         run_request(workload, st->context, st->layers, st->y, &run->records[i]);
+        run->records[i].start_ms = began;
         progress_show(&progress, run->label, i + 1, requests);
     }
     sample(run, requests);

@@ -15,6 +15,7 @@ typedef enum {
 } cdc_outcome_t;
 
 typedef struct {
+    double start_ms;   /* when it began, from the first timed request's start */
     double latency_ms; /* the whole request: every layer                     */
     double oracle_ms;  /* sum over layers of the n-th fastest shard response */
     double rel_error;  /* worst layer output error vs the reference          */

@@ -1,7 +1,8 @@
 #!/bin/sh
 # scenarios.sh - the fault-injection scenarios of docs/benchmarks.md, one JSON each.
 # usage: bench/scenarios.sh [BUILD_DIR] [OUT_DIR] [SCENARIO...]
-#   scenarios: crash stragglers scaling speedup chaos repair hetero soak (default: all
+#   scenarios: crash stragglers scaling speedup chaos repair hetero hetero-crash
+#   hetero-shift soak (default: all
 #   but soak, which takes about 20 minutes; SOAK_REQUESTS=N shortens it)
 set -eu
 build=${1:-build}
@@ -18,7 +19,7 @@ WIFI="link@*:mbit=94,lat=0.3"
 # Issue 12's mix: two Pi-4-class devices, two at a quarter of that, one at an eighth.
 MIX="slow@w0:gflops=1;slow@w1:gflops=1;slow@w2:gflops=0.25;slow@w3:gflops=0.25"
 MIX="$MIX;slow@w4:gflops=0.125"
-scenarios=${*:-crash stragglers scaling speedup chaos repair hetero}
+scenarios=${*:-crash stragglers scaling speedup chaos repair hetero hetero-crash hetero-shift}
 
 for s in $scenarios; do
   case $s in
@@ -82,7 +83,40 @@ for s in $scenarios; do
       "$bench" --layer fc:4096x9216 --workers 5 --parity 1 --requests "${HETERO_REQUESTS:-200}" \
         --warmup 40 --faults "$PI4;$WIFI;seed=1" --plan "$plan" \
         --json "$out/homogeneous_fc_$plan.json" --csv "$out/homogeneous_fc_$plan.csv"
+      # AlexNet end to end: its conv inputs cross the emulated WiFi.
+      "$bench" --model alexnet --workers 5 --parity 1 --requests "${HETERO_MODEL_REQUESTS:-100}" \
+        --warmup 30 --faults "$MIX;$WIFI;seed=1" --plan "$plan" \
+        --json "$out/hetero_alexnet_$plan.json" --csv "$out/hetero_alexnet_$plan.csv"
     done
+    ;;
+  hetero-crash)
+    # One worker SIGKILLed 5 s into the timed requests and left dead (no respawn, so
+    # the rest of the run is the calls "until the re-plan"): a fast device (w0), a
+    # quarter-speed one (w2) and the slowest (w4), under each plan.
+    for w in 0 2 4; do
+      for plan in equal profiled; do
+        CDCGEMM_RESPAWN=0 "$bench" --layer fc:4096x9216 --workers 5 --parity 1 \
+          --requests "${HETERO_REQUESTS:-200}" --warmup 40 --faults "$MIX;$WIFI;seed=1" \
+          --plan "$plan" --chaos "kill@w$w:at=5s" \
+          --json "$out/hetero_kill_w${w}_$plan.json" --csv "$out/hetero_kill_w${w}_$plan.csv"
+      done
+      python3 "$(dirname "$0")/hetero_summary.py" kill "$out/hetero_kill_w${w}_equal.csv" \
+        "$out/hetero_kill_w${w}_profiled.csv"
+    done
+    ;;
+  hetero-shift)
+    # A fast device becomes 4x slower mid-run (its call 200: about request 160 of the
+    # timed ones), against the plan for the new mix from the start (the new optimum).
+    shifted="slow@w0:gflops=0.25;slow@w1:gflops=1;slow@w2:gflops=0.25;slow@w3:gflops=0.25"
+    shifted="$shifted;slow@w4:gflops=0.125"
+    "$bench" --layer fc:4096x9216 --workers 5 --parity 1 --requests 300 --warmup 40 \
+      --faults "$shifted;$WIFI;seed=1" --plan profiled \
+      --json "$out/hetero_shift_optimum.json" --csv "$out/hetero_shift_optimum.csv"
+    "$bench" --layer fc:4096x9216 --workers 5 --parity 1 --requests 500 --warmup 40 \
+      --faults "$MIX;slow@w0:gflops=0.25,after=200;$WIFI;seed=1" --plan profiled \
+      --json "$out/hetero_shift.json" --csv "$out/hetero_shift.csv"
+    python3 "$(dirname "$0")/hetero_summary.py" shift "$out/hetero_shift.csv" \
+      "$out/hetero_shift_optimum.csv" 160
     ;;
   soak)
     # Issue 11's soak: AlexNet on 6 embedded workers, a SIGKILL every ~2 s and a 1 s

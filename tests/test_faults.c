@@ -188,6 +188,36 @@ START_TEST(test_slow_and_link)
 }
 END_TEST
 
+/* A device that becomes slower: slow@w0:...,after=N replaces the rule of an
+   earlier onset from call N on (not both), and a respawned process of the
+   slot is already the slower device. */
+START_TEST(test_slow_from_a_call_on)
+{
+    cdc_fault_plan_t plan;
+    cdc_fault_state_t state;
+    cdc_fault_decision_t d;
+    ck_assert_int_eq(cdc_fault_plan_parse("slow@w0:gflops=1;slow@w0:gflops=0.25,after=2", &plan),
+                     CDC_OK);
+    cdc_fault_state_init(&state, &plan, 0);
+    const double expected[] = {99.0, 99.0, 399.0, 399.0}; /* 0.1 GFLOP, 1 ms real */
+    for (int call = 0; call < 4; call++) {
+        cdc_fault_next(&state, 1.0, 1e8, 0, 0, &d);
+        ck_assert_msg(fabs(d.slow_ms - expected[call]) < 1e-6, "call %d: slow %.3f ms", call,
+                      d.slow_ms);
+    }
+    cdc_fault_state_init(&state, &plan, 0);
+    cdc_fault_state_set_incarnation(&state, 1);
+    cdc_fault_next(&state, 1.0, 1e8, 0, 0, &d);
+    ck_assert_double_eq_tol(d.slow_ms, 399.0, 1e-6);
+    ck_assert_int_eq(cdc_fault_plan_parse("slow@*:x=2,after=1", &plan), CDC_OK);
+    cdc_fault_state_init(&state, &plan, 0);
+    cdc_fault_next(&state, 4.0, 0, 0, 0, &d);
+    ck_assert(d.slow_ms == 0.0); /* not yet */
+    cdc_fault_next(&state, 4.0, 0, 0, 0, &d);
+    ck_assert_double_eq_tol(d.slow_ms, 4.0, 1e-9);
+}
+END_TEST
+
 /* One message outside the calls (WEIGHTS): the same transfer arithmetic as
    a call's, one-way latency, and no call counted or drawn. */
 START_TEST(test_link_of_one_message)
@@ -260,6 +290,7 @@ static Suite *faults_suite(void)
     tcase_add_test(draws, test_crash_hang_drop_corrupt);
     tcase_add_test(draws, test_incarnation_skips_one_shot);
     tcase_add_test(draws, test_slow_and_link);
+    tcase_add_test(draws, test_slow_from_a_call_on);
     tcase_add_test(draws, test_link_of_one_message);
     suite_add_tcase(suite, draws);
     return suite;

@@ -20,7 +20,7 @@ static const char *const kind_keys[][6] = {
     {"dist", "ms", "mean", "p", NULL},
     {"p", NULL},
     {"p", NULL},
-    {"x", "gflops", NULL},
+    {"x", "gflops", "after", NULL},
     {"mbit", "lat", NULL},
 };
 
@@ -325,6 +325,21 @@ int cdc_fault_link(const cdc_fault_state_t *state, size_t bytes, double *transfe
     return links > 0;
 }
 
+/* Whether slow rule r stretches call `call`: from its after= on (a respawned
+   process is the same device: the change already happened), and only while
+   no slow rule of a later onset is in force (a device that became slower
+   is that speed now, not both). */
+static int slow_in_force(const cdc_fault_state_t *state, const cdc_fault_rule_t *r, long call)
+{
+    long onset = -1;
+    for (int i = 0; i < state->plan.count; i++) {
+        const cdc_fault_rule_t *o = &state->plan.rules[i];
+        if (o->kind == CDC_FAULT_SLOW && (state->incarnation > 0 || call >= o->after))
+            onset = o->after > onset ? o->after : onset;
+    }
+    return (state->incarnation > 0 || call >= r->after) && r->after == onset;
+}
+
 void cdc_fault_next(cdc_fault_state_t *state, double compute_ms, double flops,
                     size_t bytes_in, size_t bytes_out, cdc_fault_decision_t *d)
 {
@@ -363,6 +378,8 @@ void cdc_fault_next(cdc_fault_state_t *state, double compute_ms, double flops,
             break;
         }
         case CDC_FAULT_SLOW: {
+            if (!slow_in_force(state, r, call))
+                break;
             double extra = r->x > 0 ? (r->x - 1.0) * compute_ms
                                     : flops / (r->gflops * 1e6) - compute_ms;
             if (extra > 0) {

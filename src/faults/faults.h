@@ -23,7 +23,8 @@ typedef enum { CDC_DIST_FIXED, CDC_DIST_EXP, CDC_DIST_PARETO } cdc_fault_dist_t;
 typedef struct {
     cdc_fault_kind_t kind;
     int target;            /* worker index, or -1 for every worker ('*')    */
-    long after;            /* crash/hang: calls served before it strikes    */
+    long after;            /* crash/hang: calls served before it strikes;
+                              slow: calls served before it applies          */
     double for_ms;         /* hang: duration; 0 = for ever                  */
     cdc_fault_dist_t dist; /* delay distribution                            */
     double ms;             /* delay: fixed delay or mean                    */
