@@ -9,6 +9,7 @@
 #include "cdcgemm_testing.h"
 #include "context.h"
 #include "local_workers.h"
+#include "fc_fixture.h"
 #include "testutil.h"
 
 #include <pthread.h>
@@ -46,66 +47,6 @@ static cdc_context_t *local_context(void)
     ck_assert_msg(rc == CDC_OK, "cdc_context_new: %s (%s)", cdc_err_name(rc),
                   cdc_last_error());
     return context;
-}
-
-/* An FC layer on the context under test and its uncoded answer. */
-typedef struct {
-    cdc_layer_t *layer;
-    float *x, *want;
-} fc_t;
-
-static void fc_make(fc_t *f, cdc_context_t *context)
-{
-    cdc_test_rng_t rng;
-    cdc_test_rng_seed(&rng, 12);
-    float *w = cdc_test_alloc(sizeof(float) * OUT * IN);
-    float *bias = cdc_test_alloc(sizeof(float) * OUT);
-    f->x = cdc_test_alloc(sizeof(float) * BATCH * IN);
-    f->want = cdc_test_alloc(sizeof(float) * BATCH * OUT);
-    cdc_test_fill_uniform(&rng, w, (size_t) OUT * IN);
-    cdc_test_fill_uniform(&rng, bias, OUT);
-    cdc_test_fill_uniform(&rng, f->x, (size_t) BATCH * IN);
-    cdc_layer_options_t options;
-    cdc_layer_options_init(&options);
-    options.split = CDC_SPLIT_ROWS;
-    cdc_config_t config;
-    cdc_config_init(&config);
-    config.in_process = 1;
-    config.parity = 0;
-    config.local_workers = 1;
-    config.log_level = CDC_LOG_ERROR;
-    cdc_context_t *reference = NULL;
-    cdc_layer_t *layer = NULL;
-    ck_assert_int_eq(cdc_context_new(&config, &reference), CDC_OK);
-    ck_assert_int_eq(cdc_fc_new(reference, OUT, IN, w, bias, &options, &layer), CDC_OK);
-    ck_assert_int_eq(cdc_fc_forward(layer, BATCH, f->x, f->want), CDC_OK);
-    cdc_layer_destroy(&layer);
-    cdc_context_destroy(&reference);
-    ck_assert_int_eq(cdc_fc_new(context, OUT, IN, w, bias, &options, &f->layer), CDC_OK);
-    free(w);
-    free(bias);
-}
-
-/* One call; its relative error (the caller asserts, or counts). */
-static double fc_error(fc_t *f)
-{
-    float got[BATCH * OUT];
-    if (cdc_fc_forward(f->layer, BATCH, f->x, got) != CDC_OK)
-        return 1.0;
-    return cdc_test_rel_error_ff(got, f->want, (size_t) BATCH * OUT);
-}
-
-static void fc_check(fc_t *f)
-{
-    double err = fc_error(f);
-    ck_assert_msg(err <= REL_TOL, "relative error %g (%s)", err, cdc_last_error());
-}
-
-static void fc_free(fc_t *f)
-{
-    cdc_layer_destroy(&f->layer);
-    free(f->x);
-    free(f->want);
 }
 
 static cdc_stats_t stats_of(cdc_context_t *context)
@@ -164,12 +105,12 @@ static int last_call_at(cdc_context_t *context, const int *homes)
    meanwhile runs each shard where its weights are: its new home, its
    previous one (before[s]), or nowhere (an erasure). The calls before that
    one are counted in *waited. */
-static double calls_until_at(cdc_context_t *context, fc_t *f, const int *homes,
+static double calls_until_at(cdc_context_t *context, cdc_test_fc_t *f, const int *homes,
                              const int *before, double limit_s, int *waited)
 {
     double start = cdc_test_now_s();
     for (*waited = 0; cdc_test_now_s() - start < limit_s; ++*waited) {
-        fc_check(f);
+        cdc_test_fc_check(f, REL_TOL);
         cdc_call_report_t report = report_of(context);
         if (last_call_at(context, homes) && !report.degraded && report.r == 1)
             return cdc_test_now_s() - start;
@@ -186,10 +127,10 @@ static double calls_until_at(cdc_context_t *context, fc_t *f, const int *homes,
 }
 
 /* Calls, every shard on its home in homes, none degraded. */
-static void calls_at(cdc_context_t *context, fc_t *f, const int *homes, int calls)
+static void calls_at(cdc_context_t *context, cdc_test_fc_t *f, const int *homes, int calls)
 {
     for (int i = 0; i < calls; i++) {
-        fc_check(f);
+        cdc_test_fc_check(f, REL_TOL);
         ck_assert_msg(last_call_at(context, homes), "call %d not at its homes", i);
         cdc_call_report_t report = report_of(context);
         ck_assert_int_eq(report.n, 4);
@@ -200,12 +141,12 @@ static void calls_at(cdc_context_t *context, fc_t *f, const int *homes, int call
 
 /* A context whose parity slot lives on worker 0 and data slots on 1..4,
    every home holding its weights. */
-static cdc_context_t *parity_on_worker_0(fc_t *f)
+static cdc_context_t *parity_on_worker_0(cdc_test_fc_t *f)
 {
     cdc_context_t *context = local_context();
-    fc_make(f, context);
+    cdc_test_fc_make(f, context, OUT, IN, BATCH, 12, 1);
     for (int i = 0; i < 3; i++)
-        fc_check(f);
+        cdc_test_fc_check(f, REL_TOL);
     ck_assert(last_call_at(context, identity));
     ck_assert_int_eq(cdc_context_set_homes(context, parity_on_0, SLOTS), CDC_OK);
     int waited;
@@ -219,11 +160,11 @@ static cdc_context_t *parity_on_worker_0(fc_t *f)
    homes serve meanwhile, then every shard runs on its home. */
 START_TEST(test_parity_home_moved)
 {
-    fc_t f;
+    cdc_test_fc_t f;
     cdc_context_t *context = local_context();
-    fc_make(&f, context);
+    cdc_test_fc_make(&f, context, OUT, IN, BATCH, 12, 1);
     for (int i = 0; i < 3; i++)
-        fc_check(&f);
+        cdc_test_fc_check(&f, REL_TOL);
     uint64_t call_path = call_path_bytes(context);
     cdc_stats_t before = stats_of(context);
     ck_assert_int_eq(cdc_context_set_homes(context, parity_on_0, SLOTS), CDC_OK);
@@ -240,7 +181,7 @@ START_TEST(test_parity_home_moved)
                       SLOTS * slot_bytes); /* each new home its slot */
     ck_assert_uint_eq(after.fallbacks, before.fallbacks);
     ck_assert_uint_eq(misses_of(context), 0);
-    fc_free(&f);
+    cdc_test_fc_free(&f);
     cdc_context_destroy(&context);
 }
 END_TEST
@@ -251,7 +192,7 @@ END_TEST
    decoded from the parity that worker 0 computed. */
 START_TEST(test_parity_home_killed)
 {
-    fc_t f;
+    cdc_test_fc_t f;
     cdc_context_t *context = parity_on_worker_0(&f);
     cdc_stats_t before = stats_of(context);
     uint64_t call_path = call_path_bytes(context);
@@ -261,7 +202,7 @@ START_TEST(test_parity_home_killed)
     double start = cdc_test_now_s();
     while (stats_of(context).redundancy_repairs == before.redundancy_repairs &&
            cdc_test_now_s() - start < settle_bound_s)
-        fc_check(&f);
+        cdc_test_fc_check(&f, REL_TOL);
     cdc_stats_t repaired = stats_of(context);
     ck_assert_msg(repaired.redundancy_repairs > before.redundancy_repairs,
                   "no repair within %.1f s", settle_bound_s);
@@ -289,7 +230,7 @@ START_TEST(test_parity_home_killed)
     int decoded_by_0 = 0;
     start = cdc_test_now_s();
     while (!decoded_by_0 && cdc_test_now_s() - start < settle_bound_s) {
-        fc_check(&f);
+        cdc_test_fc_check(&f, REL_TOL);
         int sent_to[SLOTS], answered_by[SLOTS];
         last_call(context, sent_to, answered_by);
         decoded_by_0 = report_of(context).decoded == 1 && sent_to[0] == -1 &&
@@ -297,7 +238,7 @@ START_TEST(test_parity_home_killed)
     }
     ck_assert_msg(decoded_by_0, "no call decoded shard 0 from worker 0's parity");
     ck_assert_uint_eq(stats_of(context).fallbacks, before.fallbacks);
-    fc_free(&f);
+    cdc_test_fc_free(&f);
     cdc_context_destroy(&context);
 }
 END_TEST
@@ -310,11 +251,11 @@ END_TEST
 START_TEST(test_homes_swapped)
 {
     static const int swapped[SLOTS] = {0, 3, 2, 1, 4};
-    fc_t f;
+    cdc_test_fc_t f;
     cdc_context_t *context = local_context();
-    fc_make(&f, context);
+    cdc_test_fc_make(&f, context, OUT, IN, BATCH, 12, 1);
     for (int i = 0; i < 3; i++)
-        fc_check(&f);
+        cdc_test_fc_check(&f, REL_TOL);
     uint64_t call_path = call_path_bytes(context);
     cdc_stats_t before = stats_of(context);
     ck_assert_int_eq(cdc_context_set_homes(context, swapped, SLOTS), CDC_OK);
@@ -335,13 +276,13 @@ START_TEST(test_homes_swapped)
                       after.background_weight_bytes);
     ck_assert_uint_eq(call_path_bytes(context), call_path);
     ck_assert_uint_eq(misses_of(context), 0);
-    fc_free(&f);
+    cdc_test_fc_free(&f);
     cdc_context_destroy(&context);
 }
 END_TEST
 
 typedef struct {
-    fc_t *f;
+    cdc_test_fc_t *f;
     atomic_int stop;
     int calls, wrong;
 } caller_t;
@@ -350,7 +291,7 @@ static void *caller_main(void *arg)
 {
     caller_t *caller = arg;
     while (!atomic_load(&caller->stop)) {
-        caller->wrong += fc_error(caller->f) > REL_TOL;
+        caller->wrong += cdc_test_fc_error(caller->f) > REL_TOL;
         caller->calls++;
     }
     return NULL;
@@ -360,10 +301,10 @@ static void *caller_main(void *arg)
    flight keeps the map it began with; no result is wrong or lost. */
 START_TEST(test_homes_flipped_under_calls)
 {
-    fc_t f;
+    cdc_test_fc_t f;
     cdc_context_t *context = local_context();
-    fc_make(&f, context);
-    fc_check(&f);
+    cdc_test_fc_make(&f, context, OUT, IN, BATCH, 12, 1);
+    cdc_test_fc_check(&f, REL_TOL);
     cdc_stats_t before = stats_of(context);
     caller_t caller = {&f, 0, 0, 0};
     pthread_t thread;
@@ -383,7 +324,7 @@ START_TEST(test_homes_flipped_under_calls)
     int waited;
     ck_assert(calls_until_at(context, &f, parity_on_0, identity, settle_bound_s, &waited) >=
               0);
-    fc_free(&f);
+    cdc_test_fc_free(&f);
     cdc_context_destroy(&context);
 }
 END_TEST
@@ -393,10 +334,10 @@ END_TEST
 START_TEST(test_bad_map_refused)
 {
     ck_assert_int_eq(cdc_context_set_homes(NULL, identity, SLOTS), CDC_EINVAL);
-    fc_t f;
+    cdc_test_fc_t f;
     cdc_context_t *context = local_context();
-    fc_make(&f, context);
-    fc_check(&f);
+    cdc_test_fc_make(&f, context, OUT, IN, BATCH, 12, 1);
+    cdc_test_fc_check(&f, REL_TOL);
     const int twice[SLOTS] = {0, 1, 2, 3, 1}, outside[2] = {5, 0};
     ck_assert_int_eq(cdc_context_set_homes(context, twice, SLOTS), CDC_EINVAL);
     ck_assert_ptr_nonnull(strstr(cdc_last_error(), "worker 1 is home of slots 1 and 4"));
@@ -406,7 +347,7 @@ START_TEST(test_bad_map_refused)
     ck_assert_int_eq(cdc_context_set_homes(context, six, SLOTS + 1), CDC_EINVAL);
     ck_assert_ptr_nonnull(strstr(cdc_last_error(), "6 slots given, there are 5 workers"));
     calls_at(context, &f, identity, 3);
-    fc_free(&f);
+    cdc_test_fc_free(&f);
     cdc_context_destroy(&context);
 
     cdc_config_t config;

@@ -6,6 +6,7 @@
 #include "cdcgemm.h"
 #include "context.h"
 #include "layer.h"
+#include "fc_fixture.h"
 #include "testutil.h"
 
 #include <stdio.h>
@@ -38,54 +39,8 @@ static cdc_context_t *profiled_context(const char *faults)
     return context;
 }
 
-typedef struct {
-    cdc_layer_t *layer;
-    float *x, *want;
-} fc_t;
-
-/* An FC layer (no bias, output split) and its exact answer from BLAS-free
-   double sums. */
-static void fc_make(fc_t *f, cdc_context_t *context)
-{
-    cdc_test_rng_t rng;
-    cdc_test_rng_seed(&rng, 21);
-    float *w = cdc_test_alloc(sizeof(float) * OUT * IN);
-    f->x = cdc_test_alloc(sizeof(float) * BATCH * IN);
-    f->want = cdc_test_alloc(sizeof(float) * BATCH * OUT);
-    cdc_test_fill_uniform(&rng, w, (size_t) OUT * IN);
-    cdc_test_fill_uniform(&rng, f->x, (size_t) BATCH * IN);
-    for (int b = 0; b < BATCH; b++)
-        for (int o = 0; o < OUT; o++) {
-            double sum = 0.0;
-            for (int i = 0; i < IN; i++)
-                sum += (double) w[(size_t) o * IN + i] * f->x[(size_t) b * IN + i];
-            f->want[(size_t) b * OUT + o] = (float) sum;
-        }
-    cdc_layer_options_t options;
-    cdc_layer_options_init(&options);
-    options.split = CDC_SPLIT_ROWS;
-    ck_assert_int_eq(cdc_fc_new(context, OUT, IN, w, NULL, &options, &f->layer), CDC_OK);
-    free(w);
-}
-
-static void fc_check(fc_t *f)
-{
-    float got[BATCH * OUT];
-    int rc = cdc_fc_forward(f->layer, BATCH, f->x, got);
-    ck_assert_msg(rc == CDC_OK, "forward: %s (%s)", cdc_err_name(rc), cdc_last_error());
-    double err = cdc_test_rel_error_ff(got, f->want, (size_t) BATCH * OUT);
-    ck_assert_msg(err <= REL_TOL, "relative error %g", err);
-}
-
-static void fc_free(fc_t *f)
-{
-    cdc_layer_destroy(&f->layer);
-    free(f->x);
-    free(f->want);
-}
-
 /* Whether the layer's cached blocks are unequal (the profiled plan sized them). */
-static int blocks_unequal(const fc_t *f)
+static int blocks_unequal(const cdc_test_fc_t *f)
 {
     const cdc_shard_set_t *set = f->layer->weight_shards;
     if (!set)
@@ -102,18 +57,18 @@ START_TEST(test_mix_sized_to_devices)
     cdc_context_t *context = profiled_context(
         "slow@w0:gflops=1;slow@w1:gflops=1;slow@w2:gflops=0.25;slow@w3:gflops=0.25;"
         "slow@w4:gflops=0.125");
-    fc_t f;
-    fc_make(&f, context);
+    cdc_test_fc_t f;
+    cdc_test_fc_make(&f, context, OUT, IN, BATCH, 21, 0);
     double start = cdc_test_now_s();
     int calls = 0;
     for (; calls < MAX_CALLS && cdc_test_now_s() - start < MAX_SECONDS; calls++) {
-        fc_check(&f);
+        cdc_test_fc_check(&f, REL_TOL);
         if (blocks_unequal(&f))
             break;
     }
     ck_assert_msg(blocks_unequal(&f), "still equal blocks after %d calls", calls);
     for (int i = 0; i < 20; i++)
-        fc_check(&f);
+        cdc_test_fc_check(&f, REL_TOL);
 
     /* The parity on a fast device; a faster home has the longer block, by at
        least half the speed ratio (the model also counts each home's link and
@@ -136,7 +91,7 @@ START_TEST(test_mix_sized_to_devices)
     cdc_stats_t stats;
     ck_assert_int_eq(cdc_context_stats(context, &stats), CDC_OK);
     ck_assert_uint_eq(stats.fallbacks, 0);
-    fc_free(&f);
+    cdc_test_fc_free(&f);
     cdc_context_destroy(&context);
 }
 END_TEST
@@ -147,15 +102,15 @@ END_TEST
 START_TEST(test_identical_devices_stay_equal)
 {
     cdc_context_t *context = profiled_context("slow@*:gflops=0.1");
-    fc_t f;
-    fc_make(&f, context);
+    cdc_test_fc_t f;
+    cdc_test_fc_make(&f, context, OUT, IN, BATCH, 21, 0);
     double start = cdc_test_now_s();
     for (int calls = 0; calls < 60 && cdc_test_now_s() - start < MAX_SECONDS; calls++)
-        fc_check(&f);
+        cdc_test_fc_check(&f, REL_TOL);
     ck_assert(!blocks_unequal(&f));
     for (int s = 0; s < context->profiled.slots; s++)
         ck_assert_int_eq(context->profiled.home_of_slot[s], s);
-    fc_free(&f);
+    cdc_test_fc_free(&f);
     cdc_context_destroy(&context);
 }
 END_TEST

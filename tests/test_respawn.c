@@ -3,6 +3,7 @@
 #include "cdcgemm.h"
 #include "context.h"
 #include "local_workers.h"
+#include "fc_fixture.h"
 #include "testutil.h"
 
 #include <errno.h>
@@ -50,62 +51,6 @@ static cdc_context_t *local_context(int workers, int data, int respawn, const ch
     return context;
 }
 
-/* An FC layer on the context under test and its uncoded answer. */
-typedef struct {
-    cdc_layer_t *layer;
-    float *x, *want, *got;
-} fc_t;
-
-static void fc_make(fc_t *f, cdc_context_t *context)
-{
-    cdc_test_rng_t rng;
-    cdc_test_rng_seed(&rng, 11);
-    float *w = cdc_test_alloc(sizeof(float) * OUT * IN), *bias = cdc_test_alloc(sizeof(float) * OUT);
-    f->x = cdc_test_alloc(sizeof(float) * BATCH * IN);
-    f->want = cdc_test_alloc(sizeof(float) * BATCH * OUT);
-    f->got = cdc_test_alloc(sizeof(float) * BATCH * OUT);
-    cdc_test_fill_uniform(&rng, w, (size_t) OUT * IN);
-    cdc_test_fill_uniform(&rng, bias, OUT);
-    cdc_test_fill_uniform(&rng, f->x, (size_t) BATCH * IN);
-    cdc_layer_options_t options;
-    cdc_layer_options_init(&options);
-    options.split = CDC_SPLIT_ROWS;
-    cdc_config_t config;
-    cdc_config_init(&config);
-    config.in_process = 1;
-    config.parity = 0;
-    config.local_workers = 1;
-    config.log_level = CDC_LOG_ERROR;
-    cdc_context_t *reference = NULL;
-    cdc_layer_t *layer = NULL;
-    ck_assert_int_eq(cdc_context_new(&config, &reference), CDC_OK);
-    ck_assert_int_eq(cdc_fc_new(reference, OUT, IN, w, bias, &options, &layer), CDC_OK);
-    ck_assert_int_eq(cdc_fc_forward(layer, BATCH, f->x, f->want), CDC_OK);
-    cdc_layer_destroy(&layer);
-    cdc_context_destroy(&reference);
-    ck_assert_int_eq(cdc_fc_new(context, OUT, IN, w, bias, &options, &f->layer), CDC_OK);
-    free(w);
-    free(bias);
-}
-
-/* One call, its result right. */
-static void fc_check(fc_t *f)
-{
-    memset(f->got, 0, sizeof(float) * BATCH * OUT);
-    int rc = cdc_fc_forward(f->layer, BATCH, f->x, f->got);
-    ck_assert_msg(rc == CDC_OK, "forward: %s (%s)", cdc_err_name(rc), cdc_last_error());
-    double err = cdc_test_rel_error_ff(f->got, f->want, (size_t) BATCH * OUT);
-    ck_assert_msg(err <= REL_TOL, "relative error %g", err);
-}
-
-static void fc_free(fc_t *f)
-{
-    cdc_layer_destroy(&f->layer);
-    free(f->x);
-    free(f->want);
-    free(f->got);
-}
-
 static int is_live(cdc_context_t *context, int w)
 {
     cdc_remote_counters_t counters;
@@ -123,11 +68,11 @@ static cdc_stats_t stats_of(cdc_context_t *context)
 /* Calls (each checked) until slot w holds a process other than old that
    answers heartbeats and the plan has all 5 again; the seconds from since,
    or -1 after limit_s. */
-static double calls_until_back(cdc_context_t *context, fc_t *f, int w, pid_t old,
+static double calls_until_back(cdc_context_t *context, cdc_test_fc_t *f, int w, pid_t old,
                                double since, double limit_s)
 {
     while (cdc_test_now_s() - since < limit_s) {
-        fc_check(f);
+        cdc_test_fc_check(f, REL_TOL);
         pid_t pid = cdc__local_workers_pid(context->local, w);
         if (pid > 0 && pid != old && is_live(context, w) &&
             cdc__context_plan_workers(context, NULL) == 5)
@@ -146,10 +91,10 @@ START_TEST(test_kill_respawned)
     char stats_path[] = "/tmp/cdc-respawn-XXXXXX";
     cdc_test_temp_file(stats_path);
     cdc_context_t *context = local_context(5, 0, 1, NULL, stats_path);
-    fc_t f;
-    fc_make(&f, context);
+    cdc_test_fc_t f;
+    cdc_test_fc_make(&f, context, OUT, IN, BATCH, 11, 1);
     for (int i = 0; i < 5; i++)
-        fc_check(&f);
+        cdc_test_fc_check(&f, REL_TOL);
     pid_t old = cdc__local_workers_pid(context->local, 1);
     ck_assert_int_gt(old, 0);
     double killed = cdc_test_now_s();
@@ -158,13 +103,13 @@ START_TEST(test_kill_respawned)
     printf("respawn: SIGKILL to live and planned again: %.3f s\n", back);
     ck_assert_msg(back >= 0 && back <= kill_bound_s, "back after %.3f s", back);
     for (int i = 0; i < 10; i++)
-        fc_check(&f);
+        cdc_test_fc_check(&f, REL_TOL);
     cdc_stats_t stats = stats_of(context);
     ck_assert_uint_eq(stats.worker_respawns, 1);
     ck_assert_uint_eq(stats.respawns_given_up, 0);
     ck_assert_uint_eq(stats.fallbacks, 0);
     ck_assert_int_eq(kill(cdc__local_workers_pid(context->local, 0), SIGKILL), 0);
-    fc_free(&f);
+    cdc_test_fc_free(&f);
     cdc_context_destroy(&context);
     errno = 0;
     ck_assert_int_eq(waitpid(-1, NULL, WNOHANG), -1); /* no child left */
@@ -181,10 +126,10 @@ END_TEST
 START_TEST(test_stop_replaced)
 {
     cdc_context_t *context = local_context(5, 0, 1, NULL, NULL);
-    fc_t f;
-    fc_make(&f, context);
+    cdc_test_fc_t f;
+    cdc_test_fc_make(&f, context, OUT, IN, BATCH, 11, 1);
     for (int i = 0; i < 5; i++)
-        fc_check(&f);
+        cdc_test_fc_check(&f, REL_TOL);
     pid_t old = cdc__local_workers_pid(context->local, 2);
     double stopped = cdc_test_now_s();
     ck_assert_int_eq(kill(old, SIGSTOP), 0);
@@ -197,7 +142,7 @@ START_TEST(test_stop_replaced)
     cdc_stats_t stats = stats_of(context);
     ck_assert_uint_eq(stats.worker_respawns, 1);
     ck_assert_uint_eq(stats.fallbacks, 0);
-    fc_free(&f);
+    cdc_test_fc_free(&f);
     cdc_context_destroy(&context);
 }
 END_TEST
@@ -207,15 +152,15 @@ END_TEST
 START_TEST(test_crash_fault_once)
 {
     cdc_context_t *context = local_context(5, 0, 1, "crash@w1:after=2", NULL);
-    fc_t f;
-    fc_make(&f, context);
+    cdc_test_fc_t f;
+    cdc_test_fc_make(&f, context, OUT, IN, BATCH, 11, 1);
     pid_t old = cdc__local_workers_pid(context->local, 1);
     double start = cdc_test_now_s();
     double back = calls_until_back(context, &f, 1, old, start, 4.0);
     ck_assert_msg(back >= 0, "crashed worker not back within 4 s");
     pid_t respawned = cdc__local_workers_pid(context->local, 1);
     for (int i = 0; i < 20; i++)
-        fc_check(&f);
+        cdc_test_fc_check(&f, REL_TOL);
     ck_assert_int_eq(cdc__local_workers_pid(context->local, 1), respawned);
     ck_assert(is_live(context, 1));
     cdc_call_report_t report;
@@ -224,7 +169,7 @@ START_TEST(test_crash_fault_once)
     cdc_stats_t stats = stats_of(context);
     ck_assert_uint_eq(stats.worker_respawns, 1);
     ck_assert_uint_ge(stats.worker_deaths, 1); /* more only if load stalls one */
-    fc_free(&f);
+    cdc_test_fc_free(&f);
     cdc_context_destroy(&context);
 }
 END_TEST
@@ -237,21 +182,21 @@ START_TEST(test_respawn_off)
     cdc_test_env_refused("CDCGEMM_RESPAWN", "2", "0", &config);
     ck_assert_int_eq(config.respawn, 0);
     cdc_context_t *context = local_context(5, 0, config.respawn, NULL, NULL);
-    fc_t f;
-    fc_make(&f, context);
-    fc_check(&f);
+    cdc_test_fc_t f;
+    cdc_test_fc_make(&f, context, OUT, IN, BATCH, 11, 1);
+    cdc_test_fc_check(&f, REL_TOL);
     pid_t old = cdc__local_workers_pid(context->local, 1);
     ck_assert_int_eq(kill(old, SIGKILL), 0);
     double start = cdc_test_now_s();
     while (cdc_test_now_s() - start < 1.0)
-        fc_check(&f);
+        cdc_test_fc_check(&f, REL_TOL);
     ck_assert_int_eq(cdc__local_workers_pid(context->local, 1), old);
     ck_assert(!is_live(context, 1));
     ck_assert_int_eq(cdc__context_plan_workers(context, NULL), 4);
     cdc_stats_t stats = stats_of(context);
     ck_assert_uint_eq(stats.worker_respawns, 0);
     ck_assert_uint_eq(stats.fallbacks, 0);
-    fc_free(&f);
+    cdc_test_fc_free(&f);
     cdc_context_destroy(&context);
 }
 END_TEST
@@ -261,9 +206,9 @@ END_TEST
 START_TEST(test_crash_loop_given_up)
 {
     cdc_context_t *context = local_context(5, 0, 1, NULL, NULL);
-    fc_t f;
-    fc_make(&f, context);
-    fc_check(&f);
+    cdc_test_fc_t f;
+    cdc_test_fc_make(&f, context, OUT, IN, BATCH, 11, 1);
+    cdc_test_fc_check(&f, REL_TOL);
     pid_t last = 0;
     double start = cdc_test_now_s();
     for (int kills = 0; kills < 6; kills++) {
@@ -280,13 +225,13 @@ START_TEST(test_crash_loop_given_up)
     }
     cdc_test_sleep_ms(600); /* longer than any backoff left: nothing comes */
     for (int i = 0; i < 5; i++)
-        fc_check(&f);
+        cdc_test_fc_check(&f, REL_TOL);
     ck_assert_int_eq(cdc__local_workers_pid(context->local, 3), 0);
     cdc_stats_t stats = stats_of(context);
     ck_assert_uint_eq(stats.worker_respawns, 5);
     ck_assert_uint_eq(stats.respawns_given_up, 1);
     ck_assert_int_eq(cdc__context_plan_workers(context, NULL), 4);
-    fc_free(&f);
+    cdc_test_fc_free(&f);
     cdc_context_destroy(&context);
 }
 END_TEST
@@ -304,12 +249,12 @@ static cdc_remote_counters_t remote_of(cdc_context_t *context)
 
 /* Calls (each checked) until the counters show a repair; its time in s, or
    -1 after limit_s. */
-static double calls_until_repaired(cdc_context_t *context, fc_t *f, uint64_t repairs_before,
+static double calls_until_repaired(cdc_context_t *context, cdc_test_fc_t *f, uint64_t repairs_before,
                                    double limit_s)
 {
     double start = cdc_test_now_s();
     while (cdc_test_now_s() - start < limit_s) {
-        fc_check(f);
+        cdc_test_fc_check(f, REL_TOL);
         cdc_stats_t stats = stats_of(context);
         if (stats.redundancy_repairs > repairs_before)
             return (double) stats.repair_us_max / 1e6;
@@ -330,12 +275,12 @@ static void assert_fully_redundant(cdc_context_t *context)
 /* After a repair: calls (each checked) until one runs with full redundancy,
    within limit_s. Not simply the next call: on a loaded machine (the
    sanitizer build) a heartbeat can miss meanwhile and degrade one call. */
-static void calls_until_fully_redundant(cdc_context_t *context, fc_t *f, double limit_s)
+static void calls_until_fully_redundant(cdc_context_t *context, cdc_test_fc_t *f, double limit_s)
 {
     double start = cdc_test_now_s();
     cdc_call_report_t report;
     do {
-        fc_check(f);
+        cdc_test_fc_check(f, REL_TOL);
         ck_assert_int_eq(cdc_context_last_call(context, &report), CDC_OK);
     } while ((report.redundancy < 1 || report.degraded) && cdc_test_now_s() - start < limit_s);
     assert_fully_redundant(context);
@@ -347,10 +292,10 @@ static void calls_until_fully_redundant(cdc_context_t *context, fc_t *f, double 
 START_TEST(test_kill_full_redundancy)
 {
     cdc_context_t *context = local_context(5, 0, 1, NULL, NULL);
-    fc_t f;
-    fc_make(&f, context);
+    cdc_test_fc_t f;
+    cdc_test_fc_make(&f, context, OUT, IN, BATCH, 11, 1);
     for (int i = 0; i < 5; i++)
-        fc_check(&f);
+        cdc_test_fc_check(&f, REL_TOL);
     assert_fully_redundant(context);
     cdc_stats_t before = stats_of(context);
     ck_assert_int_eq(kill(cdc__local_workers_pid(context->local, 1), SIGKILL), 0);
@@ -365,7 +310,7 @@ START_TEST(test_kill_full_redundancy)
     ck_assert_uint_eq(after.fallbacks, before.fallbacks);
     ck_assert_uint_ge(after.degraded_calls, before.degraded_calls); /* the window's */
     ck_assert_uint_eq(remote_of(context).misses, 0); /* nothing re-shipped on a call */
-    fc_free(&f);
+    cdc_test_fc_free(&f);
     cdc_context_destroy(&context);
 }
 END_TEST
@@ -375,10 +320,10 @@ END_TEST
 START_TEST(test_hang_full_redundancy)
 {
     cdc_context_t *context = local_context(5, 0, 1, NULL, NULL);
-    fc_t f;
-    fc_make(&f, context);
+    cdc_test_fc_t f;
+    cdc_test_fc_make(&f, context, OUT, IN, BATCH, 11, 1);
     for (int i = 0; i < 5; i++)
-        fc_check(&f);
+        cdc_test_fc_check(&f, REL_TOL);
     cdc_stats_t before = stats_of(context);
     double stopped = cdc_test_now_s();
     ck_assert_int_eq(kill(cdc__local_workers_pid(context->local, 2), SIGSTOP), 0);
@@ -389,7 +334,7 @@ START_TEST(test_hang_full_redundancy)
                   repair);
     calls_until_fully_redundant(context, &f, 1.0);
     ck_assert_uint_eq(stats_of(context).fallbacks, before.fallbacks);
-    fc_free(&f);
+    cdc_test_fc_free(&f);
     cdc_context_destroy(&context);
 }
 END_TEST
@@ -400,9 +345,9 @@ END_TEST
 START_TEST(test_spare_absorbs_failure)
 {
     cdc_context_t *context = local_context(6, 4, 1, NULL, NULL);
-    fc_t f;
-    fc_make(&f, context);
-    fc_check(&f);
+    cdc_test_fc_t f;
+    cdc_test_fc_make(&f, context, OUT, IN, BATCH, 11, 1);
+    cdc_test_fc_check(&f, REL_TOL);
     /* The spare is sent the 5 slots' weights between calls. */
     const uint64_t shard_bytes = (uint64_t) (OUT / 4) * IN * sizeof(float);
     double start = cdc_test_now_s();
@@ -412,7 +357,7 @@ START_TEST(test_spare_absorbs_failure)
     ck_assert_uint_ge(stats_of(context).background_weight_bytes, 5 * shard_bytes);
     cdc_test_sleep_ms(100); /* its acknowledgement */
     for (int i = 0; i < 3; i++)
-        fc_check(&f);
+        cdc_test_fc_check(&f, REL_TOL);
     assert_fully_redundant(context);
     cdc_stats_t seen = stats_of(context);
     ck_assert_int_eq(kill(cdc__local_workers_pid(context->local, 1), SIGKILL), 0);
@@ -428,7 +373,7 @@ START_TEST(test_spare_absorbs_failure)
     ck_assert_uint_gt(before.worker_deaths, seen.worker_deaths);
     start = cdc_test_now_s();
     while (cdc_test_now_s() - start < 1.0) {
-        fc_check(&f);
+        cdc_test_fc_check(&f, REL_TOL);
         cdc_call_report_t report;
         ck_assert_int_eq(cdc_context_last_call(context, &report), CDC_OK);
         ck_assert_int_eq(report.n, 4);
@@ -440,7 +385,7 @@ START_TEST(test_spare_absorbs_failure)
     ck_assert_uint_eq(after.redundancy_repairs, before.redundancy_repairs); /* never lost */
     ck_assert_uint_ge(after.worker_respawns, 1);
     ck_assert_uint_eq(remote_of(context).misses, 0);
-    fc_free(&f);
+    cdc_test_fc_free(&f);
     cdc_context_destroy(&context);
 }
 END_TEST
@@ -452,11 +397,11 @@ START_TEST(test_no_failure_no_death)
     char stats_path[] = "/tmp/cdc-redundancy-XXXXXX";
     cdc_test_temp_file(stats_path);
     cdc_context_t *context = local_context(5, 0, 1, NULL, stats_path);
-    fc_t f;
-    fc_make(&f, context);
+    cdc_test_fc_t f;
+    cdc_test_fc_make(&f, context, OUT, IN, BATCH, 11, 1);
     for (int i = 0; i < 20; i++)
-        fc_check(&f);
-    fc_free(&f);
+        cdc_test_fc_check(&f, REL_TOL);
+    cdc_test_fc_free(&f);
     cdc_context_destroy(&context);
     char text[4096];
     cdc_test_read_text(stats_path, text, sizeof text);
@@ -515,7 +460,7 @@ static int socket_file_exists(const char *endpoint)
 
 /* Calls (each checked) until slot w holds a process other than old, live,
    whose endpoint the client uses, and full redundancy is back. */
-static void calls_until_moved_back(cdc_context_t *context, fc_t *f, int w, pid_t old,
+static void calls_until_moved_back(cdc_context_t *context, cdc_test_fc_t *f, int w, pid_t old,
                                    uint64_t repairs_before)
 {
     double start = cdc_test_now_s();
@@ -534,10 +479,10 @@ static void calls_until_moved_back(cdc_context_t *context, fc_t *f, int w, pid_t
 START_TEST(test_kill_fresh_endpoint)
 {
     cdc_context_t *context = local_context(5, 0, 1, NULL, NULL);
-    fc_t f;
-    fc_make(&f, context);
+    cdc_test_fc_t f;
+    cdc_test_fc_make(&f, context, OUT, IN, BATCH, 11, 1);
     for (int i = 0; i < 5; i++)
-        fc_check(&f);
+        cdc_test_fc_check(&f, REL_TOL);
     assert_fully_redundant(context);
     char first[PATH_MAX + 32], other[PATH_MAX + 32];
     endpoint_of(context, 1, first, sizeof first);
@@ -567,7 +512,7 @@ START_TEST(test_kill_fresh_endpoint)
         ck_assert_msg(strstr(list, previous) == NULL, "%s still listed: %s", previous, list);
         snprintf(previous, sizeof previous, "%s", now);
         for (int i = 0; i < 5; i++)
-            fc_check(&f);
+            cdc_test_fc_check(&f, REL_TOL);
         cdc_stats_t after = stats_of(context);
         ck_assert_uint_eq(after.worker_respawns, (uint64_t) k);
         ck_assert_uint_gt(after.redundancy_repairs, before.redundancy_repairs);
@@ -583,8 +528,8 @@ START_TEST(test_kill_fresh_endpoint)
                      CDC_EINVAL);
     ck_assert_int_eq(cdc__executor_worker_moved(context->executor, -1, "ipc:///nowhere"),
                      CDC_EINVAL);
-    fc_check(&f);
-    fc_free(&f);
+    cdc_test_fc_check(&f, REL_TOL);
+    cdc_test_fc_free(&f);
     cdc_context_destroy(&context);
 }
 END_TEST
