@@ -1,12 +1,15 @@
 /* test_profiled_plan.c - CDCGEMM_PLAN=profiled on real embedded workers of
    different emulated speeds (issue 12): equal blocks until the devices are
    measured, then the parity moved to a fast device and the data blocks sized
-   to their homes' speeds, every result exact throughout; and identical
-   devices keep equal blocks and their homes. */
+   to their homes' speeds, every result exact throughout; identical
+   devices keep equal blocks and their homes; and a conv layer's split is
+   the one predicted faster, not the one that moves fewer bytes. */
 #include "cdcgemm.h"
 #include "context.h"
 #include "layer.h"
 #include "fc_fixture.h"
+#include "plan.h"
+#include "reference.h"
 #include "testutil.h"
 
 #include <stdio.h>
@@ -115,6 +118,59 @@ START_TEST(test_identical_devices_stay_equal)
 }
 END_TEST
 
+/* A conv layer of 13 output rows on 4 data shards: spatially, bands of 3-4
+   rows each also compute 2 halo rows (a 3x3 window), which the bytes rule
+   does not see and the latency model does; cut by channel there is no halo
+   and the image (43 KB) is cheap to send. */
+START_TEST(test_conv_split_by_latency)
+{
+    cdc_context_t *context = profiled_context(
+        "slow@w0:gflops=1;slow@w1:gflops=1;slow@w2:gflops=0.25;slow@w3:gflops=0.25;"
+        "slow@w4:gflops=0.125");
+    const cdc_ref_conv_t ref = {1, 64, 13, 13, 128, 3, 3, 1, 1, 1, 1, 1, 1, 0};
+    cdc_conv2d_desc_t desc = {64, 128, 3, 3, 1, 1, 1, 1, 1, 1};
+    cdc_test_rng_t rng;
+    cdc_test_rng_seed(&rng, 23);
+    size_t wcount = 128 * 64 * 9, xcount = 64 * 13 * 13, ycount = 128 * 13 * 13;
+    float *w = cdc_test_alloc(wcount * sizeof(float)), *x = cdc_test_alloc(xcount * sizeof(float));
+    float *y = cdc_test_alloc(ycount * sizeof(float));
+    double *want = cdc_test_alloc(ycount * sizeof(double));
+    cdc_test_fill_uniform(&rng, w, wcount);
+    cdc_test_fill_uniform(&rng, x, xcount);
+    ck_assert_int_eq(cdc_ref_conv2d(&ref, x, w, NULL, want), 0);
+    cdc_conv_geometry_t g = {.channels = 64, .h = 13, .w = 13, .kernel_h = 3, .kernel_w = 3,
+                             .stride_h = 1, .stride_w = 1, .pad_h = 1, .pad_w = 1,
+                             .dilation_h = 1, .dilation_w = 1};
+    ck_assert_int_eq(cdc_conv_geometry_finish(&g), CDC_OK);
+    ck_assert_int_eq(cdc__plan_conv_split(&g, 128, 1, 4, 1), CDC_SPLIT_COLUMNS);
+
+    cdc_layer_t *layer = NULL;
+    ck_assert_int_eq(cdc_conv2d_new(context, &desc, w, NULL, NULL, &layer), CDC_OK);
+    double start = cdc_test_now_s();
+    int calls = 0;
+    for (; calls < MAX_CALLS && cdc_test_now_s() - start < MAX_SECONDS; calls++) {
+        ck_assert_int_eq(cdc_conv2d_forward(layer, 1, 13, 13, x, y), CDC_OK);
+        double err = cdc_test_rel_error(y, want, ycount);
+        ck_assert_msg(err <= REL_TOL, "call %d: relative error %g", calls, err);
+        if (cdc_layer_split(layer) == CDC_SPLIT_ROWS)
+            break;
+    }
+    ck_assert_msg(cdc_layer_split(layer) == CDC_SPLIT_ROWS,
+                  "still split by columns after %d calls", calls);
+    for (int i = 0; i < 10; i++) { /* and it stays: the other is not 10% faster */
+        ck_assert_int_eq(cdc_conv2d_forward(layer, 1, 13, 13, x, y), CDC_OK);
+        ck_assert(cdc_test_rel_error(y, want, ycount) <= REL_TOL);
+        ck_assert_int_eq(cdc_layer_split(layer), CDC_SPLIT_ROWS);
+    }
+    cdc_layer_destroy(&layer);
+    free(w);
+    free(x);
+    free(y);
+    free(want);
+    cdc_context_destroy(&context);
+}
+END_TEST
+
 static Suite *profiled_suite(void)
 {
     Suite *suite = suite_create("profiled_plan");
@@ -122,6 +178,7 @@ static Suite *profiled_suite(void)
     tcase_set_timeout(tc, 180);
     tcase_add_test(tc, test_mix_sized_to_devices);
     tcase_add_test(tc, test_identical_devices_stay_equal);
+    tcase_add_test(tc, test_conv_split_by_latency);
     suite_add_tcase(suite, tc);
     return suite;
 }

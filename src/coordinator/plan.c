@@ -32,6 +32,7 @@
 
 #include "coded_call.h"
 #include "error.h"
+#include "log.h"
 #include "profiled_plan.h"
 
 int cdc__plan_resolve(cdc_context_t *context, int parity_override,
@@ -114,6 +115,30 @@ int cdc__plan_size_blocks(cdc_context_t *context, cdc_call_plan_t *plan,
     }
     plan->sized = 1;
     return CDC_OK;
+}
+
+/* A change of split must be predicted this much faster than keeping it. */
+#define PLAN_SPLIT_SWITCH_GAIN 0.9
+
+cdc_split_t cdc__plan_split_by_latency(cdc_context_t *context, const cdc_call_plan_t *plan,
+                                       const cdc_block_cost_t cost[2], const int64_t rows[2],
+                                       cdc_split_t previous, cdc_split_t by_bytes)
+{
+    if (context->config.plan != CDC_PLAN_PROFILED)
+        return by_bytes;
+    const cdc_split_t splits[2] = {CDC_SPLIT_ROWS, CDC_SPLIT_COLUMNS};
+    double t[2];
+    for (int i = 0; i < 2; i++)
+        if (cdc__profiled_plan_predict(context, plan->n, plan->r, &cost[i], rows[i], &t[i]) != 1)
+            return by_bytes;
+    int best = t[1] < t[0];
+    int kept = previous == splits[!best] && !(t[best] < PLAN_SPLIT_SWITCH_GAIN * t[!best]);
+    cdc_split_t chosen = kept ? previous : splits[best];
+    if (chosen != previous)
+        CDC_LOG_INFOF("profiled plan: %s split (predicted %.2f ms; %s %.2f ms)",
+                      chosen == CDC_SPLIT_ROWS ? "rows" : "columns", t[chosen != CDC_SPLIT_ROWS],
+                      chosen == CDC_SPLIT_ROWS ? "columns" : "rows", t[chosen == CDC_SPLIT_ROWS]);
+    return chosen;
 }
 
 cdc_shard_side_t cdc__plan_cut_side(cdc_split_t split, int transposed)

@@ -43,6 +43,8 @@ typedef struct {
    bytes_per_row_in * len result bytes back. */
 typedef struct {
     double flops_per_row;     /* of one row of the cut operand's result      */
+    double flops_fixed;       /* every non-empty data block's whatever its
+                                 length: a spatial band's halo rows (conv2d.c) */
     double bytes_fixed_out;   /* sent to every shard whatever its length (the
                                  whole operand, a band's halo; 0 when cached) */
     double bytes_per_row_out; /* sent per row of the block (0 when the cut
@@ -67,6 +69,16 @@ int cdc__plan_resolve(cdc_context_t *context, int parity_override,
    (differing by at most 1). */
 int cdc__plan_size_blocks(cdc_context_t *context, cdc_call_plan_t *plan,
                           const cdc_block_cost_t *cost, int64_t rows);
+
+/* AUTO resolved by predicted latency under CDCGEMM_PLAN=profiled: of the two
+   splits (work per row and rows to cut of each in cost[i], rows[i]; index 0
+   ROWS, 1 COLUMNS), the one the profile predicts faster; previous (the
+   layer's last split, AUTO for none) is kept unless the other is predicted
+   10% faster, as a change of split re-ships weights. by_bytes (the bytes
+   rule's answer) when the profile cannot predict both yet. */
+cdc_split_t cdc__plan_split_by_latency(cdc_context_t *context, const cdc_call_plan_t *plan,
+                                       const cdc_block_cost_t cost[2], const int64_t rows[2],
+                                       cdc_split_t previous, cdc_split_t by_bytes);
 
 /* Equal blocks: rows spread over n lengths, the first rows % n one row
    longer (all >= 1 when rows >= n). */

@@ -66,7 +66,7 @@ static cdc_shard_cost_t cost_line(const cdc_worker_profile_t *p, const cdc_block
         trusted.mbit = 0.0;
     p = &trusted;
     double base = cdc_profile_predict_ms(p, 0.0, 0.0, 0.0);
-    double fixed = cdc_profile_predict_ms(p, 0.0, cost->bytes_fixed_out, 0.0);
+    double fixed = cdc_profile_predict_ms(p, cost->flops_fixed, cost->bytes_fixed_out, 0.0);
     double row = cdc_profile_predict_ms(p, cost->flops_per_row, cost->bytes_per_row_out,
                                         cost->bytes_per_row_in) -
                  base;
@@ -148,6 +148,7 @@ static uint64_t layout_key(const cdc_profiled_state_t *st, const cdc_block_cost_
 {
     uint64_t h = cdc__hash_mix((uint64_t) rows, (uint64_t) (n * 64 + r));
     h = mix_double(h, cost->flops_per_row);
+    h = mix_double(h, cost->flops_fixed);
     h = mix_double(h, cost->bytes_fixed_out);
     h = mix_double(h, cost->bytes_per_row_out);
     h = mix_double(h, cost->bytes_per_row_in);
@@ -180,16 +181,13 @@ static double keep_or_remember(cdc_profiled_state_t *st, uint64_t key,
     return t_new;
 }
 
-int cdc__profiled_plan_size(cdc_context_t *context, cdc_call_plan_t *plan,
-                            const cdc_block_cost_t *cost, int64_t rows,
-                            double *predicted_ms)
+/* Re-anchor the plan's profile when an estimate moved for good, or when one
+   became usable (enough samples): that changes the plan as much. */
+static void anchor(cdc_context_t *context)
 {
     cdc_profiled_state_t *st = &context->profiled;
-    int n = plan->n, r = plan->r;
     cdc_worker_profile_t now[CDC_MAX_WORKERS];
     int workers = cdc__context_profile(context, now, CDC_MAX_WORKERS);
-    /* Re-anchor when an estimate moved for good, or when one became usable
-       here (enough samples): that changes the plan as much. */
     uint64_t generation = 0;
     for (int w = 0; w < workers; w++)
         generation += now[w].generation + usable_bits(&now[w]) * ((uint64_t) 1 << 40);
@@ -199,20 +197,60 @@ int cdc__profiled_plan_size(cdc_context_t *context, cdc_call_plan_t *plan,
         st->generation = generation;
         st->homes_stale = 1;
     }
-    if (workers < n + r || rows < n)
+}
+
+/* Every worker's line for this work from the anchored profile: 1 when at
+   least n workers have been measured (the others assumed at the slowest
+   rate), else 0. */
+static int anchored_lines(const cdc_profiled_state_t *st, int n, int r,
+                          const cdc_block_cost_t *cost, int64_t rows, cdc_shard_cost_t *line)
+{
+    if (st->workers < n + r || rows < n)
         return 0;
     int measured = 0;
     double slowest = INFINITY;
-    for (int w = 0; w < workers; w++)
+    for (int w = 0; w < st->workers; w++)
         if (st->anchored[w].rate_samples >= PLAN_MIN_RATE_SAMPLES) {
             measured++;
             slowest = st->anchored[w].gflops < slowest ? st->anchored[w].gflops : slowest;
         }
     if (measured < n || !(slowest > 0.0))
         return 0;
-    cdc_shard_cost_t line[CDC_MAX_WORKERS];
-    for (int w = 0; w < workers; w++)
+    for (int w = 0; w < st->workers; w++)
         line[w] = cost_line(&st->anchored[w], cost, slowest);
+    return 1;
+}
+
+int cdc__profiled_plan_predict(cdc_context_t *context, int n, int r,
+                               const cdc_block_cost_t *cost, int64_t rows,
+                               double *predicted_ms)
+{
+    cdc_profiled_state_t *st = &context->profiled;
+    cdc_shard_cost_t line[CDC_MAX_WORKERS];
+    anchor(context);
+    if (!anchored_lines(st, n, r, cost, rows, line))
+        return 0;
+    int home[CDC_MAX_WORKERS];
+    for (int s = 0; s < n + r; s++)
+        home[s] = st->slots == n + r ? st->home_of_slot[s] : s;
+    int64_t len[CDC_MAX_WORKERS];
+    double t = lengths_for_homes(line, home, n, r, rows, len);
+    if (!isfinite(t))
+        return 0;
+    *predicted_ms = t;
+    return 1;
+}
+
+int cdc__profiled_plan_size(cdc_context_t *context, cdc_call_plan_t *plan,
+                            const cdc_block_cost_t *cost, int64_t rows,
+                            double *predicted_ms)
+{
+    cdc_profiled_state_t *st = &context->profiled;
+    int n = plan->n, r = plan->r;
+    cdc_shard_cost_t line[CDC_MAX_WORKERS];
+    anchor(context);
+    if (!anchored_lines(st, n, r, cost, rows, line))
+        return 0;
     if (st->homes_stale || st->slots != n + r) {
         int rc = homes_update(context, line, n, r, rows);
         if (rc != CDC_OK)
@@ -227,7 +265,11 @@ int cdc__profiled_plan_size(cdc_context_t *context, cdc_call_plan_t *plan,
        call, which the model does not count. */
     int64_t equal[CDC_CODE_MAX_N];
     cdc__plan_equal_lengths(n, rows, equal);
-    if (!(t < PLAN_SWITCH_GAIN * latency_of(line, st->home_of_slot, n, r, equal)))
+    double t_equal = latency_of(line, st->home_of_slot, n, r, equal);
+    CDC_LOG_DEBUGF("profiled plan: %lld rows, %.0f flops/row: sized %lld,%lld,... predicted "
+                   "%.2f ms, equal %.2f ms", (long long) rows, cost->flops_per_row,
+                   (long long) plan->block_len[0], (long long) plan->block_len[1], t, t_equal);
+    if (!(t < PLAN_SWITCH_GAIN * t_equal))
         return 0;
     t = keep_or_remember(st, layout_key(st, cost, rows, n, r), line, n, r, plan->block_len, t);
     plan->sized = 1;

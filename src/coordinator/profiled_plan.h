@@ -20,4 +20,13 @@ int cdc__profiled_plan_size(cdc_context_t *context, cdc_call_plan_t *plan,
                             const cdc_block_cost_t *cost, int64_t rows,
                             double *predicted_ms);
 
+/* The latency the profile predicts for a call of n data + r parity shards
+   doing this work on the slots' present homes, with the best block lengths
+   for them (nothing moved or remembered). 1 with *predicted_ms, 0 when the
+   profile cannot predict it yet, or a CDC_* error. Not thread-safe against
+   calls on the same context. */
+int cdc__profiled_plan_predict(cdc_context_t *context, int n, int r,
+                               const cdc_block_cost_t *cost, int64_t rows,
+                               double *predicted_ms);
+
 #endif

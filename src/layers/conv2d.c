@@ -366,16 +366,20 @@ static int conv_spatial_split(cdc_layer_t *layer, const cdc_call_plan_t *plan,
 
 /* What an output row (spatial) or a filter (channel) costs (plan.h): a
    band of rows output rows reads (rows - 1) * stride_h + window input rows,
-   so each row adds stride_h input rows to a fixed halo; the filters are
-   cached on workers. */
+   so each row adds stride_h input rows to a fixed halo, and a data band
+   also computes its halo's output rows (conv_spatial_split): a fixed cost
+   that makes short bands dear; the filters are cached on workers. */
 static cdc_block_cost_t conv_block_cost(const cdc_layer_t *layer, cdc_split_t split,
                                         const cdc_conv_geometry_t *g, int64_t batch)
 {
     double k = (double) layer->k, f = sizeof(float);
     double image_row = (double) batch * g->channels * g->w * f;
+    double output_row = 2.0 * k * layer->rows * batch * g->out_w;
+    int64_t halo = (cdc__plan_band_height(g, 1) - 1) / g->stride_h;
     if (split == CDC_SPLIT_COLUMNS)
         return (cdc_block_cost_t){
-            .flops_per_row = 2.0 * k * layer->rows * batch * g->out_w,
+            .flops_per_row = output_row,
+            .flops_fixed = output_row * (double) halo,
             .bytes_fixed_out = image_row * (cdc__plan_band_height(g, 1) - g->stride_h),
             .bytes_per_row_out = image_row * g->stride_h,
             .bytes_per_row_in = (double) layer->rows * batch * g->out_w * f};
@@ -413,8 +417,14 @@ int cdc_conv2d_forward(cdc_layer_t *layer, int64_t batch, int64_t h, int64_t w,
     if (rc != CDC_OK)
         return rc;
     int n = plan.n;
-    if (plan.split == CDC_SPLIT_AUTO)
-        plan.split = cdc__plan_conv_split(&g, layer->rows, batch, n, plan.r);
+    if (plan.split == CDC_SPLIT_AUTO) {
+        cdc_split_t by_bytes = cdc__plan_conv_split(&g, layer->rows, batch, n, plan.r);
+        const cdc_block_cost_t costs[2] = {conv_block_cost(layer, CDC_SPLIT_ROWS, &g, batch),
+                                           conv_block_cost(layer, CDC_SPLIT_COLUMNS, &g, batch)};
+        const int64_t rows[2] = {layer->rows, g.out_h};
+        plan.split = cdc__plan_split_by_latency(layer->context, &plan, costs, rows,
+                                                layer->last_split, by_bytes);
+    }
     /* A spatial split needs a real output row per data shard. */
     if (plan.split == CDC_SPLIT_COLUMNS && (g.out_h + n - 1) / n * (n - 1) >= g.out_h)
         plan.split = CDC_SPLIT_ROWS;
