@@ -3,27 +3,23 @@
 (issue 12): a worker killed mid-run under each plan, and a device that becomes slower.
 
 usage: bench/hetero_summary.py kill EQUAL.csv PROFILED.csv
-       bench/hetero_summary.py shift SHIFT.csv OPTIMUM.csv ONSET_REQUEST
+       bench/hetero_summary.py shift SHIFT.csv SHIFT.log OPTIMUM.csv
 
 kill: each CSV beside its JSON (same stem); the kill's request comes from the JSON's
 chaos events. Per plan: lost and wrong requests, p50 before the kill and after it
 (the calls until a re-plan: the killed worker stays dead), and profiled / equal after.
 
-shift: the device's slow rule takes over at about ONSET_REQUEST (its after= count of
-calls less the warm-up; a call or two of slack). Its calls then straggle and are
-decoded from parity until the profiled plan takes its share away. Prints when the
-decodes began (the onset seen) and when they stopped being the rule (no more than a
-quarter of the next 20 requests decoded): the time the device kept its share; and
-the p50 of the requests from 10 s after the onset on against the p50 of the plan made
-for the new mix from the start (OPTIMUM.csv).
+shift: SHIFT.log is the run's stderr at CDCGEMM_LOG=info, each line prefixed with the
+UNIX time it was read (bench/scenarios.sh does it). The worker says when its slow
+fault took over, the bench when the timed requests began, the profiled plan when it
+changed. Prints when the device became slower, how long until the plan's first change
+after that (its share taken away), and the p50 of the requests from 10 s after it on
+against the p50 of the plan made for the new mix from the start (OPTIMUM.csv).
 """
 import csv
 import json
 import statistics
 import sys
-
-WINDOW = 20
-
 
 def rows_of(path):
     with open(path) as f:
@@ -64,31 +60,42 @@ def kill(equal_csv, profiled_csv):
     return 0
 
 
-def decoded_share(rows, i):
-    window = rows[i:i + WINDOW]
-    return sum(int(r["decoded"]) > 0 for r in window) / max(len(window), 1)
+def log_times(log_path):
+    """From a log whose lines start with a UNIX time: when the timed requests began,
+    when the worker's slow fault took over, and the plan's changes after it."""
+    begin = onset = None
+    changes = []
+    with open(log_path) as f:
+        for line in f:
+            t, _, text = line.partition(" ")
+            if "coded: timed requests begin" in text:
+                begin = float(t)
+            elif "slow fault of task" in text and onset is None:
+                onset = float(t)
+            elif onset is not None and "profiled plan:" in text:
+                changes.append((float(t), text.strip()))
+    return begin, onset, changes
 
 
-def shift(shift_csv, optimum_csv, onset_request):
+def shift(shift_csv, shift_log, optimum_csv):
     rows = rows_of(shift_csv)
     lost, wrong = bad(rows)
-    start = max(onset_request - WINDOW, 0)
-    seen = next((i for i in range(start, len(rows)) if decoded_share(rows, i) > 0.5), None)
-    if seen is None:
-        print("no run of decoded calls after the onset: the slower device never straggled")
+    begin, onset, changes = log_times(shift_log)
+    if begin is None or onset is None:
+        print(f"{shift_log}: no timed-requests mark or no slow fault onset")
         return 1
-    end = next((i for i in range(seen, len(rows)) if decoded_share(rows, i) <= 0.25), None)
-    t0 = float(rows[seen]["start_ms"])
-    settled = [r for r in rows if float(r["start_ms"]) >= t0 + 10000.0]
+    onset_ms = (onset - begin) * 1000.0
+    before = [r for r in rows if float(r["start_ms"]) < onset_ms]
+    settled = [r for r in rows if float(r["start_ms"]) >= onset_ms + 10000.0]
     optimum = p50(rows_of(optimum_csv))
-    print(f"lost {lost}, wrong {wrong}; p50 before the onset "
-          f"{p50(rows[:seen]):.2f} ms")
-    if end is None:
-        print(f"onset seen at request {seen}; its calls were still decoded at the end")
+    print(f"lost {lost}, wrong {wrong}; the device became slower {onset_ms / 1000.0:.2f} s "
+          f"into the timed requests (request {len(before)}); p50 before {p50(before):.2f} ms")
+    if changes:
+        t, text = changes[0]
+        print(f"first plan change {t - onset:.2f} s after it: {text}")
     else:
-        print(f"onset seen at request {seen}; share lost by request {end}: "
-              f"{(float(rows[end]['start_ms']) - t0) / 1000.0:.2f} s")
-    print(f"p50 from 10 s after the onset: {p50(settled):.2f} ms ({len(settled)} requests); "
+        print("no plan change after it")
+    print(f"p50 from 10 s after it: {p50(settled):.2f} ms ({len(settled)} requests); "
           f"new optimum {optimum:.2f} ms; ratio {p50(settled) / optimum:.3f}")
     return 0
 
@@ -97,7 +104,7 @@ def main(argv):
     if len(argv) == 4 and argv[1] == "kill":
         return kill(argv[2], argv[3])
     if len(argv) == 5 and argv[1] == "shift":
-        return shift(argv[2], argv[3], int(argv[4]))
+        return shift(argv[2], argv[3], argv[4])
     print(__doc__.strip().split("\n\n")[1], file=sys.stderr)
     return 2
 

@@ -177,6 +177,9 @@ static int timed_requests(const cdc_workload_t *workload, run_state_t *st, cdc_r
     cdc_chaos_actor_t *actor = NULL;
     cdc_chaos_event_t crash = {0}, *crash_event = NULL;
     double start = cdc_bench_now_ms();
+    /* A mark for logs timestamped from outside (bench/hetero_summary.py). */
+    if (run->config.log_level >= CDC_LOG_INFO)
+        fprintf(stderr, "cdcgemm-bench: %s: timed requests begin\n", run->label);
     if (run->chaos && cdc_chaos_actor_start(run->chaos, &targets, start, &current, &actor)) {
         fprintf(stderr, "cdcgemm-bench: --chaos: cannot start its thread\n");
         return 1;

@@ -105,18 +105,24 @@ for s in $scenarios; do
     done
     ;;
   hetero-shift)
-    # A fast device becomes 4x slower mid-run (its call 200: about request 160 of the
-    # timed ones), against the plan for the new mix from the start (the new optimum).
+    # A fast device becomes 4x slower mid-run (at its call 200, about request 160 of
+    # the timed ones), against the plan for the new mix from the start (the new optimum).
     shifted="slow@w0:gflops=0.25;slow@w1:gflops=1;slow@w2:gflops=0.25;slow@w3:gflops=0.25"
     shifted="$shifted;slow@w4:gflops=0.125"
     "$bench" --layer fc:4096x9216 --workers 5 --parity 1 --requests 300 --warmup 40 \
       --faults "$shifted;$WIFI;seed=1" --plan profiled \
       --json "$out/hetero_shift_optimum.json" --csv "$out/hetero_shift_optimum.csv"
-    "$bench" --layer fc:4096x9216 --workers 5 --parity 1 --requests 500 --warmup 40 \
-      --faults "$MIX;slow@w0:gflops=0.25,after=200;$WIFI;seed=1" --plan profiled \
-      --json "$out/hetero_shift.json" --csv "$out/hetero_shift.csv"
+    # Its log, each line timestamped here, tells when the device changed (the worker
+    # says so) and when the plan changed.
+    CDCGEMM_LOG=info "$bench" --layer fc:4096x9216 --workers 5 --parity 1 --requests 500 \
+      --warmup 40 --faults "$MIX;slow@w0:gflops=0.25,after=200;$WIFI;seed=1" \
+      --plan profiled --json "$out/hetero_shift.json" --csv "$out/hetero_shift.csv" 2>&1 |
+      python3 -u -c 'import sys, time
+for line in sys.stdin: sys.stdout.write("%.3f %s" % (time.time(), line))' \
+      > "$out/hetero_shift.log"
+    grep '^[0-9.]* coded ' "$out/hetero_shift.log" || true
     python3 "$(dirname "$0")/hetero_summary.py" shift "$out/hetero_shift.csv" \
-      "$out/hetero_shift_optimum.csv" 160
+      "$out/hetero_shift.log" "$out/hetero_shift_optimum.csv"
     ;;
   soak)
     # Issue 11's soak: AlexNet on 6 embedded workers, a SIGKILL every ~2 s and a 1 s

@@ -204,6 +204,7 @@ START_TEST(test_slow_from_a_call_on)
         cdc_fault_next(&state, 1.0, 1e8, 0, 0, &d);
         ck_assert_msg(fabs(d.slow_ms - expected[call]) < 1e-6, "call %d: slow %.3f ms", call,
                       d.slow_ms);
+        ck_assert_int_eq(d.slow_onset, call == 2);
     }
     cdc_fault_state_init(&state, &plan, 0);
     cdc_fault_state_set_incarnation(&state, 1);

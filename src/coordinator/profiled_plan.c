@@ -157,6 +157,14 @@ static uint64_t layout_key(const cdc_profiled_state_t *st, const cdc_block_cost_
     return h ? h : 1;
 }
 
+static int64_t sum_of(const int64_t *len, int n)
+{
+    int64_t sum = 0;
+    for (int i = 0; i < n; i++)
+        sum += len[i];
+    return sum;
+}
+
 /* Keep the lengths this operand had unless len is predicted enough faster;
    remember what it gets. Returns the latency of what it gets. */
 static double keep_or_remember(cdc_profiled_state_t *st, uint64_t key,
@@ -169,6 +177,8 @@ static double keep_or_remember(cdc_profiled_state_t *st, uint64_t key,
         double t_old = latency_of(line, st->home_of_slot, n, r, st->layouts[i].len);
         if (t_new < PLAN_SWITCH_GAIN * t_old) {
             memcpy(st->layouts[i].len, len, (size_t) n * sizeof *len);
+            CDC_LOG_INFOF("profiled plan: blocks of %lld rows re-sized (predicted %.2f ms, "
+                          "%.2f ms as they were)", (long long) sum_of(len, n), t_new, t_old);
             return t_new;
         }
         memcpy(len, st->layouts[i].len, (size_t) n * sizeof *len);
@@ -178,6 +188,8 @@ static double keep_or_remember(cdc_profiled_state_t *st, uint64_t key,
     st->next_layout = (at + 1) % CDC_PROFILED_LAYOUTS;
     st->layouts[at].key = key;
     memcpy(st->layouts[at].len, len, (size_t) n * sizeof *len);
+    CDC_LOG_INFOF("profiled plan: blocks of %lld rows sized (predicted %.2f ms)",
+                  (long long) sum_of(len, n), t_new);
     return t_new;
 }
 
@@ -265,11 +277,7 @@ int cdc__profiled_plan_size(cdc_context_t *context, cdc_call_plan_t *plan,
        call, which the model does not count. */
     int64_t equal[CDC_CODE_MAX_N];
     cdc__plan_equal_lengths(n, rows, equal);
-    double t_equal = latency_of(line, st->home_of_slot, n, r, equal);
-    CDC_LOG_DEBUGF("profiled plan: %lld rows, %.0f flops/row: sized %lld,%lld,... predicted "
-                   "%.2f ms, equal %.2f ms", (long long) rows, cost->flops_per_row,
-                   (long long) plan->block_len[0], (long long) plan->block_len[1], t, t_equal);
-    if (!(t < PLAN_SWITCH_GAIN * t_equal))
+    if (!(t < PLAN_SWITCH_GAIN * latency_of(line, st->home_of_slot, n, r, equal)))
         return 0;
     t = keep_or_remember(st, layout_key(st, cost, rows, n, r), line, n, r, plan->block_len, t);
     plan->sized = 1;

@@ -380,6 +380,7 @@ void cdc_fault_next(cdc_fault_state_t *state, double compute_ms, double flops,
         case CDC_FAULT_SLOW: {
             if (!slow_in_force(state, r, call))
                 break;
+            d->slow_onset |= once && r->after > 0 && call == r->after;
             double extra = r->x > 0 ? (r->x - 1.0) * compute_ms
                                     : flops / (r->gflops * 1e6) - compute_ms;
             if (extra > 0) {

@@ -55,6 +55,7 @@ typedef struct {
                             (2·lat): it does not occupy the emulated device  */
     double slow_ms;      /* the part of delay_ms that is a slow fault's
                             stretched compute (the device is computing)     */
+    int slow_onset;      /* a slow rule of after= this call took over now       */
     int drop;            /* never send the reply                                */
     int corrupt;         /* change one element of the reply                     */
     uint64_t corrupt_at; /* which element (mod the reply length)                */

@@ -296,6 +296,9 @@ static double emulate(loop_t *loop, cdc_worker_reply_t *out, double now)
                 loop->options->index, loop->faults.calls - 1);
         _exit(3);
     }
+    if (d.slow_onset) /* when the device changed, for the runs that measure re-planning */
+        fprintf(stderr, "cdcgemm-worker %d: slow fault of task %ld on: the device is slower\n",
+                loop->options->index, loop->faults.calls - 1);
     double ready = out->started_ms;
     if (d.hang_ms >= 0 && (ready = start_hang(loop, &d, now)) < 0) {
         cdc_reply_destroy(&out->reply); /* hung for ever: this reply never leaves */
