@@ -172,6 +172,26 @@ START_TEST(test_homes_homogeneous_identity)
 }
 END_TEST
 
+/* Nothing failing, a call ends with its n-th shard: equal blocks on the
+   example mix wait for the quarter-speed devices, not the slowest parity. */
+START_TEST(test_latency_first_n)
+{
+    const cdc_shard_cost_t data[4] = {{1, 1}, {1, 1}, {1, 4}, {1, 4}};
+    const cdc_shard_cost_t parity[1] = {{1, 8}};
+    const int64_t len[4] = {10, 10, 10, 10};
+    ck_assert_double_eq_tol(cdc_planner_latency(data, 4, parity, 1, len), 81.0, 1e-12);
+    ck_assert_double_eq_tol(cdc_planner_latency_first_n(data, 4, parity, 1, len), 41.0, 1e-12);
+    /* No parity: every data block. */
+    ck_assert_double_eq_tol(cdc_planner_latency_first_n(data, 4, NULL, 0, len), 41.0, 1e-12);
+    const cdc_shard_cost_t fast_parity[1] = {{1, 1}};
+    ck_assert_double_eq_tol(cdc_planner_latency_first_n(data, 4, fast_parity, 1, len), 41.0,
+                            1e-12);
+    const int64_t sized[4] = {16, 16, 4, 4};
+    ck_assert_double_eq_tol(cdc_planner_latency_first_n(data, 4, fast_parity, 1, sized), 17.0,
+                            1e-12);
+}
+END_TEST
+
 START_TEST(test_bad_arguments)
 {
     int64_t len[4];
@@ -194,6 +214,7 @@ static Suite *planner_suite(void)
     tcase_add_test(lengths, test_parity_home_caps_blocks);
     tcase_add_test(lengths, test_fixed_cost_gets_least);
     tcase_add_test(lengths, test_optimal_against_brute_force);
+    tcase_add_test(lengths, test_latency_first_n);
     tcase_add_test(lengths, test_bad_arguments);
     suite_add_tcase(suite, lengths);
     TCase *homes = tcase_create("homes");

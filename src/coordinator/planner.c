@@ -52,6 +52,27 @@ double cdc_planner_latency(const cdc_shard_cost_t *data, int n,
     return worst;
 }
 
+static int compare_ms(const void *a, const void *b)
+{
+    double x = *(const double *) a, y = *(const double *) b;
+    return (x > y) - (x < y);
+}
+
+double cdc_planner_latency_first_n(const cdc_shard_cost_t *data, int n,
+                                   const cdc_shard_cost_t *parity, int r, const int64_t *len)
+{
+    double done[PLANNER_MAX_SHARDS];
+    int64_t longest = 0;
+    for (int i = 0; i < n; i++) {
+        done[i] = finish_ms(&data[i], (double) len[i]);
+        longest = len[i] > longest ? len[i] : longest;
+    }
+    for (int j = 0; j < r; j++)
+        done[n + j] = finish_ms(&parity[j], (double) longest);
+    qsort(done, (size_t) (n + r), sizeof *done, compare_ms);
+    return done[n - 1];
+}
+
 /* Rows a home of cost c computes by deadline t (fractional, >= 0). */
 static double rows_by(const cdc_shard_cost_t *c, double t)
 {

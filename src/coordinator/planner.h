@@ -25,6 +25,14 @@ typedef struct {
 double cdc_planner_latency(const cdc_shard_cost_t *data, int n,
                            const cdc_shard_cost_t *parity, int r, const int64_t *len);
 
+/* The predicted latency of the same call when nothing fails: the codes
+   decode from any n of the n + r shard results, so a call ends when its
+   n-th shard is done (the later ones are cancelled). What a call is
+   expected to take; cdc_planner_latency is what it may take after a crash,
+   and what the planner minimises. */
+double cdc_planner_latency_first_n(const cdc_shard_cost_t *data, int n,
+                                   const cdc_shard_cost_t *parity, int r, const int64_t *len);
+
 /* Lengths of n data blocks of rows (rows >= n; every length >= 1) that
    minimise cdc_planner_latency: every data home finishes its block at
    about the same time, and no block is longer than the parity homes can
