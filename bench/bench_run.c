@@ -24,6 +24,8 @@ void cdc_bench_run_usage(FILE *out)
             "                    measured devices (default CDCGEMM_PLAN or equal)\n"
             "  --faults SPEC     fault schedule (docs/faults.md)\n"
             "  --crash-at Q      crash worker --crash-worker (default 1) at request Q\n"
+            "  --max-memory B    every worker's --max-memory (B bytes, K/M/G suffixes):\n"
+            "                    sets CDCGEMM_WORKER_MAX_MEMORY for the workers it starts\n"
             "  --chaos SPEC      kill/stop/restart worker processes from outside on a seeded\n"
             "                    schedule during the timed requests (docs/faults.md), e.g.\n"
             "                    'kill@random:every=2s;stop@w2:every=10s,for=1s;seed=7'\n"
@@ -120,6 +122,10 @@ int cdc_bench_run(int argc, char **argv)
                 fprintf(stderr, "cdcgemm-bench: --plan '%s': expected equal or profiled\n", v);
                 bad = 1;
             }
+        } else if (strcmp(a, "--max-memory") == 0) {
+            /* Every worker's budget: the embedded ones and --external ones
+               inherit it (cdcgemm-worker reads it; it validates it too). */
+            bad = setenv("CDCGEMM_WORKER_MAX_MEMORY", v, 1) != 0;
         } else if (strcmp(a, "--external") == 0) {
             bad = parse_count(a, v, 1, &external);
         } else if (strcmp(a, "--chaos") == 0) {

@@ -6,10 +6,11 @@
 #include "testutil.h"
 
 #include <math.h>
+#include <string.h>
 
 /* Per-row costs of the example mix: GFLOP/s 1, 1, 0.25, 0.25, 0.125. */
 static const cdc_shard_cost_t mix[5] = {
-    {0.0, 1.0}, {0.0, 1.0}, {0.0, 4.0}, {0.0, 4.0}, {0.0, 8.0}};
+    {0.0, 1.0, 0.0}, {0.0, 1.0, 0.0}, {0.0, 4.0, 0.0}, {0.0, 4.0, 0.0}, {0.0, 8.0, 0.0}};
 
 static int64_t sum_of(const int64_t *len, int n)
 {
@@ -19,13 +20,31 @@ static int64_t sum_of(const int64_t *len, int n)
     return s;
 }
 
-/* The least latency over every composition of rows into n blocks >= 1. */
+/* Whether lengths len respect the homes' max_rows (0: no limit). */
+static int within_caps(const cdc_shard_cost_t *data, int n, const cdc_shard_cost_t *parity,
+                       int r, const int64_t *len)
+{
+    int64_t longest = 0;
+    for (int i = 0; i < n; i++) {
+        if (data[i].max_rows > 0 && (double) len[i] > data[i].max_rows)
+            return 0;
+        longest = len[i] > longest ? len[i] : longest;
+    }
+    for (int j = 0; j < r; j++)
+        if (parity[j].max_rows > 0 && (double) longest > parity[j].max_rows)
+            return 0;
+    return 1;
+}
+
+/* The least latency over every composition of rows into n blocks >= 1
+   within the homes' caps (INFINITY: none fits). */
 static double brute_force(const cdc_shard_cost_t *data, int n, const cdc_shard_cost_t *parity,
                           int r, int64_t rows, int64_t *len, int i)
 {
     if (i == n - 1) {
         len[i] = rows;
-        return cdc_planner_latency(data, n, parity, r, len);
+        return within_caps(data, n, parity, r, len) ? cdc_planner_latency(data, n, parity, r, len)
+                                                    : INFINITY;
     }
     double best = INFINITY;
     for (int64_t l = 1; l <= rows - (n - 1 - i); l++) {
@@ -38,7 +57,7 @@ static double brute_force(const cdc_shard_cost_t *data, int n, const cdc_shard_c
 
 START_TEST(test_equal_devices_equal_blocks)
 {
-    cdc_shard_cost_t same[4] = {{0.5, 2.0}, {0.5, 2.0}, {0.5, 2.0}, {0.5, 2.0}};
+    cdc_shard_cost_t same[4] = {{0.5, 2.0, 0}, {0.5, 2.0, 0}, {0.5, 2.0, 0}, {0.5, 2.0, 0}};
     int64_t len[3];
     double t;
     ck_assert_int_eq(cdc_planner_block_lengths(same, 3, same + 3, 1, 100, len, &t), CDC_OK);
@@ -70,8 +89,8 @@ START_TEST(test_parity_home_caps_blocks)
 {
     /* Fast data homes, a parity home four times slower: no block may be
        longer than the parity computes by the deadline. */
-    cdc_shard_cost_t data[2] = {{0.0, 1.0}, {0.0, 1.0}};
-    cdc_shard_cost_t parity[1] = {{0.0, 4.0}};
+    cdc_shard_cost_t data[2] = {{0.0, 1.0, 0}, {0.0, 1.0, 0}};
+    cdc_shard_cost_t parity[1] = {{0.0, 4.0, 0}};
     int64_t len[2];
     double t;
     ck_assert_int_eq(cdc_planner_block_lengths(data, 2, parity, 1, 100, len, &t), CDC_OK);
@@ -89,7 +108,7 @@ END_TEST
 START_TEST(test_fixed_cost_gets_least)
 {
     /* A home whose round trip alone exceeds the others' whole block keeps one row. */
-    cdc_shard_cost_t data[3] = {{0.0, 1.0}, {0.0, 1.0}, {500.0, 1.0}};
+    cdc_shard_cost_t data[3] = {{0.0, 1.0, 0}, {0.0, 1.0, 0}, {500.0, 1.0, 0}};
     int64_t len[3];
     ck_assert_int_eq(cdc_planner_block_lengths(data, 3, NULL, 0, 200, len, NULL), CDC_OK);
     ck_assert_int_eq(len[2], 1);
@@ -108,6 +127,7 @@ START_TEST(test_optimal_against_brute_force)
         for (int i = 0; i < n + r; i++) {
             cost[i].fixed_ms = cdc_test_rng_uniform(&rng, 0.0, 5.0);
             cost[i].per_row_ms = cdc_test_rng_uniform(&rng, 0.1, 10.0);
+            cost[i].max_rows = 0.0;
         }
         int64_t len[4], scratch[4];
         double t;
@@ -123,6 +143,74 @@ START_TEST(test_optimal_against_brute_force)
         ck_assert_msg(t <= best + slowest + 1e-9, "trial %d: %g vs best %g", trial, t, best);
         ck_assert_double_eq_tol(t, cdc_planner_latency(cost, n, cost + n, r, len), 1e-12);
     }
+}
+END_TEST
+
+/* Memory budgets (max_rows): the planner's lengths stay within every cap,
+   are as good as the best composition that does (up to one row of the
+   slowest home), and a call no composition fits is refused (CDC_ENOMEM). */
+START_TEST(test_caps_against_brute_force)
+{
+    cdc_test_rng_t rng;
+    cdc_test_rng_seed(&rng, 13);
+    int refused = 0;
+    for (int trial = 0; trial < 300; trial++) {
+        int n = (int) cdc_test_rng_int(&rng, 1, 4), r = (int) cdc_test_rng_int(&rng, 0, 2);
+        int64_t rows = cdc_test_rng_int(&rng, n, 14);
+        cdc_shard_cost_t cost[6];
+        double slowest = 0.0;
+        for (int i = 0; i < n + r; i++) {
+            cost[i].fixed_ms = cdc_test_rng_uniform(&rng, 0.0, 5.0);
+            cost[i].per_row_ms = cdc_test_rng_uniform(&rng, 0.1, 10.0);
+            int64_t cap = cdc_test_rng_int(&rng, 0, rows); /* 0: no limit */
+            cost[i].max_rows = (double) cap;
+            slowest = cost[i].per_row_ms > slowest ? cost[i].per_row_ms : slowest;
+        }
+        int64_t len[4] = {-1, -1, -1, -1}, scratch[4];
+        double t = -1.0;
+        double best = brute_force(cost, n, cost + n, r, rows, scratch, 0);
+        int rc = cdc_planner_block_lengths(cost, n, cost + n, r, rows, len, &t);
+        if (!isfinite(best)) {
+            ck_assert_msg(rc == CDC_ENOMEM, "trial %d: fitted what does not fit", trial);
+            ck_assert_int_eq(len[0], -1);
+            refused++;
+            continue;
+        }
+        ck_assert_msg(rc == CDC_OK, "trial %d: refused what fits (%s)", trial, cdc_last_error());
+        ck_assert_int_eq(sum_of(len, n), rows);
+        ck_assert(within_caps(cost, n, cost + n, r, len));
+        ck_assert_msg(t <= best + slowest + 1e-9, "trial %d: %g vs best %g", trial, t, best);
+    }
+    ck_assert_int_gt(refused, 10); /* the random caps did refuse some */
+}
+END_TEST
+
+/* A parity home that cannot hold the longest block is not chosen, though
+   it is the fastest. */
+START_TEST(test_homes_skip_parity_over_budget)
+{
+    cdc_shard_cost_t capped[5];
+    memcpy(capped, mix, sizeof mix);
+    capped[0].max_rows = 300; /* can hold a short data block, not the parity */
+    capped[1].max_rows = 300;
+    int homes[5];
+    double t;
+    ck_assert_int_eq(cdc_planner_homes(capped, 5, 4, 1, 1300, homes, &t), CDC_OK);
+    ck_assert(homes[4] != 0 && homes[4] != 1);
+    int64_t longest = 0;
+    cdc_shard_cost_t data[4], parity[1] = {capped[homes[4]]};
+    for (int s = 0; s < 4; s++)
+        data[s] = capped[homes[s]];
+    int64_t len[4];
+    ck_assert_int_eq(cdc_planner_block_lengths(data, 4, parity, 1, 1300, len, NULL), CDC_OK);
+    for (int s = 0; s < 4; s++) {
+        ck_assert(data[s].max_rows == 0 || (double) len[s] <= data[s].max_rows);
+        longest = len[s] > longest ? len[s] : longest;
+    }
+    /* Every home capped below a quarter: nothing fits. */
+    for (int w = 0; w < 5; w++)
+        capped[w].max_rows = 320;
+    ck_assert_int_eq(cdc_planner_homes(capped, 5, 4, 1, 1300, homes, &t), CDC_ENOMEM);
 }
 END_TEST
 
@@ -149,7 +237,7 @@ END_TEST
 START_TEST(test_homes_leave_slowest_as_spare)
 {
     /* Six workers, five slots: the slowest is the spare. */
-    cdc_shard_cost_t six[6] = {mix[0], mix[1], mix[2], mix[3], {0.0, 20.0}, mix[4]};
+    cdc_shard_cost_t six[6] = {mix[0], mix[1], mix[2], mix[3], {0.0, 20.0, 0}, mix[4]};
     int homes[5];
     ck_assert_int_eq(cdc_planner_homes(six, 6, 4, 1, 1000, homes, NULL), CDC_OK);
     for (int s = 0; s < 5; s++)
@@ -164,7 +252,7 @@ END_TEST
 
 START_TEST(test_homes_homogeneous_identity)
 {
-    cdc_shard_cost_t same[5] = {{1, 1}, {1, 1}, {1, 1}, {1, 1}, {1, 1}};
+    cdc_shard_cost_t same[5] = {{1, 1, 0}, {1, 1, 0}, {1, 1, 0}, {1, 1, 0}, {1, 1, 0}};
     int homes[5];
     ck_assert_int_eq(cdc_planner_homes(same, 5, 3, 2, 600, homes, NULL), CDC_OK);
     for (int s = 0; s < 5; s++)
@@ -176,14 +264,14 @@ END_TEST
    example mix wait for the quarter-speed devices, not the slowest parity. */
 START_TEST(test_latency_first_n)
 {
-    const cdc_shard_cost_t data[4] = {{1, 1}, {1, 1}, {1, 4}, {1, 4}};
-    const cdc_shard_cost_t parity[1] = {{1, 8}};
+    const cdc_shard_cost_t data[4] = {{1, 1, 0}, {1, 1, 0}, {1, 4, 0}, {1, 4, 0}};
+    const cdc_shard_cost_t parity[1] = {{1, 8, 0}};
     const int64_t len[4] = {10, 10, 10, 10};
     ck_assert_double_eq_tol(cdc_planner_latency(data, 4, parity, 1, len), 81.0, 1e-12);
     ck_assert_double_eq_tol(cdc_planner_latency_first_n(data, 4, parity, 1, len), 41.0, 1e-12);
     /* No parity: every data block. */
     ck_assert_double_eq_tol(cdc_planner_latency_first_n(data, 4, NULL, 0, len), 41.0, 1e-12);
-    const cdc_shard_cost_t fast_parity[1] = {{1, 1}};
+    const cdc_shard_cost_t fast_parity[1] = {{1, 1, 0}};
     ck_assert_double_eq_tol(cdc_planner_latency_first_n(data, 4, fast_parity, 1, len), 41.0,
                             1e-12);
     const int64_t sized[4] = {16, 16, 4, 4};
@@ -198,7 +286,7 @@ START_TEST(test_bad_arguments)
     int homes[4];
     ck_assert_int_eq(cdc_planner_block_lengths(mix, 4, mix + 4, 1, 3, len, NULL), CDC_EINVAL);
     ck_assert_int_eq(cdc_planner_block_lengths(mix, 0, NULL, 0, 3, len, NULL), CDC_EINVAL);
-    cdc_shard_cost_t bad[2] = {{0.0, 0.0}, {NAN, 1.0}};
+    cdc_shard_cost_t bad[2] = {{0.0, 0.0, 0}, {NAN, 1.0, 0}};
     ck_assert_int_eq(cdc_planner_block_lengths(bad, 1, NULL, 0, 3, len, NULL), CDC_EINVAL);
     ck_assert_int_eq(cdc_planner_block_lengths(bad + 1, 1, NULL, 0, 3, len, NULL), CDC_EINVAL);
     ck_assert_int_eq(cdc_planner_homes(mix, 3, 3, 1, 10, homes, NULL), CDC_EINVAL);
@@ -215,10 +303,12 @@ static Suite *planner_suite(void)
     tcase_add_test(lengths, test_fixed_cost_gets_least);
     tcase_add_test(lengths, test_optimal_against_brute_force);
     tcase_add_test(lengths, test_latency_first_n);
+    tcase_add_test(lengths, test_caps_against_brute_force);
     tcase_add_test(lengths, test_bad_arguments);
     suite_add_tcase(suite, lengths);
     TCase *homes = tcase_create("homes");
     tcase_add_test(homes, test_homes_put_parity_on_fast_device);
+    tcase_add_test(homes, test_homes_skip_parity_over_budget);
     tcase_add_test(homes, test_homes_leave_slowest_as_spare);
     tcase_add_test(homes, test_homes_homogeneous_identity);
     suite_add_tcase(suite, homes);

@@ -307,10 +307,11 @@ static const struct {
 
 extern char **environ;
 
-/* Variables read elsewhere (the supervisor): known, so they draw no
-   "unknown variable" warning. */
+/* Variables read elsewhere (the supervisor, cdcgemm-worker): known, so they
+   draw no "unknown variable" warning. */
 static const char *const other_variables[] = {
     "CDCGEMM_WORKER_BIN",
+    "CDCGEMM_WORKER_MAX_MEMORY",
 };
 
 #define ENV_COUNT (sizeof env_variables / sizeof *env_variables)

@@ -415,8 +415,36 @@ static void call_account(cdc_context_t *context, const cdc_coded_call_t *call,
     pthread_mutex_unlock(&context->lock);
 }
 
+/* A call whose shards would not fit their homes' memory: every data task
+   computed here, nothing sent; a planned choice, not a fallback (it has
+   its own counter). */
+static int call_run_here(cdc_context_t *context, cdc_coded_call_t *call)
+{
+    cdc_call_report_t report;
+    memset(&report, 0, sizeof report);
+    report.n = call->n;
+    report.r = call->r;
+    report.split = call->split;
+    report.oracle_ms = -1.0;
+    for (int s = 0; s < CDC_MAX_WORKERS; s++)
+        report.shard_ms[s] = -1.0;
+    for (int s = 0; s < call->n; s++) {
+        int rc = task_empty(&call->tasks[s]) ? CDC_OK : cdc__task_run_local(&call->tasks[s]);
+        if (rc != CDC_OK)
+            return rc;
+        result_pad(call, s);
+    }
+    pthread_mutex_lock(&context->lock);
+    context->last_call = report;
+    context->stats.budget_fallbacks++;
+    pthread_mutex_unlock(&context->lock);
+    return CDC_OK;
+}
+
 int cdc__coded_call_run(cdc_context_t *context, cdc_coded_call_t *call)
 {
+    if (call->here)
+        return call_run_here(context, call);
     call_run_t run;
     run_start(context, call, &run);
     int rc = call_dispatch(context, call, &run);

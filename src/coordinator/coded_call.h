@@ -40,6 +40,9 @@ typedef struct cdc_coded_call {
     int wanted_r;           /* the parity asked for (plan.h): fewer shards
                                dispatched than n + this is a degraded call;
                                cdc__coded_call_init sets r                  */
+    int here;               /* compute every data task on the coordinator and
+                               send nothing: the shards would not fit their
+                               homes' memory (plan.h, over_budget)        */
 } cdc_coded_call_t;
 
 /* Prepare a call of n data and r parity shard results of rows x cols: allocates

@@ -11,6 +11,7 @@
 #include <pthread.h>
 
 #define CDC_PROFILED_LAYOUTS 64 /* operand shapes whose lengths are kept */
+#define CDC_BUDGET_WARNED 16    /* over-budget shapes remembered as warned */
 
 /* CDCGEMM_PLAN=profiled's state (profiled_plan.c): the profile it plans
    from, taken anew only when an estimate moved for good, and where the
@@ -52,6 +53,9 @@ struct cdc_context {
                              call has block_weights_n data shards          */
     int block_weights_n;  /* 0: the planner's own lengths                  */
     cdc_profiled_state_t profiled; /* CDCGEMM_PLAN=profiled             */
+    uint64_t budget_warned[CDC_BUDGET_WARNED]; /* operand shapes over budget
+                             already warned about (plan.c), round robin  */
+    int budget_warned_next;
 };
 
 /* Data shards for parity r on this context: n = L - r' over the L planned

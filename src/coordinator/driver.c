@@ -78,7 +78,9 @@ static cdc_block_cost_t driver_block_cost(const cdc_gemm_desc_t *desc,
         .flops_per_row = 2.0 * k * other,
         .bytes_fixed_out = whole->weights ? 0.0 : other * k * sizeof(float),
         .bytes_per_row_out = cut->weights ? 0.0 : k * sizeof(float),
-        .bytes_per_row_in = other * sizeof(float)};
+        .bytes_per_row_in = other * sizeof(float),
+        .held_per_row = cut->weights ? k * sizeof(float) : 0.0,
+        .held_fixed = whole->weights ? other * k * sizeof(float) : 0.0};
 }
 
 static int driver_resolve(cdc_context_t *context, const cdc_gemm_desc_t *desc,
@@ -199,6 +201,7 @@ static int driver_dispatch(cdc_context_t *context, const cdc_call_plan_t *plan,
         return rc;
     call.split = plan->split;
     call.wanted_r = plan->wanted_r;
+    call.here = plan->over_budget;
     for (int s = 0; s < set->n + set->r; s++) {
         cdc_shard_task_t *task = &call.tasks[s];
         task->kind = CDC_TASK_GEMM;

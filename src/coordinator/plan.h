@@ -35,6 +35,9 @@ typedef struct {
                                band), once sized; parity blocks are as large
                                as the largest                               */
     int sized;              /* block_len is set (cdc__plan_size_blocks)     */
+    int over_budget;        /* some home could not hold its shard's weights
+                               within its --max-memory: the call runs on the
+                               coordinator (budget_fallbacks), nothing sent */
 } cdc_call_plan_t;
 
 /* The work of one call as a function of a data block's rows, for sizing
@@ -50,6 +53,10 @@ typedef struct {
     double bytes_per_row_out; /* sent per row of the block (0 when the cut
                                  operand is cached weights)                  */
     double bytes_per_row_in;  /* result bytes per row                        */
+    double held_per_row;      /* bytes a row of the cut operand takes in its
+                                 home's weight cache (0 when it is not cached) */
+    double held_fixed;        /* bytes every home holds whatever its block:
+                                 the whole operand when it is cached weights */
 } cdc_block_cost_t;
 
 /* The common resolution of every front end: parity r (the context's unless
@@ -65,8 +72,10 @@ int cdc__plan_resolve(cdc_context_t *context, int parity_override,
    describes the call's work per row. Lengths sum to rows, each >= 1 when
    rows >= n: the weights forced by cdc_testing_force_block_weights (in
    proportion, largest remainder), else under CDCGEMM_PLAN=profiled the
-   profiled plan's (profiled_plan.h) once it can size the call, else equal
-   (differing by at most 1). */
+   profiled plan's (profiled_plan.h) once it can size the call (within the
+   homes' memory budgets), else equal (differing by at most 1). Then sets
+   plan->over_budget when a slot's home cannot hold what the lengths give it
+   (warned once per operand shape). */
 int cdc__plan_size_blocks(cdc_context_t *context, cdc_call_plan_t *plan,
                           const cdc_block_cost_t *cost, int64_t rows);
 
@@ -79,6 +88,11 @@ int cdc__plan_size_blocks(cdc_context_t *context, cdc_call_plan_t *plan,
 cdc_split_t cdc__plan_split_by_latency(cdc_context_t *context, const cdc_call_plan_t *plan,
                                        const cdc_block_cost_t cost[2], const int64_t rows[2],
                                        cdc_split_t previous, cdc_split_t by_bytes);
+
+/* The most rows of the cut operand a worker whose weight cache is bounded
+   by max_memory bytes (0: unknown or unbounded) can hold, as the planner's
+   max_rows (planner.h): 0 for no limit, 0.5 for none at all. */
+double cdc__plan_budget_rows(uint64_t max_memory, const cdc_block_cost_t *cost);
 
 /* Equal blocks: rows spread over n lengths, the first rows % n one row
    longer (all >= 1 when rows >= n). */

@@ -73,11 +73,44 @@ double cdc_planner_latency_first_n(const cdc_shard_cost_t *data, int n,
     return done[n - 1];
 }
 
-/* Rows a home of cost c computes by deadline t (fractional, >= 0). */
+/* The most rows home c may hold. */
+static double cap_of(const cdc_shard_cost_t *c)
+{
+    return c->max_rows > 0.0 ? c->max_rows : INFINITY;
+}
+
+/* Rows a home of cost c computes by deadline t (fractional, >= 0), within
+   what it may hold. */
 static double rows_by(const cdc_shard_cost_t *c, double t)
 {
     double rows = (t - c->fixed_ms) / c->per_row_ms;
+    rows = rows < cap_of(c) ? rows : cap_of(c);
     return rows > 0.0 ? rows : 0.0;
+}
+
+/* The most whole rows data block i may have: its home's cap and the parity
+   homes' (a parity block is as long as the longest data block). */
+static int64_t block_cap(const cdc_shard_cost_t *data, int i, const cdc_shard_cost_t *parity,
+                         int r)
+{
+    double cap = cap_of(&data[i]);
+    for (int j = 0; j < r; j++)
+        cap = cap_of(&parity[j]) < cap ? cap_of(&parity[j]) : cap;
+    return cap >= (double) INT64_MAX ? INT64_MAX : (int64_t) floor(cap);
+}
+
+/* Whether the caps leave room for rows blocks of at least one row each. */
+static int rows_fit(const cdc_shard_cost_t *data, int n, const cdc_shard_cost_t *parity, int r,
+                    int64_t rows)
+{
+    int64_t room = 0;
+    for (int i = 0; i < n; i++) {
+        int64_t cap = block_cap(data, i, parity, r);
+        if (cap < 1)
+            return 0;
+        room = cap >= rows - room ? rows : room + cap;
+    }
+    return room >= rows;
 }
 
 /* The rows all data homes cover by deadline t, each capped by the parity. */
@@ -129,6 +162,9 @@ int cdc_planner_block_lengths(const cdc_shard_cost_t *data, int n,
     if (!costs_valid(data, n) || !costs_valid(parity, r))
         return cdc__fail(CDC_EINVAL,
                          "planner: a cost line is not finite, or a per-row cost is not > 0");
+    if (!rows_fit(data, n, parity, r, rows))
+        return cdc__fail(CDC_ENOMEM, "planner: %lld rows in %d blocks do not fit the homes' "
+                         "memory budgets", (long long) rows, n);
 
     /* Bisection for the deadline at which the capped blocks cover the rows:
        at hi every home alone could compute all of them. */
@@ -161,7 +197,7 @@ int cdc_planner_block_lengths(const cdc_shard_cost_t *data, int n,
         int delta = sum < rows ? 1 : -1, best = -1;
         double best_t = INFINITY;
         for (int i = 0; i < n; i++) {
-            if (delta < 0 && len[i] <= 1)
+            if ((delta < 0 && len[i] <= 1) || (delta > 0 && len[i] >= block_cap(data, i, parity, r)))
                 continue;
             double t = latency_if(data, n, parity, r, len, i, delta);
             if (t < best_t) {
@@ -263,6 +299,8 @@ int cdc_planner_homes(const cdc_shard_cost_t *cost, int workers, int n, int r,
         int64_t len[PLANNER_MAX_SHARDS];
         double t;
         int rc = cdc_planner_block_lengths(data, n, parity, r, rows, len, &t);
+        if (rc == CDC_ENOMEM)
+            continue; /* these parity homes cannot hold the longest block */
         if (rc != CDC_OK)
             return rc;
         if (t < best_t) {
@@ -272,6 +310,9 @@ int cdc_planner_homes(const cdc_shard_cost_t *cost, int workers, int n, int r,
         }
     } while (exhaustive && r > 0 && next_subset(pick, r, m));
 
+    if (!isfinite(best_t))
+        return cdc__fail(CDC_ENOMEM, "planner homes: %lld rows do not fit the memory budgets "
+                         "of any %d data + %d parity homes", (long long) rows, n, r);
     int d = 0, p = n;
     for (int i = 0; i < m; i++) {
         int is_parity = 0;

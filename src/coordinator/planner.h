@@ -15,6 +15,8 @@
    compute and the bytes of one row (the cut operand's row, the result's). */
 typedef struct {
     double fixed_ms, per_row_ms;
+    double max_rows; /* the most rows the home can hold (its memory budget):
+                        0 no limit; below 1, none (the call cannot use it) */
 } cdc_shard_cost_t;
 
 /* The predicted latency of a call whose n data blocks have lengths len and
@@ -36,8 +38,10 @@ double cdc_planner_latency_first_n(const cdc_shard_cost_t *data, int n,
 /* Lengths of n data blocks of rows (rows >= n; every length >= 1) that
    minimise cdc_planner_latency: every data home finishes its block at
    about the same time, and no block is longer than the parity homes can
-   compute by then. *predicted_ms (may be NULL) receives the latency.
-   CDC_OK, or CDC_EINVAL naming the bad argument. */
+   compute by then, nor longer than its home's max_rows (a parity home's
+   caps the longest block). *predicted_ms (may be NULL) receives the
+   latency. CDC_OK; CDC_ENOMEM when the rows do not fit the homes' max_rows
+   (len untouched); CDC_EINVAL naming the bad argument. */
 int cdc_planner_block_lengths(const cdc_shard_cost_t *data, int n,
                               const cdc_shard_cost_t *parity, int r, int64_t rows,
                               int64_t *len, double *predicted_ms);
@@ -47,7 +51,8 @@ int cdc_planner_block_lengths(const cdc_shard_cost_t *data, int n,
    n + r workers of least per-row cost hold slots (the rest are spares),
    and among them every choice of the r parity homes is tried; the one of
    least predicted latency wins (ties: the earlier choice, so an unchanged
-   profile gives an unchanged answer). home_of_slot[s] receives the worker
+   profile gives an unchanged answer); choices whose blocks do not fit the
+   homes' max_rows are skipped (CDC_ENOMEM when none fits). home_of_slot[s] receives the worker
    of slot s (data slots first, each group in worker order). *predicted_ms
    (may be NULL) receives its latency. CDC_OK or CDC_EINVAL. */
 int cdc_planner_homes(const cdc_shard_cost_t *cost, int workers, int n, int r,

@@ -70,7 +70,8 @@ static cdc_shard_cost_t cost_line(const cdc_worker_profile_t *p, const cdc_block
     double row = cdc_profile_predict_ms(p, cost->flops_per_row, cost->bytes_per_row_out,
                                         cost->bytes_per_row_in) -
                  base;
-    return (cdc_shard_cost_t){fixed, row > 1e-9 ? row : 1e-9};
+    return (cdc_shard_cost_t){fixed, row > 1e-9 ? row : 1e-9,
+                              cdc__plan_budget_rows(p->max_memory, cost)};
 }
 
 /* The lines of the slots' homes: data slots 0..n-1, parity n..n+r-1. */
@@ -114,6 +115,8 @@ static int homes_update(cdc_context_t *context, const cdc_shard_cost_t *line, in
     int chosen[CDC_MAX_WORKERS];
     double t_new;
     int rc = cdc_planner_homes(line, st->workers, n, r, rows, chosen, &t_new);
+    if (rc == CDC_ENOMEM)
+        return CDC_OK; /* no homes hold it: the call runs on the coordinator (plan.c) */
     if (rc != CDC_OK)
         return rc;
     /* Where the client has the slots now: worker s before any move; after

@@ -131,6 +131,7 @@ static int conv_call_init(cdc_coded_call_t *call, const cdc_layer_t *layer,
         return rc;
     call->split = plan->split;
     call->wanted_r = plan->wanted_r;
+    call->here = plan->over_budget;
     if (plan->code) {
         call->scales_fill = conv_scales_fill;
         call->scales_job = job;
@@ -382,11 +383,13 @@ static cdc_block_cost_t conv_block_cost(const cdc_layer_t *layer, cdc_split_t sp
             .flops_fixed = output_row * (double) halo,
             .bytes_fixed_out = image_row * (cdc__plan_band_height(g, 1) - g->stride_h),
             .bytes_per_row_out = image_row * g->stride_h,
-            .bytes_per_row_in = (double) layer->rows * batch * g->out_w * f};
+            .bytes_per_row_in = (double) layer->rows * batch * g->out_w * f,
+            .held_fixed = (double) layer->rows * k * f};
     return (cdc_block_cost_t){.flops_per_row = 2.0 * k * batch * g->out_h * g->out_w,
                               .bytes_fixed_out = image_row * g->h,
                               .bytes_per_row_out = 0.0,
-                              .bytes_per_row_in = (double) batch * g->out_h * g->out_w * f};
+                              .bytes_per_row_in = (double) batch * g->out_h * g->out_w * f,
+                              .held_per_row = k * f};
 }
 
 int cdc_conv2d_forward(cdc_layer_t *layer, int64_t batch, int64_t h, int64_t w,

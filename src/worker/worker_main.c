@@ -61,7 +61,7 @@ static void usage(FILE *out)
             "                      really cost (allocator rounding, cache records and\n"
             "                      index included); the least recently used are evicted\n"
             "                      beyond it. Suffixes K, M, G (powers of 1024) are\n"
-            "                      accepted. Default 1G.\n"
+            "                      accepted. Default $CDCGEMM_WORKER_MAX_MEMORY, else 1G.\n"
             "  --max-entries N     bound on the number of cached matrices. Default 65536.\n"
             "  --max-peer-memory BYTES\n"
             "                      bound on what one coordinator's weights may take of\n"
@@ -429,11 +429,26 @@ static void print_counters(int index, const cdc_worker_counters_t *counters)
             (unsigned long long) counters->dropped_at_exit);
 }
 
+/* CDCGEMM_WORKER_MAX_MEMORY: the default of --max-memory, so that a host's
+   workers (the embedded ones the library spawns, too) get one budget without
+   a command line each. 0, or 2 after a message naming the variable. */
+static int max_memory_from_env(cdc_worker_options_t *options)
+{
+    const char *value = getenv("CDCGEMM_WORKER_MAX_MEMORY");
+    if (!value || !value[0] || parse_bytes(value, &options->max_memory) == 0)
+        return 0;
+    fprintf(stderr, "cdcgemm-worker: CDCGEMM_WORKER_MAX_MEMORY='%s': expected bytes > 0 "
+                    "with an optional K, M or G suffix\n", value);
+    return 2;
+}
+
 int main(int argc, char **argv)
 {
     cdc__log_level = CDC_LOG_INFO;
     cdc_worker_options_t options;
     cdc_worker_options_init(&options);
+    if (max_memory_from_env(&options) != 0)
+        return 2;
     int parsed = take_announce_args(&argc, argv);
     if (parsed == 0)
         parsed = parse_args(argc, argv, &options);
