@@ -2,6 +2,8 @@
    configuration and fault schedule, an optional baseline; JSON/CSV/PNG out. */
 #include "bench_run.h"
 
+#include "bench_plan.h"
+
 #include "chaos.h"
 #include "report.h"
 #include "run.h"
@@ -64,6 +66,11 @@ static void print_summary(const cdc_run_t *run)
 }
 
 int cdc_bench_run(int argc, char **argv)
+{
+    return cdc_bench_run_mode(argc, argv, 0);
+}
+
+int cdc_bench_run_mode(int argc, char **argv, int plan_table)
 {
     cdc_workload_t workload = {0};
     cdc_config_t config;
@@ -205,6 +212,7 @@ int cdc_bench_run(int argc, char **argv)
     runs[0].chaos = with_chaos ? &chaos : NULL;
     runs[0].external = external;
     runs[0].progress = 1;
+    runs[0].plan_table = plan_table;
     if (external > 0 && config.in_process) {
         fprintf(stderr, "cdcgemm-bench: --external and --in-process exclude each other\n");
         cdc_workload_free(&workload);
@@ -257,6 +265,8 @@ int cdc_bench_run(int argc, char **argv)
         cdc_run_summarize(&runs[i], 0, runs[i].requests, &s);
         lost_or_wrong += s.lost + s.wrong;
     }
+    if (!failed && plan_table)
+        cdc_bench_plan_print(stdout, &runs[0]);
     if (!failed && json)
         failed |= cdc_report_json(json, runs, count, model ? model : "layers");
     if (!failed && csv)

@@ -7,6 +7,7 @@
 #include "bench_hostile.h"
 #include "bench_im2col.h"
 #include "bench_run.h"
+#include "bench_plan.h"
 #include "bench_status.h"
 #include "demo.h"
 
@@ -31,6 +32,8 @@ static void usage(FILE *out)
             "                real processes: replies, memory, correctness, latency\n"
             "  status        the workers at a glance: alive, round trip, protocol, cache,\n"
             "                memory budget, tasks, load (--json for one JSON object)\n"
+            "  plan          a run (the options below) and each layer's plan: split, n, r,\n"
+            "                block rows per worker, predicted vs measured latency\n"
             "  help          this text\n");
 }
 
@@ -57,6 +60,8 @@ int main(int argc, char **argv)
         return cdc_bench_hostile(argc - 1, argv + 1);
     if (strcmp(command, "status") == 0)
         return cdc_bench_status(argc - 1, argv + 1);
+    if (strcmp(command, "plan") == 0)
+        return cdc_bench_plan(argc - 1, argv + 1);
     if (strcmp(command, "demo") == 0)
         return cdc_bench_demo(argc - 1, argv + 1);
     if (strcmp(command, "help") == 0 || strcmp(command, "--help") == 0) {

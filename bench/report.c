@@ -1,6 +1,8 @@
 /* report.c - turn request records into the benchmark JSON, CSV and a PNG plot. */
 #include "report.h"
 
+#include "bench_plan.h"
+
 #include "bench_util.h"
 #include "stats_json.h"
 
@@ -135,7 +137,9 @@ void cdc_run_write_json(FILE *out, const cdc_run_t *run, const char *model)
         fprintf(out, "%s\n    {\"request\": %d, \"rss_kib\": %ld, \"fds\": %d, \"threads\": %d}",
                 i ? "," : "", m->request, m->rss_kib, m->fds, m->threads);
     }
-    fprintf(out, "%s],\n  ", run->sample_count ? "\n  " : "");
+    fprintf(out, "%s]", run->sample_count ? "\n  " : "");
+    cdc_bench_plan_write_json(out, run);
+    fputs(",\n  ", out);
     cdc__profile_write_json(out, &run->profile); /* at the end of the run */
     fputs("}", out);
 }

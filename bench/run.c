@@ -2,6 +2,8 @@
    outside chaos (chaos_actor.c) and samples of the bench process meanwhile. */
 #include "run.h"
 
+#include "plan.h"
+
 #include "bench_util.h"
 #include "context.h"
 #include "external.h"
@@ -18,9 +20,20 @@ const char *cdc_outcome_name(cdc_outcome_t outcome)
     return names[outcome];
 }
 
-/* One request: every layer once; the worst outcome wins. */
+/* Layer i's plan and time in this request (cdcgemm-bench plan). */
+static void note_layer_plan(cdc_context_t *context, cdc_layer_plan_t *plan, double ms)
+{
+    cdc__plan_last(context, &plan->last);
+    plan->expected_ms[plan->count] = plan->last.expected_ms;
+    plan->measured_ms[plan->count] = ms;
+    plan->count++;
+}
+
+/* One request: every layer once; the worst outcome wins. plans (NULL: not
+   recorded) get each layer's plan and time. */
 static void run_request(const cdc_workload_t *workload, cdc_context_t *context,
-                        cdc_layer_t **layers, float *y, cdc_request_record_t *record)
+                        cdc_layer_t **layers, float *y, cdc_request_record_t *record,
+                        cdc_layer_plan_t *plans)
 {
     memset(record, 0, sizeof *record);
     record->outcome = CDC_OUTCOME_OK;
@@ -28,7 +41,10 @@ static void run_request(const cdc_workload_t *workload, cdc_context_t *context,
     double start = cdc_bench_now_ms();
     for (int i = 0; i < workload->count; i++) {
         const cdc_bench_layer_t *l = &workload->layers[i];
+        double layer_start = cdc_bench_now_ms();
         int rc = cdc_workload_forward(l, layers[i], y);
+        if (plans)
+            note_layer_plan(context, &plans[i], cdc_bench_now_ms() - layer_start);
         cdc_call_report_t report;
         cdc_context_last_call(context, &report);
         if (rc != CDC_OK) {
@@ -195,7 +211,8 @@ static int timed_requests(const cdc_workload_t *workload, run_state_t *st, cdc_r
             crash_event = &crash;
         }
         double began = cdc_bench_now_ms() - start;
-        run_request(workload, st->context, st->layers, st->y, &run->records[i]);
+        run_request(workload, st->context, st->layers, st->y, &run->records[i],
+                    run->layer_plans);
         run->records[i].start_ms = began;
         progress_show(&progress, run->label, i + 1, requests);
     }
@@ -216,6 +233,18 @@ int cdc_run_execute(const cdc_workload_t *workload, const cdc_config_t *config,
     memset(&run->profile, 0, sizeof run->profile); /* none unless the run gets that far */
     run->records = cdc_bench_xmalloc((size_t) (requests > 0 ? requests : 1) *
                                      sizeof *run->records);
+    if (run->plan_table) {
+        size_t each = (size_t) (requests > 0 ? requests : 1) * sizeof(double);
+        run->layer_count = workload->count;
+        run->layer_plans = cdc_bench_xmalloc((size_t) workload->count * sizeof *run->layer_plans);
+        memset(run->layer_plans, 0, (size_t) workload->count * sizeof *run->layer_plans);
+        for (int i = 0; i < workload->count; i++) {
+            snprintf(run->layer_plans[i].name, sizeof run->layer_plans[i].name, "%s",
+                     workload->layers[i].name);
+            run->layer_plans[i].expected_ms = cdc_bench_xmalloc(each);
+            run->layer_plans[i].measured_ms = cdc_bench_xmalloc(each);
+        }
+    }
     run_state_t st;
     memset(&st, 0, sizeof st);
     cdc_external_t external;
@@ -244,7 +273,7 @@ int cdc_run_execute(const cdc_workload_t *workload, const cdc_config_t *config,
         st.y = cdc_bench_xmalloc(largest * sizeof *st.y);
         cdc_request_record_t scratch;
         for (int i = 0; i < warmup; i++)
-            run_request(workload, st.context, st.layers, st.y, &scratch);
+            run_request(workload, st.context, st.layers, st.y, &scratch, NULL);
         failed = timed_requests(workload, &st, run);
         cdc_context_stats(st.context, &run->stats);
         cdc__context_profile_report(st.context, &run->profile);
@@ -260,6 +289,13 @@ int cdc_run_execute(const cdc_workload_t *workload, const cdc_config_t *config,
 
 void cdc_run_free(cdc_run_t *run)
 {
+    for (int i = 0; i < run->layer_count; i++) {
+        free(run->layer_plans[i].expected_ms);
+        free(run->layer_plans[i].measured_ms);
+    }
+    free(run->layer_plans);
+    run->layer_plans = NULL;
+    run->layer_count = 0;
     free(run->records);
     free(run->events);
     free(run->samples);

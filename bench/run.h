@@ -3,6 +3,7 @@
 #define CDC_RUN_H_INCLUDED
 
 #include "chaos_actor.h"
+#include "context.h"
 #include "profile.h"
 #include "workload.h"
 
@@ -37,8 +38,19 @@ typedef struct {
 
 #define CDC_RUN_SAMPLE_EVERY 1000
 
+/* One layer's calls over the timed requests (cdcgemm-bench plan). */
+typedef struct {
+    char name[32];          /* the layer's                                 */
+    cdc_plan_record_t last; /* the plan of its last call                   */
+    double *expected_ms;    /* per timed request: the model's prediction (< 0:
+                               none), and the layer call's wall time      */
+    double *measured_ms;
+    int count;
+} cdc_layer_plan_t;
+
 typedef struct {
     /* Set by the caller before cdc_run_execute: */
+    int plan_table;        /* 1: record every layer's plan (layer_plans)   */
     const char *label;     /* "coded", "uncoded", "local"                  */
     int crash_at;          /* request index of an injected crash, or -1    */
     int crash_worker;      /* the worker --crash-at crashes                */
@@ -58,6 +70,8 @@ typedef struct {
     int event_count;
     cdc_run_sample_t *samples; /* at the start, every 1,000 requests, end  */
     int sample_count;
+    cdc_layer_plan_t *layer_plans; /* one per layer, with plan_table      */
+    int layer_count;
 } cdc_run_t;
 
 /* Wrong when a layer's relative Frobenius error exceeds this. */

@@ -31,6 +31,20 @@ typedef struct {
     int next_layout;     /* the entry to replace next (round robin)        */
 } cdc_profiled_state_t;
 
+/* What the last call sized by cdc__plan_size_blocks was planned to do, and
+   what the latency model predicted for it (plan.c): for `cdcgemm-bench
+   plan` and the tests. */
+typedef struct {
+    cdc_split_t split;
+    int n, r;
+    int64_t block_len[CDC_CODE_MAX_N]; /* data blocks; parity: the longest */
+    int home[CDC_MAX_WORKERS];         /* slot s's worker                  */
+    double expected_ms; /* predicted, nothing failing (the n-th shard done);
+                           < 0: the profile cannot predict it yet        */
+    double worst_ms;    /* predicted, every shard done (after a crash)     */
+    int over_budget;    /* run on the coordinator (budget_fallbacks)       */
+} cdc_plan_record_t;
+
 struct cdc_context {
     cdc_config_t config;
     pthread_mutex_t lock; /* serialises calls and guards stats / erase_next */
@@ -56,6 +70,7 @@ struct cdc_context {
     uint64_t budget_warned[CDC_BUDGET_WARNED]; /* operand shapes over budget
                              already warned about (plan.c), round robin  */
     int budget_warned_next;
+    cdc_plan_record_t last_plan; /* under lock                           */
 };
 
 /* Data shards for parity r on this context: n = L - r' over the L planned

@@ -36,6 +36,7 @@
 #include "profiled_plan.h"
 
 #include <math.h>
+#include <string.h>
 
 int cdc__plan_resolve(cdc_context_t *context, int parity_override,
                       cdc_split_t split_override, cdc_call_plan_t *plan)
@@ -156,6 +157,30 @@ static int fits_budgets(cdc_context_t *context, const cdc_call_plan_t *plan,
     return 1;
 }
 
+/* The plan as the context's last_plan, with the model's prediction for it
+   (any plan: the equal one too, once the profile can predict). */
+static void record_plan(cdc_context_t *context, const cdc_call_plan_t *plan,
+                        const cdc_block_cost_t *cost, int64_t rows)
+{
+    cdc_plan_record_t record;
+    memset(&record, 0, sizeof record);
+    record.split = plan->split;
+    record.n = plan->n;
+    record.r = plan->r;
+    record.over_budget = plan->over_budget;
+    memcpy(record.block_len, plan->block_len, (size_t) plan->n * sizeof *plan->block_len);
+    const cdc_profiled_state_t *st = &context->profiled;
+    for (int s = 0; s < plan->n + plan->r; s++)
+        record.home[s] = st->slots == plan->n + plan->r ? st->home_of_slot[s] : s;
+    if (plan->over_budget || cdc__profiled_plan_predict_lengths(
+                                 context, plan->n, plan->r, cost, rows, plan->block_len,
+                                 record.home, &record.expected_ms, &record.worst_ms) != 1)
+        record.expected_ms = record.worst_ms = -1.0;
+    pthread_mutex_lock(&context->lock);
+    context->last_plan = record;
+    pthread_mutex_unlock(&context->lock);
+}
+
 int cdc__plan_size_blocks(cdc_context_t *context, cdc_call_plan_t *plan,
                           const cdc_block_cost_t *cost, int64_t rows)
 {
@@ -180,7 +205,15 @@ int cdc__plan_size_blocks(cdc_context_t *context, cdc_call_plan_t *plan,
     }
     plan->sized = 1;
     plan->over_budget = !fits_budgets(context, plan, cost, rows);
+    record_plan(context, plan, cost, rows);
     return CDC_OK;
+}
+
+void cdc__plan_last(cdc_context_t *context, cdc_plan_record_t *record)
+{
+    pthread_mutex_lock(&context->lock);
+    *record = context->last_plan;
+    pthread_mutex_unlock(&context->lock);
 }
 
 /* A change of split must be predicted this much faster than keeping it. */

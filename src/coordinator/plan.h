@@ -94,6 +94,10 @@ cdc_split_t cdc__plan_split_by_latency(cdc_context_t *context, const cdc_call_pl
    max_rows (planner.h): 0 for no limit, 0.5 for none at all. */
 double cdc__plan_budget_rows(uint64_t max_memory, const cdc_block_cost_t *cost);
 
+/* The last sized call's plan and prediction (context.h) into *record.
+   Thread-safe. */
+void cdc__plan_last(cdc_context_t *context, cdc_plan_record_t *record);
+
 /* Equal blocks: rows spread over n lengths, the first rows % n one row
    longer (all >= 1 when rows >= n). */
 void cdc__plan_equal_lengths(int n, int64_t rows, int64_t *len);

@@ -256,6 +256,22 @@ int cdc__profiled_plan_predict(cdc_context_t *context, int n, int r,
     return 1;
 }
 
+int cdc__profiled_plan_predict_lengths(cdc_context_t *context, int n, int r,
+                                       const cdc_block_cost_t *cost, int64_t rows,
+                                       const int64_t *len, const int *home,
+                                       double *expected_ms, double *worst_ms)
+{
+    cdc_profiled_state_t *st = &context->profiled;
+    cdc_shard_cost_t line[CDC_MAX_WORKERS], data[CDC_MAX_WORKERS], parity[CDC_MAX_WORKERS];
+    anchor(context);
+    if (!anchored_lines(st, n, r, cost, rows, line))
+        return 0;
+    slot_lines(line, home, n, r, data, parity);
+    *expected_ms = cdc_planner_latency_first_n(data, n, parity, r, len);
+    *worst_ms = cdc_planner_latency(data, n, parity, r, len);
+    return 1;
+}
+
 int cdc__profiled_plan_size(cdc_context_t *context, cdc_call_plan_t *plan,
                             const cdc_block_cost_t *cost, int64_t rows,
                             double *predicted_ms)

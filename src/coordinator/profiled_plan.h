@@ -29,4 +29,13 @@ int cdc__profiled_plan_predict(cdc_context_t *context, int n, int r,
                                const cdc_block_cost_t *cost, int64_t rows,
                                double *predicted_ms);
 
+/* The model's latency for given block lengths len on the slots' homes
+   home[]: *expected_ms with nothing failing (the n-th shard done),
+   *worst_ms every shard done. 1, or 0 when the profile cannot predict it
+   yet. Not thread-safe against calls on the same context. */
+int cdc__profiled_plan_predict_lengths(cdc_context_t *context, int n, int r,
+                                       const cdc_block_cost_t *cost, int64_t rows,
+                                       const int64_t *len, const int *home,
+                                       double *expected_ms, double *worst_ms);
+
 #endif
