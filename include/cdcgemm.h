@@ -211,14 +211,17 @@ typedef struct {
     uint64_t repair_us_max;     /* the longest of them, us                    */
     uint64_t cancels_sent;      /* CANCELs sent for a finished call's shards
                                    still outstanding                          */
-    /* Since 0.1.0 (took 1 reserved word): memory budgets (issue 12). */
+    /* Since 0.1.0 (took 2 reserved words): issue 12's planner. */
     uint64_t budget_fallbacks;  /* calls computed on the coordinator because
                                    some shard's weights would not fit its
                                    worker's --max-memory                      */
+    uint64_t planned_local;     /* calls computed on the coordinator because
+                                   that was predicted faster than the workers
+                                   (CDCGEMM_PLAN=profiled)                    */
     /* Room for new counters without an ABI break (docs/abi.md): written as
        0 by this version. A new counter takes the first slot and the count
        shrinks by one. */
-    uint64_t reserved[22];
+    uint64_t reserved[21];
 } cdc_stats_t;
 
 /* Copy the counters into *stats. Thread-safe. */

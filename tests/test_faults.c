@@ -31,6 +31,23 @@ START_TEST(test_parse_every_kind)
     ck_assert(plan.rules[7].x == 2.5);
     ck_assert_int_eq(cdc_fault_plan_parse("", &plan), CDC_OK);
     ck_assert_int_eq(plan.count, 0);
+    ck_assert(cdc_fault_coordinator_gflops(&plan) == 0.0);
+}
+END_TEST
+
+/* slow@c: the coordinator's emulated speed, and no worker's rule. */
+START_TEST(test_coordinator_target)
+{
+    cdc_fault_plan_t plan;
+    cdc_fault_state_t state;
+    cdc_fault_decision_t d;
+    ck_assert_int_eq(cdc_fault_plan_parse("slow@c:gflops=0.5;slow@*:gflops=1", &plan), CDC_OK);
+    ck_assert_int_eq(plan.rules[0].target, CDC_FAULT_COORDINATOR);
+    ck_assert(cdc_fault_coordinator_gflops(&plan) == 0.5);
+    cdc_fault_state_init(&state, &plan, 0);
+    ck_assert_int_eq(state.plan.count, 1); /* the worker keeps slow@* only */
+    cdc_fault_next(&state, 1.0, 1e8, 0, 0, &d);
+    ck_assert_double_eq_tol(d.slow_ms, 99.0, 1e-6); /* 0.1 GFLOP at 1 GFLOP/s */
 }
 END_TEST
 
@@ -47,6 +64,9 @@ static const char *const bad_plans[] = {
     "crash@w 3",              "crash@w+3",           "crash@w0x3",
     "crash@w-0",              "crash@w3 ",           "drop@*:p= 0.5",
     "drop@*:p=+0.5",          "delay@*:ms=0x10",     "seed= 4",
+    /* The coordinator takes slow:gflops= only. */
+    "crash@c",                "slow@c:x=2",          "slow@c:gflops=1,after=3",
+    "delay@c:ms=5",           "slow@cc:gflops=1",
 };
 
 START_TEST(test_parse_rejects)
@@ -284,6 +304,7 @@ static Suite *faults_suite(void)
     tcase_add_loop_test(grammar, test_parse_rejects, 0,
                         (int) (sizeof bad_plans / sizeof *bad_plans));
     tcase_add_test(grammar, test_env_rejects_bad_faults);
+    tcase_add_test(grammar, test_coordinator_target);
     suite_add_tcase(suite, grammar);
     TCase *draws = tcase_create("decisions");
     tcase_add_test(draws, test_same_seed_same_sequence);

@@ -94,6 +94,30 @@ START_TEST(test_mix_sized_to_devices)
     cdc_stats_t stats;
     ck_assert_int_eq(cdc_context_stats(context, &stats), CDC_OK);
     ck_assert_uint_eq(stats.fallbacks, 0);
+
+    /* What the last call recorded (cdcgemm-bench plan): the same blocks on
+       the same homes, and a prediction once the devices are measured. */
+    cdc_plan_record_t record;
+    cdc__plan_last(context, &record);
+    ck_assert_int_eq(record.n, 4);
+    ck_assert_int_eq(record.r, 1);
+    ck_assert_int_eq(record.split, CDC_SPLIT_ROWS);
+    int64_t total = 0;
+    uint64_t seen = 0;
+    for (int s = 0; s < record.n + record.r; s++) {
+        if (s < record.n) {
+            ck_assert_int_eq(record.block_len[s], set->len[s]);
+            total += record.block_len[s];
+        }
+        ck_assert_int_eq(record.home[s], home[s]);
+        seen |= UINT64_C(1) << record.home[s];
+    }
+    ck_assert_int_eq(total, OUT);
+    ck_assert_int_eq(__builtin_popcountll(seen), WORKERS);
+    ck_assert(!record.over_budget);
+    ck_assert_msg(record.expected_ms > 0.0 && record.expected_ms <= record.worst_ms,
+                  "predicted %g ms, %g ms after a crash", record.expected_ms,
+                  record.worst_ms);
     cdc_test_fc_free(&f);
     cdc_context_destroy(&context);
 }
@@ -171,6 +195,76 @@ START_TEST(test_conv_split_by_latency)
 }
 END_TEST
 
+typedef struct {
+    int64_t m, n, k;
+    float *a, *b, *c;
+    double *want;
+} gemm_case_t;
+
+/* One cdc_sgemm call of the case, its result checked. */
+static void gemm_checked(cdc_context_t *context, const gemm_case_t *g)
+{
+    ck_assert_int_eq(cdc_sgemm(context, CDC_ROW_MAJOR, CDC_NO_TRANS, CDC_NO_TRANS, g->m, g->n,
+                               g->k, 1.0f, g->a, g->k, g->b, g->n, 0.0f, g->c, g->n),
+                     CDC_OK);
+    ck_assert(cdc_test_rel_error(g->c, g->want, (size_t) (g->m * g->n)) <= REL_TOL);
+}
+
+/* A GEMM of m x n x k through cdc_sgemm on context until the profile can
+   predict it, then 15 calls more (the link's estimate counts after a few
+   transfers), each result checked; returns planned_local's growth over the
+   last `after` calls. */
+static uint64_t gemm_calls(cdc_context_t *context, int64_t m, int64_t n, int64_t k, int after)
+{
+    cdc_test_rng_t rng;
+    cdc_test_rng_seed(&rng, 41);
+    gemm_case_t g = {m, n, k, cdc_test_alloc(sizeof(float) * (size_t) (m * k)),
+                     cdc_test_alloc(sizeof(float) * (size_t) (k * n)),
+                     cdc_test_alloc(sizeof(float) * (size_t) (m * n)),
+                     cdc_test_alloc(sizeof(double) * (size_t) (m * n))};
+    cdc_test_fill_uniform(&rng, g.a, (size_t) (m * k));
+    cdc_test_fill_uniform(&rng, g.b, (size_t) (k * n));
+    cdc_ref_gemm(m, n, k, g.a, k, g.b, n, g.want, n);
+    cdc_plan_record_t record = {0};
+    double start = cdc_test_now_s();
+    for (int calls = 0; record.expected_ms <= 0.0; calls++) {
+        ck_assert_msg(calls < MAX_CALLS && cdc_test_now_s() - start < MAX_SECONDS,
+                      "no prediction after %d calls", calls);
+        gemm_checked(context, &g);
+        cdc__plan_last(context, &record);
+    }
+    for (int i = 0; i < 15; i++)
+        gemm_checked(context, &g);
+    cdc_stats_t before, after_stats;
+    ck_assert_int_eq(cdc_context_stats(context, &before), CDC_OK);
+    for (int i = 0; i < after; i++)
+        gemm_checked(context, &g);
+    ck_assert_int_eq(cdc_context_stats(context, &after_stats), CDC_OK);
+    ck_assert_uint_eq(after_stats.fallbacks, before.fallbacks);
+    free(g.a);
+    free(g.b);
+    free(g.c);
+    free(g.want);
+    return after_stats.planned_local - before.planned_local;
+}
+
+/* Down to no workers: on an emulated 2 GFLOP/s coordinator, a GEMM whose
+   per-call operands take ~300 ms over a 20 Mbit/s link but ~34 ms to
+   compute is computed here once the profile predicts both; a GEMM that
+   would take seconds here (a 0.05 GFLOP/s coordinator) goes to the
+   workers. */
+START_TEST(test_here_or_workers)
+{
+    cdc_context_t *context = profiled_context("slow@c:gflops=2;slow@*:gflops=1;"
+                                              "link@*:mbit=20");
+    ck_assert_uint_eq(gemm_calls(context, 512, 64, 1024, 5), 5);
+    cdc_context_destroy(&context);
+    context = profiled_context("slow@c:gflops=0.05;slow@*:gflops=1");
+    ck_assert_uint_eq(gemm_calls(context, 512, 512, 512, 5), 0);
+    cdc_context_destroy(&context);
+}
+END_TEST
+
 static Suite *profiled_suite(void)
 {
     Suite *suite = suite_create("profiled_plan");
@@ -179,6 +273,7 @@ static Suite *profiled_suite(void)
     tcase_add_test(tc, test_mix_sized_to_devices);
     tcase_add_test(tc, test_identical_devices_stay_equal);
     tcase_add_test(tc, test_conv_split_by_latency);
+    tcase_add_test(tc, test_here_or_workers);
     suite_add_tcase(suite, tc);
     return suite;
 }

@@ -55,8 +55,11 @@ static void env_read(void)
         cdc__blas_min_flops_value = INFINITY;
         return;
     }
-    cdc__blas_min_flops_value = env_config.min_flops < 0 ? CDC_BLAS_MIN_FLOPS_DEFAULT
-                                         : env_config.min_flops;
+    /* Under the profiled plan the latency model decides (plan.c,
+       cdc__plan_prefer_here); CDCGEMM_MIN_FLOPS stays an override. */
+    double unset = env_config.plan == CDC_PLAN_PROFILED ? CDC_BLAS_MIN_FLOPS_PLANNED
+                                                        : CDC_BLAS_MIN_FLOPS_DEFAULT;
+    cdc__blas_min_flops_value = env_config.min_flops < 0 ? unset : env_config.min_flops;
 }
 
 /* Set once env_read has run: the fast path is then one acquire load (a

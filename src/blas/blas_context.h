@@ -9,6 +9,11 @@
 /* Default CDCGEMM_MIN_FLOPS (2·M·N·K) when the variable is unset or
    config.min_flops < 0; chosen by measurement (docs/drop-in.md). */
 #define CDC_BLAS_MIN_FLOPS_DEFAULT 2.0e8
+/* The same under CDCGEMM_PLAN=profiled, where the latency model chooses
+   between here and the workers: a floor only below which planning is not
+   worth its own cost (a call of 2e6 flops takes well under a ms here, less
+   than any worker's round trip). */
+#define CDC_BLAS_MIN_FLOPS_PLANNED 2.0e6
 
 /* A BLAS call accepts a shard rebuilt from parity only where its error
    amplification (the sum of the used shards' |a||b| over its own) is at most

@@ -374,14 +374,28 @@ static uint64_t call_decode(cdc_context_t *context, cdc_coded_call_t *call, call
     return missing;
 }
 
+/* A local computation of task on an emulated coordinator (slow@c:gflops=G)
+   ends no sooner than its flops at G, as on the device it stands for. */
+static int run_here_emulated(const cdc_context_t *context, const cdc_shard_task_t *task)
+{
+    double started = cdc__clock_ms();
+    int rc = task_empty(task) ? CDC_OK : cdc__task_run_local(task);
+    if (rc == CDC_OK && context->local_gflops > 0.0 && !task_empty(task)) {
+        double flops = 2.0 * (double) task->a_rows * (double) task->k * (double) task->cols;
+        cdc__sleep_ms(started + flops / (context->local_gflops * 1e6) - cdc__clock_ms());
+    }
+    return rc;
+}
+
 /* Too few results to decode: compute the missing data shards here. The call
    is slower but never lost and never wrong. */
-static int call_fall_back(cdc_coded_call_t *call, uint64_t missing, call_run_t *run)
+static int call_fall_back(const cdc_context_t *context, cdc_coded_call_t *call,
+                          uint64_t missing, call_run_t *run)
 {
     for (int s = 0; s < call->n && missing; s++) {
         if (!(missing & (UINT64_C(1) << s)))
             continue;
-        int rc = task_empty(&call->tasks[s]) ? CDC_OK : cdc__task_run_local(&call->tasks[s]);
+        int rc = run_here_emulated(context, &call->tasks[s]);
         if (rc != CDC_OK)
             return rc;
         result_pad(call, s);
@@ -415,9 +429,9 @@ static void call_account(cdc_context_t *context, const cdc_coded_call_t *call,
     pthread_mutex_unlock(&context->lock);
 }
 
-/* A call whose shards would not fit their homes' memory: every data task
-   computed here, nothing sent; a planned choice, not a fallback (it has
-   its own counter). */
+/* A call whose shards would not fit their homes' memory, or that is
+   predicted faster here: every data task computed here, nothing sent; a
+   planned choice, not a fallback (each has its own counter). */
 static int call_run_here(cdc_context_t *context, cdc_coded_call_t *call)
 {
     cdc_call_report_t report;
@@ -429,16 +443,22 @@ static int call_run_here(cdc_context_t *context, cdc_coded_call_t *call)
     for (int s = 0; s < CDC_MAX_WORKERS; s++)
         report.shard_ms[s] = -1.0;
     for (int s = 0; s < call->n; s++) {
-        int rc = task_empty(&call->tasks[s]) ? CDC_OK : cdc__task_run_local(&call->tasks[s]);
+        int rc = run_here_emulated(context, &call->tasks[s]);
         if (rc != CDC_OK)
             return rc;
         result_pad(call, s);
     }
     pthread_mutex_lock(&context->lock);
     context->last_call = report;
-    context->stats.budget_fallbacks++;
+    context->stats.budget_fallbacks += call->here == CDC_HERE_BUDGET;
+    context->stats.planned_local += call->here == CDC_HERE_FASTER;
     pthread_mutex_unlock(&context->lock);
     return CDC_OK;
+}
+
+int cdc__coded_call_here(const cdc_call_plan_t *plan)
+{
+    return plan->over_budget ? CDC_HERE_BUDGET : plan->local_faster ? CDC_HERE_FASTER : 0;
 }
 
 int cdc__coded_call_run(cdc_context_t *context, cdc_coded_call_t *call)
@@ -455,7 +475,7 @@ int cdc__coded_call_run(cdc_context_t *context, cdc_coded_call_t *call)
         return rc;
     call_verify(context, call, &run);
     uint64_t missing = call_decode(context, call, &run);
-    rc = call_fall_back(call, missing, &run);
+    rc = call_fall_back(context, call, missing, &run);
     if (rc != CDC_OK)
         return rc;
     call_account(context, call, &run);

@@ -4,7 +4,10 @@
 #define CDC_CODED_CALL_H_INCLUDED
 
 #include "context.h"
+#include "plan.h"
 #include "shard_set.h"
+
+enum { CDC_HERE_BUDGET = 1, CDC_HERE_FASTER = 2 };
 
 typedef struct cdc_coded_call {
     const cdc_code_t *code; /* NULL when r = 0                               */
@@ -41,14 +44,19 @@ typedef struct cdc_coded_call {
                                dispatched than n + this is a degraded call;
                                cdc__coded_call_init sets r                  */
     int here;               /* compute every data task on the coordinator and
-                               send nothing: the shards would not fit their
-                               homes' memory (plan.h, over_budget)        */
+                               send nothing: CDC_HERE_BUDGET, the shards
+                               would not fit their homes' memory (plan.h,
+                               over_budget); CDC_HERE_FASTER, it is
+                               predicted faster (local_faster); 0: no     */
 } cdc_coded_call_t;
 
 /* Prepare a call of n data and r parity shard results of rows x cols: allocates
    the result blocks and points each task's result at its block. The caller then
    fills tasks[0..n+r-1] (everything but result; cols is preset to the call's),
    giving a data task of an unequal block its own, smaller, shape. */
+/* The coded call's `here` for a sized plan. */
+int cdc__coded_call_here(const cdc_call_plan_t *plan);
+
 int cdc__coded_call_init(cdc_coded_call_t *call, const cdc_code_t *code, int n,
                          int64_t rows, int64_t cols);
 void cdc__coded_call_release(cdc_coded_call_t *call);

@@ -9,6 +9,7 @@
 #include "executor.h"
 #include "keys.h"
 #include "log.h"
+#include "faults.h"
 #include "stats_json.h"
 
 #include <float.h>
@@ -160,6 +161,9 @@ int cdc_context_new(const cdc_config_t *config, cdc_context_t **context_p)
     if (!self)
         return cdc__fail(CDC_ENOMEM, "context");
     self->config = *config;
+    cdc_fault_plan_t faults; /* the coordinator's own rule, if any (workers take theirs) */
+    if (config->faults[0] && cdc_fault_plan_parse(config->faults, &faults) == CDC_OK)
+        self->local_gflops = cdc_fault_coordinator_gflops(&faults);
     /* Before spawning and connecting, so what they log obeys the level. */
     cdc__log_level = (int) config->log_level;
     int udp_port;

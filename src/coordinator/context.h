@@ -12,6 +12,7 @@
 
 #define CDC_PROFILED_LAYOUTS 64 /* operand shapes whose lengths are kept */
 #define CDC_BUDGET_WARNED 16    /* over-budget shapes remembered as warned */
+#define CDC_HERE_CHOICES 32     /* shapes whose here-or-workers choice is kept */
 
 /* CDCGEMM_PLAN=profiled's state (profiled_plan.c): the profile it plans
    from, taken anew only when an estimate moved for good, and where the
@@ -71,6 +72,14 @@ struct cdc_context {
                              already warned about (plan.c), round robin  */
     int budget_warned_next;
     cdc_plan_record_t last_plan; /* under lock                           */
+    double local_gflops;  /* > 0: the coordinator is an emulated device of
+                             this speed (slow@c:gflops=, faults.h)        */
+    struct {                     /* each shape's last here-or-workers choice
+                                    (plan.c), so it is logged on a change */
+        uint64_t key;
+        int local;
+    } here_choice[CDC_HERE_CHOICES];
+    int here_choice_next;
 };
 
 /* Data shards for parity r on this context: n = L - r' over the L planned

@@ -24,8 +24,10 @@
 #include "driver.h"
 
 #include "error.h"
+#include "local_cost.h"
 #include "norms.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -97,7 +99,17 @@ static int driver_resolve(cdc_context_t *context, const cdc_gemm_desc_t *desc,
     }
     cdc_block_cost_t cost = driver_block_cost(desc, plan);
     int64_t cut_rows = plan->cut == CDC_SHARD_A ? desc->a.view.rows : desc->bt.view.rows;
-    return cdc__plan_size_blocks(context, plan, &cost, cut_rows);
+    int rc = cdc__plan_size_blocks(context, plan, &cost, cut_rows);
+    if (rc == CDC_OK && context->config.plan == CDC_PLAN_PROFILED) {
+        char what[64];
+        snprintf(what, sizeof what, "gemm %lldx%lldx%lld", (long long) desc->a.view.rows,
+                 (long long) desc->bt.view.rows, (long long) desc->a.view.k);
+        cdc__plan_prefer_here(context, plan,
+                              cdc__local_gemm_ms(desc->a.view.rows, desc->bt.view.rows,
+                                                 desc->a.view.k, context->local_gflops),
+                              what);
+    }
+    return rc;
 }
 
 static int driver_encode(const cdc_gemm_desc_t *desc, const cdc_call_plan_t *plan,
@@ -201,7 +213,7 @@ static int driver_dispatch(cdc_context_t *context, const cdc_call_plan_t *plan,
         return rc;
     call.split = plan->split;
     call.wanted_r = plan->wanted_r;
-    call.here = plan->over_budget;
+    call.here = cdc__coded_call_here(plan);
     for (int s = 0; s < set->n + set->r; s++) {
         cdc_shard_task_t *task = &call.tasks[s];
         task->kind = CDC_TASK_GEMM;

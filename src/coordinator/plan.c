@@ -32,6 +32,7 @@
 
 #include "coded_call.h"
 #include "error.h"
+#include "hash.h"
 #include "log.h"
 #include "profiled_plan.h"
 
@@ -48,6 +49,8 @@ int cdc__plan_resolve(cdc_context_t *context, int parity_override,
     plan->cut = CDC_SHARD_A;
     plan->sized = 0;
     plan->over_budget = 0;
+    plan->predicted_ms = -1.0;
+    plan->local_faster = 0;
     int rc = cdc__context_data_shards(context, plan->r, &plan->n);
     if (rc == CDC_OK)
         rc = cdc__context_code(context, plan->n, plan->r, &plan->code);
@@ -158,8 +161,9 @@ static int fits_budgets(cdc_context_t *context, const cdc_call_plan_t *plan,
 }
 
 /* The plan as the context's last_plan, with the model's prediction for it
-   (any plan: the equal one too, once the profile can predict). */
-static void record_plan(cdc_context_t *context, const cdc_call_plan_t *plan,
+   (any plan: the equal one too, once the profile can predict), which also
+   goes to plan->predicted_ms. */
+static void record_plan(cdc_context_t *context, cdc_call_plan_t *plan,
                         const cdc_block_cost_t *cost, int64_t rows)
 {
     cdc_plan_record_t record;
@@ -179,6 +183,35 @@ static void record_plan(cdc_context_t *context, const cdc_call_plan_t *plan,
     pthread_mutex_lock(&context->lock);
     context->last_plan = record;
     pthread_mutex_unlock(&context->lock);
+    plan->predicted_ms = record.expected_ms;
+}
+
+/* Local must be predicted this much faster than distributed. */
+#define PLAN_HERE_GAIN 0.9
+
+void cdc__plan_prefer_here(cdc_context_t *context, cdc_call_plan_t *plan, double local_ms,
+                           const char *what)
+{
+    if (context->config.plan != CDC_PLAN_PROFILED || plan->over_budget ||
+        !(plan->predicted_ms > 0.0))
+        return;
+    plan->local_faster = local_ms < PLAN_HERE_GAIN * plan->predicted_ms;
+    uint64_t key = cdc__hash_mix(cdc__hash_bytes(what, strlen(what), 0), (uint64_t) plan->n);
+    int slot = -1;
+    for (int i = 0; i < CDC_HERE_CHOICES && slot < 0; i++)
+        if (context->here_choice[i].key == key)
+            slot = i;
+    if (slot >= 0 && context->here_choice[slot].local == plan->local_faster)
+        return;
+    if (slot < 0) {
+        slot = context->here_choice_next;
+        context->here_choice_next = (slot + 1) % CDC_HERE_CHOICES;
+    }
+    context->here_choice[slot].key = key;
+    context->here_choice[slot].local = plan->local_faster;
+    CDC_LOG_INFOF("plan: %s %s (predicted %.2f ms here, %.2f ms on %d + %d workers)", what,
+                  plan->local_faster ? "computed here" : "distributed", local_ms,
+                  plan->predicted_ms, plan->n, plan->r);
 }
 
 int cdc__plan_size_blocks(cdc_context_t *context, cdc_call_plan_t *plan,

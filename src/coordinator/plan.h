@@ -38,6 +38,11 @@ typedef struct {
     int over_budget;        /* some home could not hold its shard's weights
                                within its --max-memory: the call runs on the
                                coordinator (budget_fallbacks), nothing sent */
+    double predicted_ms;    /* the model's latency for the sized blocks,
+                               nothing failing (< 0: cannot predict yet)  */
+    int local_faster;       /* computing it here is predicted faster than
+                               distributing it (cdc__plan_prefer_here): it
+                               runs on the coordinator (planned_local)    */
 } cdc_call_plan_t;
 
 /* The work of one call as a function of a data block's rows, for sizing
@@ -93,6 +98,14 @@ cdc_split_t cdc__plan_split_by_latency(cdc_context_t *context, const cdc_call_pl
    by max_memory bytes (0: unknown or unbounded) can hold, as the planner's
    max_rows (planner.h): 0 for no limit, 0.5 for none at all. */
 double cdc__plan_budget_rows(uint64_t max_memory, const cdc_block_cost_t *cost);
+
+/* Under CDCGEMM_PLAN=profiled, once the sized call has a prediction: set
+   plan->local_faster when local_ms (the caller's prediction of the same
+   work on the coordinator, local_cost.h) beats it by 10% (so a layer near
+   the line does not flap). Logs each shape's choice once (INFO), with both
+   predictions. */
+void cdc__plan_prefer_here(cdc_context_t *context, cdc_call_plan_t *plan, double local_ms,
+                           const char *what);
 
 /* The last sized call's plan and prediction (context.h) into *record.
    Thread-safe. */

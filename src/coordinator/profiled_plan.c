@@ -263,10 +263,26 @@ int cdc__profiled_plan_predict_lengths(cdc_context_t *context, int n, int r,
 {
     cdc_profiled_state_t *st = &context->profiled;
     cdc_shard_cost_t line[CDC_MAX_WORKERS], data[CDC_MAX_WORKERS], parity[CDC_MAX_WORKERS];
+    cdc_shard_cost_t plain_line[CDC_MAX_WORKERS];
+    cdc_block_cost_t plain = *cost;
+    plain.flops_fixed = 0.0;
     anchor(context);
-    if (!anchored_lines(st, n, r, cost, rows, line))
+    if (!anchored_lines(st, n, r, cost, rows, line) ||
+        !anchored_lines(st, n, r, &plain, rows, plain_line))
         return 0;
-    slot_lines(line, home, n, r, data, parity);
+    /* A spatial band's halo rows (flops_fixed) stop at the longest band's
+       length (conv2d.c computes min(len + halo, longest) rows): the sizing
+       counts them whole, the prediction exactly. */
+    slot_lines(plain_line, home, n, r, data, parity);
+    double halo = cost->flops_per_row > 0.0 ? cost->flops_fixed / cost->flops_per_row : 0.0;
+    int64_t longest = 0;
+    for (int i = 0; i < n; i++)
+        longest = len[i] > longest ? len[i] : longest;
+    for (int i = 0; i < n && halo > 0.0; i++) {
+        double extra = (double) (longest - len[i]) < halo ? (double) (longest - len[i]) : halo;
+        double per_halo_row = (line[home[i]].fixed_ms - plain_line[home[i]].fixed_ms) / halo;
+        data[i].fixed_ms += len[i] > 0 ? extra * per_halo_row : 0.0;
+    }
     *expected_ms = cdc_planner_latency_first_n(data, n, parity, r, len);
     *worst_ms = cdc_planner_latency(data, n, parity, r, len);
     return 1;

@@ -77,11 +77,11 @@ static int parse_kind(const char *text, size_t len, cdc_fault_rule_t *r)
     return CDC_OK;
 }
 
-/* TARGET: "*" (every worker) or "wINDEX". */
+/* TARGET: "*" (every worker), "wINDEX", or "c" (the coordinator). */
 static int parse_target(const char *text, const char *target, size_t len, cdc_fault_rule_t *r)
 {
-    if (len == 1 && target[0] == '*') {
-        r->target = -1;
+    if (len == 1 && (target[0] == '*' || target[0] == 'c')) {
+        r->target = target[0] == '*' ? -1 : CDC_FAULT_COORDINATOR;
         return CDC_OK;
     }
     /* wINDEX with INDEX decimal digits only: "w 3", "w+3", "w0x3" are typos. */
@@ -90,7 +90,7 @@ static int parse_target(const char *text, const char *target, size_t len, cdc_fa
         digits++;
     if (len < 2 || target[0] != 'w' || digits != len - 1)
         return cdc__fail(CDC_ECONFIG,
-                         "CDCGEMM_FAULTS: rule '%s': target must be wINDEX (decimal) or *",
+                         "CDCGEMM_FAULTS: rule '%s': target must be wINDEX (decimal), * or c",
                          text);
     double index;
     int rc = parse_number(text, "target index", target + 1, len - 1, 0, CDC_MAX_WORKERS - 1,
@@ -194,6 +194,12 @@ static int check_rule(const char *text, const cdc_fault_rule_t *r, const rule_ke
         return cdc__fail(CDC_ECONFIG,
                          "CDCGEMM_FAULTS: rule '%s': slow needs exactly one of x= or gflops=",
                          text);
+    if (r->target == CDC_FAULT_COORDINATOR &&
+        (r->kind != CDC_FAULT_SLOW || r->gflops <= 0 || r->after > 0))
+        return cdc__fail(CDC_ECONFIG,
+                         "CDCGEMM_FAULTS: rule '%s': the coordinator (c) takes only "
+                         "slow:gflops=G",
+                         text);
     return CDC_OK;
 }
 
@@ -274,7 +280,7 @@ void cdc_fault_state_init(cdc_fault_state_t *state, const cdc_fault_plan_t *plan
     state->worker = worker;
     state->plan.seed = plan->seed;
     for (int i = 0; i < plan->count; i++)
-        if (plan->rules[i].target < 0 || plan->rules[i].target == worker)
+        if (plan->rules[i].target == -1 || plan->rules[i].target == worker)
             state->plan.rules[state->plan.count++] = plan->rules[i];
     /* Each worker gets its own stream from the one seed. */
     state->rng = plan->seed * 0x2545F4914F6CDD1Dull + (uint64_t) worker + 1;
@@ -396,4 +402,12 @@ void cdc_fault_next(cdc_fault_state_t *state, double compute_ms, double flops,
             break;
         }
     }
+}
+
+double cdc_fault_coordinator_gflops(const cdc_fault_plan_t *plan)
+{
+    for (int i = 0; i < plan->count; i++)
+        if (plan->rules[i].target == CDC_FAULT_COORDINATOR)
+            return plan->rules[i].gflops;
+    return 0.0;
 }

@@ -20,9 +20,14 @@ typedef enum {
 
 typedef enum { CDC_DIST_FIXED, CDC_DIST_EXP, CDC_DIST_PARETO } cdc_fault_dist_t;
 
+/* A rule's target "c": the coordinator's own compute (slow:gflops= only),
+   so an edge coordinator is emulated like its workers. */
+#define CDC_FAULT_COORDINATOR (-2)
+
 typedef struct {
     cdc_fault_kind_t kind;
-    int target;            /* worker index, or -1 for every worker ('*')    */
+    int target;            /* worker index, -1 for every worker ('*'), or
+                              CDC_FAULT_COORDINATOR ('c')                   */
     long after;            /* crash/hang: calls served before it strikes;
                               slow: calls served before it applies          */
     double for_ms;         /* hang: duration; 0 = for ever                  */
@@ -92,5 +97,10 @@ void cdc_fault_next(cdc_fault_state_t *state, double compute_ms, double flops,
    a link rule applies to this worker, else 0 (both times 0). */
 int cdc_fault_link(const cdc_fault_state_t *state, size_t bytes, double *transfer_ms,
                    double *latency_ms);
+
+/* The emulated GFLOP/s of the coordinator (slow@c:gflops=G), 0 for none:
+   its local computations take at least flops / G (coded_call.c), and the
+   planner predicts them so (local_cost.h). */
+double cdc_fault_coordinator_gflops(const cdc_fault_plan_t *plan);
 
 #endif

@@ -8,11 +8,13 @@
 #include "layer.h"
 
 #include "error.h"
+#include "local_cost.h"
 #include "norms.h"
 #include "scratch.h"
 #include "plan.h"
 
 #include <limits.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -131,7 +133,7 @@ static int conv_call_init(cdc_coded_call_t *call, const cdc_layer_t *layer,
         return rc;
     call->split = plan->split;
     call->wanted_r = plan->wanted_r;
-    call->here = plan->over_budget;
+    call->here = cdc__coded_call_here(plan);
     if (plan->code) {
         call->scales_fill = conv_scales_fill;
         call->scales_job = job;
@@ -392,6 +394,22 @@ static cdc_block_cost_t conv_block_cost(const cdc_layer_t *layer, cdc_split_t sp
                               .held_per_row = k * f};
 }
 
+/* Here or on the workers (cdc__plan_prefer_here): here costs the im2col
+   matrix written and read once more at the host's bandwidth, then the GEMM. */
+static void conv_prefer_here(cdc_layer_t *layer, cdc_call_plan_t *plan,
+                             const cdc_conv_geometry_t *g, int64_t batch)
+{
+    int64_t cols = batch * g->out_h * g->out_w;
+    double im2col_bytes = 2.0 * (double) layer->k * (double) cols * sizeof(float);
+    double local_ms = im2col_bytes / (cdc__local_speed().gbytes_per_s * 1e6) +
+                      cdc__local_gemm_ms(layer->rows, cols, layer->k,
+                                         layer->context->local_gflops);
+    char what[64];
+    snprintf(what, sizeof what, "conv %lldx%lldx%lld", (long long) layer->rows,
+             (long long) cols, (long long) layer->k);
+    cdc__plan_prefer_here(layer->context, plan, local_ms, what);
+}
+
 int cdc_conv2d_forward(cdc_layer_t *layer, int64_t batch, int64_t h, int64_t w,
                        const float *x, float *y)
 {
@@ -436,6 +454,8 @@ int cdc_conv2d_forward(cdc_layer_t *layer, int64_t batch, int64_t h, int64_t w,
                                plan.split == CDC_SPLIT_COLUMNS ? g.out_h : layer->rows);
     if (rc != CDC_OK)
         return rc;
+    if (layer->context->config.plan == CDC_PLAN_PROFILED)
+        conv_prefer_here(layer, &plan, &g, batch);
 
     rc = plan.split == CDC_SPLIT_COLUMNS ? conv_spatial_split(layer, &plan, &g, batch, x, y)
                                          : conv_channel_split(layer, &plan, &g, batch, x, y);
