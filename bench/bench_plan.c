@@ -71,7 +71,9 @@ void cdc_bench_plan_print(FILE *out, const cdc_run_t *run)
         double ratio = predicted / measured;
         fprintf(out, "%-10s %-8s %2d %2d %12.2f %12.2f %7.3f  %s%s\n", l->name,
                 split_name(l->last.split), l->last.n, l->last.r, predicted, measured, ratio,
-                l->last.over_budget ? "on the coordinator (over budget)" : blocks,
+                l->last.over_budget ? "on the coordinator (over budget)"
+                : l->last.here      ? "on the coordinator (predicted faster)"
+                                    : blocks,
                 l->last.expected_ms < 0 && !l->last.over_budget ? " (no prediction yet)" : "");
         if (isfinite(ratio) && judged < CDC_BENCH_MAX_LAYERS)
             errors[judged++] = fabs(ratio - 1.0);
@@ -88,9 +90,9 @@ void cdc_bench_plan_write_json(FILE *out, const cdc_run_t *run)
     for (int i = 0; i < run->layer_count; i++) {
         const cdc_layer_plan_t *l = &run->layer_plans[i];
         fprintf(out, "%s\n    {\"name\": \"%s\", \"split\": \"%s\", \"n\": %d, \"r\": %d, "
-                     "\"over_budget\": %s, \"blocks\": [",
+                     "\"over_budget\": %s, \"here\": %s, \"blocks\": [",
                 i ? "," : "", l->name, split_name(l->last.split), l->last.n, l->last.r,
-                l->last.over_budget ? "true" : "false");
+                l->last.over_budget ? "true" : "false", l->last.here ? "true" : "false");
         int64_t longest = 0;
         for (int s = 0; s < l->last.n + l->last.r; s++) {
             if (s < l->last.n)

@@ -19,6 +19,10 @@ WIFI="link@*:mbit=94,lat=0.3"
 # Issue 12's mix: two Pi-4-class devices, two at a quarter of that, one at an eighth.
 MIX="slow@w0:gflops=1;slow@w1:gflops=1;slow@w2:gflops=0.25;slow@w3:gflops=0.25"
 MIX="$MIX;slow@w4:gflops=0.125"
+# The coordinator as a Pi-4-class device too (faults.md, target c): this host's own
+# 2 cores (about 30 GFLOP/s) would beat the emulated devices on every layer, and the
+# profiled plan would keep everything here.
+COORD="slow@c:gflops=1"
 scenarios=${*:-crash stragglers scaling speedup chaos repair hetero hetero-crash hetero-shift}
 
 for s in $scenarios; do
@@ -78,15 +82,28 @@ for s in $scenarios; do
     # the re-sized blocks.
     for plan in equal profiled; do
       "$bench" --layer fc:4096x9216 --workers 5 --parity 1 --requests "${HETERO_REQUESTS:-200}" \
-        --warmup 40 --faults "$MIX;$WIFI;seed=1" --plan "$plan" \
+        --warmup 40 --faults "$COORD;$MIX;$WIFI;seed=1" --plan "$plan" \
         --json "$out/hetero_fc_$plan.json" --csv "$out/hetero_fc_$plan.csv"
       "$bench" --layer fc:4096x9216 --workers 5 --parity 1 --requests "${HETERO_REQUESTS:-200}" \
-        --warmup 40 --faults "$PI4;$WIFI;seed=1" --plan "$plan" \
+        --warmup 40 --faults "$COORD;$PI4;$WIFI;seed=1" --plan "$plan" \
         --json "$out/homogeneous_fc_$plan.json" --csv "$out/homogeneous_fc_$plan.csv"
       # AlexNet end to end: its conv inputs cross the emulated WiFi.
       "$bench" --model alexnet --workers 5 --parity 1 --requests "${HETERO_MODEL_REQUESTS:-100}" \
-        --warmup 30 --faults "$MIX;$WIFI;seed=1" --plan "$plan" \
+        --warmup 30 --faults "$COORD;$MIX;$WIFI;seed=1" --plan "$plan" \
         --json "$out/hetero_alexnet_$plan.json" --csv "$out/hetero_alexnet_$plan.csv"
+    done
+    # The same with this host as the coordinator: the planner keeps the layers here.
+    "$bench" --model alexnet --workers 5 --parity 1 --requests "${HETERO_MODEL_REQUESTS:-100}" \
+      --warmup 30 --faults "$MIX;$WIFI;seed=1" --plan profiled \
+      --json "$out/hetero_alexnet_host.json" --csv "$out/hetero_alexnet_host.csv"
+    # Each layer's plan and the model's prediction against the measured time.
+    for model in alexnet vgg16; do
+      for plan in equal profiled; do
+        CDCGEMM_TIMEOUT_MS=60000 "$bench" plan --model "$model" --workers 5 --parity 1 \
+          --requests "${PLAN_REQUESTS:-5}" --warmup "${PLAN_WARMUP:-8}" \
+          --faults "$COORD;$MIX;$WIFI;seed=1" --plan "$plan" \
+          --json "$out/plan_${model}_$plan.json"
+      done
     done
     ;;
   hetero-crash)
@@ -96,7 +113,7 @@ for s in $scenarios; do
     for w in 0 2 4; do
       for plan in equal profiled; do
         CDCGEMM_RESPAWN=0 "$bench" --layer fc:4096x9216 --workers 5 --parity 1 \
-          --requests "${HETERO_REQUESTS:-200}" --warmup 40 --faults "$MIX;$WIFI;seed=1" \
+          --requests "${HETERO_REQUESTS:-200}" --warmup 40 --faults "$COORD;$MIX;$WIFI;seed=1" \
           --plan "$plan" --chaos "kill@w$w:at=5s" \
           --json "$out/hetero_kill_w${w}_$plan.json" --csv "$out/hetero_kill_w${w}_$plan.csv"
       done
@@ -110,12 +127,12 @@ for s in $scenarios; do
     shifted="slow@w0:gflops=0.25;slow@w1:gflops=1;slow@w2:gflops=0.25;slow@w3:gflops=0.25"
     shifted="$shifted;slow@w4:gflops=0.125"
     "$bench" --layer fc:4096x9216 --workers 5 --parity 1 --requests 300 --warmup 40 \
-      --faults "$shifted;$WIFI;seed=1" --plan profiled \
+      --faults "$COORD;$shifted;$WIFI;seed=1" --plan profiled \
       --json "$out/hetero_shift_optimum.json" --csv "$out/hetero_shift_optimum.csv"
     # Its log, each line timestamped here, tells when the device changed (the worker
     # says so) and when the plan changed.
     CDCGEMM_LOG=info "$bench" --layer fc:4096x9216 --workers 5 --parity 1 --requests 500 \
-      --warmup 40 --faults "$MIX;slow@w0:gflops=0.25,after=200;$WIFI;seed=1" \
+      --warmup 40 --faults "$COORD;$MIX;slow@w0:gflops=0.25,after=200;$WIFI;seed=1" \
       --plan profiled --json "$out/hetero_shift.json" --csv "$out/hetero_shift.csv" 2>&1 |
       python3 -u -c 'import sys, time
 for line in sys.stdin: sys.stdout.write("%.3f %s" % (time.time(), line))' \

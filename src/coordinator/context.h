@@ -44,6 +44,8 @@ typedef struct {
                            < 0: the profile cannot predict it yet        */
     double worst_ms;    /* predicted, every shard done (after a crash)     */
     int over_budget;    /* run on the coordinator (budget_fallbacks)       */
+    int here;           /* run on the coordinator, predicted faster there
+                           (planned_local): expected_ms is that prediction */
 } cdc_plan_record_t;
 
 struct cdc_context {

@@ -26,13 +26,17 @@
  * one row of each other. Blocks need not be equal: parity blocks are as large
  * as the largest and the rest is zero padding (shard_set.c).
  *
+ * Around the sizing, under the profiled plan: the workers' memory budgets
+ * (plan_budget.c) and the choices of split and of here-or-workers by
+ * predicted latency (plan_choice.c). Each sized call is recorded with the
+ * model's prediction for it (cdc__plan_last, `cdcgemm-bench plan`).
+ *
  * Invariant: a caller's ROWS split always cuts the rows of the caller's C,
  * whichever layout or orientation T has (tests/test_gemm.c pins it). */
 #include "plan.h"
 
 #include "coded_call.h"
 #include "error.h"
-#include "hash.h"
 #include "log.h"
 #include "profiled_plan.h"
 
@@ -98,68 +102,6 @@ void cdc__plan_equal_lengths(int n, int64_t rows, int64_t *len)
         len[i] = rows / n + (i < rows % n);
 }
 
-/* What a cache entry costs beyond its floats (the entry record, the
-   allocator's rounding, the index's share): generous, so that a shard
-   planned to fit does fit. */
-#define PLAN_BUDGET_ENTRY_SLACK 65536.0
-
-double cdc__plan_budget_rows(uint64_t max_memory, const cdc_block_cost_t *cost)
-{
-    if (max_memory == 0 || cost->held_per_row <= 0.0)
-        return 0.0;
-    double room = (double) max_memory - cost->held_fixed - PLAN_BUDGET_ENTRY_SLACK;
-    double rows = floor(room / cost->held_per_row);
-    return rows >= 1.0 ? rows : 0.5;
-}
-
-/* Warn once per operand shape (a model's layers each get their own). */
-static void warn_over_budget(cdc_context_t *context, const cdc_call_plan_t *plan,
-                             const cdc_block_cost_t *cost, int64_t rows, int slot,
-                             uint64_t max_memory)
-{
-    uint64_t key = (uint64_t) rows * 1000003u + (uint64_t) cost->held_per_row;
-    for (int i = 0; i < CDC_BUDGET_WARNED; i++)
-        if (context->budget_warned[i] == key)
-            return;
-    context->budget_warned[context->budget_warned_next] = key;
-    context->budget_warned_next = (context->budget_warned_next + 1) % CDC_BUDGET_WARNED;
-    double shard = (double) plan->block_len[slot < plan->n ? slot : 0] * cost->held_per_row +
-                   cost->held_fixed;
-    CDC_LOG_WARNF("weights of %lld rows x %.0f bytes: shard %d of %d data + %d parity "
-                  "(%.1f MiB) does not fit its worker's --max-memory (%.1f MiB); computed "
-                  "on the coordinator instead (budget_fallbacks)",
-                  (long long) rows, cost->held_per_row, slot, plan->n, plan->r,
-                  shard / 1048576.0, (double) max_memory / 1048576.0);
-}
-
-/* Whether every slot's home can hold its shard's cached weights within its
-   --max-memory as it reports it (unknown: yes). A parity shard holds as many
-   rows as the longest data block. */
-static int fits_budgets(cdc_context_t *context, const cdc_call_plan_t *plan,
-                        const cdc_block_cost_t *cost, int64_t rows)
-{
-    if (cost->held_per_row <= 0.0 && cost->held_fixed <= 0.0)
-        return 1;
-    cdc_worker_profile_t profile[CDC_MAX_WORKERS];
-    int workers = cdc__context_profile(context, profile, CDC_MAX_WORKERS);
-    const cdc_profiled_state_t *st = &context->profiled;
-    int64_t longest = 0;
-    for (int i = 0; i < plan->n; i++)
-        longest = plan->block_len[i] > longest ? plan->block_len[i] : longest;
-    for (int s = 0; s < plan->n + plan->r; s++) {
-        int home = st->slots == plan->n + plan->r ? st->home_of_slot[s] : s;
-        if (home >= workers || profile[home].max_memory == 0)
-            continue;
-        double held = (double) (s < plan->n ? plan->block_len[s] : longest) * cost->held_per_row +
-                      cost->held_fixed + PLAN_BUDGET_ENTRY_SLACK;
-        if (held > (double) profile[home].max_memory) {
-            warn_over_budget(context, plan, cost, rows, s, profile[home].max_memory);
-            return 0;
-        }
-    }
-    return 1;
-}
-
 /* The plan as the context's last_plan, with the model's prediction for it
    (any plan: the equal one too, once the profile can predict), which also
    goes to plan->predicted_ms. */
@@ -186,34 +128,6 @@ static void record_plan(cdc_context_t *context, cdc_call_plan_t *plan,
     plan->predicted_ms = record.expected_ms;
 }
 
-/* Local must be predicted this much faster than distributed. */
-#define PLAN_HERE_GAIN 0.9
-
-void cdc__plan_prefer_here(cdc_context_t *context, cdc_call_plan_t *plan, double local_ms,
-                           const char *what)
-{
-    if (context->config.plan != CDC_PLAN_PROFILED || plan->over_budget ||
-        !(plan->predicted_ms > 0.0))
-        return;
-    plan->local_faster = local_ms < PLAN_HERE_GAIN * plan->predicted_ms;
-    uint64_t key = cdc__hash_mix(cdc__hash_bytes(what, strlen(what), 0), (uint64_t) plan->n);
-    int slot = -1;
-    for (int i = 0; i < CDC_HERE_CHOICES && slot < 0; i++)
-        if (context->here_choice[i].key == key)
-            slot = i;
-    if (slot >= 0 && context->here_choice[slot].local == plan->local_faster)
-        return;
-    if (slot < 0) {
-        slot = context->here_choice_next;
-        context->here_choice_next = (slot + 1) % CDC_HERE_CHOICES;
-    }
-    context->here_choice[slot].key = key;
-    context->here_choice[slot].local = plan->local_faster;
-    CDC_LOG_INFOF("plan: %s %s (predicted %.2f ms here, %.2f ms on %d + %d workers)", what,
-                  plan->local_faster ? "computed here" : "distributed", local_ms,
-                  plan->predicted_ms, plan->n, plan->r);
-}
-
 int cdc__plan_size_blocks(cdc_context_t *context, cdc_call_plan_t *plan,
                           const cdc_block_cost_t *cost, int64_t rows)
 {
@@ -237,7 +151,7 @@ int cdc__plan_size_blocks(cdc_context_t *context, cdc_call_plan_t *plan,
         cdc__plan_equal_lengths(n, rows, plan->block_len);
     }
     plan->sized = 1;
-    plan->over_budget = !fits_budgets(context, plan, cost, rows);
+    plan->over_budget = !cdc__plan_fits_budgets(context, plan, cost, rows);
     record_plan(context, plan, cost, rows);
     return CDC_OK;
 }
@@ -247,30 +161,6 @@ void cdc__plan_last(cdc_context_t *context, cdc_plan_record_t *record)
     pthread_mutex_lock(&context->lock);
     *record = context->last_plan;
     pthread_mutex_unlock(&context->lock);
-}
-
-/* A change of split must be predicted this much faster than keeping it. */
-#define PLAN_SPLIT_SWITCH_GAIN 0.9
-
-cdc_split_t cdc__plan_split_by_latency(cdc_context_t *context, const cdc_call_plan_t *plan,
-                                       const cdc_block_cost_t cost[2], const int64_t rows[2],
-                                       cdc_split_t previous, cdc_split_t by_bytes)
-{
-    if (context->config.plan != CDC_PLAN_PROFILED)
-        return by_bytes;
-    const cdc_split_t splits[2] = {CDC_SPLIT_ROWS, CDC_SPLIT_COLUMNS};
-    double t[2];
-    for (int i = 0; i < 2; i++)
-        if (cdc__profiled_plan_predict(context, plan->n, plan->r, &cost[i], rows[i], &t[i]) != 1)
-            return by_bytes;
-    int best = t[1] < t[0];
-    int kept = previous == splits[!best] && !(t[best] < PLAN_SPLIT_SWITCH_GAIN * t[!best]);
-    cdc_split_t chosen = kept ? previous : splits[best];
-    if (chosen != previous)
-        CDC_LOG_INFOF("profiled plan: %s split (predicted %.2f ms; %s %.2f ms)",
-                      chosen == CDC_SPLIT_ROWS ? "rows" : "columns", t[chosen != CDC_SPLIT_ROWS],
-                      chosen == CDC_SPLIT_ROWS ? "columns" : "rows", t[chosen == CDC_SPLIT_ROWS]);
-    return chosen;
 }
 
 cdc_shard_side_t cdc__plan_cut_side(cdc_split_t split, int transposed)

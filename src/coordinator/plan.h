@@ -94,6 +94,13 @@ cdc_split_t cdc__plan_split_by_latency(cdc_context_t *context, const cdc_call_pl
                                        const cdc_block_cost_t cost[2], const int64_t rows[2],
                                        cdc_split_t previous, cdc_split_t by_bytes);
 
+/* Whether every slot's home can hold its shard's cached weights (cost's
+   held_*) within its --max-memory as it reports it (unknown: yes); a parity
+   shard holds as many rows as the longest data block. When not, warns once
+   per operand shape, naming the shard and the budget. */
+int cdc__plan_fits_budgets(cdc_context_t *context, const cdc_call_plan_t *plan,
+                           const cdc_block_cost_t *cost, int64_t rows);
+
 /* The most rows of the cut operand a worker whose weight cache is bounded
    by max_memory bytes (0: unknown or unbounded) can hold, as the planner's
    max_rows (planner.h): 0 for no limit, 0.5 for none at all. */
@@ -101,8 +108,9 @@ double cdc__plan_budget_rows(uint64_t max_memory, const cdc_block_cost_t *cost);
 
 /* Under CDCGEMM_PLAN=profiled, once the sized call has a prediction: set
    plan->local_faster when local_ms (the caller's prediction of the same
-   work on the coordinator, local_cost.h) beats it by 10% (so a layer near
-   the line does not flap). Logs each shape's choice once (INFO), with both
+   work on the coordinator, local_cost.h) beats it. Each shape (what, n)
+   keeps its last choice unless the other is predicted 10% faster, so a
+   layer near the line does not flap. Logs each change (INFO), with both
    predictions. */
 void cdc__plan_prefer_here(cdc_context_t *context, cdc_call_plan_t *plan, double local_ms,
                            const char *what);

@@ -106,6 +106,23 @@ static double latency_of(const cdc_shard_cost_t *line, const int *home, int n, i
     return cdc_planner_latency(data, n, parity, r, len);
 }
 
+/* Whether lengths len fit the memory caps of the slots' homes (a parity
+   home holds the longest block). */
+static int fits_caps(const cdc_shard_cost_t *line, const int *home, int n, int r,
+                     const int64_t *len)
+{
+    int64_t longest = 0;
+    for (int s = 0; s < n; s++) {
+        longest = len[s] > longest ? len[s] : longest;
+        if (line[home[s]].max_rows > 0.0 && (double) len[s] > line[home[s]].max_rows)
+            return 0;
+    }
+    for (int j = 0; j < r; j++)
+        if (line[home[n + j]].max_rows > 0.0 && (double) longest > line[home[n + j]].max_rows)
+            return 0;
+    return 1;
+}
+
 /* After the anchored profile moved (or for a new n + r): new homes, when
    they are predicted enough faster than the ones the slots have. */
 static int homes_update(cdc_context_t *context, const cdc_shard_cost_t *line, int n, int r,
@@ -307,12 +324,14 @@ int cdc__profiled_plan_size(cdc_context_t *context, cdc_call_plan_t *plan,
     double t = lengths_for_homes(line, st->home_of_slot, n, r, rows, plan->block_len);
     if (!isfinite(t))
         return 0;
-    /* Equal blocks unless sizing is predicted to pay: on near-identical
-       devices equal blocks also let the first n results of n + r finish the
-       call, which the model does not count. */
+    /* Equal blocks unless sizing is predicted to pay (or equal blocks would
+       not fit the homes' memory): on near-identical devices equal blocks
+       also let the first n results of n + r finish the call, which the
+       sizing does not count. */
     int64_t equal[CDC_CODE_MAX_N];
     cdc__plan_equal_lengths(n, rows, equal);
-    if (!(t < PLAN_SWITCH_GAIN * latency_of(line, st->home_of_slot, n, r, equal)))
+    if (fits_caps(line, st->home_of_slot, n, r, equal) &&
+        !(t < PLAN_SWITCH_GAIN * latency_of(line, st->home_of_slot, n, r, equal)))
         return 0;
     t = keep_or_remember(st, layout_key(st, cost, rows, n, r), line, n, r, plan->block_len, t);
     plan->sized = 1;
