@@ -24,7 +24,9 @@
 static void check_rule(const cdc_fault_rule_t *r)
 {
     EXPECT(r->kind >= CDC_FAULT_CRASH && r->kind <= CDC_FAULT_LINK);
-    EXPECT(r->target >= -1 && r->target < CDC_MAX_WORKERS);
+    EXPECT((r->target >= -1 && r->target < CDC_MAX_WORKERS) ||
+           (r->target == CDC_FAULT_COORDINATOR && r->kind == CDC_FAULT_SLOW && r->gflops > 0 &&
+            r->after == 0));
     EXPECT(r->after >= 0);
     EXPECT(isfinite(r->for_ms) && r->for_ms >= 0);
     EXPECT(isfinite(r->ms) && r->ms >= 0);
@@ -37,9 +39,13 @@ static void check_rule(const cdc_fault_rule_t *r)
 
 static void draw(const cdc_fault_plan_t *plan)
 {
+    double coordinator = cdc_fault_coordinator_gflops(plan);
+    EXPECT(coordinator == 0 || (coordinator > 0 && coordinator <= 1e6));
     for (int worker = 0; worker < 3; worker++) {
         cdc_fault_state_t state;
         cdc_fault_state_init(&state, plan, worker);
+        for (int i = 0; i < state.plan.count; i++) /* the coordinator's rule is no worker's */
+            EXPECT(state.plan.rules[i].target != CDC_FAULT_COORDINATOR);
         for (int call = 0; call < 4; call++) {
             cdc_fault_decision_t d;
             cdc_fault_next(&state, 1.5 * call, 1e9 * call, (size_t) 1 << 20,
