@@ -343,7 +343,7 @@ START_TEST(test_weight_shards_outlive_layer)
     cdc_layer_t *layer = NULL;
     ck_assert_int_eq(cdc_fc_new(ctx, OUT, IN, w, NULL, &options, &layer), CDC_OK);
     ck_assert_int_eq(cdc_fc_forward(layer, 1, x, y), CDC_OK);
-    const cdc_shard_set_t *set = layer->weight_shards;
+    const cdc_shard_set_t *set = layer->weight_sets.in_use;
     ck_assert_ptr_nonnull(set);
     ck_assert_int_eq(set->n, 4);
     ck_assert_int_eq(set->r, 1);

@@ -45,7 +45,7 @@ static cdc_context_t *profiled_context(const char *faults)
 /* Whether the layer's cached blocks are unequal (the profiled plan sized them). */
 static int blocks_unequal(const cdc_test_fc_t *f)
 {
-    const cdc_shard_set_t *set = f->layer->weight_shards;
+    const cdc_shard_set_t *set = f->layer->weight_sets.in_use;
     if (!set)
         return 0;
     for (int i = 1; i < set->n; i++)
@@ -80,7 +80,7 @@ START_TEST(test_mix_sized_to_devices)
     const int *home = context->profiled.home_of_slot;
     ck_assert_int_eq(context->profiled.slots, WORKERS);
     ck_assert_msg(home[4] == 0 || home[4] == 1, "parity on worker %d", home[4]);
-    const cdc_shard_set_t *set = f.layer->weight_shards;
+    const cdc_shard_set_t *set = f.layer->weight_sets.in_use;
     static const double speed[WORKERS] = {1, 1, 0.25, 0.25, 0.125};
     for (int s = 0; s < set->n; s++)
         for (int t = 0; t < set->n; t++)
@@ -265,6 +265,83 @@ START_TEST(test_here_or_workers)
 }
 END_TEST
 
+/* Weight bytes sent on the call path (all WEIGHTS but the background's). */
+static uint64_t call_path_weight_bytes(cdc_context_t *context)
+{
+    cdc_remote_counters_t counters;
+    ck_assert_int_eq(cdc__executor_remote_counters(context->executor, &counters), CDC_OK);
+    return counters.weight_bytes - counters.background_weight_bytes;
+}
+
+/* Whether some operand's re-sized blocks are being staged. */
+static int staging_under_way(const cdc_context_t *context)
+{
+    for (int i = 0; i < CDC_PROFILED_LAYOUTS; i++)
+        if (context->profiled.layouts[i].pending_token)
+            return 1;
+    return 0;
+}
+
+/* A fast device becomes 4x slower mid-run (its 80th task) over a 400
+   Mbit/s link, with a coordinator too slow to compute the layer itself
+   (0.1 GFLOP/s): the blocks are re-sized, and the new blocks reach the
+   workers in the background, one slot at a time, that slot decoded from
+   parity meanwhile. No weight byte goes on the call path after the first
+   sizing, every call stays exact, and the new lengths are in use within a
+   bounded time. */
+START_TEST(test_resize_staged)
+{
+    cdc_context_t *context = profiled_context(
+        "slow@w0:gflops=1;slow@w0:gflops=0.25,after=80;slow@w1:gflops=1;"
+        "slow@w2:gflops=0.25;slow@w3:gflops=0.25;slow@w4:gflops=0.125;link@*:mbit=400;"
+        "slow@c:gflops=0.1");
+    cdc_test_fc_t f;
+    cdc_test_fc_make(&f, context, OUT, IN, BATCH, 23, 0);
+    double start = cdc_test_now_s();
+    int calls = 0;
+    for (; calls < MAX_CALLS && cdc_test_now_s() - start < MAX_SECONDS && !blocks_unequal(&f);
+         calls++)
+        cdc_test_fc_check(&f, REL_TOL);
+    ck_assert_msg(blocks_unequal(&f), "still equal blocks after %d calls", calls);
+    ck_assert_msg(!staging_under_way(context), "staged before the device changed");
+    int64_t sized[CDC_CODE_MAX_N];
+    memcpy(sized, f.layer->weight_sets.in_use->len, sizeof sized);
+    int sized_home[WORKERS];
+    memcpy(sized_home, context->profiled.home_of_slot, sizeof sized_home);
+    uint64_t sized_bytes = call_path_weight_bytes(context);
+    cdc_stats_t before, after;
+    ck_assert_int_eq(cdc_context_stats(context, &before), CDC_OK);
+
+    int staged_calls = 0, changed = 0;
+    for (calls = 0; calls < 2 * MAX_CALLS && cdc_test_now_s() - start < 2 * MAX_SECONDS;
+         calls++) {
+        cdc_test_fc_check(&f, REL_TOL);
+        if (staging_under_way(context))
+            staged_calls++;
+        changed = memcmp(sized, f.layer->weight_sets.in_use->len, sizeof sized) != 0;
+        if (changed)
+            break;
+    }
+    ck_assert_msg(changed, "the blocks were not re-sized in %d calls", calls);
+    ck_assert_msg(staged_calls > 0, "re-sized without staging");
+    for (int i = 0; i < 10; i++)
+        cdc_test_fc_check(&f, REL_TOL);
+    ck_assert_uint_eq(call_path_weight_bytes(context), sized_bytes);
+    ck_assert_int_eq(cdc_context_stats(context, &after), CDC_OK);
+    ck_assert_uint_eq(after.fallbacks, 0);
+    /* The slot being staged was decoded from parity on some call. */
+    ck_assert_uint_gt(after.results_decoded, before.results_decoded);
+    /* The slowed device's data block shrank (when it holds one before and after). */
+    const int *home = context->profiled.home_of_slot;
+    for (int s = 0; s < 4; s++)
+        for (int t = 0; t < 4; t++)
+            if (home[s] == 0 && sized_home[t] == 0)
+                ck_assert_int_lt(f.layer->weight_sets.in_use->len[s], sized[t]);
+    cdc_test_fc_free(&f);
+    cdc_context_destroy(&context);
+}
+END_TEST
+
 static Suite *profiled_suite(void)
 {
     Suite *suite = suite_create("profiled_plan");
@@ -274,6 +351,7 @@ static Suite *profiled_suite(void)
     tcase_add_test(tc, test_identical_devices_stay_equal);
     tcase_add_test(tc, test_conv_split_by_latency);
     tcase_add_test(tc, test_here_or_workers);
+    tcase_add_test(tc, test_resize_staged);
     suite_add_tcase(suite, tc);
     return suite;
 }

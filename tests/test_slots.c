@@ -466,6 +466,121 @@ START_TEST(test_spares_are_homeless_workers)
 }
 END_TEST
 
+/* ---- staging: a re-sized layout's blocks -------------------------------- */
+
+/* Every worker acknowledges what it was sent, then a pass. */
+static void ack_all_and_pass(cdc_slots_t *slots, fake_io_t *fake, cdc_slot_io_t *io,
+                             int workers, uint64_t live)
+{
+    for (int w = 0; w < workers; w++)
+        cdc_slots_acked(slots, w, fake->last_token[w]);
+    cdc_slots_restore(slots, live, io);
+}
+
+/* Five homes hold their old blocks (keys 100 + s). New blocks (200 + s)
+   are staged one slot at a time, in the order given: the slot being staged
+   is the only one without a ready worker; the next starts only after its
+   home acknowledged and is ready again; none starts while another slot is
+   already lost (a dead home); the staging is done once every home holds
+   its block, and then forgotten. */
+START_TEST(test_staged_one_slot_at_a_time)
+{
+    cdc_slots_t *slots = malloc(sizeof *slots);
+    fake_io_t fake;
+    cdc_slot_io_t io;
+    int freed = 0;
+    const uint64_t all = BIT(5) - 1;
+    slots_start(slots, 5, 5, &fake, &io);
+    held_block_t *old = held_block_new(&freed), *fresh = held_block_new(&freed);
+    cdc_slot_weight_t staged[5];
+    for (int s = 0; s < 5; s++) {
+        cdc_slots_sent(slots, s, 100 + (uint64_t) s); /* the call path */
+        cdc_slot_weight_t weight = weight_of(old, 100 + (uint64_t) s);
+        cdc_slots_note(slots, s, &weight, s);
+        staged[s] = weight_of(fresh, 200 + (uint64_t) s);
+    }
+    ack_all_and_pass(slots, &fake, &io, 5, all);
+    ck_assert(cdc_slots_full(slots, all));
+    ck_assert_int_eq(cdc_slots_staged(slots, 7), -1);
+    const int order[5] = {3, 0, 4, 1, 2};
+    cdc_slots_stage(slots, 7, staged, 5, order);
+    cdc_slots_stage(slots, 7, staged, 5, order); /* again: only asks */
+    ck_assert_int_eq(slots->staging_count, 1);
+    ck_assert(cdc_slots_staging(slots));
+
+    for (int step = 0; step < 5; step++) {
+        int s = order[step];
+        memset(fake.weights_sent, 0, sizeof fake.weights_sent);
+        cdc_slots_restore(slots, all, &io);
+        ck_assert_int_eq(slots->staging_slot, s);
+        for (int w = 0; w < 5; w++) /* only its home is sent anything */
+            ck_assert_int_eq(fake.weights_sent[w], w == s);
+        ck_assert_uint_eq(fake.last_key[s], 200 + (uint64_t) s);
+        ck_assert_uint_eq(slots->workers[s].ready, 0); /* an erasure meanwhile */
+        ck_assert(!cdc_slots_full(slots, all));
+        ck_assert_int_eq(cdc_slots_staged(slots, 7), 0);
+        cdc_slots_restore(slots, all, &io); /* unacknowledged: nothing new */
+        ck_assert_int_eq(slots->staging_slot, s);
+        ck_assert_int_eq(fake.weights_sent[s], 1);
+        if (step == 1) {
+            /* Worker 4 dies after slot 0 is staged: no slot starts while its
+               slot is lost too; once it is back, staging goes on. */
+            ack_all_and_pass(slots, &fake, &io, 5, all & ~BIT(4));
+            cdc_slots_restore(slots, all & ~BIT(4), &io);
+            ck_assert_int_eq(slots->staging_slot, -1);
+            for (int w = 0; w < 5; w++)
+                ck_assert_int_eq(fake.weights_sent[w], w == s);
+            continue;
+        }
+        ack_all_and_pass(slots, &fake, &io, 5, all);
+        ck_assert_uint_eq(slots->workers[s].ready, BIT(s)); /* both blocks held */
+    }
+    ck_assert_int_eq(cdc_slots_staged(slots, 7), 1);
+    ck_assert(!cdc_slots_staging(slots));
+    ck_assert_int_eq(cdc_slots_staged(slots, 7), -1); /* forgotten */
+    cdc_slots_restore(slots, all, &io);
+    ck_assert(cdc_slots_full(slots, all));
+    cdc_hold_release(&old->hold);
+    cdc_hold_release(&fresh->hold);
+    cdc_slots_fini(slots);
+    ck_assert_int_eq(freed, 2);
+    free(slots);
+}
+END_TEST
+
+/* A staging whose owner let go of the blocks (a re-size replaced them, the
+   layer went) is dropped, and fini releases what is still staged. */
+START_TEST(test_staging_dropped_with_its_blocks)
+{
+    cdc_slots_t *slots = malloc(sizeof *slots);
+    fake_io_t fake;
+    cdc_slot_io_t io;
+    int freed = 0;
+    slots_start(slots, 3, 3, &fake, &io);
+    held_block_t *first = held_block_new(&freed), *second = held_block_new(&freed);
+    cdc_slot_weight_t a[3], b[3];
+    for (int s = 0; s < 3; s++) {
+        a[s] = weight_of(first, 300 + (uint64_t) s);
+        b[s] = weight_of(second, 400 + (uint64_t) s);
+    }
+    cdc_slots_stage(slots, 1, a, 3, NULL);
+    cdc_slots_stage(slots, 2, b, 3, NULL);
+    ck_assert_int_eq(slots->staging_count, 2);
+    cdc_hold_retire(&first->hold);
+    ck_assert_int_eq(freed, 0); /* the stagings hold it */
+    cdc_slots_restore(slots, BIT(3) - 1, &io);
+    ck_assert_int_eq(slots->staging_count, 1);
+    ck_assert_int_eq(cdc_slots_staged(slots, 1), -1);
+    ck_assert_int_eq(cdc_slots_staged(slots, 2), 0);
+    ck_assert_int_eq(slots->staging_slot, 0); /* the order given: NULL, slot order */
+    cdc_slots_fini(slots);
+    ck_assert_int_eq(freed, 1);
+    cdc_hold_release(&second->hold);
+    ck_assert_int_eq(freed, 2);
+    free(slots);
+}
+END_TEST
+
 static Suite *slots_suite(void)
 {
     Suite *suite = suite_create("slots");
@@ -484,6 +599,10 @@ static Suite *slots_suite(void)
     tcase_add_test(homes, test_moved_home_restored);
     tcase_add_test(homes, test_spares_are_homeless_workers);
     suite_add_tcase(suite, homes);
+    TCase *staging = tcase_create("staging");
+    tcase_add_test(staging, test_staged_one_slot_at_a_time);
+    tcase_add_test(staging, test_staging_dropped_with_its_blocks);
+    suite_add_tcase(suite, staging);
     return suite;
 }
 

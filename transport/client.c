@@ -1498,7 +1498,9 @@ static void track_redundancy(cdc_client_t *self, uint64_t live, int64_t last_dep
 {
     int full = cdc_slots_full(self->slots, live);
     int64_t now_us = (int64_t) (cdc__clock_ms() * 1000.0);
-    if (!full && self->degraded_since_us < 0) {
+    /* A slot erased while its home takes in a re-sized layout's blocks
+       (staging) is planned, not a loss to repair. */
+    if (!full && self->degraded_since_us < 0 && self->slots->staging_slot < 0) {
         /* Seen at the pass after the departure: date it from the departure
            when that is recent, else from now (a slot that was never filled). */
         int recent = last_departure_us > 0 && now_us - last_departure_us < 1000000;
@@ -1512,7 +1514,8 @@ static void track_redundancy(cdc_client_t *self, uint64_t live, int64_t last_dep
         self->degraded_since_us = -1;
         CDC_LOG_INFOF("full redundancy again after %.1f ms", (double) took / 1000.0);
     }
-    atomic_store(&self->restoring, !full || cdc_slots_busy(self->slots, live));
+    atomic_store(&self->restoring, !full || cdc_slots_busy(self->slots, live) ||
+                                       cdc_slots_staging(self->slots));
 }
 
 /* Under the call lock, at a call's start or between calls (the heartbeat
@@ -1694,6 +1697,26 @@ int cdc_client_set_homes(cdc_client_t *self, const int *home_of_slot, int slots)
     }
     pthread_mutex_unlock(&self->lock);
     return rc;
+}
+
+int cdc_client_stage(cdc_client_t *self, uint64_t token, int needed,
+                     const cdc_slot_weight_t *block, int count, const int *order)
+{
+    if (count < 1 || count > CDC_MAX_WORKERS)
+        return 0;
+    cdc_slot_weight_t weight[CDC_MAX_WORKERS];
+    for (int s = 0; s < count; s++) {
+        weight[s] = block[s];
+        weight[s].key = wire_key(block[s].key, s, needed, block[s].rows, block[s].k,
+                                 block[s].data);
+    }
+    pthread_mutex_lock(&self->lock);
+    cdc_slots_stage(self->slots, token, weight, count, order);
+    int staged = cdc_slots_staged(self->slots, token) == 1;
+    if (!staged)
+        atomic_store(&self->restoring, 1); /* the heartbeat thread moves it on */
+    pthread_mutex_unlock(&self->lock);
+    return staged;
 }
 
 void cdc_client_last_call(cdc_client_t *self, int *sent_to, int *answered_by, int max)

@@ -6,6 +6,7 @@
 
 #include "discovery.h"
 #include "keys.h"
+#include "slots.h"
 #include "status.h"
 #include "task.h"
 
@@ -107,6 +108,18 @@ int cdc_client_run(cdc_client_t *self, cdc_shard_task_t *tasks, int count, int n
    what is wrong (a worker out of range, one given twice, more slots than
    workers), the map unchanged. Thread-safe. */
 int cdc_client_set_homes(cdc_client_t *self, const int *home_of_slot, int slots);
+
+/* New blocks of a cached operand, for a re-sized layout, sent to the slots'
+   homes in the background (cdc_slots_stage: one slot at a time, its home an
+   erasure meanwhile; order[0..count-1] the slots, the most urgent first)
+   while the calls go on with the blocks the homes hold. block[s] is slot
+   s's: key as a task names it (a_key or bt_key), rows x k at data, kept
+   alive by hold (retained while staged); needed is the calls' n (the wire
+   keys mix it in, as for tasks). Staging the same token again only asks.
+   1 when every slot's home holds its block, acknowledged (the next call may
+   use them), else 0. Thread-safe. */
+int cdc_client_stage(cdc_client_t *self, uint64_t token, int needed,
+                     const cdc_slot_weight_t *block, int count, const int *order);
 
 /* The last call, per shard s < max: the worker its task was sent to
    (sent_to[s]) and the one whose result was taken (answered_by[s]); -1 for

@@ -11,6 +11,7 @@
 void cdc_slots_init(cdc_slots_t *slots)
 {
     memset(slots, 0, sizeof *slots);
+    slots->staging_slot = -1;
     cdc_slots_set_homes(slots, NULL, 0, 0);
 }
 
@@ -76,8 +77,19 @@ static int slot_homed_on(const cdc_slots_t *slots, int w)
     return s < slots->slot_count ? s : -1;
 }
 
+static void staging_remove(cdc_slots_t *slots, int i)
+{
+    cdc_slot_staging_t *g = &slots->staging[i];
+    for (int s = 0; s < g->count; s++)
+        cdc_hold_release(g->weight[s].hold);
+    memmove(g, g + 1, (size_t) (slots->staging_count - i - 1) * sizeof *g);
+    slots->staging_count--;
+}
+
 void cdc_slots_fini(cdc_slots_t *slots)
 {
+    while (slots->staging_count > 0)
+        staging_remove(slots, slots->staging_count - 1);
     for (int s = 0; s < CDC_MAX_WORKERS; s++) {
         for (int i = 0; i < slots->manifest_count[s]; i++)
             cdc_hold_release(slots->manifest[s][i].hold);
@@ -263,9 +275,119 @@ static void restore_slot(cdc_slots_t *slots, int w, int s, const cdc_slot_io_t *
         worker->ready |= BIT(s);
 }
 
+/* ---- staging: a re-sized layout's blocks, one slot at a time ---------- */
+
+static int staging_index(const cdc_slots_t *slots, uint64_t token)
+{
+    for (int i = 0; i < slots->staging_count; i++)
+        if (slots->staging[i].token == token)
+            return i;
+    return -1;
+}
+
+void cdc_slots_stage(cdc_slots_t *slots, uint64_t token, const cdc_slot_weight_t *weight,
+                     int count, const int *order)
+{
+    if (token == 0 || count < 1 || count > CDC_MAX_WORKERS || staging_index(slots, token) >= 0)
+        return;
+    for (int s = 0; s < count; s++)
+        if (!weight[s].hold)
+            return; /* a view of a call's memory cannot be sent later */
+    if (slots->staging_count == CDC_SLOT_STAGINGS)
+        staging_remove(slots, 0);
+    cdc_slot_staging_t *g = &slots->staging[slots->staging_count++];
+    g->token = token;
+    g->count = count;
+    for (int s = 0; s < count; s++) {
+        g->weight[s] = weight[s];
+        g->weight[s].used = 0;
+        cdc_hold_retain(g->weight[s].hold);
+        g->order[s] = order ? order[s] : s;
+    }
+}
+
+/* Whether worker w holds key and acknowledged it. */
+static int holds_acked(const cdc_slots_t *slots, int w, uint64_t key)
+{
+    const cdc_slot_worker_t *worker = &slots->workers[w];
+    int i = key_index(worker, key);
+    return i >= 0 && worker->seq[i] <= worker->acked_seq;
+}
+
+/* Whether slot s's home holds staging g's block for s (none: yes). */
+static int slot_staged(const cdc_slots_t *slots, const cdc_slot_staging_t *g, int s)
+{
+    if (s >= g->count)
+        return 1;
+    int home = cdc_slots_home(slots, s);
+    return home >= 0 && holds_acked(slots, home, g->weight[s].key);
+}
+
+int cdc_slots_staged(cdc_slots_t *slots, uint64_t token)
+{
+    int i = staging_index(slots, token);
+    if (i < 0)
+        return -1;
+    for (int s = 0; s < slots->staging[i].count; s++)
+        if (!slot_staged(slots, &slots->staging[i], s))
+            return 0;
+    staging_remove(slots, i);
+    return 1;
+}
+
+int cdc_slots_staging(const cdc_slots_t *slots)
+{
+    return slots->staging_count > 0;
+}
+
+/* The next slot to stage: the oldest staging's first (in its order) whose
+   home lacks its block and is live; -1 for none. */
+static int staging_next(const cdc_slots_t *slots, uint64_t live)
+{
+    for (int i = 0; i < slots->staging_count; i++) {
+        const cdc_slot_staging_t *g = &slots->staging[i];
+        for (int j = 0; j < g->count; j++) {
+            int s = g->order[j], home = cdc_slots_home(slots, s);
+            if (home >= 0 && (live & BIT(home)) && !slot_staged(slots, g, s))
+                return s;
+        }
+    }
+    return -1;
+}
+
+/* Move the staging on: once the slot being staged has every staging's
+   block for it at its home, and every slot has a worker ready for it (no
+   other erasure: a dead or returning worker's slot is one), the next slot
+   gets every staging's block for it into its manifest (its home is then
+   not ready for it, and the restore sends them). */
+static void staging_step(cdc_slots_t *slots, uint64_t live)
+{
+    for (int i = slots->staging_count - 1; i >= 0; i--)
+        for (int s = 0; s < slots->staging[i].count; s++)
+            if (cdc_hold_retired(slots->staging[i].weight[s].hold)) {
+                staging_remove(slots, i); /* its owner let go: never wanted now */
+                break;
+            }
+    int s = slots->staging_slot;
+    for (int i = 0; s >= 0 && i < slots->staging_count; i++)
+        if (!slot_staged(slots, &slots->staging[i], s))
+            return; /* its home is still taking them in */
+    slots->staging_slot = -1;
+    if (slots->staging_count == 0 || !cdc_slots_full(slots, live))
+        return;
+    s = staging_next(slots, live);
+    if (s < 0)
+        return;
+    for (int i = 0; i < slots->staging_count; i++)
+        if (!slot_staged(slots, &slots->staging[i], s))
+            cdc_slots_note(slots, s, &slots->staging[i].weight[s], -1);
+    slots->staging_slot = s;
+}
+
 void cdc_slots_restore(cdc_slots_t *slots, uint64_t live, const cdc_slot_io_t *io)
 {
     manifest_prune(slots);
+    staging_step(slots, live);
     /* Homes first: they restore redundancy; spares only add to it. */
     for (int pass = 0; pass < 2; pass++)
         for (int w = 0; w < slots->worker_count; w++) {

@@ -35,6 +35,7 @@
 #define CDC_SLOT_KEYS_PER_WORKER 256 /* keys remembered; forgetting costs a re-send */
 #define CDC_SLOT_MANIFEST 32         /* weights remembered per slot (LRU)         */
 #define CDC_SLOT_UNACKED 8           /* background WEIGHTS in flight per worker   */
+#define CDC_SLOT_STAGINGS 32         /* operands whose new blocks are staged at once */
 
 /* One weight operand of a slot, as it goes on the wire. */
 typedef struct {
@@ -51,6 +52,16 @@ typedef struct {
     int (*send_ping)(void *ctx, int worker, uint64_t token);
     void *ctx;
 } cdc_slot_io_t;
+
+/* New blocks of one operand (a re-sized layout) on their way to the slots'
+   homes in the background: the calls go on with the blocks the homes hold. */
+typedef struct {
+    uint64_t token;      /* names it (the plan's); 0: an empty entry          */
+    int count;           /* its slots 0..count-1                              */
+    cdc_slot_weight_t weight[CDC_MAX_WORKERS]; /* slot s's new block; its hold
+                            retained by the entry                           */
+    int order[CDC_MAX_WORKERS]; /* the slots, the most urgent first         */
+} cdc_slot_staging_t;
 
 /* What the slots know of one worker. */
 typedef struct {
@@ -82,6 +93,10 @@ typedef struct {
     uint64_t standing_in;      /* workers the latest call gave a shard other
                                   than their home's: a spare doing a slot's
                                   work gets no other slot's weights meanwhile */
+    cdc_slot_staging_t staging[CDC_SLOT_STAGINGS]; /* oldest first           */
+    int staging_count;
+    int staging_slot;          /* the slot whose home is taking in new blocks
+                                  (an erasure meanwhile), -1: none          */
     uint64_t background_bytes; /* weight bytes sent by cdc_slots_restore     */
     uint64_t background_sent;  /* and messages                                */
 } cdc_slots_t;
@@ -137,6 +152,29 @@ void cdc_slots_note(cdc_slots_t *slots, int s, const cdc_slot_weight_t *weight, 
    data connection is proven (a PING first, when nothing else was sent). A
    spare standing in for a slot is left alone: its queue is that slot's. */
 void cdc_slots_restore(cdc_slots_t *slots, uint64_t live, const cdc_slot_io_t *io);
+/* Staged blocks (cdc_slots_stage) go the same way: the pass first moves the
+   staging on (the next slot, when the last one's home has acknowledged). */
+
+/* Stage new blocks (a re-sized layout's, weight[s] for slot s, count slots;
+   keys are wire keys) under token: the restore passes send them to the
+   slots' homes one slot at a time, in order (slot numbers, the first the
+   most urgent). The slot being staged gets its new block into its manifest,
+   so its home is not ready for it and the calls (which still use the old
+   blocks) treat it as an erasure instead of waiting behind the transfer; a
+   slot is staged only while every other slot has a worker ready for it, so
+   the erasure is the only one. A token already staged (or staging) is left
+   as it is. The oldest staging is dropped when CDC_SLOT_STAGINGS are under
+   way (its owner stages it again). */
+void cdc_slots_stage(cdc_slots_t *slots, uint64_t token, const cdc_slot_weight_t *weight,
+                     int count, const int *order);
+
+/* 1 when every slot's home holds token's new block and acknowledged it (the
+   staging is then forgotten: the calls may switch to the new blocks), 0
+   while it is under way, -1 for a token not staged (never, or dropped). */
+int cdc_slots_staged(cdc_slots_t *slots, uint64_t token);
+
+/* Whether some staging is under way. */
+int cdc_slots_staging(const cdc_slots_t *slots);
 
 /* Whether some live worker has weights sent and not yet acknowledged. */
 int cdc_slots_busy(const cdc_slots_t *slots, uint64_t live);

@@ -194,12 +194,15 @@ typedef struct {
     int encoded;
 } blas_weights_t;
 
-static int blas_weights_shards(cdc_weights_t *self, const cdc_code_t *code, int n,
+static int blas_weights_shards(cdc_weights_t *self, int stage, const cdc_code_t *code, int n,
                                const int64_t *lengths, const cdc_shard_set_t **set)
 {
     blas_weights_t *w = self->owner;
-    return cdc__operand_entry_shards(state_cache, w->entry, code, n, lengths, set,
-                                     &w->encoded);
+    int encoded;
+    int rc = cdc__operand_entry_shards(state_cache, w->entry, stage, code, n, lengths, set,
+                                       &encoded);
+    w->encoded |= encoded;
+    return rc;
 }
 
 static const double *blas_weights_norms(cdc_weights_t *self)

@@ -46,6 +46,11 @@ static size_t set_bytes(const cdc_shard_set_t *set)
            (size_t) (set->n + set->r) * (size_t) set->block_rows * sizeof(double);
 }
 
+static size_t sets_bytes(const cdc_shard_sets_t *sets)
+{
+    return set_bytes(sets->in_use) + set_bytes(sets->staged);
+}
+
 static size_t norms_bytes(const cdc_operand_entry_t *e)
 {
     return e->whole_norms ? (size_t) e->desc.rows * sizeof(double) : 0;
@@ -55,8 +60,8 @@ static size_t norms_bytes(const cdc_operand_entry_t *e)
    Both are retired: a send in flight may still hold them. */
 static void entry_demote(cdc_operand_cache_t *cache, cdc_operand_entry_t *e)
 {
-    cache->bytes -= set_bytes(e->set);
-    cdc__shard_set_retire(&e->set);
+    cache->bytes -= sets_bytes(&e->sets);
+    cdc__shard_sets_retire(&e->sets);
     if (e->packed)
         cache->bytes -= packed_bytes(e);
     cache->bytes -= norms_bytes(e);
@@ -66,7 +71,6 @@ static void entry_demote(cdc_operand_cache_t *cache, cdc_operand_entry_t *e)
     e->packed = NULL;
     e->whole_norms = NULL;
     e->key = 0;
-    e->set_code = NULL;
     e->whole_ready = 0;
 }
 
@@ -245,27 +249,21 @@ int cdc__operand_cache_match(cdc_operand_cache_t *cache, const cdc_operand_t *a,
 }
 
 int cdc__operand_entry_shards(cdc_operand_cache_t *cache, cdc_operand_entry_t *entry,
-                              const cdc_code_t *code, int n, const int64_t *lengths,
-                              const cdc_shard_set_t **set, int *encoded)
+                              int stage, const cdc_code_t *code, int n,
+                              const int64_t *lengths, const cdc_shard_set_t **set,
+                              int *encoded)
 {
     *encoded = 0;
     if (!entry->packed)
         return cdc__fail(CDC_ESTATE, "operand entry has no packed copy");
-    if (!entry->set || entry->set_code != (const void *) code ||
-        !cdc__shard_set_has_layout(entry->set, n, lengths)) {
-        cache->bytes -= set_bytes(entry->set);
-        cdc__shard_set_retire(&entry->set);
-        int rc = cdc__shard_set_new(code, n, lengths, entry->packed, entry->desc.rows,
-                                    entry->desc.k, entry->packed_hold, &entry->set);
-        if (rc != CDC_OK)
-            return rc;
-        cache->bytes += set_bytes(entry->set);
-        entry->set_code = code;
-        *encoded = 1;
+    size_t before = sets_bytes(&entry->sets);
+    int rc = cdc__shard_sets_get(&entry->sets, stage, code, n, lengths, entry->packed,
+                                 entry->desc.rows, entry->desc.k, entry->packed_hold, set,
+                                 encoded);
+    cache->bytes = cache->bytes - before + sets_bytes(&entry->sets);
+    if (rc == CDC_OK && *encoded)
         cache_evict(cache, entry, NULL, 0);
-    }
-    *set = entry->set;
-    return CDC_OK;
+    return rc;
 }
 
 int cdc__operand_entry_norms(cdc_operand_cache_t *cache, cdc_operand_entry_t *entry,

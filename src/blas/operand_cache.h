@@ -35,9 +35,9 @@ typedef struct {
     float *packed;        /* rows x k private copy once promoted, in
                              packed_hold's buffer                           */
     cdc_hold_t *packed_hold; /* keeps packed alive for its sets and sends  */
-    cdc_shard_set_t *set; /* row blocks + parity of packed for (code, n,
-                             block lengths); holds packed_hold              */
-    const void *set_code; /* the code set was encoded with                  */
+    cdc_shard_sets_t sets; /* row blocks + parity of packed for (code, n,
+                             block lengths), in use and staged; they hold
+                             packed_hold                                   */
     int whole_ready;      /* packed was handed out whole (counted once)     */
     double *whole_norms;  /* row norms of packed (parity check scale), lazily */
     uint64_t last_use;    /* LRU clock                                      */
@@ -68,12 +68,13 @@ int cdc__operand_cache_match(cdc_operand_cache_t *cache, const cdc_operand_t *a,
                              cdc_operand_entry_t **entry);
 
 /* The entry's row blocks (n of these lengths, NULL: equal) and parity for
-   (code, n), encoded on first use (*encoded = 1 then); a set of another
-   plan (code, n or lengths) is retired. The set aliases entry->packed and
-   holds entry->packed_hold. */
+   (code, n), encoded on first use (*encoded = 1 then), as
+   cdc__shard_sets_get (stage: for lengths being staged). The set aliases
+   entry->packed and holds entry->packed_hold. */
 int cdc__operand_entry_shards(cdc_operand_cache_t *cache, cdc_operand_entry_t *entry,
-                              const cdc_code_t *code, int n, const int64_t *lengths,
-                              const cdc_shard_set_t **set, int *encoded);
+                              int stage, const cdc_code_t *code, int n,
+                              const int64_t *lengths, const cdc_shard_set_t **set,
+                              int *encoded);
 
 /* The row norms of the entry's packed copy, computed on first use. */
 int cdc__operand_entry_norms(cdc_operand_cache_t *cache, cdc_operand_entry_t *entry,

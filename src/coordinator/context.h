@@ -28,8 +28,13 @@ typedef struct {
     struct {             /* the lengths last given to an operand's shape    */
         uint64_t key;    /* its shape, cost and homes (0: empty)            */
         int64_t len[CDC_CODE_MAX_N];
+        int64_t pending[CDC_CODE_MAX_N]; /* faster lengths whose weights are
+                            being staged (plan_staging.c)                  */
+        uint64_t pending_token; /* nonzero: pending is staged under it      */
+        int pending_staged; /* the workers hold pending: the next call uses it */
     } layouts[CDC_PROFILED_LAYOUTS];
     int next_layout;     /* the entry to replace next (round robin)        */
+    uint64_t last_token; /* the last staging token given                   */
 } cdc_profiled_state_t;
 
 /* What the last call sized by cdc__plan_size_blocks was planned to do, and

@@ -25,6 +25,7 @@
 
 #include "error.h"
 #include "local_cost.h"
+#include "log.h"
 #include "norms.h"
 
 #include <stdio.h>
@@ -138,7 +139,7 @@ static int driver_encode(const cdc_gemm_desc_t *desc, const cdc_call_plan_t *pla
     if (cut->weights) {
         /* Cached weights: row blocks + parity encoded once per layout, kept
            by workers under a key that names the layout too. */
-        int rc = cut->weights->shards(cut->weights, plan->code, plan->n, lengths, &ops->set);
+        int rc = cut->weights->shards(cut->weights, 0, plan->code, plan->n, lengths, &ops->set);
         if (rc == CDC_OK) {
             ops->set_key = cdc__shard_set_key(ops->set, cut->weights->set_key);
             ops->set_hold = cdc__shard_set_hold(ops->set);
@@ -200,6 +201,25 @@ static void driver_assemble(const cdc_coded_call_t *call, const driver_operands_
     }
 }
 
+/* Re-sized blocks of cached weights (plan->stage_token) go to the workers
+   in the background (plan_staging.c) while this call uses the old ones. A
+   failure to encode them costs nothing but the staging: logged. */
+static void driver_stage(cdc_context_t *context, const cdc_gemm_desc_t *desc,
+                         const cdc_call_plan_t *plan)
+{
+    const cdc_gemm_operand_t *cut = plan->cut == CDC_SHARD_A ? &desc->a : &desc->bt;
+    if (!plan->stage_token || !cut->weights || cdc__coded_call_here(plan))
+        return;
+    const cdc_shard_set_t *staged;
+    if (cut->weights->shards(cut->weights, 1, plan->code, plan->n, plan->stage_len, &staged) !=
+        CDC_OK) {
+        CDC_LOG_WARNF("staging re-sized blocks: %s", cdc_last_error());
+        return;
+    }
+    cdc__plan_stage_weights(context, plan, staged,
+                            cdc__shard_set_key(staged, cut->weights->set_key));
+}
+
 static int driver_dispatch(cdc_context_t *context, const cdc_call_plan_t *plan,
                            const driver_operands_t *ops, float *t, int64_t ldt)
 {
@@ -257,6 +277,8 @@ int cdc__driver_gemm(cdc_context_t *context, const cdc_gemm_desc_t *desc,
     }
     driver_operands_t ops;
     rc = driver_encode(desc, plan, &ops);
+    if (rc == CDC_OK)
+        driver_stage(context, desc, plan);
     if (rc == CDC_OK)
         rc = driver_dispatch(context, plan, &ops, t, cols);
     if (rc == CDC_OK)

@@ -70,6 +70,13 @@ int cdc__executor_worker_moved(cdc_executor_t *executor, int w, const char *endp
    Thread-safe: a call in flight keeps the map it began with. */
 int cdc__executor_set_homes(cdc_executor_t *executor, const int *home_of_slot, int slots);
 
+/* New blocks of a cached operand sent to the slots' homes in the
+   background (cdc_client_stage) while the calls use the old: 1 once every
+   home holds them, 0 while under way. 1 for an executor without slots (in
+   process: nothing to send). Thread-safe. */
+int cdc__executor_stage(cdc_executor_t *executor, uint64_t token, int needed,
+                        const cdc_slot_weight_t *block, int count, const int *order);
+
 /* Per shard s < max of a ZeroMQ executor's last call: the worker it was sent
    to and the one that answered (cdc_client_last_call; -1: none). CDC_EINVAL
    for another executor. Thread-safe. */

@@ -234,6 +234,15 @@ int cdc__executor_set_homes(cdc_executor_t *executor, const int *home_of_slot, i
     return cdc_client_set_homes(((zmq_executor_t *) executor)->client, home_of_slot, slots);
 }
 
+int cdc__executor_stage(cdc_executor_t *executor, uint64_t token, int needed,
+                        const cdc_slot_weight_t *block, int count, const int *order)
+{
+    if (!executor || executor->ops != &zmq_ops)
+        return 1; /* no slots: every shard runs here */
+    return cdc_client_stage(((zmq_executor_t *) executor)->client, token, needed, block, count,
+                            order);
+}
+
 int cdc__executor_last_call(cdc_executor_t *executor, int *sent_to, int *answered_by,
                             int max)
 {

@@ -55,6 +55,7 @@ int cdc__plan_resolve(cdc_context_t *context, int parity_override,
     plan->over_budget = 0;
     plan->predicted_ms = -1.0;
     plan->local_faster = 0;
+    plan->stage_token = 0;
     int rc = cdc__context_data_shards(context, plan->r, &plan->n);
     if (rc == CDC_OK)
         rc = cdc__context_code(context, plan->n, plan->r, &plan->code);

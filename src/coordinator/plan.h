@@ -8,6 +8,7 @@
 #include "code.h"
 #include "context.h"
 #include "geometry.h"
+#include "shard_set.h"
 
 #include <stdint.h>
 
@@ -43,6 +44,14 @@ typedef struct {
     int local_faster;       /* computing it here is predicted faster than
                                distributing it (cdc__plan_prefer_here): it
                                runs on the coordinator (planned_local)    */
+    uint64_t stage_token;   /* nonzero: the profiled plan re-sized the blocks
+                               to stage_len, whose weights the workers are
+                               sent in the background (plan_staging.c),
+                               while this call keeps block_len, which they
+                               hold                                       */
+    int64_t stage_len[CDC_CODE_MAX_N];
+    int stage_order[CDC_CODE_MAX_N + CDC_CODE_MAX_R]; /* the slots to stage,
+                               the busiest under block_len first          */
 } cdc_call_plan_t;
 
 /* The work of one call as a function of a data block's rows, for sizing
@@ -114,6 +123,14 @@ double cdc__plan_budget_rows(uint64_t max_memory, const cdc_block_cost_t *cost);
    predictions. */
 void cdc__plan_prefer_here(cdc_context_t *context, cdc_call_plan_t *plan, double local_ms,
                            const char *what);
+
+/* When the plan re-sized the blocks of weights the workers cache
+   (plan->stage_token): send the new blocks (set, the owner's staged shard
+   set for plan->stage_len; key, the one naming the cut operand's blocks,
+   cdc__shard_set_key of set) to the slots' homes in the background, and once they hold them let the next
+   call use them. The call at hand goes on with the blocks they hold. */
+void cdc__plan_stage_weights(cdc_context_t *context, const cdc_call_plan_t *plan,
+                             const cdc_shard_set_t *set, uint64_t key);
 
 /* The last sized call's plan and prediction (context.h) into *record.
    Thread-safe. */

@@ -12,9 +12,11 @@
  * when some estimate moved for good (the profile's generation: a move of
  * 20% that persists): between two such moves every call of a layer gets
  * the same lengths. Even then an operand keeps the lengths it was given
- * (remembered per shape, cost and homes), and the slots their homes, unless
- * the new ones are predicted 10% faster: a measurement that moved without
- * changing the answer much (a link estimate, say) ships nothing.
+ * (remembered per shape and cost), and the slots their homes, unless the
+ * new ones are predicted 10% faster: a measurement that moved without
+ * changing the answer much (a link estimate, say) ships nothing. New
+ * lengths of weights the workers cache are staged (plan_staging.c): the
+ * calls keep the old ones until every home holds its new block.
  *
  * Failures. A dead worker keeps its measured line and its slots: the
  * placement already covers a dead home (a spare, or an erasure decoded from
@@ -162,9 +164,10 @@ static uint64_t mix_double(uint64_t h, double v)
     return cdc__hash_mix(h, bits);
 }
 
-/* The operand's shape, cost and the slots' homes: what its lengths are for. */
-static uint64_t layout_key(const cdc_profiled_state_t *st, const cdc_block_cost_t *cost,
-                           int64_t rows, int n, int r)
+/* The operand's shape and cost: what its lengths are for. Not the homes:
+   after they move, the lengths the workers hold are kept unless new ones
+   are predicted faster on the new homes, and then staged. */
+static uint64_t layout_key(const cdc_block_cost_t *cost, int64_t rows, int n, int r)
 {
     uint64_t h = cdc__hash_mix((uint64_t) rows, (uint64_t) (n * 64 + r));
     h = mix_double(h, cost->flops_per_row);
@@ -172,8 +175,6 @@ static uint64_t layout_key(const cdc_profiled_state_t *st, const cdc_block_cost_
     h = mix_double(h, cost->bytes_fixed_out);
     h = mix_double(h, cost->bytes_per_row_out);
     h = mix_double(h, cost->bytes_per_row_in);
-    for (int s = 0; s < n + r; s++)
-        h = cdc__hash_mix(h, (uint64_t) st->home_of_slot[s]);
     return h ? h : 1;
 }
 
@@ -185,32 +186,120 @@ static int64_t sum_of(const int64_t *len, int n)
     return sum;
 }
 
+static int layout_index(const cdc_profiled_state_t *st, uint64_t key)
+{
+    for (int i = 0; i < CDC_PROFILED_LAYOUTS; i++)
+        if (st->layouts[i].key == key)
+            return i;
+    return -1;
+}
+
+/* Slots 0..n+r-1 into order, the latest to finish first under lengths len
+   (a parity slot computes as many rows as the longest block). */
+static void busiest_first(const cdc_shard_cost_t *line, const int *home, int n, int r,
+                          const int64_t *len, int *order)
+{
+    double finish[CDC_MAX_WORKERS];
+    int64_t longest = 0;
+    for (int s = 0; s < n; s++)
+        longest = len[s] > longest ? len[s] : longest;
+    for (int s = 0; s < n + r; s++) {
+        const cdc_shard_cost_t *c = &line[home[s]];
+        finish[s] = c->fixed_ms + c->per_row_ms * (double) (s < n ? len[s] : longest);
+        order[s] = s;
+    }
+    for (int i = 1; i < n + r; i++) /* insertion sort: n + r <= 64 */
+        for (int j = i; j > 0 && finish[order[j]] > finish[order[j - 1]]; j--) {
+            int t = order[j];
+            order[j] = order[j - 1];
+            order[j - 1] = t;
+        }
+}
+
 /* Keep the lengths this operand had unless len is predicted enough faster;
-   remember what it gets. Returns the latency of what it gets. */
+   remember what it gets. Faster lengths for weights the workers cache
+   (stage) are staged: this call keeps the old ones, plan->stage_* names the
+   new, and the first call after the workers hold them uses them
+   (plan_staging.c). Returns the latency of the lengths this call gets,
+   which it writes to len. */
 static double keep_or_remember(cdc_profiled_state_t *st, uint64_t key,
                                const cdc_shard_cost_t *line, int n, int r, int64_t *len,
-                               double t_new)
+                               double t_new, int stage, cdc_call_plan_t *plan)
 {
-    for (int i = 0; i < CDC_PROFILED_LAYOUTS; i++) {
-        if (st->layouts[i].key != key)
-            continue;
-        double t_old = latency_of(line, st->home_of_slot, n, r, st->layouts[i].len);
-        if (t_new < PLAN_SWITCH_GAIN * t_old) {
-            memcpy(st->layouts[i].len, len, (size_t) n * sizeof *len);
-            CDC_LOG_INFOF("profiled plan: blocks of %lld rows re-sized (predicted %.2f ms, "
-                          "%.2f ms as they were)", (long long) sum_of(len, n), t_new, t_old);
-            return t_new;
-        }
-        memcpy(len, st->layouts[i].len, (size_t) n * sizeof *len);
+    int i = layout_index(st, key);
+    if (i < 0) {
+        /* First sized: the workers hold no lengths of it yet to keep. */
+        i = st->next_layout;
+        st->next_layout = (i + 1) % CDC_PROFILED_LAYOUTS;
+        st->layouts[i].key = key;
+        st->layouts[i].pending_token = 0;
+        memcpy(st->layouts[i].len, len, (size_t) n * sizeof *len);
+        CDC_LOG_INFOF("profiled plan: blocks of %lld rows sized (predicted %.2f ms)",
+                      (long long) sum_of(len, n), t_new);
+        return t_new;
+    }
+    int64_t *kept = st->layouts[i].len, *pending = st->layouts[i].pending;
+    if (st->layouts[i].pending_token && st->layouts[i].pending_staged) {
+        memcpy(kept, pending, (size_t) n * sizeof *len);
+        st->layouts[i].pending_token = 0;
+        CDC_LOG_INFOF("profiled plan: re-sized blocks of %lld rows in use: the workers "
+                      "were sent them in the background", (long long) sum_of(kept, n));
+    }
+    double t_old = latency_of(line, st->home_of_slot, n, r, kept);
+    if (!(t_new < PLAN_SWITCH_GAIN * t_old)) {
+        st->layouts[i].pending_token = 0; /* not worth a change (any longer) */
+        memcpy(len, kept, (size_t) n * sizeof *len);
         return t_old;
     }
-    int at = st->next_layout;
-    st->next_layout = (at + 1) % CDC_PROFILED_LAYOUTS;
-    st->layouts[at].key = key;
-    memcpy(st->layouts[at].len, len, (size_t) n * sizeof *len);
-    CDC_LOG_INFOF("profiled plan: blocks of %lld rows sized (predicted %.2f ms)",
-                  (long long) sum_of(len, n), t_new);
-    return t_new;
+    if (!stage) {
+        memcpy(kept, len, (size_t) n * sizeof *len);
+        CDC_LOG_INFOF("profiled plan: blocks of %lld rows re-sized (predicted %.2f ms, "
+                      "%.2f ms as they were)", (long long) sum_of(len, n), t_new, t_old);
+        return t_new;
+    }
+    if (!st->layouts[i].pending_token ||
+        t_new < PLAN_SWITCH_GAIN * latency_of(line, st->home_of_slot, n, r, pending)) {
+        memcpy(pending, len, (size_t) n * sizeof *len);
+        st->layouts[i].pending_token = ++st->last_token;
+        st->layouts[i].pending_staged = 0;
+        CDC_LOG_INFOF("profiled plan: blocks of %lld rows re-sized (predicted %.2f ms, "
+                      "%.2f ms as they are); their weights go to the workers in the "
+                      "background", (long long) sum_of(len, n), t_new, t_old);
+    }
+    plan->stage_token = st->layouts[i].pending_token;
+    memcpy(plan->stage_len, pending, (size_t) n * sizeof *len);
+    busiest_first(line, st->home_of_slot, n, r, kept, plan->stage_order);
+    memcpy(len, kept, (size_t) n * sizeof *len);
+    return t_old;
+}
+
+/* Whether new lengths len may be staged: the workers cache the cut operand
+   (otherwise nothing is re-shipped), a call can lose one shard (r >= 1: the
+   slot being staged is an erasure), and each home's budget holds its new
+   block beside what it caches now. */
+static int may_stage(const cdc_profiled_state_t *st, const cdc_block_cost_t *cost, int n,
+                     int r, const int64_t *len)
+{
+    if (!(cost->held_per_row > 0.0) || r < 1)
+        return 0;
+    int64_t longest = 0;
+    for (int s = 0; s < n; s++)
+        longest = len[s] > longest ? len[s] : longest;
+    for (int s = 0; s < n + r; s++) {
+        const cdc_worker_profile_t *p = &st->anchored[st->home_of_slot[s]];
+        double block = cost->held_fixed + cost->held_per_row * (double) (s < n ? len[s] : longest);
+        if (p->max_memory > 0 && (double) p->cache_bytes + block > (double) p->max_memory)
+            return 0;
+    }
+    return 1;
+}
+
+void cdc__profiled_plan_staged(cdc_context_t *context, uint64_t token)
+{
+    cdc_profiled_state_t *st = &context->profiled;
+    for (int i = 0; i < CDC_PROFILED_LAYOUTS; i++)
+        if (token && st->layouts[i].pending_token == token)
+            st->layouts[i].pending_staged = 1;
 }
 
 /* Re-anchor the plan's profile when an estimate moved for good, or when one
@@ -333,7 +422,8 @@ int cdc__profiled_plan_size(cdc_context_t *context, cdc_call_plan_t *plan,
     if (fits_caps(line, st->home_of_slot, n, r, equal) &&
         !(t < PLAN_SWITCH_GAIN * latency_of(line, st->home_of_slot, n, r, equal)))
         return 0;
-    t = keep_or_remember(st, layout_key(st, cost, rows, n, r), line, n, r, plan->block_len, t);
+    t = keep_or_remember(st, layout_key(cost, rows, n, r), line, n, r, plan->block_len, t,
+                         may_stage(st, cost, n, r, plan->block_len), plan);
     plan->sized = 1;
     if (predicted_ms)
         *predicted_ms = t;

@@ -38,4 +38,8 @@ int cdc__profiled_plan_predict_lengths(cdc_context_t *context, int n, int r,
                                        const int64_t *len, const int *home,
                                        double *expected_ms, double *worst_ms);
 
+/* The workers hold the blocks staged under token (plan_staging.c): the
+   next call of that operand uses them. */
+void cdc__profiled_plan_staged(cdc_context_t *context, uint64_t token);
+
 #endif

@@ -227,3 +227,52 @@ cdc_hold_t *cdc__shard_set_hold(const cdc_shard_set_t *set)
        not modify what it holds. */
     return (cdc_hold_t *) &set->hold;
 }
+
+/* Whether set is the cut of (code, n, lengths). */
+static int set_matches(const cdc_shard_set_t *set, const cdc_code_t *set_code,
+                       const cdc_code_t *code, int n, const int64_t *lengths)
+{
+    return set && set_code == code && set->r == (code ? cdc_code_r(code) : 0) &&
+           cdc__shard_set_has_layout(set, n, lengths);
+}
+
+int cdc__shard_sets_get(cdc_shard_sets_t *sets, int stage, const cdc_code_t *code, int n,
+                        const int64_t *lengths, const float *src, int64_t rows, int64_t k,
+                        cdc_hold_t *src_hold, const cdc_shard_set_t **set, int *encoded)
+{
+    if (encoded)
+        *encoded = 0;
+    if (set_matches(sets->in_use, sets->in_use_code, code, n, lengths)) {
+        *set = sets->in_use;
+        return CDC_OK;
+    }
+    if (set_matches(sets->staged, sets->staged_code, code, n, lengths)) {
+        if (!stage) {
+            /* Retired, not freed: a send or a slot manifest may still hold it. */
+            cdc__shard_set_retire(&sets->in_use);
+            sets->in_use = sets->staged;
+            sets->in_use_code = sets->staged_code;
+            sets->staged = NULL;
+            sets->staged_code = NULL;
+        }
+        *set = stage ? sets->staged : sets->in_use;
+        return CDC_OK;
+    }
+    cdc_shard_set_t **slot = stage ? &sets->staged : &sets->in_use;
+    cdc__shard_set_retire(slot);
+    int rc = cdc__shard_set_new(code, n, lengths, src, rows, k, src_hold, slot);
+    if (rc != CDC_OK)
+        return rc;
+    *(stage ? &sets->staged_code : &sets->in_use_code) = code;
+    if (encoded)
+        *encoded = 1;
+    *set = *slot;
+    return CDC_OK;
+}
+
+void cdc__shard_sets_retire(cdc_shard_sets_t *sets)
+{
+    cdc__shard_set_retire(&sets->in_use);
+    cdc__shard_set_retire(&sets->staged);
+    sets->in_use_code = sets->staged_code = NULL;
+}

@@ -57,6 +57,28 @@ int cdc__shard_set_new(const cdc_code_t *code, int n, const int64_t *lengths,
    *set_p. */
 void cdc__shard_set_retire(cdc_shard_set_t **set_p);
 
+/* The shard sets an owner of cached weights keeps: the one its calls use
+   and a staged one, for new block lengths whose weights the workers are
+   being sent in the background (plan_staging.c) while the calls go on with
+   the old. A call that asks for the staged layout makes it the one in use. */
+typedef struct {
+    cdc_shard_set_t *in_use, *staged;
+    const cdc_code_t *in_use_code, *staged_code; /* the codes they were encoded with */
+} cdc_shard_sets_t;
+
+/* The set of src (rows x k, held by src_hold as in cdc__shard_set_new) for
+   (code, n, lengths). For a call (stage 0): the one in use when it matches;
+   the staged one when it does, which becomes the one in use (the old one
+   retired); else encoded anew as the one in use. For staging (stage 1): the
+   one in use or the staged one when either matches, else encoded anew as
+   the staged one (the previous staged retired). *encoded (may be NULL): 1
+   when a set was encoded. */
+int cdc__shard_sets_get(cdc_shard_sets_t *sets, int stage, const cdc_code_t *code, int n,
+                        const int64_t *lengths, const float *src, int64_t rows, int64_t k,
+                        cdc_hold_t *src_hold, const cdc_shard_set_t **set, int *encoded);
+/* Retire both (the owner is done with them, or its source changed). */
+void cdc__shard_sets_retire(cdc_shard_sets_t *sets);
+
 /* The hold on the set's blocks: retain it to keep every block (data and
    parity) readable past the owner's retire. Not NULL for a set. */
 cdc_hold_t *cdc__shard_set_hold(const cdc_shard_set_t *set);

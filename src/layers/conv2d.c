@@ -9,6 +9,7 @@
 
 #include "error.h"
 #include "local_cost.h"
+#include "log.h"
 #include "norms.h"
 #include "scratch.h"
 #include "plan.h"
@@ -150,6 +151,22 @@ static int conv_call_init(cdc_coded_call_t *call, const cdc_layer_t *layer,
     return CDC_OK;
 }
 
+/* Re-sized filter blocks (plan->stage_token) go to the workers in the
+   background (plan_staging.c) while this call uses the old ones. */
+static void stage_filters(cdc_layer_t *layer, const cdc_call_plan_t *plan)
+{
+    const cdc_shard_set_t *staged;
+    if (!plan->stage_token || cdc__coded_call_here(plan))
+        return;
+    if (cdc__layer_stage_shards(layer, plan->code, plan->n, plan->stage_len, &staged) !=
+        CDC_OK) {
+        CDC_LOG_WARNF("staging re-sized filter blocks: %s", cdc_last_error());
+        return;
+    }
+    cdc__plan_stage_weights(layer->context, plan, staged,
+                            cdc__shard_set_key(staged, layer->weights_key));
+}
+
 /* Channel split: shard s holds a block of filters and gets the whole input;
    a data shard computes only its block's filters. */
 static int conv_channel_split(cdc_layer_t *layer, const cdc_call_plan_t *plan,
@@ -162,6 +179,7 @@ static int conv_channel_split(cdc_layer_t *layer, const cdc_call_plan_t *plan,
     int rc = cdc__layer_weight_shards(layer, plan->code, n, lengths, &filters);
     if (rc != CDC_OK)
         return rc;
+    stage_filters(layer, plan);
     int64_t spatial = g->out_h * g->out_w, cols = batch * spatial;
     cdc_coded_call_t call;
     conv_scales_job_t job = {layer, filters};

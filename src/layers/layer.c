@@ -99,10 +99,25 @@ int cdc__layer_plan(cdc_layer_t *layer, cdc_call_plan_t *plan)
                              plan);
 }
 
-static int layer_weights_shards(cdc_weights_t *self, const cdc_code_t *code, int n,
-                                const int64_t *lengths, const cdc_shard_set_t **set)
+/* A layer's weight shards for a call (stage 0) or for staging (stage 1). */
+static int layer_shards(cdc_layer_t *layer, int stage, const cdc_code_t *code, int n,
+                        const int64_t *lengths, const cdc_shard_set_t **set)
 {
-    return cdc__layer_weight_shards(self->owner, code, n, lengths, set);
+    int encoded;
+    int rc = cdc__shard_sets_get(&layer->weight_sets, stage, code, n, lengths, layer->weights,
+                                 layer->rows, layer->k, layer->weights_hold, set, &encoded);
+    if (rc == CDC_OK && encoded) {
+        pthread_mutex_lock(&layer->context->lock);
+        layer->context->stats.weight_encodes++;
+        pthread_mutex_unlock(&layer->context->lock);
+    }
+    return rc;
+}
+
+static int layer_weights_shards(cdc_weights_t *self, int stage, const cdc_code_t *code,
+                                int n, const int64_t *lengths, const cdc_shard_set_t **set)
+{
+    return layer_shards(self->owner, stage, code, n, lengths, set);
 }
 
 static const double *layer_weights_norms(cdc_weights_t *self)
@@ -133,22 +148,13 @@ cdc_epilogue_t cdc__layer_epilogue(const cdc_layer_t *layer, int64_t batch, int6
 int cdc__layer_weight_shards(cdc_layer_t *layer, const cdc_code_t *code, int n,
                              const int64_t *lengths, const cdc_shard_set_t **set)
 {
-    cdc_shard_set_t *cached = layer->weight_shards;
-    if (!cached || !cdc__shard_set_has_layout(cached, n, lengths) ||
-        layer->weight_code != code || cached->r != (code ? cdc_code_r(code) : 0)) {
-        /* Retired, not freed: a send or a holder may still read it. */
-        cdc__shard_set_retire(&layer->weight_shards);
-        int rc = cdc__shard_set_new(code, n, lengths, layer->weights, layer->rows, layer->k,
-                                    layer->weights_hold, &layer->weight_shards);
-        if (rc != CDC_OK)
-            return rc;
-        layer->weight_code = code;
-        pthread_mutex_lock(&layer->context->lock);
-        layer->context->stats.weight_encodes++;
-        pthread_mutex_unlock(&layer->context->lock);
-    }
-    *set = layer->weight_shards;
-    return CDC_OK;
+    return layer_shards(layer, 0, code, n, lengths, set);
+}
+
+int cdc__layer_stage_shards(cdc_layer_t *layer, const cdc_code_t *code, int n,
+                            const int64_t *lengths, const cdc_shard_set_t **set)
+{
+    return layer_shards(layer, 1, code, n, lengths, set);
 }
 
 const double *cdc__layer_weight_norms(cdc_layer_t *layer)
@@ -173,7 +179,7 @@ void cdc_layer_destroy(cdc_layer_t **layer_p)
     cdc_layer_t *layer = *layer_p;
     /* The weights and their row blocks go when their last holder lets go
        (a zero-copy send still in flight, the client's slot manifest). */
-    cdc__shard_set_retire(&layer->weight_shards);
+    cdc__shard_sets_retire(&layer->weight_sets);
     cdc_hold_retire(layer->weights_hold);
     free(layer->bias);
     free(layer->weight_norms);

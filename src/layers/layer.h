@@ -20,11 +20,11 @@ struct cdc_layer {
     uint64_t weights_key; /* content hash: names the weights on workers   */
     cdc_conv2d_desc_t conv;
     /* Row blocks + parity of the weights for the current (code, n, block
-       lengths): encoded once, reused by every call until the plan changes;
-       a new plan (and cdc_layer_destroy) retires it: it goes when its last
+       lengths), encoded once and reused by every call until the plan
+       changes, and those of new lengths being staged (shard_set.h); a new
+       plan (and cdc_layer_destroy) retires a set: it goes when its last
        holder lets go. */
-    cdc_shard_set_t *weight_shards;
-    const cdc_code_t *weight_code;
+    cdc_shard_sets_t weight_sets;
     cdc_split_t last_split;
     double *weight_norms; /* row norms of the weights, computed on first use */
 };
@@ -38,6 +38,10 @@ int cdc__layer_new(cdc_context_t *context, cdc_layer_kind_t kind, int64_t rows,
    encoding them on first use and whenever the layout changes. */
 int cdc__layer_weight_shards(cdc_layer_t *layer, const cdc_code_t *code, int n,
                              const int64_t *lengths, const cdc_shard_set_t **set);
+/* The same for lengths being staged (the workers sent them in the
+   background, plan_staging.c): the calls keep the set in use meanwhile. */
+int cdc__layer_stage_shards(cdc_layer_t *layer, const cdc_code_t *code, int n,
+                            const int64_t *lengths, const cdc_shard_set_t **set);
 
 /* Row norms of the whole weight matrix (scale of the parity check), computed
    once; NULL when out of memory (the check is then skipped). */
