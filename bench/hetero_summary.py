@@ -13,8 +13,10 @@ shift: SHIFT.log is the run's stderr at CDCGEMM_LOG=info, each line prefixed wit
 UNIX time it was read (bench/scenarios.sh does it). The worker says when its slow
 fault took over, the bench when the timed requests began, the profiled plan when it
 changed. Prints when the device became slower, how long until the plan's first change
-after that (its share taken away), and the p50 of the requests from 10 s after it on
-against the p50 of the plan made for the new mix from the start (OPTIMUM.csv).
+after that (its share taken away) and until the new blocks were in use (staged in the
+background), the slowest request from the onset on, and the p50 of the requests from
+10 s after it on against the p50 of the plan made for the new mix from the start
+(OPTIMUM.csv).
 """
 import csv
 import json
@@ -93,6 +95,15 @@ def shift(shift_csv, shift_log, optimum_csv):
     if changes:
         t, text = changes[0]
         print(f"first plan change {t - onset:.2f} s after it: {text}")
+        # Re-sized blocks of cached weights are staged: in use once the workers hold them.
+        in_use = [(t, text) for t, text in changes if "in use" in text]
+        if in_use:
+            t, text = in_use[0]
+            print(f"new blocks in use {t - onset:.2f} s after it: {text}")
+        requests = [r for r in rows if float(r["start_ms"]) >= onset_ms]
+        if requests:
+            worst = max(float(r["latency_ms"]) for r in requests)
+            print(f"slowest request from the onset on: {worst:.2f} ms")
     else:
         print("no plan change after it")
     print(f"p50 from 10 s after it: {p50(settled):.2f} ms ({len(settled)} requests); "

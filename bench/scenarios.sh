@@ -2,7 +2,7 @@
 # scenarios.sh - the fault-injection scenarios of docs/benchmarks.md, one JSON each.
 # usage: bench/scenarios.sh [BUILD_DIR] [OUT_DIR] [SCENARIO...]
 #   scenarios: crash stragglers scaling speedup chaos repair hetero hetero-crash
-#   hetero-shift soak (default: all
+#   hetero-shift hetero-drift soak (default: all
 #   but soak, which takes about 20 minutes; SOAK_REQUESTS=N shortens it)
 set -eu
 build=${1:-build}
@@ -23,7 +23,7 @@ MIX="$MIX;slow@w4:gflops=0.125"
 # 2 cores (about 30 GFLOP/s) would beat the emulated devices on every layer, and the
 # profiled plan would keep everything here.
 COORD="slow@c:gflops=1"
-scenarios=${*:-crash stragglers scaling speedup chaos repair hetero hetero-crash hetero-shift}
+scenarios=${*:-crash stragglers scaling speedup chaos repair hetero hetero-crash hetero-shift hetero-drift}
 
 for s in $scenarios; do
   case $s in
@@ -140,6 +140,25 @@ for line in sys.stdin: sys.stdout.write("%.3f %s" % (time.time(), line))' \
     grep '^[0-9.]* coded ' "$out/hetero_shift.log" || true
     python3 "$(dirname "$0")/hetero_summary.py" shift "$out/hetero_shift.csv" \
       "$out/hetero_shift.log" "$out/hetero_shift_optimum.csv"
+    ;;
+  hetero-drift)
+    # The same device becomes 1.67x slower instead: the re-size gains about 20%, and
+    # its new blocks are staged in the background (docs/workers.md, "Re-sized blocks,
+    # staged") rather than sent on a call's path.
+    shifted="slow@w0:gflops=0.6;slow@w1:gflops=1;slow@w2:gflops=0.25;slow@w3:gflops=0.25"
+    shifted="$shifted;slow@w4:gflops=0.125"
+    "$bench" --layer fc:4096x9216 --workers 5 --parity 1 --requests 300 --warmup 40 \
+      --faults "$COORD;$shifted;$WIFI;seed=1" --plan profiled \
+      --json "$out/hetero_drift_optimum.json" --csv "$out/hetero_drift_optimum.csv"
+    CDCGEMM_LOG=info "$bench" --layer fc:4096x9216 --workers 5 --parity 1 --requests 700 \
+      --warmup 40 --faults "$COORD;$MIX;slow@w0:gflops=0.6,after=200;$WIFI;seed=1" \
+      --plan profiled --json "$out/hetero_drift.json" --csv "$out/hetero_drift.csv" 2>&1 |
+      python3 -u -c 'import sys, time
+for line in sys.stdin: sys.stdout.write("%.3f %s" % (time.time(), line))' \
+      > "$out/hetero_drift.log"
+    grep '^[0-9.]* coded ' "$out/hetero_drift.log" || true
+    python3 "$(dirname "$0")/hetero_summary.py" shift "$out/hetero_drift.csv" \
+      "$out/hetero_drift.log" "$out/hetero_drift_optimum.csv"
     ;;
   soak)
     # Issue 11's soak: AlexNet on 6 embedded workers, a SIGKILL every ~2 s and a 1 s

@@ -635,10 +635,10 @@ END_TEST
 START_TEST(test_faults_through_coordinator)
 {
     /* Six workers, r = 2. Worker 1 drops every reply, worker 3 hangs (no
-       PONG either) for 800 ms at its second task: every call still right,
+       PONG either) for 1200 ms at its second task: every call still right,
        the hang seen as a death and a rejoin, neither waited for. */
     cdc_context_t *context =
-        local_context(6, 2, "drop@w1:p=1;hang@w3:after=1,for=800", 0, TIMEOUT_MS);
+        local_context(6, 2, "drop@w1:p=1;hang@w3:after=1,for=1200", 0, TIMEOUT_MS);
     layer_case_t fc;
     fc_case(&fc, context, 1024, 2304, 4, 15);
     case_check(&fc);
@@ -653,17 +653,19 @@ START_TEST(test_faults_through_coordinator)
     ck_assert(report.shard_ms[1] < 0 && report.shard_ms[3] < 0); /* dropped, hung */
     ck_assert_int_eq(report.decoded, 2);
     /* Silence makes it dead after 300 ms (+ up to one 100 ms PING period):
-       seen before its 800 ms hang ends, counted from the call that hung it. */
+       seen before its 1200 ms hang ends, counted from the call that hung it
+       (the hang is long so that a loaded CI machine still sees it). */
     double hung_for = cdc_test_now_s() - start;
-    ck_assert_msg(wait_live(context, 3, 0, 0.75 - hung_for) >= 0,
-                  "hang not seen as a death within 750 ms");
+    ck_assert_msg(wait_live(context, 3, 0, 1.1 - hung_for) >= 0,
+                  "hang not seen as a death within 1.1 s");
     case_check_within(&fc, 0.5);
-    /* Hung, it gets nothing but stays in the plan (grace 1 s > the 800 ms
-       hang): shards 1 (dropped) and 3 (not sent) are decoded. */
+    /* Hung, it gets nothing but stays in the plan (dead after >= 300 ms,
+       then 1 s of grace: past the 1200 ms hang): shards 1 (dropped) and 3
+       (not sent) are decoded. */
     ck_assert_int_eq(last_call(context).n, 4);
     ck_assert_int_eq(last_call(context).decoded, 2);
-    ck_assert_msg(wait_live(context, 3, 1, 1.5) >= 0, "no rejoin after the hang");
-    ck_assert(cdc_test_now_s() - start >= 0.7);
+    ck_assert_msg(wait_live(context, 3, 1, 2.0) >= 0, "no rejoin after the hang");
+    ck_assert(cdc_test_now_s() - start >= 1.1);
     case_check(&fc);
     cdc_stats_t stats = stats_of(context);
     ck_assert_uint_eq(stats.fallbacks, 0);

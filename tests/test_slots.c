@@ -581,6 +581,47 @@ START_TEST(test_staging_dropped_with_its_blocks)
 }
 END_TEST
 
+/* The owner re-sizes again while a slot's home is taking in a block: the
+   staging is dropped, but that home stays out of the calls (not ready for
+   any slot) until it acknowledged what it was sent, since a task would wait
+   behind the transfer; then it serves again and nothing else is staged. */
+START_TEST(test_dropped_staging_drains_first)
+{
+    cdc_slots_t *slots = malloc(sizeof *slots);
+    fake_io_t fake;
+    cdc_slot_io_t io;
+    int freed = 0;
+    const uint64_t all = BIT(3) - 1;
+    slots_start(slots, 3, 3, &fake, &io);
+    held_block_t *block = held_block_new(&freed);
+    cdc_slot_weight_t staged[3];
+    for (int s = 0; s < 3; s++)
+        staged[s] = weight_of(block, 500 + (uint64_t) s);
+    cdc_slots_stage(slots, 9, staged, 3, NULL);
+    cdc_slots_restore(slots, all, &io);
+    ck_assert_int_eq(slots->staging_slot, 0);
+    ck_assert_int_eq(fake.weights_sent[0], 1);
+    cdc_hold_retire(&block->hold);
+    cdc_slots_restore(slots, all, &io);
+    ck_assert_int_eq(cdc_slots_staged(slots, 9), -1); /* dropped */
+    uint64_t ready[3];
+    cdc_slots_ready(slots, ready);
+    ck_assert_uint_eq(ready[0], 0);
+    ck_assert(!cdc_slots_full(slots, all));
+    ck_assert(cdc_slots_staging(slots)); /* the passes go on until it drained */
+    ack_all_and_pass(slots, &fake, &io, 3, all);
+    cdc_slots_restore(slots, all, &io);
+    ck_assert_int_eq(slots->staging_slot, -1);
+    cdc_slots_ready(slots, ready);
+    ck_assert_uint_eq(ready[0], BIT(0));
+    ck_assert(cdc_slots_full(slots, all));
+    ck_assert(!cdc_slots_staging(slots));
+    cdc_slots_fini(slots);
+    ck_assert_int_eq(freed, 1);
+    free(slots);
+}
+END_TEST
+
 static Suite *slots_suite(void)
 {
     Suite *suite = suite_create("slots");
@@ -602,6 +643,7 @@ static Suite *slots_suite(void)
     TCase *staging = tcase_create("staging");
     tcase_add_test(staging, test_staged_one_slot_at_a_time);
     tcase_add_test(staging, test_staging_dropped_with_its_blocks);
+    tcase_add_test(staging, test_dropped_staging_drains_first);
     suite_add_tcase(suite, staging);
     return suite;
 }

@@ -337,7 +337,19 @@ int cdc_slots_staged(cdc_slots_t *slots, uint64_t token)
 
 int cdc_slots_staging(const cdc_slots_t *slots)
 {
-    return slots->staging_count > 0;
+    return slots->staging_count > 0 || slots->staging_slot >= 0;
+}
+
+/* The home of the slot being staged while what it was sent is not all
+   acknowledged, else -1. Not ready for any slot: a task would wait behind
+   the transfer, also one whose staging was dropped on the way (the owner
+   re-sized again), which no manifest asks for any more. */
+static int staging_home_busy(const cdc_slots_t *slots)
+{
+    int home = slots->staging_slot >= 0 ? cdc_slots_home(slots, slots->staging_slot) : -1;
+    if (home < 0 || slots->workers[home].sent_seq <= slots->workers[home].acked_seq)
+        return -1;
+    return home;
 }
 
 /* The next slot to stage: the oldest staging's first (in its order) whose
@@ -372,6 +384,8 @@ static void staging_step(cdc_slots_t *slots, uint64_t live)
     for (int i = 0; s >= 0 && i < slots->staging_count; i++)
         if (!slot_staged(slots, &slots->staging[i], s))
             return; /* its home is still taking them in */
+    if (staging_home_busy(slots) >= 0)
+        return;
     slots->staging_slot = -1;
     if (slots->staging_count == 0 || !cdc_slots_full(slots, live))
         return;
@@ -425,8 +439,9 @@ int cdc_slots_full(const cdc_slots_t *slots, uint64_t live)
     uint64_t ready[CDC_MAX_WORKERS];
     for (int s = 0; s < slots->slot_count; s++)
         shards[s] = s;
+    int staging_home = staging_home_busy(slots);
     for (int w = 0; w < slots->worker_count; w++)
-        ready[w] = slots->workers[w].ready;
+        ready[w] = w == staging_home ? 0 : slots->workers[w].ready;
     /* Every slot tolerable: nothing goes where its weights are not. */
     cdc_placement_slots(shards, slots->slot_count, slots->worker_count, slots->home_of_slot,
                         live, ready, slots->slot_count, worker_of);
@@ -444,6 +459,6 @@ void cdc_slots_ready(const cdc_slots_t *slots, uint64_t *ready)
            caching them: its result would come too late, and tasks would
            pile up behind them. */
         int busy_spare = slot_homed_on(slots, w) < 0 && worker->sent_seq > worker->acked_seq;
-        ready[w] = busy_spare ? 0 : worker->ready;
+        ready[w] = busy_spare || w == staging_home_busy(slots) ? 0 : worker->ready;
     }
 }

@@ -26,7 +26,7 @@ typedef struct {
     int home_of_slot[CDC_MAX_WORKERS];
     int slots;           /* n + r the homes were chosen for; 0: none yet    */
     struct {             /* the lengths last given to an operand's shape    */
-        uint64_t key;    /* its shape, cost and homes (0: empty)            */
+        uint64_t key;    /* its shape and cost (0: empty)                   */
         int64_t len[CDC_CODE_MAX_N];
         int64_t pending[CDC_CODE_MAX_N]; /* faster lengths whose weights are
                             being staged (plan_staging.c)                  */

@@ -127,8 +127,9 @@ void cdc__plan_prefer_here(cdc_context_t *context, cdc_call_plan_t *plan, double
 /* When the plan re-sized the blocks of weights the workers cache
    (plan->stage_token): send the new blocks (set, the owner's staged shard
    set for plan->stage_len; key, the one naming the cut operand's blocks,
-   cdc__shard_set_key of set) to the slots' homes in the background, and once they hold them let the next
-   call use them. The call at hand goes on with the blocks they hold. */
+   cdc__shard_set_key of set) to the slots' homes in the background, and
+   once they hold them let the next call use them. The call at hand goes on
+   with the blocks they hold. */
 void cdc__plan_stage_weights(cdc_context_t *context, const cdc_call_plan_t *plan,
                              const cdc_shard_set_t *set, uint64_t key);
 

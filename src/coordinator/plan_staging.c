@@ -9,7 +9,10 @@
  * time, its home takes them in while the calls treat that slot as an
  * erasure and decode it from parity, so no call queues behind the
  * transfer. Once every home holds its new block, the next call uses them.
- * The price: during the staging the calls have one erasure fewer to spare. */
+ * The price: during the staging the calls have one erasure fewer to spare,
+ * and they run at the old lengths' latency for the sum of the transfers
+ * (sent side by side on the call path, the longest would be all one call
+ * waits, but that call waits it, and times out over a slow link). */
 #include "plan.h"
 
 #include "executor.h"

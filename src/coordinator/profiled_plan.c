@@ -216,12 +216,33 @@ static void busiest_first(const cdc_shard_cost_t *line, const int *home, int n, 
         }
 }
 
+/* Whether new lengths len may be staged: the workers cache the cut operand
+   (otherwise nothing is re-shipped), a call can lose one shard (r >= 1:
+   the slot being staged is an erasure), and each home's budget holds its
+   new block beside what it caches now. */
+static int may_stage(const cdc_profiled_state_t *st, const cdc_block_cost_t *cost, int n,
+                     int r, const int64_t *len)
+{
+    if (!(cost->held_per_row > 0.0) || r < 1)
+        return 0;
+    int64_t longest = 0;
+    for (int s = 0; s < n; s++)
+        longest = len[s] > longest ? len[s] : longest;
+    for (int s = 0; s < n + r; s++) {
+        const cdc_worker_profile_t *p = &st->anchored[st->home_of_slot[s]];
+        double block = cost->held_fixed + cost->held_per_row * (double) (s < n ? len[s] : longest);
+        if (p->max_memory > 0 && (double) p->cache_bytes + block > (double) p->max_memory)
+            return 0;
+    }
+    return 1;
+}
+
 /* Keep the lengths this operand had unless len is predicted enough faster;
    remember what it gets. Faster lengths for weights the workers cache
-   (stage) are staged: this call keeps the old ones, plan->stage_* names the
-   new, and the first call after the workers hold them uses them
-   (plan_staging.c). Returns the latency of the lengths this call gets,
-   which it writes to len. */
+   (stage: may_stage) are staged: this call keeps the old ones,
+   plan->stage_* names the new, and the first call after the workers hold
+   them uses them (plan_staging.c). Returns the latency of the lengths this
+   call gets, which it writes to len. */
 static double keep_or_remember(cdc_profiled_state_t *st, uint64_t key,
                                const cdc_shard_cost_t *line, int n, int r, int64_t *len,
                                double t_new, int stage, cdc_call_plan_t *plan)
@@ -253,12 +274,17 @@ static double keep_or_remember(cdc_profiled_state_t *st, uint64_t key,
     }
     if (!stage) {
         memcpy(kept, len, (size_t) n * sizeof *len);
+        st->layouts[i].pending_token = 0;
         CDC_LOG_INFOF("profiled plan: blocks of %lld rows re-sized (predicted %.2f ms, "
                       "%.2f ms as they were)", (long long) sum_of(len, n), t_new, t_old);
         return t_new;
     }
+    /* A staging under way is finished while its lengths still gain enough
+       over the old ones, even if newer ones look better still: restarting
+       it at every move of a settling estimate would never finish. The next
+       re-size, if any, follows once it is in use. */
     if (!st->layouts[i].pending_token ||
-        t_new < PLAN_SWITCH_GAIN * latency_of(line, st->home_of_slot, n, r, pending)) {
+        !(latency_of(line, st->home_of_slot, n, r, pending) < PLAN_SWITCH_GAIN * t_old)) {
         memcpy(pending, len, (size_t) n * sizeof *len);
         st->layouts[i].pending_token = ++st->last_token;
         st->layouts[i].pending_staged = 0;
@@ -271,27 +297,6 @@ static double keep_or_remember(cdc_profiled_state_t *st, uint64_t key,
     busiest_first(line, st->home_of_slot, n, r, kept, plan->stage_order);
     memcpy(len, kept, (size_t) n * sizeof *len);
     return t_old;
-}
-
-/* Whether new lengths len may be staged: the workers cache the cut operand
-   (otherwise nothing is re-shipped), a call can lose one shard (r >= 1: the
-   slot being staged is an erasure), and each home's budget holds its new
-   block beside what it caches now. */
-static int may_stage(const cdc_profiled_state_t *st, const cdc_block_cost_t *cost, int n,
-                     int r, const int64_t *len)
-{
-    if (!(cost->held_per_row > 0.0) || r < 1)
-        return 0;
-    int64_t longest = 0;
-    for (int s = 0; s < n; s++)
-        longest = len[s] > longest ? len[s] : longest;
-    for (int s = 0; s < n + r; s++) {
-        const cdc_worker_profile_t *p = &st->anchored[st->home_of_slot[s]];
-        double block = cost->held_fixed + cost->held_per_row * (double) (s < n ? len[s] : longest);
-        if (p->max_memory > 0 && (double) p->cache_bytes + block > (double) p->max_memory)
-            return 0;
-    }
-    return 1;
 }
 
 void cdc__profiled_plan_staged(cdc_context_t *context, uint64_t token)
