@@ -40,13 +40,16 @@ static const char *split_name(cdc_split_t split)
     return split == CDC_SPLIT_ROWS ? "rows" : split == CDC_SPLIT_COLUMNS ? "columns" : "auto";
 }
 
-/* "w0:1200 w1:1180 ... p@w3:1200": each data block's rows on its worker,
-   then each parity's (as long as the longest). */
+/* "c:400 w0:1200 w1:1180 ... p@w3:1200": the coordinator's share (when it
+   takes one), each data block's rows on its worker, then each parity's (as
+   long as the longest). */
 static void blocks_text(const cdc_plan_record_t *p, char *out, size_t size)
 {
     size_t used = 0;
     int64_t longest = 0;
     out[0] = '\0';
+    if (p->here_rows > 0)
+        used += (size_t) snprintf(out, size, "c:%lld ", (long long) p->here_rows);
     for (int s = 0; s < p->n + p->r && used < size; s++) {
         if (s < p->n)
             longest = p->block_len[s] > longest ? p->block_len[s] : longest;
@@ -61,7 +64,8 @@ void cdc_bench_plan_print(FILE *out, const cdc_run_t *run)
     double errors[CDC_BENCH_MAX_LAYERS];
     int judged = 0;
     fprintf(out, "%-10s %-8s %2s %2s %12s %12s %7s  %s\n", "layer", "split", "n", "r",
-            "predicted_ms", "measured_ms", "ratio", "blocks (rows on worker; p@: parity)");
+            "predicted_ms", "measured_ms", "ratio",
+            "blocks (rows on worker; c: the coordinator's; p@: parity)");
     for (int i = 0; i < run->layer_count; i++) {
         const cdc_layer_plan_t *l = &run->layer_plans[i];
         double predicted = median_of(l->expected_ms, l->count);
@@ -90,9 +94,11 @@ void cdc_bench_plan_write_json(FILE *out, const cdc_run_t *run)
     for (int i = 0; i < run->layer_count; i++) {
         const cdc_layer_plan_t *l = &run->layer_plans[i];
         fprintf(out, "%s\n    {\"name\": \"%s\", \"split\": \"%s\", \"n\": %d, \"r\": %d, "
-                     "\"over_budget\": %s, \"here\": %s, \"blocks\": [",
+                     "\"over_budget\": %s, \"here\": %s, \"coordinator_rows\": %lld, "
+                     "\"blocks\": [",
                 i ? "," : "", l->name, split_name(l->last.split), l->last.n, l->last.r,
-                l->last.over_budget ? "true" : "false", l->last.here ? "true" : "false");
+                l->last.over_budget ? "true" : "false", l->last.here ? "true" : "false",
+                (long long) l->last.here_rows);
         int64_t longest = 0;
         for (int s = 0; s < l->last.n + l->last.r; s++) {
             if (s < l->last.n)

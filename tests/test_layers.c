@@ -357,7 +357,7 @@ START_TEST(test_weight_shards_outlive_layer)
 
     /* A new plan: the old set is retired, not freed. */
     const cdc_shard_set_t *other = NULL;
-    ck_assert_int_eq(cdc__layer_weight_shards(layer, NULL, 2, NULL, &other), CDC_OK);
+    ck_assert_int_eq(cdc__layer_weight_shards(layer, NULL, 2, 0, NULL, &other), CDC_OK);
     ck_assert_ptr_ne(other, set);
     ck_assert(cdc_hold_retired(held));
     ck_assert_int_eq(cdc_hold_refs(layer->weights_hold), 3); /* layer, both sets */

@@ -54,12 +54,22 @@ static int blocks_unequal(const cdc_test_fc_t *f)
     return 0;
 }
 
-/* Two fast devices, two at a quarter, one at an eighth (the mix). */
+/* Whether some operand's re-sized blocks are being staged. */
+static int staging_under_way(const cdc_context_t *context)
+{
+    for (int i = 0; i < CDC_PROFILED_LAYOUTS; i++)
+        if (context->profiled.layouts[i].pending_token)
+            return 1;
+    return 0;
+}
+
+/* Two fast devices, two at a quarter, one at an eighth (the issue's mix),
+   and a coordinator at a twentieth: it takes a share of the rows too. */
 START_TEST(test_mix_sized_to_devices)
 {
     cdc_context_t *context = profiled_context(
         "slow@w0:gflops=1;slow@w1:gflops=1;slow@w2:gflops=0.25;slow@w3:gflops=0.25;"
-        "slow@w4:gflops=0.125");
+        "slow@w4:gflops=0.125;slow@c:gflops=0.05");
     cdc_test_fc_t f;
     cdc_test_fc_make(&f, context, OUT, IN, BATCH, 21, 0);
     double start = cdc_test_now_s();
@@ -70,6 +80,14 @@ START_TEST(test_mix_sized_to_devices)
             break;
     }
     ck_assert_msg(blocks_unequal(&f), "still equal blocks after %d calls", calls);
+    /* On a loaded host the first estimates can be off enough that the homes
+       move and the blocks are re-sized once more (staged): the lengths
+       checked below are those for the homes, once in use. */
+    for (; calls < 2 * MAX_CALLS && cdc_test_now_s() - start < 2 * MAX_SECONDS &&
+           staging_under_way(context);
+         calls++)
+        cdc_test_fc_check(&f, REL_TOL);
+    ck_assert_msg(!staging_under_way(context), "still staging after %d calls", calls);
     for (int i = 0; i < 20; i++)
         cdc_test_fc_check(&f, REL_TOL);
 
@@ -112,7 +130,11 @@ START_TEST(test_mix_sized_to_devices)
         ck_assert_int_eq(record.home[s], home[s]);
         seen |= UINT64_C(1) << record.home[s];
     }
-    ck_assert_int_eq(total, OUT);
+    /* The coordinator computes the first rows itself (every call above was
+       checked exact), the blocks cut the rest. */
+    ck_assert_int_gt(record.here_rows, 0);
+    ck_assert_int_eq(set->first_row, record.here_rows);
+    ck_assert_int_eq(total, OUT - record.here_rows);
     ck_assert_int_eq(__builtin_popcountll(seen), WORKERS);
     ck_assert(!record.over_budget);
     ck_assert_msg(record.expected_ms > 0.0 && record.expected_ms <= record.worst_ms,
@@ -123,18 +145,20 @@ START_TEST(test_mix_sized_to_devices)
 }
 END_TEST
 
-/* Identical devices: sizing is not predicted to pay, so the blocks stay
-   equal and nothing moves. Slow enough (84 ms a shard) that the host's own
+/* Identical devices and a coordinator far slower than them: neither
+   sizing nor a share is predicted to pay, so the blocks stay equal, cut
+   every row, and nothing moves. Slow enough (84 ms a shard) that the host's own
    GEMV and a loaded scheduler stay well under the 10% a move must gain. */
 START_TEST(test_identical_devices_stay_equal)
 {
-    cdc_context_t *context = profiled_context("slow@*:gflops=0.1");
+    cdc_context_t *context = profiled_context("slow@*:gflops=0.1;slow@c:gflops=0.001");
     cdc_test_fc_t f;
     cdc_test_fc_make(&f, context, OUT, IN, BATCH, 21, 0);
     double start = cdc_test_now_s();
     for (int calls = 0; calls < 60 && cdc_test_now_s() - start < MAX_SECONDS; calls++)
         cdc_test_fc_check(&f, REL_TOL);
     ck_assert(!blocks_unequal(&f));
+    ck_assert_int_eq(f.layer->weight_sets.in_use->first_row, 0);
     for (int s = 0; s < context->profiled.slots; s++)
         ck_assert_int_eq(context->profiled.home_of_slot[s], s);
     cdc_test_fc_free(&f);
@@ -145,12 +169,13 @@ END_TEST
 /* A conv layer of 13 output rows on 4 data shards: spatially, bands of 3-4
    rows each also compute 2 halo rows (a 3x3 window), which the bytes rule
    does not see and the latency model does; cut by channel there is no halo
-   and the image (43 KB) is cheap to send. */
+   and the image (43 KB) is cheap to send. The coordinator (at a twentieth)
+   computes a few filters itself. */
 START_TEST(test_conv_split_by_latency)
 {
     cdc_context_t *context = profiled_context(
         "slow@w0:gflops=1;slow@w1:gflops=1;slow@w2:gflops=0.25;slow@w3:gflops=0.25;"
-        "slow@w4:gflops=0.125");
+        "slow@w4:gflops=0.125;slow@c:gflops=0.05");
     const cdc_ref_conv_t ref = {1, 64, 13, 13, 128, 3, 3, 1, 1, 1, 1, 1, 1, 0};
     cdc_conv2d_desc_t desc = {64, 128, 3, 3, 1, 1, 1, 1, 1, 1};
     cdc_test_rng_t rng;
@@ -186,6 +211,10 @@ START_TEST(test_conv_split_by_latency)
         ck_assert(cdc_test_rel_error(y, want, ycount) <= REL_TOL);
         ck_assert_int_eq(cdc_layer_split(layer), CDC_SPLIT_ROWS);
     }
+    cdc_plan_record_t record;
+    cdc__plan_last(context, &record);
+    ck_assert_int_gt(record.here_rows, 0);
+    ck_assert_int_eq(layer->weight_sets.in_use->first_row, record.here_rows);
     cdc_layer_destroy(&layer);
     free(w);
     free(x);
@@ -273,15 +302,6 @@ static uint64_t call_path_weight_bytes(cdc_context_t *context)
     return counters.weight_bytes - counters.background_weight_bytes;
 }
 
-/* Whether some operand's re-sized blocks are being staged. */
-static int staging_under_way(const cdc_context_t *context)
-{
-    for (int i = 0; i < CDC_PROFILED_LAYOUTS; i++)
-        if (context->profiled.layouts[i].pending_token)
-            return 1;
-    return 0;
-}
-
 /* A quarter-speed device (a data home: the parity goes to a fast one)
    becomes 4x slower mid-run (its 80th task) over a 400
    Mbit/s link, with a coordinator too slow to compute the layer itself
@@ -301,11 +321,13 @@ START_TEST(test_resize_staged)
     cdc_test_fc_make(&f, context, OUT, IN, BATCH, 23, 0);
     double start = cdc_test_now_s();
     int calls = 0;
-    for (; calls < MAX_CALLS && cdc_test_now_s() - start < MAX_SECONDS && !blocks_unequal(&f);
+    /* Sized, and any re-size of the first estimates (a loaded host) in use. */
+    for (; calls < MAX_CALLS && cdc_test_now_s() - start < MAX_SECONDS &&
+           (!blocks_unequal(&f) || staging_under_way(context));
          calls++)
         cdc_test_fc_check(&f, REL_TOL);
     ck_assert_msg(blocks_unequal(&f), "still equal blocks after %d calls", calls);
-    ck_assert_msg(!staging_under_way(context), "staged before the device changed");
+    ck_assert_msg(!staging_under_way(context), "still staging after %d calls", calls);
     int64_t sized[CDC_CODE_MAX_N];
     memcpy(sized, f.layer->weight_sets.in_use->len, sizeof sized);
     int sized_home[WORKERS];
@@ -328,8 +350,13 @@ START_TEST(test_resize_staged)
     ck_assert_msg(staged_calls > 0, "re-sized without staging");
     for (int i = 0; i < 10; i++)
         cdc_test_fc_check(&f, REL_TOL);
-    ck_assert_uint_eq(call_path_weight_bytes(context), sized_bytes);
     ck_assert_int_eq(cdc_context_stats(context, &after), CDC_OK);
+    ck_assert_msg(call_path_weight_bytes(context) == sized_bytes,
+                  "%llu weight bytes on the call path after the first sizing (%llu "
+                  "deaths, %llu rejoins)",
+                  (unsigned long long) (call_path_weight_bytes(context) - sized_bytes),
+                  (unsigned long long) (after.worker_deaths - before.worker_deaths),
+                  (unsigned long long) (after.worker_rejoins - before.worker_rejoins));
     ck_assert_uint_eq(after.fallbacks, 0);
     /* The slot being staged was decoded from parity on some call. */
     ck_assert_uint_gt(after.results_decoded, before.results_decoded);

@@ -324,8 +324,8 @@ START_TEST(test_unequal_offsets_and_aliasing)
             largest = lengths[c][i] > largest ? lengths[c][i] : largest;
         }
         ck_assert_int_eq(set->block_rows, largest);
-        ck_assert(cdc__shard_set_has_layout(set, 4, lengths[c]));
-        ck_assert(!cdc__shard_set_has_layout(set, 4, lengths[(c + 1) % 4]));
+        ck_assert(cdc__shard_set_has_layout(set, 4, 0, lengths[c]));
+        ck_assert(!cdc__shard_set_has_layout(set, 4, 0, lengths[(c + 1) % 4]));
         ck_assert_ptr_null(set->owned);
         keys[c] = set->layout_key;
         ck_assert_uint_eq(cdc__shard_set_key(set, 1234) == 1234, keys[c] == 0);
@@ -339,10 +339,54 @@ START_TEST(test_unequal_offsets_and_aliasing)
     }
     /* Explicit equal-cut lengths are the NULL layout. */
     cdc_shard_set_t *set = set_new(NULL, 4, src, 8, k);
-    ck_assert(cdc__shard_set_has_layout(set, 4, lengths[3]));
-    ck_assert(cdc__shard_set_has_layout(set, 4, NULL));
-    ck_assert(!cdc__shard_set_has_layout(set, 3, NULL));
+    ck_assert(cdc__shard_set_has_layout(set, 4, 0, lengths[3]));
+    ck_assert(cdc__shard_set_has_layout(set, 4, 0, NULL));
+    ck_assert(!cdc__shard_set_has_layout(set, 3, 0, NULL));
     cdc__shard_set_retire(&set);
+    free(src);
+}
+END_TEST
+
+/* Blocks from a first row on (the rows before are the coordinator's share):
+   offsets count from the source's row 0, the blocks alias it there, the
+   parity combines only them, and the layout (and so the key naming the
+   blocks on workers) differs from a cut of every row, even one of the same
+   lengths elsewhere; NULL lengths or a first row past the source fail. */
+START_TEST(test_blocks_from_a_first_row)
+{
+    const int64_t k = 3, rows = 10, lengths[] = {3, 3, 2};
+    float *src = random_matrix(rows, k, 43);
+    cdc_code_t *code = code_for(3, 2);
+    cdc_shard_set_t *set = NULL, *whole = NULL;
+    ck_assert_int_eq(cdc__shard_set_new_from(code, 3, 2, lengths, src, rows, k, NULL, &set),
+                     CDC_OK);
+    int64_t first = 2;
+    for (int i = 0; i < 3; i++) {
+        ck_assert_int_eq(cdc__shard_set_first_row(set, i), first);
+        ck_assert_ptr_eq(set->blocks[i], src + first * k);
+        first += lengths[i];
+    }
+    ck_assert_int_eq(set->block_rows, 3);
+    check_parity(code, set);
+    ck_assert(cdc__shard_set_has_layout(set, 3, 2, lengths));
+    ck_assert(!cdc__shard_set_has_layout(set, 3, 0, lengths));
+    ck_assert(!cdc__shard_set_has_layout(set, 3, 2, NULL));
+    const int64_t every_row[] = {3, 3, 4};
+    whole = set_new_lengths(code, 3, every_row, src, rows, k);
+    ck_assert_uint_ne(set->layout_key, 0);
+    ck_assert_uint_ne(cdc__shard_set_key(set, 77), cdc__shard_set_key(whole, 77));
+    cdc__shard_set_retire(&whole);
+    cdc__shard_set_retire(&set);
+    ck_assert_int_eq(cdc__shard_set_new_from(code, 3, 2, NULL, src, rows, k, NULL, &set),
+                     CDC_EINVAL);
+    ck_assert_int_eq(cdc__shard_set_new_from(code, 3, rows, lengths, src, rows, k, NULL, &set),
+                     CDC_EINVAL);
+    const int64_t short_lengths[] = {3, 3, 3};
+    ck_assert_int_eq(
+        cdc__shard_set_new_from(code, 3, 2, short_lengths, src, rows, k, NULL, &set),
+        CDC_EINVAL);
+    ck_assert_ptr_null(set);
+    cdc_code_destroy(&code);
     free(src);
 }
 END_TEST
@@ -607,6 +651,7 @@ static Suite *shard_set_suite(void)
     tcase_add_test(unequal, test_unequal_parity_every_small_code);
     tcase_add_test(unequal, test_unequal_decode_and_norms);
     tcase_add_test(unequal, test_bad_lengths);
+    tcase_add_test(unequal, test_blocks_from_a_first_row);
     suite_add_tcase(suite, unequal);
     TCase *arguments = tcase_create("arguments");
     tcase_add_test(arguments, test_bad_arguments);

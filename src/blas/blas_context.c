@@ -195,12 +195,13 @@ typedef struct {
 } blas_weights_t;
 
 static int blas_weights_shards(cdc_weights_t *self, int stage, const cdc_code_t *code, int n,
-                               const int64_t *lengths, const cdc_shard_set_t **set)
+                               int64_t first_row, const int64_t *lengths,
+                               const cdc_shard_set_t **set)
 {
     blas_weights_t *w = self->owner;
     int encoded;
-    int rc = cdc__operand_entry_shards(state_cache, w->entry, stage, code, n, lengths, set,
-                                       &encoded);
+    int rc = cdc__operand_entry_shards(state_cache, w->entry, stage, code, n, first_row,
+                                       lengths, set, &encoded);
     w->encoded |= encoded;
     return rc;
 }

@@ -249,7 +249,7 @@ int cdc__operand_cache_match(cdc_operand_cache_t *cache, const cdc_operand_t *a,
 }
 
 int cdc__operand_entry_shards(cdc_operand_cache_t *cache, cdc_operand_entry_t *entry,
-                              int stage, const cdc_code_t *code, int n,
+                              int stage, const cdc_code_t *code, int n, int64_t first_row,
                               const int64_t *lengths, const cdc_shard_set_t **set,
                               int *encoded)
 {
@@ -257,9 +257,9 @@ int cdc__operand_entry_shards(cdc_operand_cache_t *cache, cdc_operand_entry_t *e
     if (!entry->packed)
         return cdc__fail(CDC_ESTATE, "operand entry has no packed copy");
     size_t before = sets_bytes(&entry->sets);
-    int rc = cdc__shard_sets_get(&entry->sets, stage, code, n, lengths, entry->packed,
-                                 entry->desc.rows, entry->desc.k, entry->packed_hold, set,
-                                 encoded);
+    int rc = cdc__shard_sets_get(&entry->sets, stage, code, n, first_row, lengths,
+                                 entry->packed, entry->desc.rows, entry->desc.k,
+                                 entry->packed_hold, set, encoded);
     cache->bytes = cache->bytes - before + sets_bytes(&entry->sets);
     if (rc == CDC_OK && *encoded)
         cache_evict(cache, entry, NULL, 0);

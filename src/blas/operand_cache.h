@@ -67,12 +67,12 @@ int cdc__operand_cache_match(cdc_operand_cache_t *cache, const cdc_operand_t *a,
                              const cdc_operand_t *bt, int *side,
                              cdc_operand_entry_t **entry);
 
-/* The entry's row blocks (n of these lengths, NULL: equal) and parity for
-   (code, n), encoded on first use (*encoded = 1 then), as
+/* The entry's row blocks (n of these lengths from first_row on, NULL:
+   equal) and parity for (code, n), encoded on first use (*encoded = 1 then), as
    cdc__shard_sets_get (stage: for lengths being staged). The set aliases
    entry->packed and holds entry->packed_hold. */
 int cdc__operand_entry_shards(cdc_operand_cache_t *cache, cdc_operand_entry_t *entry,
-                              int stage, const cdc_code_t *code, int n,
+                              int stage, const cdc_code_t *code, int n, int64_t first_row,
                               const int64_t *lengths, const cdc_shard_set_t **set,
                               int *encoded);
 

@@ -32,6 +32,7 @@
 #include "error.h"
 #include "log.h"
 #include "scratch.h"
+#include "share_thread.h"
 #include "task_run.h"
 
 #include <math.h>
@@ -461,7 +462,34 @@ int cdc__coded_call_here(const cdc_call_plan_t *plan)
     return plan->over_budget ? CDC_HERE_BUDGET : plan->local_faster ? CDC_HERE_FASTER : 0;
 }
 
-int cdc__coded_call_run(cdc_context_t *context, cdc_coded_call_t *call)
+/* The coordinator's share on the helper thread. */
+typedef struct {
+    const cdc_context_t *context;
+    const cdc_shard_task_t *task;
+} share_job_t;
+
+static int share_run(void *arg)
+{
+    const share_job_t *job = arg;
+    return run_here_emulated(job->context, job->task);
+}
+
+/* Start the share on the context's helper thread (started now if need be):
+   1 when it runs there, 0 when it was computed here already (no helper). */
+static int share_start(cdc_context_t *context, share_job_t *job, int *rc)
+{
+    *rc = CDC_OK;
+    if (!context->share_thread && cdc__share_thread_new(&context->share_thread) != CDC_OK)
+        CDC_LOG_WARNF("%s: the coordinator's share runs before the call", cdc_last_error());
+    if (!context->share_thread) {
+        *rc = share_run(job);
+        return 0;
+    }
+    cdc__share_thread_post(context->share_thread, share_run, job);
+    return 1;
+}
+
+static int call_run_coded(cdc_context_t *context, cdc_coded_call_t *call)
 {
     if (call->here)
         return call_run_here(context, call);
@@ -480,6 +508,22 @@ int cdc__coded_call_run(cdc_context_t *context, cdc_coded_call_t *call)
         return rc;
     call_account(context, call, &run);
     return CDC_OK;
+}
+
+int cdc__coded_call_run(cdc_context_t *context, cdc_coded_call_t *call)
+{
+    if (task_empty(&call->share))
+        return call_run_coded(context, call);
+    if (call->here) { /* all of it here: the share first, then the rest */
+        int rc = run_here_emulated(context, &call->share);
+        return rc != CDC_OK ? rc : call_run_here(context, call);
+    }
+    share_job_t job = {context, &call->share};
+    int share_rc, threaded = share_start(context, &job, &share_rc);
+    int rc = call_run_coded(context, call);
+    if (threaded) /* on every path: the share writes into the caller's memory */
+        share_rc = cdc__share_thread_wait(context->share_thread);
+    return rc != CDC_OK ? rc : share_rc;
 }
 
 int cdc__context_code(cdc_context_t *context, int n, int r, const cdc_code_t **code)

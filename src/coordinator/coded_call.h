@@ -43,6 +43,10 @@ typedef struct cdc_coded_call {
     int wanted_r;           /* the parity asked for (plan.h): fewer shards
                                dispatched than n + this is a degraded call;
                                cdc__coded_call_init sets r                  */
+    cdc_shard_task_t share; /* the coordinator's share (plan.h here_rows):
+                               rows of the product outside the code, computed
+                               here while the shards run, into share.result;
+                               no rows (a_rows or cols 0): none            */
     int here;               /* compute every data task on the coordinator and
                                send nothing: CDC_HERE_BUDGET, the shards
                                would not fit their homes' memory (plan.h,

@@ -10,6 +10,7 @@
 #include "keys.h"
 #include "log.h"
 #include "faults.h"
+#include "share_thread.h"
 #include "stats_json.h"
 
 #include <float.h>
@@ -232,6 +233,7 @@ void cdc_context_destroy(cdc_context_t **context_p)
     cdc__local_workers_supervise_stop(self->local); /* before the executor it reads */
     self->executor->ops->destroy(self->executor);
     cdc__local_workers_destroy(&self->local); /* after the sockets are closed */
+    cdc__share_thread_free(&self->share_thread);
     for (int r = 0; r <= CDC_CODE_MAX_R; r++)
         for (int n = 0; n <= CDC_CODE_MAX_N; n++)
             cdc_code_destroy(&self->codes[r][n]);

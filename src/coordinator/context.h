@@ -28,8 +28,10 @@ typedef struct {
     struct {             /* the lengths last given to an operand's shape    */
         uint64_t key;    /* its shape and cost (0: empty)                   */
         int64_t len[CDC_CODE_MAX_N];
+        int64_t here;    /* the coordinator's share that goes with len     */
         int64_t pending[CDC_CODE_MAX_N]; /* faster lengths whose weights are
                             being staged (plan_staging.c)                  */
+        int64_t pending_here;
         uint64_t pending_token; /* nonzero: pending is staged under it      */
         int pending_staged; /* the workers hold pending: the next call uses it */
     } layouts[CDC_PROFILED_LAYOUTS];
@@ -44,6 +46,7 @@ typedef struct {
     cdc_split_t split;
     int n, r;
     int64_t block_len[CDC_CODE_MAX_N]; /* data blocks; parity: the longest */
+    int64_t here_rows;                 /* the coordinator's share (plan.h) */
     int home[CDC_MAX_WORKERS];         /* slot s's worker                  */
     double expected_ms; /* predicted, nothing failing (the n-th shard done);
                            < 0: the profile cannot predict it yet        */
@@ -87,6 +90,9 @@ struct cdc_context {
         int local;
     } here_choice[CDC_HERE_CHOICES];
     int here_choice_next;
+    struct cdc_share_thread *share_thread; /* computes the coordinator's
+                             share of a call (share_thread.h), from the
+                             first call that has one                      */
 };
 
 /* Data shards for parity r on this context: n = L - r' over the L planned

@@ -36,6 +36,9 @@
    as contiguous rows. Also the lazy parity-check scales' job. */
 typedef struct {
     cdc_shard_side_t cut;
+    const float *cut_rows;        /* the cut operand's rows, contiguous: the
+                                     coordinator's share reads its first   */
+    int64_t here_rows;            /* the share (plan.h); the blocks follow  */
     const cdc_shard_set_t *set;   /* the cut operand's blocks               */
     cdc_shard_set_t *call_set;    /* owned: cut and encoded for this call   */
     uint64_t set_key, whole_key;  /* nonzero: cached on workers             */
@@ -68,22 +71,42 @@ static const float *operand_rows(const cdc_gemm_operand_t *op, float **next)
     return dst;
 }
 
+/* The coordinator computing c rows of the cut operand's product itself
+   (local_cost.h), as a line: fixed + per_row * c. */
+static double here_ms(const cdc_context_t *context, const cdc_gemm_desc_t *desc,
+                      cdc_shard_side_t cut, int64_t c)
+{
+    int64_t k = desc->a.view.k;
+    return cut == CDC_SHARD_A
+               ? cdc__local_gemm_ms(c, desc->bt.view.rows, k, context->local_gflops)
+               : cdc__local_gemm_ms(desc->a.view.rows, c, k, context->local_gflops);
+}
+
 /* What a row of the cut operand costs (plan.h): its result row (or column)
    against the whole operand; the whole one is sent to every shard unless
-   cached, a cut row per row unless cached. */
-static cdc_block_cost_t driver_block_cost(const cdc_gemm_desc_t *desc,
+   cached, a cut row per row unless cached. Under the profiled plan the
+   coordinator's own line too, so that it may take a share. */
+static cdc_block_cost_t driver_block_cost(const cdc_context_t *context,
+                                          const cdc_gemm_desc_t *desc,
                                           const cdc_call_plan_t *plan)
 {
     const cdc_gemm_operand_t *cut = plan->cut == CDC_SHARD_A ? &desc->a : &desc->bt;
     const cdc_gemm_operand_t *whole = plan->cut == CDC_SHARD_A ? &desc->bt : &desc->a;
     double k = (double) desc->a.view.k, other = (double) whole->view.rows;
-    return (cdc_block_cost_t){
+    cdc_block_cost_t cost = {
         .flops_per_row = 2.0 * k * other,
         .bytes_fixed_out = whole->weights ? 0.0 : other * k * sizeof(float),
         .bytes_per_row_out = cut->weights ? 0.0 : k * sizeof(float),
         .bytes_per_row_in = other * sizeof(float),
         .held_per_row = cut->weights ? k * sizeof(float) : 0.0,
         .held_fixed = whole->weights ? other * k * sizeof(float) : 0.0};
+    int64_t rows = cut->view.rows;
+    if (context->config.plan == CDC_PLAN_PROFILED && rows > 1) {
+        double one = here_ms(context, desc, plan->cut, 1);
+        cost.here_per_row_ms = (here_ms(context, desc, plan->cut, rows) - one) / (double) (rows - 1);
+        cost.here_fixed_ms = one - cost.here_per_row_ms;
+    }
+    return cost;
 }
 
 static int driver_resolve(cdc_context_t *context, const cdc_gemm_desc_t *desc,
@@ -98,7 +121,7 @@ static int driver_resolve(cdc_context_t *context, const cdc_gemm_desc_t *desc,
     } else {
         plan->cut = cdc__plan_cut_side(plan->split, desc->transposed);
     }
-    cdc_block_cost_t cost = driver_block_cost(desc, plan);
+    cdc_block_cost_t cost = driver_block_cost(context, desc, plan);
     int64_t cut_rows = plan->cut == CDC_SHARD_A ? desc->a.view.rows : desc->bt.view.rows;
     int rc = cdc__plan_size_blocks(context, plan, &cost, cut_rows);
     if (rc == CDC_OK && context->config.plan == CDC_PLAN_PROFILED) {
@@ -130,6 +153,7 @@ static int driver_encode(const cdc_gemm_desc_t *desc, const cdc_call_plan_t *pla
                              (long long) ops->k);
     }
     float *next = ops->packed;
+    ops->here_rows = plan->here_rows;
     ops->whole = operand_rows(whole, &next);
     ops->whole_rows = whole->view.rows;
     ops->whole_weights = whole->weights;
@@ -139,7 +163,9 @@ static int driver_encode(const cdc_gemm_desc_t *desc, const cdc_call_plan_t *pla
     if (cut->weights) {
         /* Cached weights: row blocks + parity encoded once per layout, kept
            by workers under a key that names the layout too. */
-        int rc = cut->weights->shards(cut->weights, 0, plan->code, plan->n, lengths, &ops->set);
+        ops->cut_rows = cut->weights->packed;
+        int rc = cut->weights->shards(cut->weights, 0, plan->code, plan->n, plan->here_rows,
+                                      lengths, &ops->set);
         if (rc == CDC_OK) {
             ops->set_key = cdc__shard_set_key(ops->set, cut->weights->set_key);
             ops->set_hold = cdc__shard_set_hold(ops->set);
@@ -147,8 +173,9 @@ static int driver_encode(const cdc_gemm_desc_t *desc, const cdc_call_plan_t *pla
         return rc;
     }
     /* Per call: the caller's memory outlives the call, nothing to hold. */
-    int rc = cdc__shard_set_new(plan->code, plan->n, lengths, operand_rows(cut, &next),
-                                cut->view.rows, ops->k, NULL, &ops->call_set);
+    ops->cut_rows = operand_rows(cut, &next);
+    int rc = cdc__shard_set_new_from(plan->code, plan->n, plan->here_rows, lengths,
+                                     ops->cut_rows, cut->view.rows, ops->k, NULL, &ops->call_set);
     ops->set = ops->call_set;
     return rc;
 }
@@ -180,11 +207,47 @@ static int driver_scales_fill(cdc_coded_call_t *call)
     return CDC_OK;
 }
 
-/* The data results into T (ldt): row blocks, or column blocks when Bt was cut. */
+/* The coordinator's share: T's first here_rows rows (A cut: written in
+   place, T's rows are contiguous) or columns (Bt cut: into *columns, a
+   whole_rows x here_rows block that driver_assemble puts in place). */
+static int driver_share(const driver_operands_t *ops, cdc_coded_call_t *call, float *t,
+                        float **columns)
+{
+    if (ops->here_rows == 0)
+        return CDC_OK;
+    cdc_shard_task_t *share = &call->share;
+    share->kind = CDC_TASK_GEMM;
+    share->shard = share->cover = -1;
+    share->k = ops->k;
+    if (ops->cut == CDC_SHARD_A) {
+        share->a = ops->cut_rows;
+        share->a_rows = ops->here_rows;
+        share->bt = ops->whole;
+        share->cols = ops->whole_rows;
+        share->result = t;
+        return CDC_OK;
+    }
+    *columns = malloc((size_t) ops->whole_rows * (size_t) ops->here_rows * sizeof(float));
+    if (!*columns)
+        return cdc__fail(CDC_ENOMEM, "the coordinator's share: %lld x %lld",
+                         (long long) ops->whole_rows, (long long) ops->here_rows);
+    share->a = ops->whole;
+    share->a_rows = ops->whole_rows;
+    share->bt = ops->cut_rows;
+    share->cols = ops->here_rows;
+    share->result = *columns;
+    return CDC_OK;
+}
+
+/* The data results into T (ldt): row blocks, or column blocks when Bt was
+   cut; and the coordinator's share columns (Bt cut) before them. */
 static void driver_assemble(const cdc_coded_call_t *call, const driver_operands_t *ops,
-                            float *t, int64_t ldt)
+                            const float *share_columns, float *t, int64_t ldt)
 {
     const cdc_shard_set_t *set = ops->set;
+    for (int64_t i = 0; share_columns && i < ops->whole_rows; i++)
+        memcpy(t + i * ldt, share_columns + i * ops->here_rows,
+               (size_t) ops->here_rows * sizeof(float));
     for (int s = 0; s < set->n; s++) {
         int64_t valid = cdc__shard_set_valid_rows(set, s);
         int64_t first = cdc__shard_set_first_row(set, s);
@@ -211,8 +274,8 @@ static void driver_stage(cdc_context_t *context, const cdc_gemm_desc_t *desc,
     if (!plan->stage_token || !cut->weights || cdc__coded_call_here(plan))
         return;
     const cdc_shard_set_t *staged;
-    if (cut->weights->shards(cut->weights, 1, plan->code, plan->n, plan->stage_len, &staged) !=
-        CDC_OK) {
+    if (cut->weights->shards(cut->weights, 1, plan->code, plan->n, plan->stage_here_rows,
+                             plan->stage_len, &staged) != CDC_OK) {
         CDC_LOG_WARNF("staging re-sized blocks: %s", cdc_last_error());
         return;
     }
@@ -253,9 +316,13 @@ static int driver_dispatch(cdc_context_t *context, const cdc_call_plan_t *plan,
         call.scales_fill = driver_scales_fill;
         call.scales_job = ops;
     }
-    rc = cdc__coded_call_run(context, &call);
+    float *share_columns = NULL;
+    rc = driver_share(ops, &call, t, &share_columns);
     if (rc == CDC_OK)
-        driver_assemble(&call, ops, t, ldt);
+        rc = cdc__coded_call_run(context, &call);
+    if (rc == CDC_OK)
+        driver_assemble(&call, ops, share_columns, t, ldt);
+    free(share_columns);
     cdc__coded_call_release(&call);
     return rc;
 }

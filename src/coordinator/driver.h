@@ -24,12 +24,12 @@ struct cdc_weights {
     cdc_hold_t *hold;    /* keeps packed alive; shard sets of it retain it  */
     uint64_t set_key;    /* names its row blocks on workers (nonzero)       */
     uint64_t whole_key;  /* names the whole matrix on workers (nonzero)     */
-    /* Its row blocks (of these n lengths, NULL: equal) + parity for
-       (code, n), encoded on first use and again when the layout changes;
-       stage: for lengths being staged, kept beside the set in use
-       (cdc_shard_sets_t). */
+    /* Its row blocks (of these n lengths from first_row on, NULL: equal)
+       + parity for (code, n), encoded on first use and again when the
+       layout changes; stage: for lengths being staged, kept beside the set
+       in use (cdc_shard_sets_t). */
     int (*shards)(cdc_weights_t *self, int stage, const cdc_code_t *code, int n,
-                  const int64_t *lengths, const cdc_shard_set_t **set);
+                  int64_t first_row, const int64_t *lengths, const cdc_shard_set_t **set);
     /* Its row norms, computed once; NULL when out of memory. */
     const double *(*norms)(cdc_weights_t *self);
     void *owner;

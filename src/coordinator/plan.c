@@ -52,6 +52,8 @@ int cdc__plan_resolve(cdc_context_t *context, int parity_override,
     plan->split = split_override != CDC_SPLIT_AUTO ? split_override : context->config.split;
     plan->cut = CDC_SHARD_A;
     plan->sized = 0;
+    plan->here_rows = 0;
+    plan->stage_here_rows = 0;
     plan->over_budget = 0;
     plan->predicted_ms = -1.0;
     plan->local_faster = 0;
@@ -119,9 +121,11 @@ static void record_plan(cdc_context_t *context, cdc_call_plan_t *plan,
     const cdc_profiled_state_t *st = &context->profiled;
     for (int s = 0; s < plan->n + plan->r; s++)
         record.home[s] = st->slots == plan->n + plan->r ? st->home_of_slot[s] : s;
-    if (plan->over_budget || cdc__profiled_plan_predict_lengths(
-                                 context, plan->n, plan->r, cost, rows, plan->block_len,
-                                 record.home, &record.expected_ms, &record.worst_ms) != 1)
+    record.here_rows = plan->here_rows;
+    if (plan->over_budget ||
+        cdc__profiled_plan_predict_lengths(context, plan->n, plan->r, cost, rows, plan->here_rows,
+                                           plan->block_len, record.home, &record.expected_ms,
+                                           &record.worst_ms) != 1)
         record.expected_ms = record.worst_ms = -1.0;
     pthread_mutex_lock(&context->lock);
     context->last_plan = record;

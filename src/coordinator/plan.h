@@ -35,6 +35,11 @@ typedef struct {
                                operand (rows of C, filters, output rows of a
                                band), once sized; parity blocks are as large
                                as the largest                               */
+    int64_t here_rows;      /* the coordinator's share: the cut operand's
+                               first here_rows rows are computed here,
+                               beside the coded call over the rest (the
+                               data blocks start at this row, block_len
+                               sums to the rest); 0: none                  */
     int sized;              /* block_len is set (cdc__plan_size_blocks)     */
     int over_budget;        /* some home could not hold its shard's weights
                                within its --max-memory: the call runs on the
@@ -50,6 +55,7 @@ typedef struct {
                                while this call keeps block_len, which they
                                hold                                       */
     int64_t stage_len[CDC_CODE_MAX_N];
+    int64_t stage_here_rows; /* the coordinator's share that goes with them */
     int stage_order[CDC_CODE_MAX_N + CDC_CODE_MAX_R]; /* the slots to stage,
                                the busiest under block_len first          */
 } cdc_call_plan_t;
@@ -71,6 +77,10 @@ typedef struct {
                                  home's weight cache (0 when it is not cached) */
     double held_fixed;        /* bytes every home holds whatever its block:
                                  the whole operand when it is cached weights */
+    double here_fixed_ms;     /* the coordinator computing c rows of the cut */
+    double here_per_row_ms;   /* operand itself takes here_fixed_ms +
+                                 here_per_row_ms * c (local_cost.h); 0 per
+                                 row: the front end cannot take a share */
 } cdc_block_cost_t;
 
 /* The common resolution of every front end: parity r (the context's unless

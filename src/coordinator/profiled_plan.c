@@ -99,13 +99,57 @@ static double lengths_for_homes(const cdc_shard_cost_t *line, const int *home, i
     return t;
 }
 
-/* The predicted latency of given lengths on the slots' homes. */
+/* The coordinator's predicted time for its share of c rows (none: 0). */
+static double here_line_ms(const cdc_block_cost_t *cost, int64_t c)
+{
+    return c > 0 ? cost->here_fixed_ms + cost->here_per_row_ms * (double) c : 0.0;
+}
+
+/* The predicted latency of given lengths on the slots' homes, the
+   coordinator computing `here` rows meanwhile. */
 static double latency_of(const cdc_shard_cost_t *line, const int *home, int n, int r,
-                         const int64_t *len)
+                         const cdc_block_cost_t *cost, int64_t here, const int64_t *len)
 {
     cdc_shard_cost_t data[CDC_MAX_WORKERS], parity[CDC_MAX_WORKERS];
     slot_lines(line, home, n, r, data, parity);
-    return cdc_planner_latency(data, n, parity, r, len);
+    double t = cdc_planner_latency(data, n, parity, r, len);
+    return fmax(t, here_line_ms(cost, here));
+}
+
+/* Lengths for the slots' homes with the coordinator's share *here of the
+   rows (len covers the rest) that makes the predicted latency least; the
+   latency, or INFINITY when they cannot be sized. The workers' time for
+   the rest falls as the share grows and the coordinator's rises: the best
+   share is where they cross, found by bisection. */
+static double lengths_with_share(const cdc_shard_cost_t *line, const int *home, int n, int r,
+                                 const cdc_block_cost_t *cost, int64_t rows, int64_t *len,
+                                 int64_t *here)
+{
+    *here = 0;
+    double best = lengths_for_homes(line, home, n, r, rows, len);
+    if (!(cost->here_per_row_ms > 0.0) || !isfinite(best) || rows <= n ||
+        !(here_line_ms(cost, 1) < best))
+        return best;
+    int64_t lo = 0, hi = rows - n, rest[CDC_MAX_WORKERS];
+    while (lo < hi) { /* the largest share the coordinator ends no later with */
+        int64_t mid = lo + (hi - lo + 1) / 2;
+        double workers = lengths_for_homes(line, home, n, r, rows - mid, rest);
+        if (isfinite(workers) && here_line_ms(cost, mid) <= workers)
+            lo = mid;
+        else
+            hi = mid - 1;
+    }
+    for (int64_t c = lo; c <= lo + 1 && c <= rows - n; c++) {
+        if (c < 1)
+            continue;
+        double t = fmax(here_line_ms(cost, c), lengths_for_homes(line, home, n, r, rows - c, rest));
+        if (t < best) {
+            best = t;
+            *here = c;
+            memcpy(len, rest, (size_t) n * sizeof *len);
+        }
+    }
+    return best;
 }
 
 /* Whether lengths len fit the memory caps of the slots' homes (a parity
@@ -216,37 +260,64 @@ static void busiest_first(const cdc_shard_cost_t *line, const int *home, int n, 
         }
 }
 
-/* Whether new lengths len may be staged: the workers cache the cut operand
+/* What slot s holds under lengths len (a parity: the longest block). */
+static double slot_held(const cdc_block_cost_t *cost, int n, const int64_t *len, int s)
+{
+    int64_t longest = 0;
+    for (int i = 0; i < n; i++)
+        longest = len[i] > longest ? len[i] : longest;
+    return cost->held_fixed + cost->held_per_row * (double) (s < n ? len[s] : longest);
+}
+
+/* Whether new lengths len may be staged over the operand's old ones (NULL:
+   none yet, nothing to stage over): the workers cache the cut operand
    (otherwise nothing is re-shipped), a call can lose one shard (r >= 1:
    the slot being staged is an erasure), and each home's budget holds its
-   new block beside what it caches now. */
+   old block and its new one at once. Not what it caches besides: blocks of
+   layouts no longer in use are the first its cache evicts (LRU), and other
+   operands are budgeted on their own (plan_budget.c). */
 static int may_stage(const cdc_profiled_state_t *st, const cdc_block_cost_t *cost, int n,
-                     int r, const int64_t *len)
+                     int r, const int64_t *old, const int64_t *len)
 {
     if (!(cost->held_per_row > 0.0) || r < 1)
         return 0;
-    int64_t longest = 0;
-    for (int s = 0; s < n; s++)
-        longest = len[s] > longest ? len[s] : longest;
-    for (int s = 0; s < n + r; s++) {
+    for (int s = 0; old && s < n + r; s++) {
         const cdc_worker_profile_t *p = &st->anchored[st->home_of_slot[s]];
-        double block = cost->held_fixed + cost->held_per_row * (double) (s < n ? len[s] : longest);
-        if (p->max_memory > 0 && (double) p->cache_bytes + block > (double) p->max_memory)
+        double both = slot_held(cost, n, old, s) + slot_held(cost, n, len, s);
+        if (p->max_memory > 0 && both > (double) p->max_memory)
             return 0;
     }
     return 1;
 }
 
-/* Keep the lengths this operand had unless len is predicted enough faster;
-   remember what it gets. Faster lengths for weights the workers cache
-   (stage: may_stage) are staged: this call keeps the old ones,
-   plan->stage_* names the new, and the first call after the workers hold
-   them uses them (plan_staging.c). Returns the latency of the lengths this
-   call gets, which it writes to len. */
+/* This call keeps layout i's lengths (and share), into len and *here,
+   while its pending ones are staged: plan->stage_* names them, the
+   busiest slot first. */
+static void keep_while_staging(cdc_profiled_state_t *st, int i, const cdc_shard_cost_t *line,
+                               int n, int r, int64_t *len, int64_t *here,
+                               cdc_call_plan_t *plan)
+{
+    plan->stage_token = st->layouts[i].pending_token;
+    memcpy(plan->stage_len, st->layouts[i].pending, (size_t) n * sizeof *len);
+    plan->stage_here_rows = st->layouts[i].pending_here;
+    busiest_first(line, st->home_of_slot, n, r, st->layouts[i].len, plan->stage_order);
+    memcpy(len, st->layouts[i].len, (size_t) n * sizeof *len);
+    *here = st->layouts[i].here;
+}
+
+/* Keep the lengths (and coordinator's share) this operand had unless the
+   new ones, len and *here, are predicted enough faster; remember what it
+   gets. Faster lengths for weights the workers cache (stage: may_stage)
+   are staged: this call keeps the old ones, plan->stage_* names the new,
+   and the first call after the workers hold them uses them
+   (plan_staging.c). Returns the latency of the lengths this call gets,
+   which it writes to len and *here. */
 static double keep_or_remember(cdc_profiled_state_t *st, uint64_t key,
-                               const cdc_shard_cost_t *line, int n, int r, int64_t *len,
+                               const cdc_shard_cost_t *line, int n, int r,
+                               const cdc_block_cost_t *cost, int64_t *len, int64_t *here,
                                double t_new, int stage, cdc_call_plan_t *plan)
 {
+    const int *home = st->home_of_slot;
     int i = layout_index(st, key);
     if (i < 0) {
         /* First sized: the workers hold no lengths of it yet to keep. */
@@ -255,47 +326,52 @@ static double keep_or_remember(cdc_profiled_state_t *st, uint64_t key,
         st->layouts[i].key = key;
         st->layouts[i].pending_token = 0;
         memcpy(st->layouts[i].len, len, (size_t) n * sizeof *len);
-        CDC_LOG_INFOF("profiled plan: blocks of %lld rows sized (predicted %.2f ms)",
-                      (long long) sum_of(len, n), t_new);
+        st->layouts[i].here = *here;
+        CDC_LOG_INFOF("profiled plan: blocks of %lld rows sized, %lld here (predicted "
+                      "%.2f ms)", (long long) sum_of(len, n), (long long) *here, t_new);
         return t_new;
     }
     int64_t *kept = st->layouts[i].len, *pending = st->layouts[i].pending;
     if (st->layouts[i].pending_token && st->layouts[i].pending_staged) {
         memcpy(kept, pending, (size_t) n * sizeof *len);
+        st->layouts[i].here = st->layouts[i].pending_here;
         st->layouts[i].pending_token = 0;
         CDC_LOG_INFOF("profiled plan: re-sized blocks of %lld rows in use: the workers "
                       "were sent them in the background", (long long) sum_of(kept, n));
     }
-    double t_old = latency_of(line, st->home_of_slot, n, r, kept);
+    double t_old = latency_of(line, home, n, r, cost, st->layouts[i].here, kept);
+    /* A staging under way is finished while its lengths still beat the old
+       ones, even if newer ones look better still or the gain fell below the
+       10% that starts one: restarting it at every move of a settling (or,
+       on a loaded host, noisy) estimate would never finish. The next
+       re-size, if any, follows once it is in use. */
+    if (st->layouts[i].pending_token && stage &&
+        latency_of(line, home, n, r, cost, st->layouts[i].pending_here, pending) < t_old) {
+        keep_while_staging(st, i, line, n, r, len, here, plan);
+        return t_old;
+    }
+    st->layouts[i].pending_token = 0; /* none, or no gain any longer */
     if (!(t_new < PLAN_SWITCH_GAIN * t_old)) {
-        st->layouts[i].pending_token = 0; /* not worth a change (any longer) */
         memcpy(len, kept, (size_t) n * sizeof *len);
+        *here = st->layouts[i].here;
         return t_old;
     }
     if (!stage) {
         memcpy(kept, len, (size_t) n * sizeof *len);
-        st->layouts[i].pending_token = 0;
-        CDC_LOG_INFOF("profiled plan: blocks of %lld rows re-sized (predicted %.2f ms, "
-                      "%.2f ms as they were)", (long long) sum_of(len, n), t_new, t_old);
+        st->layouts[i].here = *here;
+        CDC_LOG_INFOF("profiled plan: blocks of %lld rows re-sized, %lld here (predicted "
+                      "%.2f ms, %.2f ms as they were)", (long long) sum_of(len, n),
+                      (long long) *here, t_new, t_old);
         return t_new;
     }
-    /* A staging under way is finished while its lengths still gain enough
-       over the old ones, even if newer ones look better still: restarting
-       it at every move of a settling estimate would never finish. The next
-       re-size, if any, follows once it is in use. */
-    if (!st->layouts[i].pending_token ||
-        !(latency_of(line, st->home_of_slot, n, r, pending) < PLAN_SWITCH_GAIN * t_old)) {
-        memcpy(pending, len, (size_t) n * sizeof *len);
-        st->layouts[i].pending_token = ++st->last_token;
-        st->layouts[i].pending_staged = 0;
-        CDC_LOG_INFOF("profiled plan: blocks of %lld rows re-sized (predicted %.2f ms, "
-                      "%.2f ms as they are); their weights go to the workers in the "
-                      "background", (long long) sum_of(len, n), t_new, t_old);
-    }
-    plan->stage_token = st->layouts[i].pending_token;
-    memcpy(plan->stage_len, pending, (size_t) n * sizeof *len);
-    busiest_first(line, st->home_of_slot, n, r, kept, plan->stage_order);
-    memcpy(len, kept, (size_t) n * sizeof *len);
+    memcpy(pending, len, (size_t) n * sizeof *len);
+    st->layouts[i].pending_here = *here;
+    st->layouts[i].pending_token = ++st->last_token;
+    st->layouts[i].pending_staged = 0;
+    CDC_LOG_INFOF("profiled plan: blocks of %lld rows re-sized, %lld here (predicted %.2f ms, "
+                  "%.2f ms as they are); their weights go to the workers in the background",
+                  (long long) sum_of(len, n), (long long) *here, t_new, t_old);
+    keep_while_staging(st, i, line, n, r, len, here, plan);
     return t_old;
 }
 
@@ -359,8 +435,8 @@ int cdc__profiled_plan_predict(cdc_context_t *context, int n, int r,
     int home[CDC_MAX_WORKERS];
     for (int s = 0; s < n + r; s++)
         home[s] = st->slots == n + r ? st->home_of_slot[s] : s;
-    int64_t len[CDC_MAX_WORKERS];
-    double t = lengths_for_homes(line, home, n, r, rows, len);
+    int64_t len[CDC_MAX_WORKERS], here;
+    double t = lengths_with_share(line, home, n, r, cost, rows, len, &here);
     if (!isfinite(t))
         return 0;
     *predicted_ms = t;
@@ -369,7 +445,7 @@ int cdc__profiled_plan_predict(cdc_context_t *context, int n, int r,
 
 int cdc__profiled_plan_predict_lengths(cdc_context_t *context, int n, int r,
                                        const cdc_block_cost_t *cost, int64_t rows,
-                                       const int64_t *len, const int *home,
+                                       int64_t here_rows, const int64_t *len, const int *home,
                                        double *expected_ms, double *worst_ms)
 {
     cdc_profiled_state_t *st = &context->profiled;
@@ -394,8 +470,9 @@ int cdc__profiled_plan_predict_lengths(cdc_context_t *context, int n, int r,
         double per_halo_row = (line[home[i]].fixed_ms - plain_line[home[i]].fixed_ms) / halo;
         data[i].fixed_ms += len[i] > 0 ? extra * per_halo_row : 0.0;
     }
-    *expected_ms = cdc_planner_latency_first_n(data, n, parity, r, len);
-    *worst_ms = cdc_planner_latency(data, n, parity, r, len);
+    double here = here_line_ms(cost, here_rows);
+    *expected_ms = fmax(here, cdc_planner_latency_first_n(data, n, parity, r, len));
+    *worst_ms = fmax(here, cdc_planner_latency(data, n, parity, r, len));
     return 1;
 }
 
@@ -415,7 +492,9 @@ int cdc__profiled_plan_size(cdc_context_t *context, cdc_call_plan_t *plan,
             return rc;
         st->homes_stale = 0;
     }
-    double t = lengths_for_homes(line, st->home_of_slot, n, r, rows, plan->block_len);
+    int64_t here;
+    double t = lengths_with_share(line, st->home_of_slot, n, r, cost, rows, plan->block_len,
+                                  &here);
     if (!isfinite(t))
         return 0;
     /* Equal blocks unless sizing is predicted to pay (or equal blocks would
@@ -425,10 +504,13 @@ int cdc__profiled_plan_size(cdc_context_t *context, cdc_call_plan_t *plan,
     int64_t equal[CDC_CODE_MAX_N];
     cdc__plan_equal_lengths(n, rows, equal);
     if (fits_caps(line, st->home_of_slot, n, r, equal) &&
-        !(t < PLAN_SWITCH_GAIN * latency_of(line, st->home_of_slot, n, r, equal)))
+        !(t < PLAN_SWITCH_GAIN * latency_of(line, st->home_of_slot, n, r, cost, 0, equal)))
         return 0;
-    t = keep_or_remember(st, layout_key(cost, rows, n, r), line, n, r, plan->block_len, t,
-                         may_stage(st, cost, n, r, plan->block_len), plan);
+    uint64_t key = layout_key(cost, rows, n, r);
+    int i = layout_index(st, key);
+    int stage = may_stage(st, cost, n, r, i >= 0 ? st->layouts[i].len : NULL, plan->block_len);
+    t = keep_or_remember(st, key, line, n, r, cost, plan->block_len, &here, t, stage, plan);
+    plan->here_rows = here;
     plan->sized = 1;
     if (predicted_ms)
         *predicted_ms = t;

@@ -12,6 +12,9 @@
    to the devices, once every worker of the plan's slots has been measured:
    moves the slots' homes first when the profile moved for good and new
    homes are predicted 10% faster, then sizes the blocks for those homes.
+   When the coordinator's line is known (cost->here_per_row_ms), it takes
+   the share of the rows (plan->here_rows) that makes the call's predicted
+   latency least: its time for them against the workers' for the rest.
    Returns 1 with plan->block_len set and *predicted_ms (may be NULL) the
    model's latency, 0 when the profile cannot size this call yet (the
    caller sizes equal blocks), or a CDC_* error (< 0). Not thread-safe
@@ -22,7 +25,7 @@ int cdc__profiled_plan_size(cdc_context_t *context, cdc_call_plan_t *plan,
 
 /* The latency the profile predicts for a call of n data + r parity shards
    doing this work on the slots' present homes, with the best block lengths
-   for them (nothing moved or remembered). 1 with *predicted_ms, 0 when the
+   for them and the coordinator's best share (nothing moved or remembered). 1 with *predicted_ms, 0 when the
    profile cannot predict it yet, or a CDC_* error. Not thread-safe against
    calls on the same context. */
 int cdc__profiled_plan_predict(cdc_context_t *context, int n, int r,
@@ -30,12 +33,13 @@ int cdc__profiled_plan_predict(cdc_context_t *context, int n, int r,
                                double *predicted_ms);
 
 /* The model's latency for given block lengths len on the slots' homes
-   home[]: *expected_ms with nothing failing (the n-th shard done),
+   home[], the coordinator computing the first here_rows rows (len covers
+   the rest): *expected_ms with nothing failing (the n-th shard done),
    *worst_ms every shard done. 1, or 0 when the profile cannot predict it
    yet. Not thread-safe against calls on the same context. */
 int cdc__profiled_plan_predict_lengths(cdc_context_t *context, int n, int r,
                                        const cdc_block_cost_t *cost, int64_t rows,
-                                       const int64_t *len, const int *home,
+                                       int64_t here_rows, const int64_t *len, const int *home,
                                        double *expected_ms, double *worst_ms);
 
 /* The workers hold the blocks staged under token (plan_staging.c): the

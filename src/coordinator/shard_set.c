@@ -55,9 +55,10 @@ static int64_t equal_len(int64_t rows, int n, int i)
     return first >= rows ? 0 : rows - first < b ? rows - first : b;
 }
 
-int cdc__shard_set_has_layout(const cdc_shard_set_t *set, int n, const int64_t *lengths)
+int cdc__shard_set_has_layout(const cdc_shard_set_t *set, int n, int64_t first_row,
+                              const int64_t *lengths)
 {
-    if (set->n != n)
+    if (set->n != n || set->first_row != first_row || (first_row > 0 && !lengths))
         return 0;
     for (int i = 0; i < n; i++)
         if (set->len[i] != (lengths ? lengths[i] : equal_len(set->rows, n, i)))
@@ -117,13 +118,15 @@ static void shard_set_free(cdc_hold_t *hold)
 }
 
 /* Lengths, offsets, B and the layout key; CDC_EINVAL for lengths that are
-   negative or do not sum to rows. */
+   negative or do not sum to the rows from first_row on. */
 static int set_layout(cdc_shard_set_t *set, const int64_t *lengths)
 {
     int n = set->n;
-    int64_t offset = 0;
-    int equal = 1;
+    int64_t offset = set->first_row;
+    int equal = offset == 0;
     uint64_t key = cdc__hash_mix((uint64_t) n, (uint64_t) set->r);
+    if (set->first_row > 0)
+        key = cdc__hash_mix(key, (uint64_t) set->first_row);
     for (int i = 0; i < n; i++) {
         int64_t len = lengths ? lengths[i] : equal_len(set->rows, n, i);
         if (len < 0 || len > set->rows - offset)
@@ -166,17 +169,27 @@ int cdc__shard_set_new(const cdc_code_t *code, int n, const int64_t *lengths,
                        const float *src, int64_t rows, int64_t k, cdc_hold_t *src_hold,
                        cdc_shard_set_t **set_p)
 {
+    return cdc__shard_set_new_from(code, n, 0, lengths, src, rows, k, src_hold, set_p);
+}
+
+int cdc__shard_set_new_from(const cdc_code_t *code, int n, int64_t first_row,
+                            const int64_t *lengths, const float *src, int64_t rows, int64_t k,
+                            cdc_hold_t *src_hold, cdc_shard_set_t **set_p)
+{
     int r = code ? cdc_code_r(code) : 0;
     if (n < 1 || n > CDC_CODE_MAX_N || rows < 1 || k < 1 || !src || !set_p ||
-        (code && cdc_code_n(code) != n))
-        return cdc__fail(CDC_EINVAL, "shard set: n = %d, rows = %lld, k = %lld", n,
-                         (long long) rows, (long long) k);
+        (code && cdc_code_n(code) != n) || first_row < 0 || first_row >= rows ||
+        (first_row > 0 && !lengths))
+        return cdc__fail(CDC_EINVAL, "shard set: n = %d, rows %lld..%lld%s, k = %lld", n,
+                         (long long) first_row, (long long) rows,
+                         first_row > 0 && !lengths ? " without lengths" : "", (long long) k);
     cdc_shard_set_t *set = calloc(1, sizeof *set);
     if (!set)
         return cdc__fail(CDC_ENOMEM, "shard set");
     set->n = n;
     set->r = r;
     set->rows = rows;
+    set->first_row = first_row;
     set->k = k;
     int rc = set_layout(set, lengths);
     if (rc != CDC_OK) {
@@ -230,23 +243,25 @@ cdc_hold_t *cdc__shard_set_hold(const cdc_shard_set_t *set)
 
 /* Whether set is the cut of (code, n, lengths). */
 static int set_matches(const cdc_shard_set_t *set, const cdc_code_t *set_code,
-                       const cdc_code_t *code, int n, const int64_t *lengths)
+                       const cdc_code_t *code, int n, int64_t first_row,
+                       const int64_t *lengths)
 {
     return set && set_code == code && set->r == (code ? cdc_code_r(code) : 0) &&
-           cdc__shard_set_has_layout(set, n, lengths);
+           cdc__shard_set_has_layout(set, n, first_row, lengths);
 }
 
 int cdc__shard_sets_get(cdc_shard_sets_t *sets, int stage, const cdc_code_t *code, int n,
-                        const int64_t *lengths, const float *src, int64_t rows, int64_t k,
-                        cdc_hold_t *src_hold, const cdc_shard_set_t **set, int *encoded)
+                        int64_t first_row, const int64_t *lengths, const float *src,
+                        int64_t rows, int64_t k, cdc_hold_t *src_hold,
+                        const cdc_shard_set_t **set, int *encoded)
 {
     if (encoded)
         *encoded = 0;
-    if (set_matches(sets->in_use, sets->in_use_code, code, n, lengths)) {
+    if (set_matches(sets->in_use, sets->in_use_code, code, n, first_row, lengths)) {
         *set = sets->in_use;
         return CDC_OK;
     }
-    if (set_matches(sets->staged, sets->staged_code, code, n, lengths)) {
+    if (set_matches(sets->staged, sets->staged_code, code, n, first_row, lengths)) {
         if (!stage) {
             /* Retired, not freed: a send or a slot manifest may still hold it. */
             cdc__shard_set_retire(&sets->in_use);
@@ -260,7 +275,7 @@ int cdc__shard_sets_get(cdc_shard_sets_t *sets, int stage, const cdc_code_t *cod
     }
     cdc_shard_set_t **slot = stage ? &sets->staged : &sets->in_use;
     cdc__shard_set_retire(slot);
-    int rc = cdc__shard_set_new(code, n, lengths, src, rows, k, src_hold, slot);
+    int rc = cdc__shard_set_new_from(code, n, first_row, lengths, src, rows, k, src_hold, slot);
     if (rc != CDC_OK)
         return rc;
     *(stage ? &sets->staged_code : &sets->in_use_code) = code;

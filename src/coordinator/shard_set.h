@@ -13,6 +13,8 @@
 typedef struct {
     int n, r;
     int64_t rows;           /* rows of the source operand                      */
+    int64_t first_row;      /* the blocks cut rows [first_row, rows); the rows
+                               before are the coordinator's share (plan.h)   */
     int64_t block_rows;     /* B = the largest data block: the padded shape the
                                code combines (parity blocks have B rows)       */
     int64_t k;              /* columns of every block                          */
@@ -20,7 +22,8 @@ typedef struct {
                                        [offset[i], offset[i] + len[i])        */
     int64_t len[CDC_CODE_MAX_N];
     uint64_t layout_key;    /* 0 for the equal cut (ceil(rows / n) rows each),
-                               else a hash of n, r and the lengths: mixed into
+                               else a hash of n, r, first_row and the
+                               lengths: mixed into
                                the keys that name the blocks on workers
                                (cdc__shard_set_key)                           */
     const float *blocks[CDC_MAX_SHARDS]; /* n data (len[i] x k, aliasing the
@@ -51,6 +54,14 @@ int cdc__shard_set_new(const cdc_code_t *code, int n, const int64_t *lengths,
                        const float *src, int64_t rows, int64_t k, cdc_hold_t *src_hold,
                        cdc_shard_set_t **set_p);
 
+/* The same over src's rows [first_row, rows) only (lengths, never NULL when
+   first_row > 0, sum to rows - first_row; offsets count from src's row 0):
+   the rows before first_row are computed by the coordinator, outside the
+   code. */
+int cdc__shard_set_new_from(const cdc_code_t *code, int n, int64_t first_row,
+                            const int64_t *lengths, const float *src, int64_t rows, int64_t k,
+                            cdc_hold_t *src_hold, cdc_shard_set_t **set_p);
+
 /* The owner is done with the set: retire its hold (cdc_hold_retire). The
    memory goes now, or when the last holder (a zero-copy send in flight, the
    client's slot manifest) releases it. Accepts NULL and *NULL; nulls
@@ -71,10 +82,12 @@ typedef struct {
    the staged one when it does, which becomes the one in use (the old one
    retired); else encoded anew as the one in use. For staging (stage 1): the
    one in use or the staged one when either matches, else encoded anew as
-   the staged one (the previous staged retired). *encoded (may be NULL): 1
+   the staged one (the previous staged retired). The blocks cut rows
+   [first_row, rows) (cdc__shard_set_new_from). *encoded (may be NULL): 1
    when a set was encoded. */
 int cdc__shard_sets_get(cdc_shard_sets_t *sets, int stage, const cdc_code_t *code, int n,
-                        const int64_t *lengths, const float *src, int64_t rows, int64_t k,
+                        int64_t first_row, const int64_t *lengths, const float *src,
+                        int64_t rows, int64_t k,
                         cdc_hold_t *src_hold, const cdc_shard_set_t **set, int *encoded);
 /* Retire both (the owner is done with them, or its source changed). */
 void cdc__shard_sets_retire(cdc_shard_sets_t *sets);
@@ -90,8 +103,10 @@ int64_t cdc__shard_set_valid_rows(const cdc_shard_set_t *set, int i);
 /* The source row data block i starts at. */
 int64_t cdc__shard_set_first_row(const cdc_shard_set_t *set, int i);
 
-/* Whether the set is the cut of n blocks of these lengths (NULL: equal). */
-int cdc__shard_set_has_layout(const cdc_shard_set_t *set, int n, const int64_t *lengths);
+/* Whether the set is the cut of rows from first_row on into n blocks of
+   these lengths (NULL: equal). */
+int cdc__shard_set_has_layout(const cdc_shard_set_t *set, int n, int64_t first_row,
+                              const int64_t *lengths);
 
 /* key (naming the cut operand on workers) made specific to the set's layout:
    key itself for the equal cut, else key mixed with layout_key (nonzero). */

@@ -158,8 +158,8 @@ static void stage_filters(cdc_layer_t *layer, const cdc_call_plan_t *plan)
     const cdc_shard_set_t *staged;
     if (!plan->stage_token || cdc__coded_call_here(plan))
         return;
-    if (cdc__layer_stage_shards(layer, plan->code, plan->n, plan->stage_len, &staged) !=
-        CDC_OK) {
+    if (cdc__layer_stage_shards(layer, plan->code, plan->n, plan->stage_here_rows,
+                                plan->stage_len, &staged) != CDC_OK) {
         CDC_LOG_WARNF("staging re-sized filter blocks: %s", cdc_last_error());
         return;
     }
@@ -176,7 +176,7 @@ static int conv_channel_split(cdc_layer_t *layer, const cdc_call_plan_t *plan,
     int n = plan->n;
     const cdc_shard_set_t *filters;
     const int64_t *lengths = plan->sized ? plan->block_len : NULL;
-    int rc = cdc__layer_weight_shards(layer, plan->code, n, lengths, &filters);
+    int rc = cdc__layer_weight_shards(layer, plan->code, n, plan->here_rows, lengths, &filters);
     if (rc != CDC_OK)
         return rc;
     stage_filters(layer, plan);
@@ -186,6 +186,25 @@ static int conv_channel_split(cdc_layer_t *layer, const cdc_call_plan_t *plan,
     rc = conv_call_init(&call, layer, plan, filters->block_rows, cols, g, batch, &job);
     if (rc != CDC_OK)
         return rc;
+    /* The coordinator's share: the first here_rows filters, computed here
+       beside the shards (coded_call.h), into rows of their own. */
+    float *share = NULL;
+    if (plan->here_rows > 0) {
+        share = malloc((size_t) plan->here_rows * (size_t) cols * sizeof(float));
+        if (!share) {
+            cdc__coded_call_release(&call);
+            return cdc__fail(CDC_ENOMEM, "the coordinator's share: %lld x %lld",
+                             (long long) plan->here_rows, (long long) cols);
+        }
+        call.share = call.tasks[0];
+        call.share.shard = call.share.cover = -1;
+        call.share.a = layer->weights;
+        call.share.a_rows = plan->here_rows;
+        call.share.a_key = 0;
+        call.share.input = x;
+        call.share.cols = cols;
+        call.share.result = share;
+    }
     uint64_t key = cdc__shard_set_key(filters, layer->weights_key);
     for (int s = 0; s < n + plan->r; s++) {
         call.tasks[s].a = filters->blocks[s];
@@ -196,6 +215,11 @@ static int conv_channel_split(cdc_layer_t *layer, const cdc_call_plan_t *plan,
         call.tasks[s].input = x;
     }
     rc = cdc__coded_call_run(layer->context, &call);
+    for (int64_t p = 0; rc == CDC_OK && p < plan->here_rows; p++)
+        for (int64_t b = 0; b < batch; b++)
+            memcpy(y + (b * layer->rows + p) * spatial, share + p * cols + b * spatial,
+                   (size_t) spatial * sizeof(float));
+    free(share);
     if (rc == CDC_OK) {
         for (int s = 0; s < n; s++) {
             int64_t first = cdc__shard_set_first_row(filters, s);
@@ -412,16 +436,42 @@ static cdc_block_cost_t conv_block_cost(const cdc_layer_t *layer, cdc_split_t sp
                               .held_per_row = k * f};
 }
 
-/* Here or on the workers (cdc__plan_prefer_here): here costs the im2col
-   matrix written and read once more at the host's bandwidth, then the GEMM. */
+/* The coordinator computing `filters` of the layer's filters itself: the
+   im2col matrix written and read once more at the host's bandwidth, then
+   the GEMM (local_cost.h). */
+static double conv_here_ms(const cdc_layer_t *layer, const cdc_conv_geometry_t *g,
+                           int64_t batch, int64_t filters)
+{
+    int64_t cols = batch * g->out_h * g->out_w;
+    double im2col_bytes = 2.0 * (double) layer->k * (double) cols * sizeof(float);
+    return im2col_bytes / (cdc__local_speed().gbytes_per_s * 1e6) +
+           cdc__local_gemm_ms(filters, cols, layer->k, layer->context->local_gflops);
+}
+
+/* What a row of the cut operand costs (plan.h), with the coordinator's line
+   under the profiled plan when cut by channel, so that it may take a share
+   of the filters (a spatial band's share is not built: it would need its
+   halo). */
+static cdc_block_cost_t conv_cost(const cdc_layer_t *layer, cdc_split_t split,
+                                  const cdc_conv_geometry_t *g, int64_t batch)
+{
+    cdc_block_cost_t cost = conv_block_cost(layer, split, g, batch);
+    if (split == CDC_SPLIT_ROWS && layer->context->config.plan == CDC_PLAN_PROFILED &&
+        layer->rows > 1) {
+        double one = conv_here_ms(layer, g, batch, 1);
+        cost.here_per_row_ms =
+            (conv_here_ms(layer, g, batch, layer->rows) - one) / (double) (layer->rows - 1);
+        cost.here_fixed_ms = one - cost.here_per_row_ms;
+    }
+    return cost;
+}
+
+/* Here or on the workers (cdc__plan_prefer_here). */
 static void conv_prefer_here(cdc_layer_t *layer, cdc_call_plan_t *plan,
                              const cdc_conv_geometry_t *g, int64_t batch)
 {
     int64_t cols = batch * g->out_h * g->out_w;
-    double im2col_bytes = 2.0 * (double) layer->k * (double) cols * sizeof(float);
-    double local_ms = im2col_bytes / (cdc__local_speed().gbytes_per_s * 1e6) +
-                      cdc__local_gemm_ms(layer->rows, cols, layer->k,
-                                         layer->context->local_gflops);
+    double local_ms = conv_here_ms(layer, g, batch, layer->rows);
     char what[64];
     snprintf(what, sizeof what, "conv %lldx%lldx%lld", (long long) layer->rows,
              (long long) cols, (long long) layer->k);
@@ -458,8 +508,8 @@ int cdc_conv2d_forward(cdc_layer_t *layer, int64_t batch, int64_t h, int64_t w,
     int n = plan.n;
     if (plan.split == CDC_SPLIT_AUTO) {
         cdc_split_t by_bytes = cdc__plan_conv_split(&g, layer->rows, batch, n, plan.r);
-        const cdc_block_cost_t costs[2] = {conv_block_cost(layer, CDC_SPLIT_ROWS, &g, batch),
-                                           conv_block_cost(layer, CDC_SPLIT_COLUMNS, &g, batch)};
+        const cdc_block_cost_t costs[2] = {conv_cost(layer, CDC_SPLIT_ROWS, &g, batch),
+                                           conv_cost(layer, CDC_SPLIT_COLUMNS, &g, batch)};
         const int64_t rows[2] = {layer->rows, g.out_h};
         plan.split = cdc__plan_split_by_latency(layer->context, &plan, costs, rows,
                                                 layer->last_split, by_bytes);
@@ -467,7 +517,7 @@ int cdc_conv2d_forward(cdc_layer_t *layer, int64_t batch, int64_t h, int64_t w,
     /* A spatial split needs a real output row per data shard. */
     if (plan.split == CDC_SPLIT_COLUMNS && (g.out_h + n - 1) / n * (n - 1) >= g.out_h)
         plan.split = CDC_SPLIT_ROWS;
-    cdc_block_cost_t cost = conv_block_cost(layer, plan.split, &g, batch);
+    cdc_block_cost_t cost = conv_cost(layer, plan.split, &g, batch);
     rc = cdc__plan_size_blocks(layer->context, &plan, &cost,
                                plan.split == CDC_SPLIT_COLUMNS ? g.out_h : layer->rows);
     if (rc != CDC_OK)

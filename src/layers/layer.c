@@ -101,11 +101,12 @@ int cdc__layer_plan(cdc_layer_t *layer, cdc_call_plan_t *plan)
 
 /* A layer's weight shards for a call (stage 0) or for staging (stage 1). */
 static int layer_shards(cdc_layer_t *layer, int stage, const cdc_code_t *code, int n,
-                        const int64_t *lengths, const cdc_shard_set_t **set)
+                        int64_t first_row, const int64_t *lengths, const cdc_shard_set_t **set)
 {
     int encoded;
-    int rc = cdc__shard_sets_get(&layer->weight_sets, stage, code, n, lengths, layer->weights,
-                                 layer->rows, layer->k, layer->weights_hold, set, &encoded);
+    int rc = cdc__shard_sets_get(&layer->weight_sets, stage, code, n, first_row, lengths,
+                                 layer->weights, layer->rows, layer->k, layer->weights_hold,
+                                 set, &encoded);
     if (rc == CDC_OK && encoded) {
         pthread_mutex_lock(&layer->context->lock);
         layer->context->stats.weight_encodes++;
@@ -115,9 +116,10 @@ static int layer_shards(cdc_layer_t *layer, int stage, const cdc_code_t *code, i
 }
 
 static int layer_weights_shards(cdc_weights_t *self, int stage, const cdc_code_t *code,
-                                int n, const int64_t *lengths, const cdc_shard_set_t **set)
+                                int n, int64_t first_row, const int64_t *lengths,
+                                const cdc_shard_set_t **set)
 {
-    return layer_shards(self->owner, stage, code, n, lengths, set);
+    return layer_shards(self->owner, stage, code, n, first_row, lengths, set);
 }
 
 static const double *layer_weights_norms(cdc_weights_t *self)
@@ -146,15 +148,17 @@ cdc_epilogue_t cdc__layer_epilogue(const cdc_layer_t *layer, int64_t batch, int6
 }
 
 int cdc__layer_weight_shards(cdc_layer_t *layer, const cdc_code_t *code, int n,
-                             const int64_t *lengths, const cdc_shard_set_t **set)
+                             int64_t first_row, const int64_t *lengths,
+                             const cdc_shard_set_t **set)
 {
-    return layer_shards(layer, 0, code, n, lengths, set);
+    return layer_shards(layer, 0, code, n, first_row, lengths, set);
 }
 
 int cdc__layer_stage_shards(cdc_layer_t *layer, const cdc_code_t *code, int n,
-                            const int64_t *lengths, const cdc_shard_set_t **set)
+                            int64_t first_row, const int64_t *lengths,
+                            const cdc_shard_set_t **set)
 {
-    return layer_shards(layer, 1, code, n, lengths, set);
+    return layer_shards(layer, 1, code, n, first_row, lengths, set);
 }
 
 const double *cdc__layer_weight_norms(cdc_layer_t *layer)

@@ -34,14 +34,17 @@ int cdc__layer_new(cdc_context_t *context, cdc_layer_kind_t kind, int64_t rows,
                    int64_t k, const float *weights, const float *bias,
                    const cdc_layer_options_t *options, cdc_layer_t **layer_p);
 
-/* The weight row blocks for (code, n, lengths: n entries, NULL = equal),
+/* The weight row blocks for (code, n, lengths: n entries, NULL = equal) of
+   the rows from first_row on (the coordinator's share before it, plan.h),
    encoding them on first use and whenever the layout changes. */
 int cdc__layer_weight_shards(cdc_layer_t *layer, const cdc_code_t *code, int n,
-                             const int64_t *lengths, const cdc_shard_set_t **set);
+                             int64_t first_row, const int64_t *lengths,
+                             const cdc_shard_set_t **set);
 /* The same for lengths being staged (the workers sent them in the
    background, plan_staging.c): the calls keep the set in use meanwhile. */
 int cdc__layer_stage_shards(cdc_layer_t *layer, const cdc_code_t *code, int n,
-                            const int64_t *lengths, const cdc_shard_set_t **set);
+                            int64_t first_row, const int64_t *lengths,
+                            const cdc_shard_set_t **set);
 
 /* Row norms of the whole weight matrix (scale of the parity check), computed
    once; NULL when out of memory (the check is then skipped). */
