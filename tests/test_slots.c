@@ -622,6 +622,48 @@ START_TEST(test_dropped_staging_drains_first)
 }
 END_TEST
 
+/* A second re-size comes while a slot's home takes in the first one's
+   block: that home is sent the second's block too before the staging moves
+   on (the slot was picked before the second staging existed, and waiting
+   for a block nobody sends would leave the slot erased for good); both
+   stagings then finish, one slot at a time. */
+START_TEST(test_staging_added_while_a_slot_stages)
+{
+    cdc_slots_t *slots = malloc(sizeof *slots);
+    fake_io_t fake;
+    cdc_slot_io_t io;
+    int freed = 0;
+    const uint64_t all = BIT(3) - 1;
+    slots_start(slots, 3, 3, &fake, &io);
+    held_block_t *first = held_block_new(&freed), *second = held_block_new(&freed);
+    cdc_slot_weight_t a[3], b[3];
+    for (int s = 0; s < 3; s++) {
+        a[s] = weight_of(first, 600 + (uint64_t) s);
+        b[s] = weight_of(second, 700 + (uint64_t) s);
+    }
+    cdc_slots_stage(slots, 1, a, 3, NULL);
+    cdc_slots_restore(slots, all, &io);
+    ck_assert_int_eq(slots->staging_slot, 0);
+    ck_assert_uint_eq(fake.last_key[0], 600);
+    cdc_slots_stage(slots, 2, b, 3, NULL);
+    ack_all_and_pass(slots, &fake, &io, 3, all);
+    ck_assert_int_eq(slots->staging_slot, 0); /* still slot 0: the second block */
+    ck_assert_uint_eq(fake.last_key[0], 700);
+    for (int pass = 0; pass < 8 && cdc_slots_staging(slots); pass++)
+        ack_all_and_pass(slots, &fake, &io, 3, all);
+    ck_assert_int_eq(cdc_slots_staged(slots, 1), 1);
+    ck_assert_int_eq(cdc_slots_staged(slots, 2), 1);
+    for (int w = 0; w < 3; w++)
+        ck_assert_int_eq(fake.weights_sent[w], 2); /* each block once */
+    ck_assert(cdc_slots_full(slots, all));
+    cdc_slots_fini(slots);
+    cdc_hold_release(&first->hold);
+    cdc_hold_release(&second->hold);
+    ck_assert_int_eq(freed, 2);
+    free(slots);
+}
+END_TEST
+
 static Suite *slots_suite(void)
 {
     Suite *suite = suite_create("slots");
@@ -644,6 +686,7 @@ static Suite *slots_suite(void)
     tcase_add_test(staging, test_staged_one_slot_at_a_time);
     tcase_add_test(staging, test_staging_dropped_with_its_blocks);
     tcase_add_test(staging, test_dropped_staging_drains_first);
+    tcase_add_test(staging, test_staging_added_while_a_slot_stages);
     suite_add_tcase(suite, staging);
     return suite;
 }

@@ -380,11 +380,15 @@ static void staging_step(cdc_slots_t *slots, uint64_t live)
                 staging_remove(slots, i); /* its owner let go: never wanted now */
                 break;
             }
-    int s = slots->staging_slot;
+    int s = slots->staging_slot, taking_in = 0;
     for (int i = 0; s >= 0 && i < slots->staging_count; i++)
-        if (!slot_staged(slots, &slots->staging[i], s))
-            return; /* its home is still taking them in */
-    if (staging_home_busy(slots) >= 0)
+        if (!slot_staged(slots, &slots->staging[i], s)) {
+            /* Its home is still taking them in. A staging added since the
+               slot was picked has its block noted now, or nobody sends it. */
+            cdc_slots_note(slots, s, &slots->staging[i].weight[s], -1);
+            taking_in = 1;
+        }
+    if (taking_in || staging_home_busy(slots) >= 0)
         return;
     slots->staging_slot = -1;
     if (slots->staging_count == 0 || !cdc_slots_full(slots, live))
