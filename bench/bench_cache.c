@@ -111,7 +111,7 @@ static int send_round(cdc_client_t *client, const float *a, const float *bt, flo
         tasks[t].result = results + (size_t) t * (size_t) rows;
     }
     uint64_t arrived = 0;
-    int rc = cdc_client_run(client, tasks, TASKS, TASKS, 10000, 30000, &arrived);
+    int rc = cdc_client_run(client, tasks, TASKS, TASKS, TASKS, 10000, 30000, &arrived);
     if (rc == CDC_OK && arrived != UINT64_MAX) {
         cdc_remote_counters_t c;
         cdc_client_counters(client, &c);

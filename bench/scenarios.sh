@@ -2,7 +2,7 @@
 # scenarios.sh - the fault-injection scenarios of docs/benchmarks.md, one JSON each.
 # usage: bench/scenarios.sh [BUILD_DIR] [OUT_DIR] [SCENARIO...]
 #   scenarios: crash stragglers scaling speedup chaos repair hetero hetero-crash
-#   hetero-shift hetero-drift soak (default: all
+#   hetero-shift hetero-drift hetero-link soak (default: all
 #   but soak, which takes about 20 minutes; SOAK_REQUESTS=N shortens it)
 set -eu
 build=${1:-build}
@@ -23,7 +23,8 @@ MIX="$MIX;slow@w4:gflops=0.125"
 # 2 cores (about 30 GFLOP/s) would beat the emulated devices on every layer, and the
 # profiled plan would keep everything here.
 COORD="slow@c:gflops=1"
-scenarios=${*:-crash stragglers scaling speedup chaos repair hetero hetero-crash hetero-shift hetero-drift}
+all="crash stragglers scaling speedup chaos repair hetero hetero-crash hetero-shift"
+scenarios=${*:-$all hetero-drift hetero-link}
 
 for s in $scenarios; do
   case $s in
@@ -140,6 +141,21 @@ for line in sys.stdin: sys.stdout.write("%.3f %s" % (time.time(), line))' \
     grep '^[0-9.]* coded ' "$out/hetero_shift.log" || true
     python3 "$(dirname "$0")/hetero_summary.py" shift "$out/hetero_shift.csv" \
       "$out/hetero_shift.log" "$out/hetero_shift_optimum.csv"
+    ;;
+  hetero-link)
+    # Fewer workers: five Pi-4-class devices, one (w3) behind a 20 Mbit/s link, a
+    # conv layer cut by channel (each worker is sent the whole 256 KB input: 105 ms
+    # to w3). The equal plan, calls not waiting for data shards (the default: w3's
+    # shard is decoded from parity every call), then the profiled plan with calls
+    # that wait for every data shard (CDCGEMM_WAIT_MS, so w3 is measured): w3 gets
+    # an empty block and is sent nothing.
+    link="slow@c:gflops=0.05;slow@*:gflops=1;$WIFI;link@w3:mbit=20,lat=0.3;seed=1"
+    "$bench" plan --layer conv:64x32x32:128:3:1:1 --split channel --workers 5 \
+      --parity 1 --requests 60 --warmup 40 --plan equal --faults "$link" \
+      --json "$out/hetero_link_equal.json"
+    CDCGEMM_WAIT_MS=1000 "$bench" plan --layer conv:64x32x32:128:3:1:1 --split channel \
+      --workers 5 --parity 1 --requests 60 --warmup 40 --plan profiled --faults "$link" \
+      --json "$out/hetero_link_profiled.json"
     ;;
   hetero-drift)
     # The same device becomes 1.67x slower instead: the re-size gains about 20%, and

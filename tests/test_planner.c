@@ -36,8 +36,9 @@ static int within_caps(const cdc_shard_cost_t *data, int n, const cdc_shard_cost
     return 1;
 }
 
-/* The least latency over every composition of rows into n blocks >= 1
-   within the homes' caps (INFINITY: none fits). */
+/* The least latency over every composition of rows into n blocks >= 0
+   (an empty block is not sent) within the homes' caps (INFINITY: none
+   fits). */
 static double brute_force(const cdc_shard_cost_t *data, int n, const cdc_shard_cost_t *parity,
                           int r, int64_t rows, int64_t *len, int i)
 {
@@ -47,7 +48,7 @@ static double brute_force(const cdc_shard_cost_t *data, int n, const cdc_shard_c
                                                     : INFINITY;
     }
     double best = INFINITY;
-    for (int64_t l = 1; l <= rows - (n - 1 - i); l++) {
+    for (int64_t l = 0; l <= rows; l++) {
         len[i] = l;
         double t = brute_force(data, n, parity, r, rows - l, len, i + 1);
         best = t < best ? t : best;
@@ -105,14 +106,35 @@ START_TEST(test_parity_home_caps_blocks)
 }
 END_TEST
 
-START_TEST(test_fixed_cost_gets_least)
+/* Fewer workers when the link dominates: a home whose fixed cost (its
+   round trip, the whole operand sent to it) alone exceeds the others' whole
+   blocks gets none (one row would make the call wait for it), also with a
+   parity; and fewer rows than blocks leave blocks empty. */
+START_TEST(test_fixed_cost_past_latency_gets_none)
 {
-    /* A home whose round trip alone exceeds the others' whole block keeps one row. */
     cdc_shard_cost_t data[3] = {{0.0, 1.0, 0}, {0.0, 1.0, 0}, {500.0, 1.0, 0}};
     int64_t len[3];
-    ck_assert_int_eq(cdc_planner_block_lengths(data, 3, NULL, 0, 200, len, NULL), CDC_OK);
-    ck_assert_int_eq(len[2], 1);
-    ck_assert_int_eq(len[0] + len[1], 199);
+    double t;
+    ck_assert_int_eq(cdc_planner_block_lengths(data, 3, NULL, 0, 200, len, &t), CDC_OK);
+    ck_assert_int_eq(len[2], 0);
+    ck_assert_int_eq(len[0], 100);
+    ck_assert_int_eq(len[1], 100);
+    ck_assert_double_eq_tol(t, 100.0, 1e-12); /* one row on it: 501 */
+    const cdc_shard_cost_t parity[1] = {{0.0, 1.0, 0}};
+    ck_assert_int_eq(cdc_planner_block_lengths(data, 3, parity, 1, 200, len, &t), CDC_OK);
+    ck_assert_int_eq(len[2], 0);
+    ck_assert_double_eq_tol(t, 100.0, 1e-12);
+    ck_assert_double_eq_tol(cdc_planner_latency_first_n(data, 3, parity, 1, len), 100.0, 1e-12);
+    /* A home near the others' finish takes what it can by then. */
+    data[2].fixed_ms = 60.0;
+    ck_assert_int_eq(cdc_planner_block_lengths(data, 3, NULL, 0, 200, len, &t), CDC_OK);
+    ck_assert(len[2] == 26 || len[2] == 27); /* (T - 60) rows by T = 86.67 */
+    ck_assert_int_eq(sum_of(len, 3), 200);
+    ck_assert_double_eq_tol(t, 87.0, 1e-12);
+    ck_assert_int_eq(cdc_planner_block_lengths(data, 3, NULL, 0, 2, len, &t), CDC_OK);
+    ck_assert_int_eq(len[0], 1);
+    ck_assert_int_eq(len[1], 1);
+    ck_assert_int_eq(len[2], 0);
 }
 END_TEST
 
@@ -134,7 +156,7 @@ START_TEST(test_optimal_against_brute_force)
         ck_assert_int_eq(cdc_planner_block_lengths(cost, n, cost + n, r, rows, len, &t), CDC_OK);
         ck_assert_int_eq(sum_of(len, n), rows);
         for (int i = 0; i < n; i++)
-            ck_assert_int_ge(len[i], 1);
+            ck_assert_int_ge(len[i], 0);
         double best = brute_force(cost, n, cost + n, r, rows, scratch, 0);
         /* Whole rows: at most one row of the slowest home above the optimum. */
         double slowest = 0.0;
@@ -284,7 +306,7 @@ START_TEST(test_bad_arguments)
 {
     int64_t len[4];
     int homes[4];
-    ck_assert_int_eq(cdc_planner_block_lengths(mix, 4, mix + 4, 1, 3, len, NULL), CDC_EINVAL);
+    ck_assert_int_eq(cdc_planner_block_lengths(mix, 4, mix + 4, 1, 0, len, NULL), CDC_EINVAL);
     ck_assert_int_eq(cdc_planner_block_lengths(mix, 0, NULL, 0, 3, len, NULL), CDC_EINVAL);
     cdc_shard_cost_t bad[2] = {{0.0, 0.0, 0}, {NAN, 1.0, 0}};
     ck_assert_int_eq(cdc_planner_block_lengths(bad, 1, NULL, 0, 3, len, NULL), CDC_EINVAL);
@@ -300,7 +322,7 @@ static Suite *planner_suite(void)
     tcase_add_test(lengths, test_equal_devices_equal_blocks);
     tcase_add_test(lengths, test_lengths_follow_speed);
     tcase_add_test(lengths, test_parity_home_caps_blocks);
-    tcase_add_test(lengths, test_fixed_cost_gets_least);
+    tcase_add_test(lengths, test_fixed_cost_past_latency_gets_none);
     tcase_add_test(lengths, test_optimal_against_brute_force);
     tcase_add_test(lengths, test_latency_first_n);
     tcase_add_test(lengths, test_caps_against_brute_force);

@@ -25,10 +25,13 @@
 #define MAX_CALLS 400
 #define MAX_SECONDS 60.0
 
-static cdc_context_t *profiled_context(const char *faults)
+/* wait_ms: how long a call waits for data shards past the n results it
+   needs (0: none, the default). */
+static cdc_context_t *profiled_context_waiting(const char *faults, int wait_ms)
 {
     cdc_config_t config;
     cdc_config_init(&config);
+    config.wait_ms = wait_ms;
     config.local_workers = WORKERS;
     config.parity = 1;
     config.plan = CDC_PLAN_PROFILED;
@@ -40,6 +43,11 @@ static cdc_context_t *profiled_context(const char *faults)
     ck_assert_msg(rc == CDC_OK, "cdc_context_new: %s (%s)", cdc_err_name(rc),
                   cdc_last_error());
     return context;
+}
+
+static cdc_context_t *profiled_context(const char *faults)
+{
+    return profiled_context_waiting(faults, 0);
 }
 
 /* Whether the layer's cached blocks are unequal (the profiled plan sized them). */
@@ -145,6 +153,38 @@ START_TEST(test_mix_sized_to_devices)
 }
 END_TEST
 
+/* A conv layer's operands and reference output from a seeded rng (one
+   image; stride 1 and "same" padding: the output is as large as the input). */
+typedef struct {
+    float *w, *x, *y;
+    double *want;
+    size_t ycount;
+} conv_case_t;
+
+static void conv_case_make(conv_case_t *c, const cdc_ref_conv_t *ref, uint64_t seed)
+{
+    cdc_test_rng_t rng;
+    cdc_test_rng_seed(&rng, seed);
+    size_t wcount = (size_t) (ref->out_channels * ref->in_channels * ref->kernel_h * ref->kernel_w);
+    size_t xcount = (size_t) (ref->in_channels * ref->h * ref->w);
+    c->ycount = (size_t) (ref->out_channels * ref->h * ref->w);
+    c->w = cdc_test_alloc(wcount * sizeof(float));
+    c->x = cdc_test_alloc(xcount * sizeof(float));
+    c->y = cdc_test_alloc(c->ycount * sizeof(float));
+    c->want = cdc_test_alloc(c->ycount * sizeof(double));
+    cdc_test_fill_uniform(&rng, c->w, wcount);
+    cdc_test_fill_uniform(&rng, c->x, xcount);
+    ck_assert_int_eq(cdc_ref_conv2d(ref, c->x, c->w, NULL, c->want), 0);
+}
+
+static void conv_case_free(conv_case_t *c)
+{
+    free(c->w);
+    free(c->x);
+    free(c->y);
+    free(c->want);
+}
+
 /* Identical devices and a coordinator far slower than them: neither
    sizing nor a share is predicted to pay, so the blocks stay equal, cut
    every row, and nothing moves. Slow enough (84 ms a shard) that the host's own
@@ -178,15 +218,9 @@ START_TEST(test_conv_split_by_latency)
         "slow@w4:gflops=0.125;slow@c:gflops=0.05");
     const cdc_ref_conv_t ref = {1, 64, 13, 13, 128, 3, 3, 1, 1, 1, 1, 1, 1, 0};
     cdc_conv2d_desc_t desc = {64, 128, 3, 3, 1, 1, 1, 1, 1, 1};
-    cdc_test_rng_t rng;
-    cdc_test_rng_seed(&rng, 23);
-    size_t wcount = 128 * 64 * 9, xcount = 64 * 13 * 13, ycount = 128 * 13 * 13;
-    float *w = cdc_test_alloc(wcount * sizeof(float)), *x = cdc_test_alloc(xcount * sizeof(float));
-    float *y = cdc_test_alloc(ycount * sizeof(float));
-    double *want = cdc_test_alloc(ycount * sizeof(double));
-    cdc_test_fill_uniform(&rng, w, wcount);
-    cdc_test_fill_uniform(&rng, x, xcount);
-    ck_assert_int_eq(cdc_ref_conv2d(&ref, x, w, NULL, want), 0);
+    conv_case_t c;
+    conv_case_make(&c, &ref, 23);
+    float *x = c.x, *y = c.y;
     cdc_conv_geometry_t g = {.channels = 64, .h = 13, .w = 13, .kernel_h = 3, .kernel_w = 3,
                              .stride_h = 1, .stride_w = 1, .pad_h = 1, .pad_w = 1,
                              .dilation_h = 1, .dilation_w = 1};
@@ -194,12 +228,12 @@ START_TEST(test_conv_split_by_latency)
     ck_assert_int_eq(cdc__plan_conv_split(&g, 128, 1, 4, 1), CDC_SPLIT_COLUMNS);
 
     cdc_layer_t *layer = NULL;
-    ck_assert_int_eq(cdc_conv2d_new(context, &desc, w, NULL, NULL, &layer), CDC_OK);
+    ck_assert_int_eq(cdc_conv2d_new(context, &desc, c.w, NULL, NULL, &layer), CDC_OK);
     double start = cdc_test_now_s();
     int calls = 0;
     for (; calls < MAX_CALLS && cdc_test_now_s() - start < MAX_SECONDS; calls++) {
         ck_assert_int_eq(cdc_conv2d_forward(layer, 1, 13, 13, x, y), CDC_OK);
-        double err = cdc_test_rel_error(y, want, ycount);
+        double err = cdc_test_rel_error(y, c.want, c.ycount);
         ck_assert_msg(err <= REL_TOL, "call %d: relative error %g", calls, err);
         if (cdc_layer_split(layer) == CDC_SPLIT_ROWS)
             break;
@@ -208,7 +242,7 @@ START_TEST(test_conv_split_by_latency)
                   "still split by columns after %d calls", calls);
     for (int i = 0; i < 10; i++) { /* and it stays: the other is not 10% faster */
         ck_assert_int_eq(cdc_conv2d_forward(layer, 1, 13, 13, x, y), CDC_OK);
-        ck_assert(cdc_test_rel_error(y, want, ycount) <= REL_TOL);
+        ck_assert(cdc_test_rel_error(y, c.want, c.ycount) <= REL_TOL);
         ck_assert_int_eq(cdc_layer_split(layer), CDC_SPLIT_ROWS);
     }
     cdc_plan_record_t record;
@@ -216,10 +250,7 @@ START_TEST(test_conv_split_by_latency)
     ck_assert_int_gt(record.here_rows, 0);
     ck_assert_int_eq(layer->weight_sets.in_use->first_row, record.here_rows);
     cdc_layer_destroy(&layer);
-    free(w);
-    free(x);
-    free(y);
-    free(want);
+    conv_case_free(&c);
     cdc_context_destroy(&context);
 }
 END_TEST
@@ -371,6 +402,65 @@ START_TEST(test_resize_staged)
 }
 END_TEST
 
+/* Fewer workers when the link dominates: one device on a link so slow
+   that sending it the layer's input (256 KB at 20 Mbit/s: about 105 ms)
+   takes longer than the others need for the whole layer (about 70 ms)
+   gets an empty block once measured: it is sent nothing, and the call no
+   longer waits on it; every result stays exact. The layer is cut by
+   channel (every worker needs the whole input); cut in spatial bands each
+   would get a quarter of it, and the planner prefers that here. The calls
+   wait for every data shard (wait_ms), or the slow one would always be
+   decoded from parity and cancelled, and its link never measured. */
+START_TEST(test_slow_link_left_out)
+{
+    cdc_context_t *context = profiled_context_waiting(
+        "slow@*:gflops=1;link@*:mbit=94,lat=0.3;link@w3:mbit=20,lat=0.3;slow@c:gflops=0.05",
+        1000);
+    const cdc_ref_conv_t ref = {1, 64, 32, 32, 128, 3, 3, 1, 1, 1, 1, 1, 1, 0};
+    cdc_conv2d_desc_t desc = {64, 128, 3, 3, 1, 1, 1, 1, 1, 1};
+    conv_case_t c;
+    conv_case_make(&c, &ref, 29);
+    float *x = c.x, *y = c.y;
+    cdc_layer_options_t options;
+    cdc_layer_options_init(&options);
+    options.split = CDC_SPLIT_ROWS;
+    cdc_layer_t *layer = NULL;
+    ck_assert_int_eq(cdc_conv2d_new(context, &desc, c.w, NULL, &options, &layer), CDC_OK);
+    cdc_plan_record_t record;
+    int left_out = -1, calls = 0;
+    double start = cdc_test_now_s();
+    for (; calls < MAX_CALLS && cdc_test_now_s() - start < MAX_SECONDS && left_out < 0;
+         calls++) {
+        ck_assert_int_eq(cdc_conv2d_forward(layer, 1, 32, 32, x, y), CDC_OK);
+        double err = cdc_test_rel_error(y, c.want, c.ycount);
+        ck_assert_msg(err <= REL_TOL, "call %d: relative error %g", calls, err);
+        cdc__plan_last(context, &record);
+        for (int s = 0; s < record.n && !staging_under_way(context); s++)
+            if (record.block_len[s] == 0)
+                left_out = s;
+    }
+    ck_assert_msg(left_out >= 0, "no empty block after %d calls", calls);
+    ck_assert_int_eq(record.home[left_out], 3);
+    for (int s = 0; s < record.n + record.r; s++)
+        ck_assert_msg(s == left_out || record.home[s] != 3, "worker 3 holds slot %d too", s);
+    cdc_stats_t before, after;
+    ck_assert_int_eq(cdc_context_stats(context, &before), CDC_OK);
+    for (int i = 0; i < 10; i++) {
+        ck_assert_int_eq(cdc_conv2d_forward(layer, 1, 32, 32, x, y), CDC_OK);
+        ck_assert(cdc_test_rel_error(y, c.want, c.ycount) <= REL_TOL);
+    }
+    ck_assert_int_eq(cdc_context_stats(context, &after), CDC_OK);
+    /* Ten calls of four shards each (3 data + parity), none on worker 3. */
+    ck_assert_uint_eq(after.shards_sent - before.shards_sent, 40);
+    ck_assert_uint_eq(after.fallbacks, before.fallbacks);
+    cdc__plan_last(context, &record);
+    ck_assert_int_eq(record.block_len[left_out], 0);
+    cdc_layer_destroy(&layer);
+    conv_case_free(&c);
+    cdc_context_destroy(&context);
+}
+END_TEST
+
 static Suite *profiled_suite(void)
 {
     Suite *suite = suite_create("profiled_plan");
@@ -381,6 +471,7 @@ static Suite *profiled_suite(void)
     tcase_add_test(tc, test_conv_split_by_latency);
     tcase_add_test(tc, test_here_or_workers);
     tcase_add_test(tc, test_resize_staged);
+    tcase_add_test(tc, test_slow_link_left_out);
     suite_add_tcase(suite, tc);
     return suite;
 }

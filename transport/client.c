@@ -1193,7 +1193,8 @@ static int send_task(cdc_client_t *self, int w, const cdc_shard_task_t *task,
 /* One call in flight: its tasks, where each went and what came back. */
 typedef struct {
     cdc_shard_task_t *tasks;
-    int count, needed;
+    int count, n, needed;    /* n: the code's data shards (keys, shard < n);
+                                needed: the results that suffice          */
     uint64_t request_id;
     double started_ms;       /* response times for the report             */
     int64_t deadline;        /* ms: timeout_ms after the call began       */
@@ -1211,7 +1212,8 @@ typedef struct {
 } client_call_t;
 
 static void call_begin(cdc_client_t *self, client_call_t *call, cdc_shard_task_t *tasks,
-                       int count, int needed, int wait_ms, int timeout_ms, uint64_t *arrived)
+                       int count, int n, int needed, int wait_ms, int timeout_ms,
+                       uint64_t *arrived)
 {
     memset(call, 0, sizeof *call);
     int64_t started = (int64_t) cdc__clock_ms();
@@ -1223,10 +1225,11 @@ static void call_begin(cdc_client_t *self, client_call_t *call, cdc_shard_task_t
     call->request_id = ++self->next_request;
     call->tasks = tasks;
     call->count = count;
+    call->n = n;
     call->needed = needed;
     call->arrived = arrived;
     for (int t = 0; t < count; t++) {
-        call->keys[t] = task_keys(&tasks[t], needed);
+        call->keys[t] = task_keys(&tasks[t], n);
         if (tasks[t].cover >= 0 && tasks[t].cover < 64)
             call->cover_mask |= UINT64_C(1) << tasks[t].cover;
     }
@@ -1324,7 +1327,7 @@ static int call_settled(cdc_client_t *self, client_call_t *call, int64_t now)
         int data_pending = 0;
         for (int t = 0; t < call->count; t++)
             data_pending +=
-                call->state[t] == TASK_PENDING && call->tasks[t].shard < call->needed;
+                call->state[t] == TASK_PENDING && call->tasks[t].shard < call->n;
         if (data_pending == 0)
             return 1;
         if (call->wait_deadline < 0)
@@ -1647,7 +1650,7 @@ static void call_observe(cdc_client_t *self, const client_call_t *call)
             observer.call_done(observer.ctx, w, elapsed[w], flops[w], bytes[w]);
 }
 
-int cdc_client_run(cdc_client_t *self, cdc_shard_task_t *tasks, int count, int needed,
+int cdc_client_run(cdc_client_t *self, cdc_shard_task_t *tasks, int count, int n, int needed,
                    int wait_ms, int timeout_ms, uint64_t *arrived)
 {
     *arrived = 0;
@@ -1660,7 +1663,7 @@ int cdc_client_run(cdc_client_t *self, cdc_shard_task_t *tasks, int count, int n
     cdc_slots_call(self->slots, count);
     restore_pass(self);
     client_call_t call;
-    call_begin(self, &call, tasks, count, needed, wait_ms, timeout_ms, arrived);
+    call_begin(self, &call, tasks, count, n, needed, wait_ms, timeout_ms, arrived);
     call_place(self, &call);
     call_dispatch(self, &call);
     int rc = CDC_OK;

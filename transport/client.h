@@ -89,13 +89,15 @@ int cdc_client_worker_count(const cdc_client_t *self);
    per key (re-sent on MISS). Results are collected into tasks[t].result;
    bit t of *arrived marks each result that came back whole. A task whose
    worker dies while it is pending is given up at once. Returns once every
-   dispatched task has answered; or once needed results are in and either the
-   data shards (shard < needed) are all in or wait_ms more have passed; or when
+   dispatched task has answered; or once needed results are in (n, the
+   code's data shards, less the empty data shards the caller did not send;
+   n also names the split in the weights' keys) and either the data shards
+   (shard < n) are all in or wait_ms more have passed; or when
    timeout_ms has passed since the call began. Replies to earlier calls are
    dropped and counted. CDC_OK even when results are missing (the caller
    decodes or computes them); another status only for a broken socket or OOM.
    Thread-safe (calls are serialised). */
-int cdc_client_run(cdc_client_t *self, cdc_shard_task_t *tasks, int count, int needed,
+int cdc_client_run(cdc_client_t *self, cdc_shard_task_t *tasks, int count, int n, int needed,
                    int wait_ms, int timeout_ms, uint64_t *arrived);
 
 /* Where the plan's slots live: slot s's home is worker home_of_slot[s] for

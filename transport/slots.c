@@ -217,8 +217,10 @@ static void manifest_remove(cdc_slots_t *slots, int s, int e)
 
 void cdc_slots_note(cdc_slots_t *slots, int s, const cdc_slot_weight_t *weight, int served_by)
 {
-    if (s < 0 || s >= CDC_MAX_WORKERS || !weight->hold || cdc_hold_retired(weight->hold))
-        return; /* a view of the call's memory cannot be shipped later */
+    if (s < 0 || s >= CDC_MAX_WORKERS || !weight->hold || cdc_hold_retired(weight->hold) ||
+        weight->rows == 0)
+        return; /* a view of the call's memory cannot be shipped later; an
+                   empty block is never sent */
     int e = manifest_index(slots, s, weight->key);
     if (e >= 0) {
         slots->manifest[s][e].used = slots->stamp;
@@ -314,10 +316,11 @@ static int holds_acked(const cdc_slots_t *slots, int w, uint64_t key)
     return i >= 0 && worker->seq[i] <= worker->acked_seq;
 }
 
-/* Whether slot s's home holds staging g's block for s (none: yes). */
+/* Whether slot s's home holds staging g's block for s (none, or an empty
+   block, which is never sent: yes). */
 static int slot_staged(const cdc_slots_t *slots, const cdc_slot_staging_t *g, int s)
 {
-    if (s >= g->count)
+    if (s >= g->count || g->weight[s].rows == 0)
         return 1;
     int home = cdc_slots_home(slots, s);
     return home >= 0 && holds_acked(slots, home, g->weight[s].key);

@@ -18,11 +18,14 @@ typedef struct cdc_executor cdc_executor_t;
 typedef struct {
     const char *name;
     /* Run count tasks; set bit t of *arrived for each task t whose result is
-       complete. needed is the decode threshold n: once any needed results are
-       in, a remote executor may stop waiting for the rest (after the
-       configured wait for data shards, shard < needed). Returns CDC_OK even
-       when some results did not arrive; the caller decodes or falls back. */
-    int (*run)(cdc_executor_t *self, cdc_shard_task_t *tasks, int count, int needed,
+       complete. n: the code's data shards (shard < n; it names the split
+       in the weights' wire keys). needed: the results that suffice, n less
+       the empty data shards the caller did not send (their result is
+       zero): once any needed results are in, a remote executor may stop
+       waiting for the rest (after the configured wait for data shards).
+       Returns CDC_OK even when some results did not arrive; the caller
+       decodes or falls back. */
+    int (*run)(cdc_executor_t *self, cdc_shard_task_t *tasks, int count, int n, int needed,
                uint64_t *arrived);
     void (*destroy)(cdc_executor_t *self);
     /* Workers in the plan now (live by heartbeats, or silent for less than

@@ -57,8 +57,8 @@ static int workers_refuse(const cdc_shard_task_t *tasks, int count)
     return 0;
 }
 
-static int zmq_run(cdc_executor_t *base, cdc_shard_task_t *tasks, int count, int needed,
-                   uint64_t *arrived)
+static int zmq_run(cdc_executor_t *base, cdc_shard_task_t *tasks, int count, int n,
+                   int needed, uint64_t *arrived)
 {
     zmq_executor_t *self = (zmq_executor_t *) base;
     profile_self(self); /* the previous call's fallbacks are done by now */
@@ -66,7 +66,7 @@ static int zmq_run(cdc_executor_t *base, cdc_shard_task_t *tasks, int count, int
         *arrived = 0;
         return CDC_OK;
     }
-    return cdc_client_run(self->client, tasks, count, needed, self->wait_ms,
+    return cdc_client_run(self->client, tasks, count, n, needed, self->wait_ms,
                           self->timeout_ms, arrived);
 }
 

@@ -10,9 +10,11 @@
  * The continuous answer. For a deadline T every data home can take
  * len_i(T) = min((T - c_i) / s_i, cap(T)) rows, cap(T) being the length the
  * slowest parity home computes by T; the sum grows with T, so bisection finds
- * the T at which they just cover the rows. Then whole rows: floors (at least
- * one row each), and the rows left go one at a time where they raise the
- * latency least.
+ * the T at which they just cover the rows. Then whole rows: floors, and the
+ * rows left go one at a time where they raise the latency least. A home
+ * whose fixed cost (its round trip, the whole operand it is sent) is past T
+ * gets no rows: an empty block is not sent, so the call uses fewer workers
+ * when the link dominates.
  *
  * Homes. Which workers hold parity changes the answer (a parity on the
  * slowest device caps every block at what that device computes), so every
@@ -35,13 +37,19 @@ static double finish_ms(const cdc_shard_cost_t *c, double len)
     return c->fixed_ms + c->per_row_ms * len;
 }
 
+/* A data block's finish: an empty one is not sent, its result known at once. */
+static double data_finish_ms(const cdc_shard_cost_t *c, int64_t len)
+{
+    return len > 0 ? finish_ms(c, (double) len) : 0.0;
+}
+
 double cdc_planner_latency(const cdc_shard_cost_t *data, int n,
                            const cdc_shard_cost_t *parity, int r, const int64_t *len)
 {
     double worst = 0.0;
     int64_t longest = 0;
     for (int i = 0; i < n; i++) {
-        double t = finish_ms(&data[i], (double) len[i]);
+        double t = data_finish_ms(&data[i], len[i]);
         worst = t > worst ? t : worst;
         longest = len[i] > longest ? len[i] : longest;
     }
@@ -64,7 +72,7 @@ double cdc_planner_latency_first_n(const cdc_shard_cost_t *data, int n,
     double done[PLANNER_MAX_SHARDS];
     int64_t longest = 0;
     for (int i = 0; i < n; i++) {
-        done[i] = finish_ms(&data[i], (double) len[i]);
+        done[i] = data_finish_ms(&data[i], len[i]);
         longest = len[i] > longest ? len[i] : longest;
     }
     for (int j = 0; j < r; j++)
@@ -99,16 +107,16 @@ static int64_t block_cap(const cdc_shard_cost_t *data, int i, const cdc_shard_co
     return cap >= (double) INT64_MAX ? INT64_MAX : (int64_t) floor(cap);
 }
 
-/* Whether the caps leave room for rows blocks of at least one row each. */
+/* Whether the caps leave room for the rows (a home that can hold no row
+   gets an empty block). */
 static int rows_fit(const cdc_shard_cost_t *data, int n, const cdc_shard_cost_t *parity, int r,
                     int64_t rows)
 {
     int64_t room = 0;
     for (int i = 0; i < n; i++) {
         int64_t cap = block_cap(data, i, parity, r);
-        if (cap < 1)
-            return 0;
-        room = cap >= rows - room ? rows : room + cap;
+        if (cap > 0)
+            room = cap >= rows - room ? rows : room + cap;
     }
     return room >= rows;
 }
@@ -156,7 +164,7 @@ int cdc_planner_block_lengths(const cdc_shard_cost_t *data, int n,
     if (n < 1 || n > PLANNER_MAX_SHARDS || r < 0 || n + r > PLANNER_MAX_SHARDS || !data ||
         !len || (r > 0 && !parity))
         return cdc__fail(CDC_EINVAL, "planner: n = %d, r = %d", n, r);
-    if (rows < n)
+    if (rows < 1)
         return cdc__fail(CDC_EINVAL, "planner: %lld rows for %d data blocks", (long long) rows,
                          n);
     if (!costs_valid(data, n) || !costs_valid(parity, r))
@@ -187,17 +195,18 @@ int cdc_planner_block_lengths(const cdc_shard_cost_t *data, int n,
         double l = rows_by(&data[i], hi);
         l = l < cap ? l : cap;
         len[i] = (int64_t) floor(l);
-        len[i] = len[i] < 1 ? 1 : len[i];
         sum += len[i];
     }
-    /* Whole rows: each one left goes where it raises the latency least;
-       rows over (from the one-row minimum) come off where that lowers it
-       most. Both loops run at most n times (each floor lost < 1 row). */
+    /* Whole rows: each one left (each floor lost < 1 row, so at most n) goes
+       where it raises the latency least; should rounding leave rows over,
+       they come off where that lowers it most. A home whose fixed cost
+       alone passes the latency the others reach keeps an empty block: it
+       is sent nothing (fewer workers, when the link dominates). */
     while (sum != rows) {
         int delta = sum < rows ? 1 : -1, best = -1;
         double best_t = INFINITY;
         for (int i = 0; i < n; i++) {
-            if ((delta < 0 && len[i] <= 1) || (delta > 0 && len[i] >= block_cap(data, i, parity, r)))
+            if ((delta < 0 && len[i] <= 0) || (delta > 0 && len[i] >= block_cap(data, i, parity, r)))
                 continue;
             double t = latency_if(data, n, parity, r, len, i, delta);
             if (t < best_t) {

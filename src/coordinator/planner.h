@@ -10,13 +10,14 @@
 #include <stdint.h>
 
 /* A shard's predicted time on its home for a block of len rows:
-   fixed_ms + per_row_ms * len. fixed_ms holds the round trip and the bytes
-   every shard gets whatever its length (the whole operand); per_row_ms the
-   compute and the bytes of one row (the cut operand's row, the result's). */
+   fixed_ms + per_row_ms * len; an empty data block (len 0) is not sent: 0.
+   fixed_ms holds the round trip and the bytes every shard gets whatever its
+   length (the whole operand); per_row_ms the compute and the bytes of one
+   row (the cut operand's row, the result's). */
 typedef struct {
     double fixed_ms, per_row_ms;
     double max_rows; /* the most rows the home can hold (its memory budget):
-                        0 no limit; below 1, none (the call cannot use it) */
+                        0 no limit; below 1, none (its block stays empty) */
 } cdc_shard_cost_t;
 
 /* The predicted latency of a call whose n data blocks have lengths len and
@@ -35,13 +36,15 @@ double cdc_planner_latency(const cdc_shard_cost_t *data, int n,
 double cdc_planner_latency_first_n(const cdc_shard_cost_t *data, int n,
                                    const cdc_shard_cost_t *parity, int r, const int64_t *len);
 
-/* Lengths of n data blocks of rows (rows >= n; every length >= 1) that
-   minimise cdc_planner_latency: every data home finishes its block at
-   about the same time, and no block is longer than the parity homes can
-   compute by then, nor longer than its home's max_rows (a parity home's
-   caps the longest block). *predicted_ms (may be NULL) receives the
-   latency. CDC_OK; CDC_ENOMEM when the rows do not fit the homes' max_rows
-   (len untouched); CDC_EINVAL naming the bad argument. */
+/* Lengths of n data blocks of rows (rows >= 1) that minimise
+   cdc_planner_latency: every data home finishes its block at about the
+   same time, and no block is longer than the parity homes can compute by
+   then, nor longer than its home's max_rows (a parity home's caps the
+   longest block). A block may be empty (0 rows: not sent, its result zero)
+   where its home's fixed cost passes that time, or its home holds no row.
+   *predicted_ms (may be NULL) receives the latency. CDC_OK; CDC_ENOMEM when
+   the rows do not fit the homes' max_rows (len untouched); CDC_EINVAL naming
+   the bad argument. */
 int cdc_planner_block_lengths(const cdc_shard_cost_t *data, int n,
                               const cdc_shard_cost_t *parity, int r, int64_t rows,
                               int64_t *len, double *predicted_ms);
