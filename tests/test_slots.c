@@ -38,6 +38,15 @@ static cdc_slot_weight_t weight_of(held_block_t *block, uint64_t key)
     return (cdc_slot_weight_t){key, 4, 4, block->data, &block->hold, 0};
 }
 
+/* A staging's blocks for count slots: block's weights under keys
+   first_key, first_key + 1, ... */
+static void staged_blocks(held_block_t *block, uint64_t first_key, int count,
+                          cdc_slot_weight_t *out)
+{
+    for (int s = 0; s < count; s++)
+        out[s] = weight_of(block, first_key + (uint64_t) s);
+}
+
 typedef struct {
     int weights_sent[8];  /* per worker */
     uint64_t last_key[8];
@@ -559,10 +568,8 @@ START_TEST(test_staging_dropped_with_its_blocks)
     slots_start(slots, 3, 3, &fake, &io);
     held_block_t *first = held_block_new(&freed), *second = held_block_new(&freed);
     cdc_slot_weight_t a[3], b[3];
-    for (int s = 0; s < 3; s++) {
-        a[s] = weight_of(first, 300 + (uint64_t) s);
-        b[s] = weight_of(second, 400 + (uint64_t) s);
-    }
+    staged_blocks(first, 300, 3, a);
+    staged_blocks(second, 400, 3, b);
     cdc_slots_stage(slots, 1, a, 3, NULL);
     cdc_slots_stage(slots, 2, b, 3, NULL);
     ck_assert_int_eq(slots->staging_count, 2);
@@ -595,8 +602,7 @@ START_TEST(test_dropped_staging_drains_first)
     slots_start(slots, 3, 3, &fake, &io);
     held_block_t *block = held_block_new(&freed);
     cdc_slot_weight_t staged[3];
-    for (int s = 0; s < 3; s++)
-        staged[s] = weight_of(block, 500 + (uint64_t) s);
+    staged_blocks(block, 500, 3, staged);
     cdc_slots_stage(slots, 9, staged, 3, NULL);
     cdc_slots_restore(slots, all, &io);
     ck_assert_int_eq(slots->staging_slot, 0);
@@ -637,10 +643,8 @@ START_TEST(test_staging_added_while_a_slot_stages)
     slots_start(slots, 3, 3, &fake, &io);
     held_block_t *first = held_block_new(&freed), *second = held_block_new(&freed);
     cdc_slot_weight_t a[3], b[3];
-    for (int s = 0; s < 3; s++) {
-        a[s] = weight_of(first, 600 + (uint64_t) s);
-        b[s] = weight_of(second, 700 + (uint64_t) s);
-    }
+    staged_blocks(first, 600, 3, a);
+    staged_blocks(second, 700, 3, b);
     cdc_slots_stage(slots, 1, a, 3, NULL);
     cdc_slots_restore(slots, all, &io);
     ck_assert_int_eq(slots->staging_slot, 0);

@@ -3,6 +3,7 @@
    erasure pattern of up to r workers leaves each stripe decodable from the
    parity blocks the layout asks for, about one extra block per live worker,
    and the codes rebuild the lost blocks within their error bounds. */
+#include "bits.h"
 #include "cdcgemm.h"
 #include "code.h"
 #include "stripes.h"
@@ -15,11 +16,6 @@
 #define MAX_W 8
 #define ROWS 8
 #define COLS 16
-
-static int popcount(uint64_t x)
-{
-    return __builtin_popcountll(x);
-}
 
 /* Every worker holds each block position once: n data blocks then r
    parity blocks in its order; a stripe's blocks are on distinct workers. */
@@ -37,7 +33,7 @@ START_TEST(test_every_worker_holds_the_same)
                     ck_assert_int_eq(cdc_stripes_block(&l, s, worker), b);
                     seen |= UINT64_C(1) << worker;
                 }
-                ck_assert_int_eq(popcount(seen), w);
+                ck_assert_int_eq(cdc__popcount64(seen), w);
             }
             for (int worker = 0; worker < w; worker++) {
                 cdc_stripe_block_t order[MAX_W];
@@ -49,7 +45,7 @@ START_TEST(test_every_worker_holds_the_same)
                                      worker);
                     stripes |= UINT64_C(1) << order[i].stripe;
                 }
-                ck_assert_int_eq(popcount(stripes), w);
+                ck_assert_int_eq(cdc__popcount64(stripes), w);
             }
         }
 }
@@ -68,7 +64,7 @@ START_TEST(test_every_loss_of_up_to_r_is_covered)
             for (uint64_t lost = 0; lost < (UINT64_C(1) << w); lost++) {
                 uint64_t parity[MAX_W];
                 int rc = cdc_stripes_parity_needed(&l, lost, parity);
-                if (popcount(lost) > r) {
+                if (cdc__popcount64(lost) > r) {
                     ck_assert_int_eq(rc, CDC_EDECODE);
                     continue;
                 }
@@ -77,14 +73,14 @@ START_TEST(test_every_loss_of_up_to_r_is_covered)
                 for (int s = 0; s < w; s++) {
                     uint64_t present = cdc_stripes_present(&l, s, ~lost);
                     uint64_t data = present & ((UINT64_C(1) << l.n) - 1);
-                    ck_assert_int_eq(popcount(data) + popcount(parity[s]), l.n);
+                    ck_assert_int_eq(cdc__popcount64(data) + cdc__popcount64(parity[s]), l.n);
                     ck_assert_uint_eq(parity[s] & ~(present >> l.n), 0);
                     for (int j = 0; j < r; j++)
                         if (parity[s] & (UINT64_C(1) << j))
                             extra[cdc_stripes_worker(&l, s, l.n + j)]++;
                 }
                 for (int worker = 0; worker < w; worker++)
-                    ck_assert_int_le(extra[worker], popcount(lost));
+                    ck_assert_int_le(extra[worker], cdc__popcount64(lost));
             }
         }
 }
@@ -121,7 +117,7 @@ START_TEST(test_every_pattern_decodes)
             double bound = r <= 1 || l.n <= 4 ? 1e-5 : 1.5e-5;
             for (uint64_t lost = 1; lost < (UINT64_C(1) << w); lost++) {
                 uint64_t parity[MAX_W];
-                if (popcount(lost) > r)
+                if (cdc__popcount64(lost) > r)
                     continue;
                 ck_assert_int_eq(cdc_stripes_parity_needed(&l, lost, parity), CDC_OK);
                 for (int s = 0; s < w; s++) {

@@ -370,6 +370,19 @@ static int staging_next(const cdc_slots_t *slots, uint64_t live)
     return -1;
 }
 
+/* Every staging's block for slot s that its home lacks, into s's manifest
+   (the restore sends them); whether any was lacking. */
+static int staging_note_lacking(cdc_slots_t *slots, int s)
+{
+    int lacking = 0;
+    for (int i = 0; i < slots->staging_count; i++)
+        if (!slot_staged(slots, &slots->staging[i], s)) {
+            cdc_slots_note(slots, s, &slots->staging[i].weight[s], -1);
+            lacking = 1;
+        }
+    return lacking;
+}
+
 /* Move the staging on: once the slot being staged has every staging's
    block for it at its home, and every slot has a worker ready for it (no
    other erasure: a dead or returning worker's slot is one), the next slot
@@ -383,15 +396,10 @@ static void staging_step(cdc_slots_t *slots, uint64_t live)
                 staging_remove(slots, i); /* its owner let go: never wanted now */
                 break;
             }
-    int s = slots->staging_slot, taking_in = 0;
-    for (int i = 0; s >= 0 && i < slots->staging_count; i++)
-        if (!slot_staged(slots, &slots->staging[i], s)) {
-            /* Its home is still taking them in. A staging added since the
-               slot was picked has its block noted now, or nobody sends it. */
-            cdc_slots_note(slots, s, &slots->staging[i].weight[s], -1);
-            taking_in = 1;
-        }
-    if (taking_in || staging_home_busy(slots) >= 0)
+    /* Its home still taking them in; a staging added since the slot was
+       picked has its block noted now, or nobody would send it. */
+    int s = slots->staging_slot;
+    if ((s >= 0 && staging_note_lacking(slots, s)) || staging_home_busy(slots) >= 0)
         return;
     slots->staging_slot = -1;
     if (slots->staging_count == 0 || !cdc_slots_full(slots, live))
@@ -399,9 +407,7 @@ static void staging_step(cdc_slots_t *slots, uint64_t live)
     s = staging_next(slots, live);
     if (s < 0)
         return;
-    for (int i = 0; i < slots->staging_count; i++)
-        if (!slot_staged(slots, &slots->staging[i], s))
-            cdc_slots_note(slots, s, &slots->staging[i].weight[s], -1);
+    staging_note_lacking(slots, s);
     slots->staging_slot = s;
 }
 
