@@ -46,8 +46,15 @@ static const char *split_name(cdc_split_t split)
 static void blocks_text(const cdc_plan_record_t *p, char *out, size_t size)
 {
     size_t used = 0;
-    int64_t longest = 0;
+    int64_t longest = 0, rows = p->here_rows;
     out[0] = '\0';
+    if (p->rotated) {
+        for (int s = 0; s < p->n; s++)
+            rows += p->block_len[s];
+        snprintf(out, size, "rotated: %lld data rows on each of %d workers, parity on demand",
+                 (long long) (rows / (p->n + p->r)), p->n + p->r);
+        return;
+    }
     if (p->here_rows > 0)
         used += (size_t) snprintf(out, size, "c:%lld ", (long long) p->here_rows);
     for (int s = 0; s < p->n + p->r && used < size; s++) {
@@ -94,10 +101,11 @@ void cdc_bench_plan_write_json(FILE *out, const cdc_run_t *run)
     for (int i = 0; i < run->layer_count; i++) {
         const cdc_layer_plan_t *l = &run->layer_plans[i];
         fprintf(out, "%s\n    {\"name\": \"%s\", \"split\": \"%s\", \"n\": %d, \"r\": %d, "
-                     "\"over_budget\": %s, \"here\": %s, \"coordinator_rows\": %lld, "
-                     "\"blocks\": [",
+                     "\"over_budget\": %s, \"here\": %s, \"rotated\": %s, "
+                     "\"coordinator_rows\": %lld, \"blocks\": [",
                 i ? "," : "", l->name, split_name(l->last.split), l->last.n, l->last.r,
                 l->last.over_budget ? "true" : "false", l->last.here ? "true" : "false",
+                l->last.rotated ? "true" : "false",
                 (long long) l->last.here_rows);
         int64_t longest = 0;
         for (int s = 0; s < l->last.n + l->last.r; s++) {

@@ -34,8 +34,11 @@ void cdc_bench_run_usage(FILE *out)
             "  --external W      start W cdcgemm-worker processes here and use them as\n"
             "                    CDCGEMM_WORKERS endpoints (not the library's children:\n"
             "                    never respawned; --chaos restart needs these)\n"
+            "  --layout L        rotated|dedicated: where the parity lives (default\n"
+            "                    CDCGEMM_PARITY_LAYOUT or dedicated; docs/codes.md)\n"
             "  --baseline B      also run uncoded (r = 0, same workers), replicate (2MR:\n"
-            "                    each of the n data shards on two workers) or local (one worker)\n"
+            "                    each of the n data shards on two workers), local (one\n"
+            "                    worker), or dedicated|rotated (the same r, that layout)\n"
             "  --in-process      run shards in this process (no worker processes)\n"
             "  --json F  --csv F  --plot F.png\n");
 }
@@ -50,6 +53,17 @@ static int parse_count(const char *flag, const char *text, int lo, int *out)
     }
     *out = (int) v;
     return 0;
+}
+
+/* --baseline dedicated|rotated: 1 and the layout in *layout (may be NULL). */
+static int baseline_layout(const char *name, int32_t *layout)
+{
+    int rotated = strcmp(name, "rotated") == 0;
+    if (!rotated && strcmp(name, "dedicated") != 0)
+        return 0;
+    if (layout)
+        *layout = rotated ? CDC_LAYOUT_ROTATED : CDC_LAYOUT_DEDICATED;
+    return 1;
 }
 
 static void print_summary(const cdc_run_t *run)
@@ -145,12 +159,21 @@ int cdc_bench_run_mode(int argc, char **argv, int plan_table)
             chaos_text = v;
         } else if (strcmp(a, "--faults") == 0) {
             snprintf(config.faults, sizeof config.faults, "%s", v);
+        } else if (strcmp(a, "--layout") == 0) {
+            if (strcmp(v, "rotated") != 0 && strcmp(v, "dedicated") != 0) {
+                fprintf(stderr, "cdcgemm-bench: --layout '%s': expected rotated or dedicated\n",
+                        v);
+                bad = 1;
+            }
+            config.parity_layout = strcmp(v, "rotated") == 0 ? CDC_LAYOUT_ROTATED
+                                                             : CDC_LAYOUT_DEDICATED;
         } else if (strcmp(a, "--baseline") == 0) {
             baseline = v;
             if (strcmp(v, "uncoded") != 0 && strcmp(v, "local") != 0 &&
-                strcmp(v, "replicate") != 0) {
+                strcmp(v, "replicate") != 0 && !baseline_layout(v, NULL)) {
                 fprintf(stderr,
-                        "cdcgemm-bench: --baseline '%s': expected uncoded, replicate or local\n",
+                        "cdcgemm-bench: --baseline '%s': expected uncoded, replicate, local, "
+                        "dedicated or rotated\n",
                         v);
                 bad = 1;
             }
@@ -222,7 +245,9 @@ int cdc_bench_run_mode(int argc, char **argv, int plan_table)
     if (!failed && baseline) {
         cdc_config_t base = config;
         base.parity = 0;
-        if (strcmp(baseline, "local") == 0) {
+        if (baseline_layout(baseline, &base.parity_layout)) {
+            base.parity = config.parity; /* the same code, the other layout */
+        } else if (strcmp(baseline, "local") == 0) {
             base.local_workers = 1;
             base.workers[0] = '\0';
         } else if (strcmp(baseline, "replicate") == 0) {

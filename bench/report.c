@@ -81,9 +81,10 @@ void cdc_run_write_json(FILE *out, const cdc_run_t *run, const char *model)
     json_string(out, model);
     fprintf(out,
             ", \"workers\": %d, \"parity\": %d, \"split\": \"%s\", \"plan\": \"%s\", "
-            "\"faults\": ",
+            "\"parity_layout\": \"%s\", \"faults\": ",
             workers, c->parity, split_name(c->split),
-            c->plan == CDC_PLAN_PROFILED ? "profiled" : "equal");
+            c->plan == CDC_PLAN_PROFILED ? "profiled" : "equal",
+            c->parity_layout == CDC_LAYOUT_ROTATED ? "rotated" : "dedicated");
     json_string(out, c->faults);
     fprintf(out,
             ", \"requests\": %d, \"ok\": %d, \"wrong\": %d, \"lost\": %d, \"recovered\": %d, "
@@ -109,7 +110,8 @@ void cdc_run_write_json(FILE *out, const cdc_run_t *run, const char *model)
             "\"worker_rejoins\": %llu, \"worker_goodbyes\": %llu, \"worker_respawns\": %llu, "
             "\"respawns_given_up\": %llu, \"cancels_sent\": %llu,\n    \"degraded_calls\": %llu, "
             "\"background_weight_bytes\": %llu, \"redundancy_repairs\": %llu, "
-            "\"repair_ms_mean\": %.3f, \"repair_ms_max\": %.3f, \"budget_fallbacks\": %llu, \"planned_local\": %llu}",
+            "\"repair_ms_mean\": %.3f, \"repair_ms_max\": %.3f, \"budget_fallbacks\": %llu, "
+            "\"planned_local\": %llu,\n    \"rotated_calls\": %llu, \"late_blocks\": %llu}",
             (unsigned long long) t->calls, (unsigned long long) t->shards_sent,
             (unsigned long long) t->shards_erased, (unsigned long long) t->results_decoded,
             (unsigned long long) t->fallbacks, (unsigned long long) t->bytes_out,
@@ -123,7 +125,8 @@ void cdc_run_write_json(FILE *out, const cdc_run_t *run, const char *model)
             t->redundancy_repairs ? (double) t->repair_us_sum / (double) t->redundancy_repairs / 1000.0
                                   : 0.0,
             (double) t->repair_us_max / 1000.0, (unsigned long long) t->budget_fallbacks,
-            (unsigned long long) t->planned_local);
+            (unsigned long long) t->planned_local, (unsigned long long) t->rotated_calls,
+            (unsigned long long) t->late_blocks);
     fprintf(out, ",\n  \"chaos\": [");
     for (int i = 0; i < run->event_count; i++) {
         const cdc_chaos_event_t *e = &run->events[i];

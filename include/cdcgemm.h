@@ -84,6 +84,15 @@ typedef enum {
     CDC_REPLAN_KEEP_PARITY = 1  /* r stays, n drops: fault tolerance first      */
 } cdc_replan_t;
 
+/* Where a coded call's parity lives (config.parity_layout; docs/codes.md). */
+typedef enum {
+    CDC_LAYOUT_DEDICATED = 0, /* n data shards and r parity shards, each on a
+                                 worker of its own (default)                */
+    CDC_LAYOUT_ROTATED = 1    /* W stripes, parity blocks rotated over every
+                                 worker; data computed first, parity only
+                                 when a stripe needs it                     */
+} cdc_parity_layout_t;
+
 #define CDC_MAX_WORKERS 64
 #define CDC_MAX_PARITY 3
 #define CDC_CONFIG_STR 1024
@@ -135,10 +144,13 @@ typedef struct {
                                      whose worker fails (default 0)          */
     /* Since 0.1.0 (took the pad beside data_shards): heterogeneous devices. */
     int32_t plan;                 /* cdc_plan_mode_t (default equal)           */
+    /* Since 0.1.0 (took 1 reserved word): rotated parity (issue 13). */
+    int32_t parity_layout;        /* cdc_parity_layout_t (default dedicated)   */
+    int32_t reserved_pad;         /* 0                                         */
     /* Room for new settings without an ABI break (docs/abi.md): zeroed by
        cdc_config_init, never read by this version. A new field takes the
        first slots and the count shrinks so the size stays the same. */
-    uint64_t reserved[246];
+    uint64_t reserved[245];
 } cdc_config_t;
 
 /* Fill *config with the documented defaults. Never fails. */
@@ -218,10 +230,15 @@ typedef struct {
     uint64_t planned_local;     /* calls computed on the coordinator because
                                    that was predicted faster than the workers
                                    (CDCGEMM_PLAN=profiled)                    */
+    /* Since 0.1.0 (took 1 reserved word): issue 13's rotated parity. */
+    uint64_t late_blocks;       /* results (whole, or a streamed block) that
+                                   came after their call was complete:
+                                   counted, not used                         */
+    uint64_t rotated_calls;     /* coded calls in the rotated layout         */
     /* Room for new counters without an ABI break (docs/abi.md): written as
        0 by this version. A new counter takes the first slot and the count
        shrinks by one. */
-    uint64_t reserved[21];
+    uint64_t reserved[19];
 } cdc_stats_t;
 
 /* Copy the counters into *stats. Thread-safe. */

@@ -584,6 +584,50 @@ START_TEST(test_weights_encoded_once)
 }
 END_TEST
 
+/* CDCGEMM_PARITY_LAYOUT=rotated with the split that cuts the weights (the
+   rows of C; auto would cut the input, which moves fewer bytes, and that
+   split stays dedicated): once the weights repeat, every call runs in the
+   rotated layout (row-major W is A, column-major it is Bt) and stays right
+   with each worker lost in turn. */
+START_TEST(test_weights_rotated)
+{
+    form_t f = form_of(_i * 9);
+    setenv("CDCGEMM_PARITY_LAYOUT", "rotated", 1); /* before use_threshold reads them */
+    setenv("CDCGEMM_SPLIT", f.layout == ROW ? "rows" : "columns", 1);
+    use_threshold("0");
+    enum { M = 40, N = 24, K = 33 };
+    float w[M * K], x[K * N], c[M * N];
+    cdc_test_rng_t rng;
+    cdc_test_rng_seed(&rng, 78);
+    cdc_test_fill_uniform(&rng, w, M * K);
+    for (int call = 0; call < 7; call++) {
+        cdc_test_fill_uniform(&rng, x, K * N);
+        if (call >= 2) /* workers 0..4 lost in turn */
+            ck_assert_int_eq(cdc__blas_context_erase_next(UINT64_C(1) << (call - 2)), CDC_OK);
+        if (f.layout == ROW)
+            cblas_sgemm(ROW, NT, NT, M, N, K, 1.0f, w, K, x, N, 0.0f, c, N);
+        else
+            cblas_sgemm(COL, NT, NT, N, M, K, 1.0f, x, N, w, K, 0.0f, c, N);
+        for (int i = 0; i < M; i++)
+            for (int j = 0; j < N; j++) {
+                double s = 0.0;
+                for (int p = 0; p < K; p++)
+                    s += (double) w[i * K + p] * x[p * N + j];
+                ck_assert_msg(fabs(c[i * N + j] - s) <= 1e-4 * (1 + fabs(s)),
+                              "call %d (%d, %d): %g vs %g", call, i, j, c[i * N + j], s);
+            }
+    }
+    cdc_stats_t stats;
+    ck_assert_int_eq(cdc__blas_context_stats(&stats), CDC_OK);
+    ck_assert_uint_eq(stats.rotated_calls, 6); /* every call once W is known */
+    ck_assert_uint_eq(stats.results_decoded, 5 * 4); /* each lost worker's 4 blocks */
+    ck_assert_uint_eq(stats.weight_encodes, 1);
+    cdc__blas_context_shutdown();
+    unsetenv("CDCGEMM_PARITY_LAYOUT");
+    unsetenv("CDCGEMM_SPLIT");
+}
+END_TEST
+
 /* A lost shard (data or parity) is rebuilt: the BLAS result stays right.
    (The accuracy guard refuses a rebuilt shard whose error amplification
    exceeds sqrt(k): with blocks spread evenly, seeds 500.. gave one at 6.43
@@ -678,6 +722,7 @@ static Suite *blas_suite(void)
     tcase_add_test(tc, test_cache_shards_follow_lengths);
     tcase_add_test(tc, test_cache_is_bounded);
     tcase_add_loop_test(tc, test_weights_encoded_once, 0, 2);
+    tcase_add_loop_test(tc, test_weights_rotated, 0, 2);
     suite_add_tcase(s, tc);
     return s;
 }

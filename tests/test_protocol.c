@@ -157,6 +157,9 @@ static void assert_header_eq(const cdc_msg_header_t *got, const cdc_msg_header_t
     ck_assert_int_eq(g->dilation_h, w->dilation_h);
     ck_assert_int_eq(g->dilation_w, w->dilation_w);
     ck_assert_int_eq(got->error_code, want->error_code);
+    ck_assert_int_eq(got->lead_rows, want->lead_rows);
+    ck_assert_int_eq(got->part_rows, want->part_rows);
+    ck_assert_int_eq(got->row_offset, want->row_offset);
 }
 
 /* A valid message of each type, every field it uses set, payloads to match. */
@@ -309,6 +312,9 @@ START_TEST(test_random_headers_round_trip)
         for (int i = 0; i < 11; i++)
             *sent[i] = (int64_t) cdc_test_rng_next(&rng);
         h.error_code = (int32_t) (uint32_t) cdc_test_rng_next(&rng);
+        h.lead_rows = (int64_t) cdc_test_rng_next(&rng);
+        h.part_rows = (int64_t) cdc_test_rng_next(&rng);
+        h.row_offset = (int64_t) cdc_test_rng_next(&rng);
         cdc_msg_header_pack(&h, packed);
         ck_assert_int_eq(cdc_msg_header_unpack(packed, sizeof packed, &back), CDC_OK);
         assert_header_eq(&back, &h);
@@ -791,10 +797,65 @@ START_TEST(test_status_text)
 }
 END_TEST
 
+/* Streamed tasks (version 3): the lead rows within the rows, parts of at
+   least a row and at most 32 parts in all, nothing where the type has no
+   stream; a RESULT's row_offset in range, only on a RESULT. */
+START_TEST(test_stream_fields)
+{
+    cdc_msg_header_t h;
+    gemm_header(&h);
+    h.rows = 5;
+    size_t a_bytes = 5 * 3 * 4, bt_bytes = 4 * 3 * 4;
+    const struct {
+        int64_t lead, part;
+        int ok;
+    } cases[] = {{0, 0, 1},  {3, 1, 1},  {3, 2, 1},  {5, 0, 1},  {1, 4, 1}, {3, 0, 0},
+                 {0, 1, 0},  {-1, 0, 0}, {6, 0, 0},  {5, 1, 0},  {3, -1, 0}, {1, 5, 1},
+                 {1, 6, 0}};
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        h.lead_rows = cases[i].lead;
+        h.part_rows = cases[i].part;
+        int rc = decode_gemm(&h, a_bytes, bt_bytes);
+        ck_assert_msg((rc == CDC_OK) == cases[i].ok, "lead %lld part %lld: %s",
+                      (long long) cases[i].lead, (long long) cases[i].part,
+                      rc == CDC_OK ? "accepted" : cdc_last_error());
+    }
+    /* 1 lead row and 40 one-row parts: more than 32 parts. */
+    h.rows = 41;
+    h.lead_rows = 1;
+    h.part_rows = 1;
+    float big_a[41 * 3] = {0};
+    cdc_msg_header_pack(&h, packed);
+    cdc_frame_t frames[3] = {{packed, sizeof packed}, {big_a, sizeof big_a}, {bt_data, bt_bytes}};
+    cdc_msg_t msg;
+    ck_assert_int_eq(cdc_msg_decode(frames, 3, &msg), CDC_EPROTO);
+    ck_assert_ptr_nonnull(strstr(cdc_last_error(), "part_rows"));
+    /* row_offset: a RESULT's only. */
+    cdc_msg_header_t r;
+    cdc_msg_header_init(&r, CDC_MSG_RESULT);
+    r.rows = 2;
+    r.cols = 4;
+    r.row_offset = 7;
+    float result[8] = {0};
+    cdc_msg_header_pack(&r, packed);
+    cdc_frame_t result_frames[2] = {{packed, sizeof packed}, {result, sizeof result}};
+    ck_assert_int_eq(cdc_msg_decode(result_frames, 2, &msg), CDC_OK);
+    ck_assert_int_eq(msg.header.row_offset, 7);
+    r.row_offset = -1;
+    cdc_msg_header_pack(&r, packed);
+    ck_assert_int_eq(cdc_msg_decode(result_frames, 2, &msg), CDC_EPROTO);
+    gemm_header(&h);
+    h.row_offset = 1;
+    ck_assert_int_eq(decode_gemm(&h, 2 * 3 * 4, bt_bytes), CDC_EPROTO);
+    ck_assert_ptr_nonnull(strstr(cdc_last_error(), "row_offset"));
+}
+END_TEST
+
 static Suite *protocol_suite(void)
 {
     Suite *suite = suite_create("protocol");
     TCase *round_trip = tcase_create("round_trip");
+    tcase_add_test(round_trip, test_stream_fields);
     tcase_add_test(round_trip, test_header_round_trip);
     tcase_add_test(round_trip, test_valid_messages_decode);
     tcase_add_loop_test(round_trip, test_every_type_decodes_to_same_header, 0, TYPE_COUNT);

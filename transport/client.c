@@ -1158,6 +1158,10 @@ static int send_task(cdc_client_t *self, int w, const cdc_shard_task_t *task,
     h.rows = task->a_rows;
     h.k = task->k;
     h.cols = task->cols;
+    if (cdc_task_parts(task) > 1) { /* streamed: the lead rows first, then parts */
+        h.lead_rows = task->lead_rows;
+        h.part_rows = task->part_rows;
+    }
     cdc_frame_t payloads[2] = {{NULL, 0}, {NULL, 0}};
     int rc;
     if (keys.a) {
@@ -1195,6 +1199,7 @@ typedef struct {
     cdc_shard_task_t *tasks;
     int count, n, needed;    /* n: the code's data shards (keys, shard < n);
                                 needed: the results that suffice          */
+    const cdc_call_goal_t *goal; /* streamed tasks: what suffices instead  */
     uint64_t request_id;
     double started_ms;       /* response times for the report             */
     int64_t deadline;        /* ms: timeout_ms after the call began       */
@@ -1212,8 +1217,8 @@ typedef struct {
 } client_call_t;
 
 static void call_begin(cdc_client_t *self, client_call_t *call, cdc_shard_task_t *tasks,
-                       int count, int n, int needed, int wait_ms, int timeout_ms,
-                       uint64_t *arrived)
+                       int count, int n, int needed, const cdc_call_goal_t *goal,
+                       int wait_ms, int timeout_ms, uint64_t *arrived)
 {
     memset(call, 0, sizeof *call);
     int64_t started = (int64_t) cdc__clock_ms();
@@ -1227,8 +1232,10 @@ static void call_begin(cdc_client_t *self, client_call_t *call, cdc_shard_task_t
     call->count = count;
     call->n = n;
     call->needed = needed;
+    call->goal = goal;
     call->arrived = arrived;
     for (int t = 0; t < count; t++) {
+        tasks[t].parts_in = 0;
         call->keys[t] = task_keys(&tasks[t], n);
         if (tasks[t].cover >= 0 && tasks[t].cover < 64)
             call->cover_mask |= UINT64_C(1) << tasks[t].cover;
@@ -1315,20 +1322,35 @@ static void call_dispatch(cdc_client_t *self, client_call_t *call)
     call_note_weights(self, call);
 }
 
+/* Data still due: pending data shards; of streamed tasks, pending lead
+   rows (their parts after the lead are parity). */
+static int call_data_pending(const client_call_t *call)
+{
+    int pending = 0;
+    for (int t = 0; t < call->count; t++)
+        if (call->state[t] == TASK_PENDING)
+            pending += call->goal ? !(call->tasks[t].parts_in & 1)
+                                  : call->tasks[t].shard < call->n;
+    return pending;
+}
+
+/* Whether the results in suffice: needed of them, or the goal's say. */
+static int call_enough(const client_call_t *call)
+{
+    return call->goal ? call->goal->enough(call->goal->ctx, call->tasks, call->count)
+                      : call->done >= call->needed;
+}
+
 /* Whether the call stops waiting at now: every covered data shard is in
-   (first copy wins under replication); or needed results are in and either
-   no data shard is pending or wait_ms have passed since; or the deadline has
-   passed (counted as a timeout). */
+   (first copy wins under replication); or the results in suffice and
+   either no data is pending or wait_ms have passed since; or the deadline
+   has passed (counted as a timeout). */
 static int call_settled(cdc_client_t *self, client_call_t *call, int64_t now)
 {
     if (call->cover_mask && call->covered == call->cover_mask)
         return 1;
-    if (call->done >= call->needed) {
-        int data_pending = 0;
-        for (int t = 0; t < call->count; t++)
-            data_pending +=
-                call->state[t] == TASK_PENDING && call->tasks[t].shard < call->n;
-        if (data_pending == 0)
+    if (call_enough(call)) {
+        if (call_data_pending(call) == 0)
             return 1;
         if (call->wait_deadline < 0)
             call->wait_deadline = now + call->wait_ms;
@@ -1366,6 +1388,14 @@ static int match_task(const cdc_shard_task_t *tasks, const int *worker_of, int c
     return -1;
 }
 
+/* A reply to a call that is over (or a task given up): dropped; a RESULT
+   (a whole result or a streamed part) is a late block too. */
+static void count_late(cdc_client_t *self, const cdc_msg_header_t *h)
+{
+    self->counters.late_replies++;
+    self->counters.late_blocks += h->type == CDC_MSG_RESULT;
+}
+
 /* The pending task a reply from worker w answers, or -1 when it answers
    none (counted: late when meant for an earlier call or a task given up,
    invalid when it names a request or shard never sent). */
@@ -1376,7 +1406,7 @@ static int call_match_reply(cdc_client_t *self, const client_call_t *call, int w
         /* An earlier call's answer (request ids only grow), or one that
            names a request never made: invalid. */
         if (h->request_id < call->request_id)
-            self->counters.late_replies++;
+            count_late(self, h);
         else
             self->counters.invalid_replies++;
         return -1;
@@ -1388,22 +1418,46 @@ static int call_match_reply(cdc_client_t *self, const client_call_t *call, int w
         if (t < 0)
             self->counters.invalid_replies++;
         else
-            self->counters.late_replies++;
+            count_late(self, h);
         return -1;
     }
     return t;
 }
 
-static void call_take_result(cdc_client_t *self, client_call_t *call, int t,
+/* The part of task t a RESULT carries (its first row and rows, task.h), or
+   -1 when it is none of them or came already. */
+static int result_part(const cdc_shard_task_t *task, const cdc_msg_header_t *h)
+{
+    if (h->cols != task->cols)
+        return -1;
+    for (int p = 0; p < cdc_task_parts(task); p++) {
+        int64_t first;
+        cdc_shard_task_t piece = cdc_task_part(task, p, &first);
+        if (h->row_offset == first && h->rows == piece.a_rows)
+            return task->parts_in & (UINT32_C(1) << p) ? -1 : p;
+    }
+    return -1;
+}
+
+/* A RESULT for task t, of part p: copied into its place. The task is done
+   once every part is in; its time is its first part's (the data). */
+static void call_take_result(cdc_client_t *self, client_call_t *call, int t, int p,
                              const cdc_msg_t *msg)
 {
     cdc_shard_task_t *task = &call->tasks[t];
-    cdc_msg_payload_gather(&msg->payload[0], task->result); /* the one copy, chunk by chunk */
+    int64_t first;
+    cdc_shard_task_t piece = cdc_task_part(task, p, &first);
+    cdc_msg_payload_gather(&msg->payload[0], piece.result); /* the one copy, chunk by chunk */
     self->counters.results++;
     self->counters.bytes_in += msg->payload[0].size;
+    if (!task->parts_in) {
+        task->elapsed_ms = cdc__clock_ms() - call->started_ms;
+        call_note_worker(self->last_answered_by, task->shard, call->worker_of[t]);
+    }
+    task->parts_in |= UINT32_C(1) << p;
+    if (task->parts_in != (UINT32_C(1) << cdc_task_parts(task)) - 1)
+        return; /* more parts to come */
     call->state[t] = TASK_DONE;
-    call_note_worker(self->last_answered_by, task->shard, call->worker_of[t]);
-    task->elapsed_ms = cdc__clock_ms() - call->started_ms;
     if (task->cover >= 0 && task->cover < 64)
         call->covered |= UINT64_C(1) << task->cover;
     *call->arrived |= UINT64_C(1) << t;
@@ -1419,9 +1473,9 @@ static void call_apply_reply(cdc_client_t *self, client_call_t *call, int t, int
                              const cdc_msg_t *msg)
 {
     const cdc_msg_header_t *h = &msg->header;
-    if (h->type == CDC_MSG_RESULT && h->rows == call->tasks[t].a_rows &&
-        h->cols == call->tasks[t].cols) {
-        call_take_result(self, call, t, msg);
+    int part = h->type == CDC_MSG_RESULT ? result_part(&call->tasks[t], h) : -1;
+    if (part >= 0) {
+        call_take_result(self, call, t, part, msg);
         return;
     }
     if (h->type == CDC_MSG_MISS && call->retries[t] < MAX_MISS_RETRIES) {
@@ -1486,7 +1540,7 @@ static void drain_stale(cdc_client_t *self)
             else if (valid && msg.header.type == CDC_MSG_GOODBYE)
                 ; /* harmless: the heartbeat thread acts on it */
             else if (valid && msg.header.request_id <= self->next_request)
-                self->counters.late_replies++;
+                count_late(self, &msg.header);
             else
                 self->counters.invalid_replies++;
             cdc_wire_msg_close(&wire);
@@ -1621,7 +1675,8 @@ void cdc_client_observe(cdc_client_t *self, const cdc_client_observer_t *observe
 /* The call is over: per worker whose every task of it came back (none
    re-sent after a MISS, which would blur its bytes), the observer learns
    the last result's time, their flops and bytes (what the profile's link
-   estimate needs). */
+   estimate needs). A streamed task counts by its lead rows, timed by them:
+   its parity parts are rarely wanted. */
 static void call_observe(cdc_client_t *self, const client_call_t *call)
 {
     pthread_mutex_lock(&self->state_lock);
@@ -1638,11 +1693,14 @@ static void call_observe(cdc_client_t *self, const client_call_t *call)
         if (!task->dispatched || w < 0)
             continue;
         sent |= UINT64_C(1) << w;
-        if (call->state[t] != TASK_DONE || call->retries[t] > 0)
+        int streamed = cdc_task_parts(task) > 1;
+        if ((streamed ? !(task->parts_in & 1) : call->state[t] != TASK_DONE) ||
+            call->retries[t] > 0)
             incomplete |= UINT64_C(1) << w;
-        double result_bytes = (double) task->a_rows * (double) task->cols * sizeof(float);
+        double rows = (double) (streamed ? task->lead_rows : task->a_rows);
+        double result_bytes = rows * (double) task->cols * sizeof(float);
         elapsed[w] = task->elapsed_ms > elapsed[w] ? task->elapsed_ms : elapsed[w];
-        flops[w] += 2.0 * (double) task->a_rows * (double) task->k * (double) task->cols;
+        flops[w] += 2.0 * rows * (double) task->k * (double) task->cols;
         bytes[w] += (double) call->bytes_out[t] + result_bytes;
     }
     for (int w = 0; w < self->count; w++)
@@ -1652,6 +1710,14 @@ static void call_observe(cdc_client_t *self, const client_call_t *call)
 
 int cdc_client_run(cdc_client_t *self, cdc_shard_task_t *tasks, int count, int n, int needed,
                    int wait_ms, int timeout_ms, uint64_t *arrived)
+{
+    return cdc_client_run_goal(self, tasks, count, n, needed, NULL, wait_ms, timeout_ms,
+                               arrived);
+}
+
+int cdc_client_run_goal(cdc_client_t *self, cdc_shard_task_t *tasks, int count, int n,
+                        int needed, const cdc_call_goal_t *goal, int wait_ms, int timeout_ms,
+                        uint64_t *arrived)
 {
     *arrived = 0;
     if (count < 1 || count > 64)
@@ -1663,7 +1729,7 @@ int cdc_client_run(cdc_client_t *self, cdc_shard_task_t *tasks, int count, int n
     cdc_slots_call(self->slots, count);
     restore_pass(self);
     client_call_t call;
-    call_begin(self, &call, tasks, count, n, needed, wait_ms, timeout_ms, arrived);
+    call_begin(self, &call, tasks, count, n, needed, goal, wait_ms, timeout_ms, arrived);
     call_place(self, &call);
     call_dispatch(self, &call);
     int rc = CDC_OK;

@@ -21,6 +21,8 @@ typedef struct {
     uint64_t weight_bytes;    /* payload bytes of those                      */
     uint64_t misses;          /* MISS replies (weights re-sent)              */
     uint64_t late_replies;    /* replies to an earlier request, dropped      */
+    uint64_t late_blocks;     /* of those, RESULTs (whole, or a streamed
+                                 part) that came after their call was over */
     uint64_t error_replies;   /* ERROR replies from workers                  */
     uint64_t invalid_replies; /* malformed or unmatched replies, dropped     */
     uint64_t timeouts;        /* calls that hit timeout_ms                   */
@@ -99,6 +101,15 @@ int cdc_client_worker_count(const cdc_client_t *self);
    Thread-safe (calls are serialised). */
 int cdc_client_run(cdc_client_t *self, cdc_shard_task_t *tasks, int count, int n, int needed,
                    int wait_ms, int timeout_ms, uint64_t *arrived);
+
+/* The same for a call of streamed tasks (task.h): each task's parts come
+   back into result and tail as they are computed (parts_in says which),
+   and the call waits for goal->enough (not needed results) before it
+   cancels the parts still due; wait_ms then runs while lead rows are
+   pending. goal NULL: cdc_client_run. */
+int cdc_client_run_goal(cdc_client_t *self, cdc_shard_task_t *tasks, int count, int n,
+                        int needed, const cdc_call_goal_t *goal, int wait_ms, int timeout_ms,
+                        uint64_t *arrived);
 
 /* Where the plan's slots live: slot s's home is worker home_of_slot[s] for
    s < slots (distinct workers; the slots after them take the other workers

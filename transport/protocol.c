@@ -23,7 +23,10 @@ enum {
     OFF_BATCH = 64,
     OFF_GEOMETRY = 72, /* 11 x int64: channels h w kh kw sh sw ph pw dh dw */
     OFF_ERROR = 160,
-    OFF_RESERVED = 164
+    OFF_RESERVED = 164,
+    OFF_LEAD_ROWS = 168, /* version 3 */
+    OFF_PART_ROWS = 176,
+    OFF_ROW_OFFSET = 184
 };
 
 /* A largest payload is a whole number of chunks, so CDC_PROTO_MAX_FRAMES is
@@ -88,6 +91,9 @@ void cdc_msg_header_pack(const cdc_msg_header_t *header, uint8_t *out)
         put_u(out + OFF_GEOMETRY + 8 * i, (uint64_t) *geometry_field(&g, i), 8);
     put_u(out + OFF_ERROR, (uint32_t) header->error_code, 4);
     put_u(out + OFF_RESERVED, 0, 4);
+    put_u(out + OFF_LEAD_ROWS, (uint64_t) header->lead_rows, 8);
+    put_u(out + OFF_PART_ROWS, (uint64_t) header->part_rows, 8);
+    put_u(out + OFF_ROW_OFFSET, (uint64_t) header->row_offset, 8);
 }
 
 int cdc_msg_header_unpack(const void *data, size_t size, cdc_msg_header_t *header)
@@ -112,6 +118,9 @@ int cdc_msg_header_unpack(const void *data, size_t size, cdc_msg_header_t *heade
     for (int i = 0; i < 11; i++)
         *geometry_field(&header->geometry, i) = (int64_t) get_u(p + OFF_GEOMETRY + 8 * i, 8);
     header->error_code = (int32_t) (uint32_t) get_u(p + OFF_ERROR, 4);
+    header->lead_rows = (int64_t) get_u(p + OFF_LEAD_ROWS, 8);
+    header->part_rows = (int64_t) get_u(p + OFF_PART_ROWS, 8);
+    header->row_offset = (int64_t) get_u(p + OFF_ROW_OFFSET, 8);
     return CDC_OK;
 }
 
@@ -386,6 +395,33 @@ static int check_header(const cdc_frame_t *frame, cdc_msg_header_t *h)
     return CDC_OK;
 }
 
+/* A task's streaming (lead_rows, part_rows) and a RESULT's row_offset: in
+   range, and zero where a type has none; a task streams in at most 32
+   parts (task.h). */
+static int check_stream(const cdc_msg_header_t *h, const char *t)
+{
+    int task = h->type == CDC_MSG_TASK_GEMM || h->type == CDC_MSG_TASK_CONV;
+    int64_t lead = task ? h->lead_rows : 0, part = task ? h->part_rows : 0;
+    if (!task && (h->lead_rows || h->part_rows))
+        return cdc__fail(CDC_EPROTO, "%s: lead_rows/part_rows must be 0", t);
+    if (h->row_offset != 0 && h->type != CDC_MSG_RESULT)
+        return cdc__fail(CDC_EPROTO, "%s: row_offset must be 0", t);
+    if (h->row_offset < 0 || h->row_offset >= CDC_PROTO_MAX_DIM)
+        return cdc__fail(CDC_EPROTO, "%s: row_offset = %lld outside [0, %lld)", t,
+                         (long long) h->row_offset, (long long) CDC_PROTO_MAX_DIM);
+    if (lead < 0 || lead > h->rows)
+        return cdc__fail(CDC_EPROTO, "%s: lead_rows = %lld outside [0, rows = %lld]", t,
+                         (long long) lead, (long long) h->rows);
+    int streams = lead > 0 && lead < h->rows;
+    if (!streams && part != 0)
+        return cdc__fail(CDC_EPROTO, "%s: part_rows = %lld without rows after lead_rows", t,
+                         (long long) part);
+    if (streams && (part < 1 || part > h->rows || (h->rows - lead + part - 1) / part > 31))
+        return cdc__fail(CDC_EPROTO, "%s: part_rows = %lld: %lld rows after the lead in "
+                         "1..31 parts", t, (long long) part, (long long) (h->rows - lead));
+    return CDC_OK;
+}
+
 int cdc_msg_decode(const cdc_frame_t *frames, int count, cdc_msg_t *msg)
 {
     if (!frames || !msg || count < 1)
@@ -406,6 +442,8 @@ int cdc_msg_decode(const cdc_frame_t *frames, int count, cdc_msg_t *msg)
         rc = validate_conv(h, &layout);
     else
         rc = validate_other(h, t, &layout);
+    if (rc == CDC_OK)
+        rc = check_stream(h, t);
     if (rc == CDC_OK)
         rc = check_layout(t, &layout, frames, count, msg);
     if (rc != CDC_OK)
@@ -430,5 +468,7 @@ cdc_shard_task_t cdc_msg_task(const cdc_msg_header_t *header, const float *a,
         .input = is_conv ? second : NULL,
         .cols = header->cols,
         .result = result,
+        .lead_rows = header->lead_rows,
+        .part_rows = header->part_rows,
     };
 }

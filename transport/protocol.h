@@ -14,8 +14,8 @@
 #include <stdint.h>
 
 #define CDC_PROTO_MAGIC 0x47434443u /* "CDCG" as little-endian bytes */
-#define CDC_PROTO_VERSION 2
-#define CDC_PROTO_HEADER_SIZE 168
+#define CDC_PROTO_VERSION 3
+#define CDC_PROTO_HEADER_SIZE 192
 #define CDC_PROTO_DTYPE_F32 1
 /* Bounds checked before anything is allocated from a header. */
 #define CDC_PROTO_MAX_DIM (INT64_C(1) << 24)    /* any single dimension     */
@@ -67,6 +67,15 @@ typedef struct {
     int64_t batch;       /* TASK_CONV                                       */
     cdc_conv_geometry_t geometry; /* TASK_CONV (out_h/out_w not sent)       */
     int32_t error_code;  /* ERROR: a CDC_* status                           */
+    /* Since version 3: streamed results (the rotated parity layout). */
+    int64_t lead_rows;   /* TASK: > 0, send the result's first lead_rows rows
+                            as soon as they are computed, then the rest in
+                            parts of part_rows rows, each computed only if
+                            the request is not CANCELled by then; 0: one
+                            RESULT                                         */
+    int64_t part_rows;   /* TASK: with lead_rows < rows, in [1, rows]; else 0 */
+    int64_t row_offset;  /* RESULT: the first row of the task's result this
+                            one carries (0 for a whole result)             */
 } cdc_msg_header_t;
 
 /* One received or to-be-sent frame. */

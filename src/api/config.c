@@ -256,6 +256,17 @@ static int env_plan(const char *var, const char *value, cdc_config_t *c)
     return CDC_OK;
 }
 
+static int env_parity_layout(const char *var, const char *value, cdc_config_t *c)
+{
+    if (strcmp(value, "dedicated") == 0)
+        c->parity_layout = CDC_LAYOUT_DEDICATED;
+    else if (strcmp(value, "rotated") == 0)
+        c->parity_layout = CDC_LAYOUT_ROTATED;
+    else
+        return cdc__fail(CDC_ECONFIG, "%s='%s': expected rotated or dedicated", var, value);
+    return CDC_OK;
+}
+
 static int env_data_shards(const char *var, const char *value, cdc_config_t *c)
 {
     return parse_int(var, value, 1, CDC_MAX_WORKERS, &c->data_shards);
@@ -296,7 +307,7 @@ static const struct {
     {"CDCGEMM_WAIT_MS", env_wait_ms},       {"CDCGEMM_TIMEOUT_MS", env_timeout_ms},
     {"CDCGEMM_MIN_FLOPS", env_min_flops},   {"CDCGEMM_FAULTS", env_faults},
     {"CDCGEMM_STATS", env_stats},           {"CDCGEMM_LOG", env_log},
-    {"CDCGEMM_CODE", env_code},
+    {"CDCGEMM_CODE", env_code},             {"CDCGEMM_PARITY_LAYOUT", env_parity_layout},
     {"CDCGEMM_CURVE_SECRET", env_curve_secret}, {"CDCGEMM_CURVE_SERVER", env_curve_server},
     {"CDCGEMM_INSECURE", env_insecure},
     {"CDCGEMM_DISCOVER_INTERFACE", env_discover_interface},

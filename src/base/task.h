@@ -40,6 +40,39 @@ typedef struct {
                             result's arrival                                 */
     int dispatched;      /* set by the executor: the task went to a worker
                             (or ran); 0: not sent (no worker could take it) */
+    /* Streamed (the rotated parity layout, rotated_set.h): lead_rows > 0
+       sends the result back in parts, each as soon as it is computed: the
+       first lead_rows rows (the data blocks) into result, then the rows
+       after them (parity blocks) in parts of part_rows rows into tail
+       ((a_rows - lead_rows) x cols), each computed only while the call
+       still wants it. 0: one result, into result. */
+    int64_t lead_rows, part_rows;
+    float *tail;
+    uint32_t parts_in;   /* set by the executor: bit p, part p came back
+                            (bit 0 the lead rows; a task not streamed has
+                            one part)                                   */
 } cdc_shard_task_t;
+
+/* The parts a task's result comes back in (at most 32). */
+static inline int cdc_task_parts(const cdc_shard_task_t *task)
+{
+    if (task->lead_rows <= 0 || task->lead_rows >= task->a_rows)
+        return 1;
+    return 1 + (int) ((task->a_rows - task->lead_rows + task->part_rows - 1) / task->part_rows);
+}
+
+/* Part `part` of a streamed task (task.h) as a task of its own, not
+   streamed: its rows of a, its result at its place in result (the lead)
+   or tail (NULL when tail is); *first_row the row of the whole result it
+   starts at. A task that is not streamed is its own part 0. */
+cdc_shard_task_t cdc_task_part(const cdc_shard_task_t *task, int part, int64_t *first_row);
+
+/* What a call of streamed tasks waits for: enough(ctx, tasks, count) says
+   whether the parts in so far (tasks[t].parts_in) let the caller rebuild
+   every data block it wants. Called by the executor as parts arrive. */
+typedef struct {
+    int (*enough)(void *ctx, const cdc_shard_task_t *tasks, int count);
+    void *ctx;
+} cdc_call_goal_t;
 
 #endif

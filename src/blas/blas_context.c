@@ -206,6 +206,16 @@ static int blas_weights_shards(cdc_weights_t *self, int stage, const cdc_code_t 
     return rc;
 }
 
+static int blas_weights_rotated(cdc_weights_t *self, const cdc_code_t *code,
+                                const cdc_rotated_set_t **set)
+{
+    blas_weights_t *w = self->owner;
+    int encoded;
+    int rc = cdc__operand_entry_rotated(state_cache, w->entry, code, set, &encoded);
+    w->encoded |= encoded;
+    return rc;
+}
+
 static const double *blas_weights_norms(cdc_weights_t *self)
 {
     blas_weights_t *w = self->owner;
@@ -245,6 +255,7 @@ static int coded_product_locked(int col_major, const cdc_operand_t *op_a,
                                     .whole_key = entry->key ^ 0x3e7b,
                                     .shards = blas_weights_shards,
                                     .norms = blas_weights_norms,
+                                    .rotated = blas_weights_rotated,
                                     .owner = &w};
         w.entry = entry;
         if (side == 1)

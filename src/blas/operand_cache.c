@@ -51,6 +51,18 @@ static size_t sets_bytes(const cdc_shard_sets_t *sets)
     return set_bytes(sets->in_use) + set_bytes(sets->staged);
 }
 
+/* The rotated layout's operands (a copy of the rows and every parity block)
+   and its block table. */
+static size_t rotated_bytes(const cdc_rotated_set_t *set)
+{
+    if (!set)
+        return 0;
+    size_t blocks = (size_t) set->layout.workers * (size_t) set->layout.n;
+    return (size_t) (set->rows + set->layout.workers * set->layout.r * set->block_rows) *
+               (size_t) set->k * sizeof(float) +
+           2 * blocks * sizeof(int64_t);
+}
+
 static size_t norms_bytes(const cdc_operand_entry_t *e)
 {
     return e->whole_norms ? (size_t) e->desc.rows * sizeof(double) : 0;
@@ -60,8 +72,9 @@ static size_t norms_bytes(const cdc_operand_entry_t *e)
    Both are retired: a send in flight may still hold them. */
 static void entry_demote(cdc_operand_cache_t *cache, cdc_operand_entry_t *e)
 {
-    cache->bytes -= sets_bytes(&e->sets);
+    cache->bytes -= sets_bytes(&e->sets) + rotated_bytes(e->rotated);
     cdc__shard_sets_retire(&e->sets);
+    cdc__rotated_set_retire(&e->rotated);
     if (e->packed)
         cache->bytes -= packed_bytes(e);
     cache->bytes -= norms_bytes(e);
@@ -264,6 +277,30 @@ int cdc__operand_entry_shards(cdc_operand_cache_t *cache, cdc_operand_entry_t *e
     if (rc == CDC_OK && *encoded)
         cache_evict(cache, entry, NULL, 0);
     return rc;
+}
+
+int cdc__operand_entry_rotated(cdc_operand_cache_t *cache, cdc_operand_entry_t *entry,
+                               const cdc_code_t *code, const cdc_rotated_set_t **set,
+                               int *encoded)
+{
+    *encoded = 0;
+    if (!entry->packed)
+        return cdc__fail(CDC_ESTATE, "operand entry has no packed copy");
+    if (!cdc__rotated_set_matches(entry->rotated, code, entry->desc.rows, entry->desc.k)) {
+        cdc_rotated_set_t *fresh;
+        int rc = cdc__rotated_set_new(code, entry->packed, entry->desc.rows, entry->desc.k,
+                                      &fresh);
+        if (rc != CDC_OK)
+            return rc;
+        cache->bytes -= rotated_bytes(entry->rotated);
+        cdc__rotated_set_retire(&entry->rotated);
+        entry->rotated = fresh;
+        cache->bytes += rotated_bytes(fresh);
+        *encoded = 1;
+        cache_evict(cache, entry, NULL, 0);
+    }
+    *set = entry->rotated;
+    return CDC_OK;
 }
 
 int cdc__operand_entry_norms(cdc_operand_cache_t *cache, cdc_operand_entry_t *entry,

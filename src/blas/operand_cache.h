@@ -17,6 +17,7 @@
 #define CDC_OPERAND_CACHE_H_INCLUDED
 
 #include "gemm_operands.h"
+#include "rotated_set.h"
 #include "shard_set.h"
 
 #include <stddef.h>
@@ -38,6 +39,8 @@ typedef struct {
     cdc_shard_sets_t sets; /* row blocks + parity of packed for (code, n,
                              block lengths), in use and staged; they hold
                              packed_hold                                   */
+    cdc_rotated_set_t *rotated; /* packed in the rotated parity layout for
+                             the code it was encoded with (NULL: none)   */
     int whole_ready;      /* packed was handed out whole (counted once)     */
     double *whole_norms;  /* row norms of packed (parity check scale), lazily */
     uint64_t last_use;    /* LRU clock                                      */
@@ -75,6 +78,12 @@ int cdc__operand_entry_shards(cdc_operand_cache_t *cache, cdc_operand_entry_t *e
                               int stage, const cdc_code_t *code, int n, int64_t first_row,
                               const int64_t *lengths, const cdc_shard_set_t **set,
                               int *encoded);
+
+/* The entry's rows in the rotated parity layout for code (rotated_set.h),
+   encoded on first use and when the code changes (*encoded = 1 then). */
+int cdc__operand_entry_rotated(cdc_operand_cache_t *cache, cdc_operand_entry_t *entry,
+                               const cdc_code_t *code, const cdc_rotated_set_t **set,
+                               int *encoded);
 
 /* The row norms of the entry's packed copy, computed on first use. */
 int cdc__operand_entry_norms(cdc_operand_cache_t *cache, cdc_operand_entry_t *entry,

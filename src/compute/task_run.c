@@ -42,10 +42,22 @@ static int run(const cdc_shard_task_t *task)
     return CDC_OK;
 }
 
+/* Every part of a streamed task, each into its place. */
+static int run_parts(const cdc_shard_task_t *task)
+{
+    int parts = cdc_task_parts(task), rc = CDC_OK;
+    for (int p = 0; p < parts && rc == CDC_OK; p++) {
+        int64_t first;
+        cdc_shard_task_t piece = cdc_task_part(task, p, &first);
+        rc = run(&piece);
+    }
+    return rc;
+}
+
 int cdc__task_run_local(const cdc_shard_task_t *task)
 {
     double started = cdc__clock_ms();
-    int rc = run(task);
+    int rc = cdc_task_parts(task) > 1 ? run_parts(task) : run(task);
     if (rc == CDC_OK) {
         double flops = 2.0 * (double) task->a_rows * (double) task->k * (double) task->cols;
         atomic_fetch_add(&meter_flops, (uint64_t) flops);

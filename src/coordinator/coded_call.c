@@ -262,7 +262,7 @@ static int call_dispatch(cdc_context_t *context, const cdc_coded_call_t *call,
     int needed = split - copies * cdc__popcount64(run->empty);
     double started = cdc__clock_ms();
     int rc = run->count ? context->executor->ops->run(context->executor, run->sent,
-                                                      run->count, split, needed,
+                                                      run->count, split, needed, NULL,
                                                       &run->arrived_tasks)
                         : CDC_OK;
     run->report.executor_ms = cdc__clock_ms() - started;
@@ -378,9 +378,7 @@ static uint64_t call_decode(cdc_context_t *context, cdc_coded_call_t *call, call
     return missing;
 }
 
-/* A local computation of task on an emulated coordinator (slow@c:gflops=G)
-   ends no sooner than its flops at G, as on the device it stands for. */
-static int run_here_emulated(const cdc_context_t *context, const cdc_shard_task_t *task)
+int cdc__coded_call_run_here(const cdc_context_t *context, const cdc_shard_task_t *task)
 {
     double started = cdc__clock_ms();
     int rc = task_empty(task) ? CDC_OK : cdc__task_run_local(task);
@@ -399,7 +397,7 @@ static int call_fall_back(const cdc_context_t *context, cdc_coded_call_t *call,
     for (int s = 0; s < call->n && missing; s++) {
         if (!(missing & (UINT64_C(1) << s)))
             continue;
-        int rc = run_here_emulated(context, &call->tasks[s]);
+        int rc = cdc__coded_call_run_here(context, &call->tasks[s]);
         if (rc != CDC_OK)
             return rc;
         result_pad(call, s);
@@ -447,7 +445,7 @@ static int call_run_here(cdc_context_t *context, cdc_coded_call_t *call)
     for (int s = 0; s < CDC_MAX_WORKERS; s++)
         report.shard_ms[s] = -1.0;
     for (int s = 0; s < call->n; s++) {
-        int rc = run_here_emulated(context, &call->tasks[s]);
+        int rc = cdc__coded_call_run_here(context, &call->tasks[s]);
         if (rc != CDC_OK)
             return rc;
         result_pad(call, s);
@@ -474,7 +472,7 @@ typedef struct {
 static int share_run(void *arg)
 {
     const share_job_t *job = arg;
-    return run_here_emulated(job->context, job->task);
+    return cdc__coded_call_run_here(job->context, job->task);
 }
 
 /* Start the share on the context's helper thread (started now if need be):
@@ -518,7 +516,7 @@ int cdc__coded_call_run(cdc_context_t *context, cdc_coded_call_t *call)
     if (task_empty(&call->share))
         return call_run_coded(context, call);
     if (call->here) { /* all of it here: the share first, then the rest */
-        int rc = run_here_emulated(context, &call->share);
+        int rc = cdc__coded_call_run_here(context, &call->share);
         return rc != CDC_OK ? rc : call_run_here(context, call);
     }
     share_job_t job = {context, &call->share};

@@ -72,6 +72,11 @@ void cdc__coded_call_release(cdc_coded_call_t *call);
    block's real rows or column groups). Updates the context's counters. */
 int cdc__coded_call_run(cdc_context_t *context, cdc_coded_call_t *call);
 
+/* Compute task here, now: a local computation on an emulated coordinator
+   (slow@c:gflops=G) ends no sooner than its flops at G, as on the device
+   it stands for. An empty task (no rows or columns) computes nothing. */
+int cdc__coded_call_run_here(const cdc_context_t *context, const cdc_shard_task_t *task);
+
 /* The code for (n, r) on this context, built once and cached (NULL for r = 0). */
 int cdc__context_code(cdc_context_t *context, int n, int r, const cdc_code_t **code);
 

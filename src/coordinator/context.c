@@ -306,6 +306,7 @@ int cdc_context_stats(cdc_context_t *context, cdc_stats_t *stats)
         stats->bytes_out = remote.bytes_out;
         stats->bytes_in = remote.bytes_in;
         stats->late_replies = remote.late_replies;
+        stats->late_blocks = remote.late_blocks;
         stats->heartbeats_missed = remote.heartbeats_missed;
         stats->worker_deaths = remote.worker_deaths;
         stats->worker_rejoins = remote.worker_rejoins;

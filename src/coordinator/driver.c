@@ -27,6 +27,7 @@
 #include "local_cost.h"
 #include "log.h"
 #include "norms.h"
+#include "rotated_call.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -327,6 +328,61 @@ static int driver_dispatch(cdc_context_t *context, const cdc_call_plan_t *plan,
     return rc;
 }
 
+/* The rotated parity layout (rotated_call.h), for a cut operand that is
+   cached weights: those weights are every task's a, the whole operand its
+   bt, so a task's result rows are rows of the cut operand's product: T's
+   rows (A cut, straight into t) or its columns (Bt cut: transposed into t,
+   ldt wide, after the call). */
+static int driver_rotated(cdc_context_t *context, const cdc_gemm_desc_t *desc,
+                          const cdc_call_plan_t *plan, float *t, int64_t ldt)
+{
+    int cut_a = plan->cut == CDC_SHARD_A;
+    const cdc_gemm_operand_t *cut = cut_a ? &desc->a : &desc->bt;
+    const cdc_gemm_operand_t *whole = cut_a ? &desc->bt : &desc->a;
+    const cdc_rotated_set_t *set;
+    int rc = cut->weights->rotated(cut->weights, plan->code, &set);
+    if (rc != CDC_OK)
+        return rc;
+    int64_t rows = cut->view.rows, cols = whole->view.rows;
+    size_t packed_count = operand_pack_count(whole);
+    float *packed = packed_count ? malloc(packed_count * sizeof(float)) : NULL;
+    float *product = cut_a ? t : malloc((size_t) rows * (size_t) cols * sizeof(float));
+    if ((packed_count && !packed) || !product) {
+        free(packed);
+        if (!cut_a)
+            free(product);
+        return cdc__fail(CDC_ENOMEM, "rotated call of %lld x %lld x %lld", (long long) rows,
+                         (long long) cols, (long long) cut->view.k);
+    }
+    float *next = packed;
+    cdc_rotated_call_t call = {.set = set, .a_key = cut->weights->set_key, .out = product,
+                               .split = plan->split, .wanted_r = plan->wanted_r};
+    call.proto.kind = CDC_TASK_GEMM;
+    call.proto.k = cut->view.k;
+    call.proto.cols = cols;
+    call.proto.bt = operand_rows(whole, &next);
+    call.proto.bt_key = whole->weights ? whole->weights->whole_key : 0;
+    call.proto.bt_hold = whole->weights ? whole->weights->hold : NULL;
+    rc = cdc__rotated_call_run(context, &call);
+    for (int64_t i = 0; rc == CDC_OK && !cut_a && i < rows; i++)
+        for (int64_t j = 0; j < cols; j++)
+            t[j * ldt + i] = product[i * cols + j];
+    if (!cut_a)
+        free(product);
+    free(packed);
+    return rc;
+}
+
+/* Whether the call runs in the rotated layout: cached weights cut, and the
+   plan allows it (cdc__rotated_wanted). */
+static int driver_rotated_wanted(cdc_context_t *context, const cdc_gemm_desc_t *desc,
+                                 const cdc_call_plan_t *plan)
+{
+    const cdc_gemm_operand_t *cut = plan->cut == CDC_SHARD_A ? &desc->a : &desc->bt;
+    return cut->weights && cut->weights->rotated &&
+           cdc__rotated_wanted(context, plan, cut->view.rows);
+}
+
 int cdc__driver_gemm(cdc_context_t *context, const cdc_gemm_desc_t *desc,
                      cdc_call_plan_t *plan)
 {
@@ -341,6 +397,13 @@ int cdc__driver_gemm(cdc_context_t *context, const cdc_gemm_desc_t *desc,
         if (!t)
             return cdc__fail(CDC_ENOMEM, "result of %lld x %lld", (long long) rows,
                              (long long) cols);
+    }
+    if (driver_rotated_wanted(context, desc, plan)) {
+        rc = driver_rotated(context, desc, plan, t, cols);
+        if (rc == CDC_OK)
+            cdc__driver_finish(context, &desc->epilogue, t, rows, cols);
+        free(t_owned);
+        return rc;
     }
     driver_operands_t ops;
     rc = driver_encode(desc, plan, &ops);

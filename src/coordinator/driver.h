@@ -6,6 +6,7 @@
 #include "coded_call.h"
 #include "gemm_operands.h"
 #include "plan.h"
+#include "rotated_set.h"
 
 /* A weight matrix its front end keeps between calls (a layer's weights, a
    BLAS operand the cache found repeating). The driver asks for its row
@@ -32,6 +33,11 @@ struct cdc_weights {
                   int64_t first_row, const int64_t *lengths, const cdc_shard_set_t **set);
     /* Its row norms, computed once; NULL when out of memory. */
     const double *(*norms)(cdc_weights_t *self);
+    /* Its rows in the rotated parity layout for code (rotated_set.h),
+       encoded on first use and again when the code changes; NULL: this
+       owner has none (its calls use the dedicated layout). */
+    int (*rotated)(cdc_weights_t *self, const cdc_code_t *code,
+                   const cdc_rotated_set_t **set);
     void *owner;
 };
 

@@ -23,10 +23,14 @@ typedef struct {
        the empty data shards the caller did not send (their result is
        zero): once any needed results are in, a remote executor may stop
        waiting for the rest (after the configured wait for data shards).
+       goal (NULL: the needed rule) is what a call of streamed tasks waits
+       for instead (task.h): each task's parts_in says which of its parts
+       came back, the goal says when they are enough, and a remote executor
+       cancels the parts still due then.
        Returns CDC_OK even when some results did not arrive; the caller
        decodes or falls back. */
     int (*run)(cdc_executor_t *self, cdc_shard_task_t *tasks, int count, int n, int needed,
-               uint64_t *arrived);
+               const cdc_call_goal_t *goal, uint64_t *arrived);
     void (*destroy)(cdc_executor_t *self);
     /* Workers in the plan now (live by heartbeats, or silent for less than
        a grace period); NULL = every worker, always. *mask (may be NULL) gets

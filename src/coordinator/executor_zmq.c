@@ -58,7 +58,7 @@ static int workers_refuse(const cdc_shard_task_t *tasks, int count)
 }
 
 static int zmq_run(cdc_executor_t *base, cdc_shard_task_t *tasks, int count, int n,
-                   int needed, uint64_t *arrived)
+                   int needed, const cdc_call_goal_t *goal, uint64_t *arrived)
 {
     zmq_executor_t *self = (zmq_executor_t *) base;
     profile_self(self); /* the previous call's fallbacks are done by now */
@@ -66,8 +66,8 @@ static int zmq_run(cdc_executor_t *base, cdc_shard_task_t *tasks, int count, int
         *arrived = 0;
         return CDC_OK;
     }
-    return cdc_client_run(self->client, tasks, count, n, needed, self->wait_ms,
-                          self->timeout_ms, arrived);
+    return cdc_client_run_goal(self->client, tasks, count, n, needed, goal, self->wait_ms,
+                               self->timeout_ms, arrived);
 }
 
 static void zmq_destroy(cdc_executor_t *base)

@@ -71,6 +71,8 @@ int cdc__stats_write_json(const cdc_stats_t *stats, const cdc_profile_report_t *
         {"cancels_sent", stats->cancels_sent},
         {"budget_fallbacks", stats->budget_fallbacks},
         {"planned_local", stats->planned_local},
+        {"late_blocks", stats->late_blocks},
+        {"rotated_calls", stats->rotated_calls},
         {"invalid_messages", stats->invalid_messages},
         {"weights_sent", stats->weights_sent},
         {"weight_bytes", stats->weight_bytes},

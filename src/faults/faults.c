@@ -404,6 +404,28 @@ void cdc_fault_next(cdc_fault_state_t *state, double compute_ms, double flops,
     }
 }
 
+void cdc_fault_part(const cdc_fault_state_t *state, double compute_ms, double flops,
+                    size_t bytes_out, cdc_fault_decision_t *d)
+{
+    memset(d, 0, sizeof *d);
+    d->hang_ms = -1.0;
+    long call = state->calls > 0 ? state->calls - 1 : 0; /* the part's task */
+    for (int i = 0; i < state->plan.count; i++) {
+        const cdc_fault_rule_t *r = &state->plan.rules[i];
+        if (r->kind == CDC_FAULT_SLOW && slow_in_force(state, r, call)) {
+            double extra = r->x > 0 ? (r->x - 1.0) * compute_ms
+                                    : flops / (r->gflops * 1e6) - compute_ms;
+            if (extra > 0) {
+                d->delay_ms += extra;
+                d->slow_ms += extra;
+            }
+        } else if (r->kind == CDC_FAULT_LINK) {
+            d->delay_ms += r->lat_ms + link_transfer_ms(r, bytes_out);
+            d->latency_ms += r->lat_ms;
+        }
+    }
+}
+
 double cdc_fault_coordinator_gflops(const cdc_fault_plan_t *plan)
 {
     for (int i = 0; i < plan->count; i++)

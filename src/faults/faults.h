@@ -89,6 +89,14 @@ void cdc_fault_state_set_incarnation(cdc_fault_state_t *state, int incarnation);
 void cdc_fault_next(cdc_fault_state_t *state, double compute_ms, double flops,
                     size_t bytes_in, size_t bytes_out, cdc_fault_decision_t *decision);
 
+/* A streamed task's later part (a parity block sent after the task's first
+   RESULT, whose cdc_fault_next decided the task's faults): only what the
+   device does to it, the slow rules in force for that task (its compute
+   stretched) and the link (its bytes, and one latency: it travels one
+   way). Counts no call and draws nothing. */
+void cdc_fault_part(const cdc_fault_state_t *state, double compute_ms, double flops,
+                    size_t bytes_out, cdc_fault_decision_t *decision);
+
 /* This worker's link rules applied to one message of `bytes` outside the
    calls (the WEIGHTS a coordinator ships, a barrier PONG): *transfer_ms the
    time its bytes take at mbit (the same arithmetic as a call's transfer in

@@ -13,8 +13,11 @@
 #include "norms.h"
 #include "scratch.h"
 #include "plan.h"
+#include "profile.h"
+#include "rotated_call.h"
 
 #include <limits.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -167,12 +170,46 @@ static void stage_filters(cdc_layer_t *layer, const cdc_call_plan_t *plan)
                             cdc__shard_set_key(staged, layer->weights_key));
 }
 
+/* Channel split in the rotated parity layout (rotated_call.h): each worker
+   its filters' rows, then its parity blocks, over the whole input. */
+static int conv_channel_rotated(cdc_layer_t *layer, const cdc_call_plan_t *plan,
+                                const cdc_conv_geometry_t *g, int64_t batch,
+                                const float *x, float *y)
+{
+    const cdc_rotated_set_t *set;
+    int rc = cdc__layer_rotated(layer, plan->code, &set);
+    if (rc != CDC_OK)
+        return rc;
+    int64_t spatial = g->out_h * g->out_w, cols = batch * spatial;
+    float *out = malloc((size_t) layer->rows * (size_t) cols * sizeof(float));
+    if (!out)
+        return cdc__fail(CDC_ENOMEM, "conv result of %lld x %lld", (long long) layer->rows,
+                         (long long) cols);
+    cdc_rotated_call_t call = {.set = set, .a_key = layer->weights_key, .out = out,
+                               .split = plan->split, .wanted_r = plan->wanted_r};
+    call.proto.kind = CDC_TASK_CONV;
+    call.proto.k = layer->k;
+    call.proto.geometry = g;
+    call.proto.batch = batch;
+    call.proto.input = x;
+    call.proto.cols = cols;
+    rc = cdc__rotated_call_run(layer->context, &call);
+    for (int64_t p = 0; rc == CDC_OK && p < layer->rows; p++)
+        for (int64_t b = 0; b < batch; b++)
+            memcpy(y + (b * layer->rows + p) * spatial, out + p * cols + b * spatial,
+                   (size_t) spatial * sizeof(float));
+    free(out);
+    return rc;
+}
+
 /* Channel split: shard s holds a block of filters and gets the whole input;
    a data shard computes only its block's filters. */
 static int conv_channel_split(cdc_layer_t *layer, const cdc_call_plan_t *plan,
                               const cdc_conv_geometry_t *g, int64_t batch,
                               const float *x, float *y)
 {
+    if (cdc__rotated_wanted(layer->context, plan, layer->rows))
+        return conv_channel_rotated(layer, plan, g, batch, x, y);
     int n = plan->n;
     const cdc_shard_set_t *filters;
     const int64_t *lengths = plan->sized ? plan->block_len : NULL;
@@ -466,6 +503,44 @@ static cdc_block_cost_t conv_cost(const cdc_layer_t *layer, cdc_split_t split,
     return cost;
 }
 
+/* The slowest live worker's predicted time (profile.h) for a block of rows
+   under cost; 0 with no worker profiled (in process). */
+static double slowest_block_ms(cdc_context_t *context, const cdc_block_cost_t *cost,
+                               int64_t rows)
+{
+    cdc_worker_profile_t profiles[CDC_MAX_WORKERS];
+    int count = cdc__context_profile(context, profiles, CDC_MAX_WORKERS);
+    cdc_profile_assume_rates(profiles, count);
+    double flops = cost->flops_per_row * (double) rows + cost->flops_fixed;
+    double out = cost->bytes_fixed_out + cost->bytes_per_row_out * (double) rows;
+    double in = cost->bytes_per_row_in * (double) rows, slowest = 0.0;
+    for (int w = 0; w < count; w++)
+        if (profiles[w].live)
+            slowest = fmax(slowest, cdc_profile_predict_ms(&profiles[w], flops, out, in));
+    return slowest;
+}
+
+/* Under the rotated layout the channel split runs rotated (every worker
+   1/W of the filters over the whole input) while a spatial split stays
+   dedicated (1/n of the output rows, a band of the input each): auto takes
+   the one predicted faster on the slowest worker (profile.h; a link not
+   measured yet is free, so the channel split until it is). AUTO when the
+   layer does not run rotated by channel. */
+static cdc_split_t conv_rotated_split(cdc_layer_t *layer, const cdc_call_plan_t *plan,
+                                      const cdc_conv_geometry_t *g, int64_t batch)
+{
+    if (!cdc__rotated_wanted(layer->context, plan, layer->rows))
+        return CDC_SPLIT_AUTO;
+    int workers = plan->n + plan->r;
+    cdc_block_cost_t channel = conv_block_cost(layer, CDC_SPLIT_ROWS, g, batch);
+    cdc_block_cost_t spatial = conv_block_cost(layer, CDC_SPLIT_COLUMNS, g, batch);
+    double channel_ms = slowest_block_ms(layer->context, &channel,
+                                         (layer->rows + workers - 1) / workers);
+    double spatial_ms = slowest_block_ms(layer->context, &spatial,
+                                         (g->out_h + plan->n - 1) / plan->n);
+    return spatial_ms < channel_ms ? CDC_SPLIT_COLUMNS : CDC_SPLIT_ROWS;
+}
+
 /* Here or on the workers (cdc__plan_prefer_here). */
 static void conv_prefer_here(cdc_layer_t *layer, cdc_call_plan_t *plan,
                              const cdc_conv_geometry_t *g, int64_t batch)
@@ -506,6 +581,8 @@ int cdc_conv2d_forward(cdc_layer_t *layer, int64_t batch, int64_t h, int64_t w,
     if (rc != CDC_OK)
         return rc;
     int n = plan.n;
+    if (plan.split == CDC_SPLIT_AUTO)
+        plan.split = conv_rotated_split(layer, &plan, &g, batch);
     if (plan.split == CDC_SPLIT_AUTO) {
         cdc_split_t by_bytes = cdc__plan_conv_split(&g, layer->rows, batch, n, plan.r);
         const cdc_block_cost_t costs[2] = {conv_cost(layer, CDC_SPLIT_ROWS, &g, batch),

@@ -122,6 +122,30 @@ static int layer_weights_shards(cdc_weights_t *self, int stage, const cdc_code_t
     return layer_shards(self->owner, stage, code, n, first_row, lengths, set);
 }
 
+int cdc__layer_rotated(cdc_layer_t *layer, const cdc_code_t *code,
+                       const cdc_rotated_set_t **set)
+{
+    if (!cdc__rotated_set_matches(layer->rotated, code, layer->rows, layer->k)) {
+        cdc_rotated_set_t *fresh;
+        int rc = cdc__rotated_set_new(code, layer->weights, layer->rows, layer->k, &fresh);
+        if (rc != CDC_OK)
+            return rc;
+        cdc__rotated_set_retire(&layer->rotated);
+        layer->rotated = fresh;
+        pthread_mutex_lock(&layer->context->lock);
+        layer->context->stats.weight_encodes++;
+        pthread_mutex_unlock(&layer->context->lock);
+    }
+    *set = layer->rotated;
+    return CDC_OK;
+}
+
+static int layer_weights_rotated(cdc_weights_t *self, const cdc_code_t *code,
+                                 const cdc_rotated_set_t **set)
+{
+    return cdc__layer_rotated(self->owner, code, set);
+}
+
 static const double *layer_weights_norms(cdc_weights_t *self)
 {
     return cdc__layer_weight_norms(self->owner);
@@ -136,6 +160,7 @@ void cdc__layer_weights(cdc_layer_t *layer, cdc_weights_t *weights)
                                .whole_key = layer->weights_key,
                                .shards = layer_weights_shards,
                                .norms = layer_weights_norms,
+                               .rotated = layer_weights_rotated,
                                .owner = layer};
 }
 
@@ -184,6 +209,7 @@ void cdc_layer_destroy(cdc_layer_t **layer_p)
     /* The weights and their row blocks go when their last holder lets go
        (a zero-copy send still in flight, the client's slot manifest). */
     cdc__shard_sets_retire(&layer->weight_sets);
+    cdc__rotated_set_retire(&layer->rotated);
     cdc_hold_retire(layer->weights_hold);
     free(layer->bias);
     free(layer->weight_norms);

@@ -25,6 +25,9 @@ struct cdc_layer {
        plan (and cdc_layer_destroy) retires a set: it goes when its last
        holder lets go. */
     cdc_shard_sets_t weight_sets;
+    cdc_rotated_set_t *rotated; /* the weights in the rotated parity layout,
+                           for the code it was encoded with (NULL: none
+                           yet); retired like a shard set               */
     cdc_split_t last_split;
     double *weight_norms; /* row norms of the weights, computed on first use */
 };
@@ -45,6 +48,11 @@ int cdc__layer_weight_shards(cdc_layer_t *layer, const cdc_code_t *code, int n,
 int cdc__layer_stage_shards(cdc_layer_t *layer, const cdc_code_t *code, int n,
                             int64_t first_row, const int64_t *lengths,
                             const cdc_shard_set_t **set);
+
+/* The weights in the rotated parity layout for code, encoded on first use
+   and when the code changes (rotated_set.h). */
+int cdc__layer_rotated(cdc_layer_t *layer, const cdc_code_t *code,
+                       const cdc_rotated_set_t **set);
 
 /* Row norms of the whole weight matrix (scale of the parity check), computed
    once; NULL when out of memory (the check is then skipped). */

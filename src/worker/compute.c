@@ -70,7 +70,7 @@ static int post_reply(cdc_worker_compute_t *self, int rc, cdc_reply_t *reply,
         cdc_reply_destroy(&reply);
         return cdc__fail(CDC_ENOMEM, "reply envelope");
     }
-    *out = meta ? *meta : (cdc_worker_reply_t){NULL, 0, 0, 0, 0};
+    *out = meta ? *meta : (cdc_worker_reply_t){NULL, 0, 0, 0, 0, 0};
     out->reply = reply; /* NULL: a WEIGHTS notice (meta has its bytes) */
     if ((rc = cdc_mailbox_push(self->replies, out)) != CDC_OK) {
         cdc_reply_destroy(&out->reply);
@@ -155,7 +155,7 @@ static int put_weights(cdc_worker_compute_t *self, cdc_request_t *request)
     cdc_weight_value_t value = {h->rows, h->k, cdc_payload_data(payload),
                                 cdc_payload_footprint(payload), payload, release_payload};
     cdc_weight_cache_stats_t stats;
-    cdc_worker_reply_t notice = {NULL, 0, 0, cdc_payload_size(payload), cdc__clock_ms()};
+    cdc_worker_reply_t notice = {NULL, 0, 0, cdc_payload_size(payload), cdc__clock_ms(), 0};
     cdc_weight_cache_stats(self->cache, &stats);
     uint64_t evictions_before = stats.evictions;
     int rc = cdc_weight_cache_put(self->cache, key, &value);
@@ -234,43 +234,65 @@ static int task_operands(cdc_worker_compute_t *self, const cdc_request_t *reques
     return rc;
 }
 
-/* Run the task into a fresh result and post it as RESULT with its timing. */
-static int run_and_reply(cdc_worker_compute_t *self, const cdc_request_t *request,
-                         const float *a, const float *second)
+/* Run part p of the task (its rows from first_row; the whole task when it
+   is not streamed) into a fresh result and post it as a RESULT with its
+   timing. */
+static int run_part_and_reply(cdc_worker_compute_t *self, const cdc_request_t *request,
+                              cdc_shard_task_t *piece, int64_t first_row, int p)
 {
     const cdc_msg_t *msg = cdc_request_msg(request);
     const cdc_msg_header_t *h = &msg->header;
-    int is_conv = h->type == CDC_MSG_TASK_CONV;
-    cdc_conv_geometry_t geometry = h->geometry;
-    int rc = is_conv ? cdc_conv_geometry_finish(&geometry) : CDC_OK;
-    if (rc != CDC_OK)
-        return rc;
-    size_t result_bytes = (size_t) h->rows * (size_t) h->cols * sizeof(float);
+    size_t result_bytes = (size_t) piece->a_rows * (size_t) h->cols * sizeof(float);
     float *result = malloc(result_bytes);
     if (!result)
         return cdc__fail(CDC_ENOMEM, "result of %zu bytes", result_bytes);
-    cdc_shard_task_t task = cdc_msg_task(h, a, second, &geometry, result);
+    piece->result = result;
     double started = cdc__clock_ms();
-    rc = cdc__task_run_local(&task);
+    int rc = cdc__task_run_local(piece);
     if (rc != CDC_OK) {
         free(result);
         return rc;
     }
-    self->counters.tasks++;
+    uint64_t bytes_in = p == 0 ? (uint64_t) (msg->payload[0].size + msg->payload[1].size) : 0;
     cdc_worker_reply_t meta = {
         NULL, cdc__clock_ms() - started,
-        2.0 * (double) h->rows * (double) h->k * (double) h->cols,
-        (uint64_t) (msg->payload[0].size + msg->payload[1].size), started};
+        2.0 * (double) piece->a_rows * (double) h->k * (double) h->cols, bytes_in, started, p};
     cdc_msg_header_t reply;
     cdc_msg_header_init(&reply, CDC_MSG_RESULT);
     reply.request_id = h->request_id;
     reply.shard = h->shard;
-    reply.rows = h->rows;
+    reply.rows = piece->a_rows;
     reply.cols = h->cols;
+    reply.row_offset = first_row;
     cdc_payload_t *payload = cdc_payload_adopt(result, result_bytes); /* sent without a copy */
     if (!payload)
         return cdc__fail(CDC_ENOMEM, "result payload");
     return post(self, request, &reply, &payload, &meta);
+}
+
+/* Run the task and post its RESULT; a streamed one (lead_rows) part by
+   part, each sent as it is done, the parts after the lead (parity) only
+   while the request is not cancelled. */
+static int run_and_reply(cdc_worker_compute_t *self, const cdc_request_t *request,
+                         const float *a, const float *second)
+{
+    const cdc_msg_header_t *h = &cdc_request_msg(request)->header;
+    cdc_conv_geometry_t geometry = h->geometry;
+    int rc = h->type == CDC_MSG_TASK_CONV ? cdc_conv_geometry_finish(&geometry) : CDC_OK;
+    cdc_shard_task_t task = cdc_msg_task(h, a, second, &geometry, NULL);
+    int parts = cdc_task_parts(&task);
+    for (int p = 0; p < parts && rc == CDC_OK; p++) {
+        if (p > 0 && cdc_server_cancelled(self->server, request, h->request_id)) {
+            self->counters.cancelled += (uint64_t) (parts - p); /* parity nobody wants */
+            break;
+        }
+        int64_t first_row;
+        cdc_shard_task_t piece = cdc_task_part(&task, p, &first_row);
+        rc = run_part_and_reply(self, request, &piece, first_row, p);
+    }
+    if (rc == CDC_OK)
+        self->counters.tasks++;
+    return rc;
 }
 
 static int handle_task(cdc_worker_compute_t *self, const cdc_request_t *request)

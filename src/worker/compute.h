@@ -19,6 +19,7 @@ typedef struct {
     double flops;      /* 2·rows·k·cols                                 */
     uint64_t bytes_in; /* request payload bytes                         */
     double started_ms; /* clock (cdc__clock_ms) when the GEMM started   */
+    int part;          /* a streamed task's part (0: its first, or whole) */
 } cdc_worker_reply_t;
 
 typedef struct cdc_worker_compute cdc_worker_compute_t;

@@ -289,8 +289,12 @@ static double emulate(loop_t *loop, cdc_worker_reply_t *out, double now)
 {
     cdc_payload_t *payload = cdc_reply_payload(out->reply);
     cdc_fault_decision_t d;
-    cdc_fault_next(&loop->faults, out->compute_ms, out->flops, (size_t) out->bytes_in,
-                   cdc_payload_size(payload), &d);
+    if (out->part > 0) /* a streamed task's later part: its task's faults were decided */
+        cdc_fault_part(&loop->faults, out->compute_ms, out->flops, cdc_payload_size(payload),
+                       &d);
+    else
+        cdc_fault_next(&loop->faults, out->compute_ms, out->flops, (size_t) out->bytes_in,
+                       cdc_payload_size(payload), &d);
     if (d.crash) {
         fprintf(stderr, "cdcgemm-worker %d: crash fault at task %ld: exiting\n",
                 loop->options->index, loop->faults.calls - 1);

@@ -109,6 +109,8 @@ static void run_small_task(const cdc_msg_t *msg)
     float *result = malloc((size_t) (h->rows * h->cols) * sizeof(float));
     if (a && second && result) {
         cdc_shard_task_t task = cdc_msg_task(h, a, second, &g, result);
+        if (cdc_task_parts(&task) > 1) /* streamed: the parts after the lead rows */
+            task.tail = result + task.lead_rows * task.cols;
         cdc__task_run_local(&task);
     }
     free(a);

@@ -78,6 +78,9 @@ static void wire_seeds(const char *target)
     write_message(target, "task_gemm", &h, (size_t[]){2 * 3 * 4, 4 * 3 * 4}, 2);
     h.a_key = 0x1234, h.bt_key = 0;
     write_message(target, "task_gemm_cached_a", &h, (size_t[]){0, 4 * 3 * 4}, 2);
+    h.a_key = 0, h.rows = 5, h.lead_rows = 3, h.part_rows = 1; /* 3 data rows, 2 parts */
+    write_message(target, "task_gemm_streamed", &h, (size_t[]){5 * 3 * 4, 4 * 3 * 4}, 2);
+    h.lead_rows = h.part_rows = 0;
 
     cdc_msg_header_init(&h, CDC_MSG_TASK_CONV);
     h.request_id = 8;
@@ -101,6 +104,8 @@ static void wire_seeds(const char *target)
     cdc_msg_header_init(&h, CDC_MSG_RESULT);
     h.request_id = 7, h.shard = 2, h.rows = 2, h.cols = 4;
     write_message(target, "result", &h, (size_t[]){2 * 4 * 4}, 1);
+    h.rows = 1, h.row_offset = 3; /* a streamed task's part */
+    write_message(target, "result_part", &h, (size_t[]){1 * 4 * 4}, 1);
 
     cdc_msg_header_init(&h, CDC_MSG_ERROR);
     h.request_id = 7, h.shard = 2, h.error_code = CDC_EPROTO;

@@ -1,0 +1,25 @@
+/* task.c - the parts of a streamed shard task (task.h). */
+#include "task.h"
+
+#include <stddef.h>
+
+cdc_shard_task_t cdc_task_part(const cdc_shard_task_t *task, int part, int64_t *first_row)
+{
+    cdc_shard_task_t piece = *task;
+    piece.lead_rows = piece.part_rows = 0;
+    piece.tail = NULL;
+    *first_row = 0;
+    if (cdc_task_parts(task) == 1)
+        return piece;
+    if (part == 0) {
+        piece.a_rows = task->lead_rows;
+        return piece;
+    }
+    int64_t first = task->lead_rows + (int64_t) (part - 1) * task->part_rows;
+    int64_t rows = task->a_rows - first;
+    piece.a_rows = rows < task->part_rows ? rows : task->part_rows;
+    piece.a = task->a + first * task->k;
+    piece.result = task->tail ? task->tail + (first - task->lead_rows) * task->cols : NULL;
+    *first_row = first;
+    return piece;
+}

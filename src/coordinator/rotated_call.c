@@ -1,0 +1,341 @@
+/* rotated_call.c - a coded product in the rotated parity layout.
+ *
+ * The problem. The dedicated layout keeps r workers busy with parity on
+ * every call, so a call that loses nothing waits for n of W workers each
+ * computing 1/n of the rows: (n + r)/n the work of an uncoded call on W.
+ * Here each of the W workers holds n data blocks and r parity blocks of
+ * W stripes (rotated_set.h) and computes its data rows first (1/W of them)
+ * and streams them; its parity blocks follow only while the call still
+ * wants them. A call that loses nothing ends with the data, costing what
+ * an uncoded call on W workers costs.
+ *
+ * The steps. dispatch one streamed task per worker not erased (task.h:
+ * lead_rows = its data rows, parts of B rows after them) with a goal that
+ * says when every stripe is whole or decodable -> the executor cancels the
+ * parts still due -> each stripe that lost data blocks is decoded from the
+ * parity blocks that came (zero-padded to B) -> blocks still missing are
+ * computed here -> account.
+ *
+ * Invariant: on CDC_OK every row of out is the product computed by its
+ * worker, rebuilt from its stripe's parity, or computed here. */
+#include "rotated_call.h"
+
+#include "bits.h"
+#include "clock.h"
+#include "coded_call.h"
+#include "error.h"
+#include "executor.h"
+#include "hash.h"
+#include "log.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+int cdc__rotated_wanted(cdc_context_t *context, const cdc_call_plan_t *plan, int64_t rows)
+{
+    if (context->config.parity_layout != CDC_LAYOUT_ROTATED || !plan->code ||
+        context->config.plan != CDC_PLAN_EQUAL || context->config.replicate ||
+        plan->here_rows > 0 || cdc__coded_call_here(plan) ||
+        !cdc__rotated_fits(rows, plan->n + plan->r, plan->r))
+        return 0;
+    pthread_mutex_lock(&context->lock);
+    int plain = context->corrupt_next == 0 && context->block_weights_n == 0;
+    pthread_mutex_unlock(&context->lock);
+    return plain;
+}
+
+/* One run: the tasks sent (task t is worker worker_of[t]'s) and what came. */
+typedef struct {
+    const cdc_rotated_call_t *call;
+    cdc_shard_task_t sent[CDC_STRIPES_MAX_WORKERS];
+    int worker_of[CDC_STRIPES_MAX_WORKERS];
+    int count;
+    float *tails;           /* worker w's parity results: W x r·B x cols */
+    uint64_t erased;        /* workers cdc_context_erase_next took out   */
+    uint32_t parts_in[CDC_STRIPES_MAX_WORKERS]; /* per worker            */
+    cdc_call_report_t report;
+    uint64_t out_bytes, in_bytes;
+} rotated_run_t;
+
+static float *worker_tail(const rotated_run_t *run, int w)
+{
+    const cdc_rotated_set_t *set = run->call->set;
+    size_t per_worker = (size_t) set->layout.r * (size_t) set->block_rows *
+                        (size_t) run->call->proto.cols;
+    return run->tails + (size_t) w * per_worker;
+}
+
+/* Whether stripe s's data block b / parity block j came back. */
+static int data_in(const rotated_run_t *run, const uint32_t *parts, int s, int b)
+{
+    return parts[cdc_stripes_worker(&run->call->set->layout, s, b)] & 1;
+}
+
+static int parity_in(const rotated_run_t *run, const uint32_t *parts, int s, int j)
+{
+    const cdc_rotated_set_t *set = run->call->set;
+    int w = cdc_stripes_worker(&set->layout, s, set->layout.n + j);
+    return (parts[w] >> (1 + cdc__rotated_parity_index(set, w, s, j))) & 1;
+}
+
+/* Stripe s: its present mask for the code (bit b: block b is in). */
+static uint64_t stripe_present(const rotated_run_t *run, const uint32_t *parts, int s)
+{
+    const cdc_stripes_t *layout = &run->call->set->layout;
+    uint64_t present = 0;
+    for (int b = 0; b < layout->n; b++)
+        present |= (uint64_t) data_in(run, parts, s, b) << b;
+    for (int j = 0; j < layout->r; j++)
+        present |= (uint64_t) parity_in(run, parts, s, j) << (layout->n + j);
+    return present;
+}
+
+/* Whether a stripe with this present mask is whole or decodable. */
+static int stripe_decodable(const cdc_stripes_t *layout, uint64_t present)
+{
+    uint64_t data = (UINT64_C(1) << layout->n) - 1;
+    return cdc__popcount64(data & ~present) <= cdc__popcount64(present & ~data);
+}
+
+/* The executor's goal (task.h): every stripe whole or decodable. */
+static int goal_enough(void *ctx, const cdc_shard_task_t *tasks, int count)
+{
+    rotated_run_t *run = ctx;
+    uint32_t parts[CDC_STRIPES_MAX_WORKERS] = {0};
+    for (int t = 0; t < count; t++)
+        parts[run->worker_of[t]] = tasks[t].parts_in;
+    const cdc_stripes_t *layout = &run->call->set->layout;
+    for (int s = 0; s < layout->workers; s++)
+        if (!stripe_decodable(layout, stripe_present(run, parts, s)))
+            return 0;
+    return 1;
+}
+
+/* Worker w's task: its operand, data rows first into their rows of out,
+   then its parity blocks into its tail. */
+static cdc_shard_task_t worker_task(const rotated_run_t *run, int w)
+{
+    const cdc_rotated_call_t *call = run->call;
+    const cdc_rotated_set_t *set = call->set;
+    cdc_shard_task_t task = call->proto;
+    task.shard = w;
+    task.cover = -1;
+    task.a = set->operand[w];
+    task.a_rows = set->data_rows[w] + (int64_t) set->layout.r * set->block_rows;
+    task.a_key = cdc__hash_mix(call->a_key, set->key_mix) | 1;
+    task.a_hold = (cdc_hold_t *) &set->hold;
+    task.lead_rows = set->data_rows[w];
+    task.part_rows = set->block_rows;
+    task.result = call->out + set->data_first[w] * call->proto.cols;
+    task.tail = worker_tail(run, w);
+    return task;
+}
+
+static uint64_t task_bytes_out(const cdc_shard_task_t *task)
+{
+    if (task->kind == CDC_TASK_GEMM)
+        return (uint64_t) task->cols * (uint64_t) task->k * sizeof(float);
+    const cdc_conv_geometry_t *g = task->geometry;
+    return (uint64_t) task->batch * (uint64_t) (g->channels * g->h * g->w) * sizeof(float);
+}
+
+/* Every worker not erased gets its task; the executor returns once the goal
+   holds (or nothing more will come). */
+static int rotated_dispatch(cdc_context_t *context, rotated_run_t *run)
+{
+    const cdc_stripes_t *layout = &run->call->set->layout;
+    pthread_mutex_lock(&context->lock);
+    run->erased = context->erase_next & ((UINT64_C(1) << layout->workers) - 1);
+    context->erase_next = 0;
+    pthread_mutex_unlock(&context->lock);
+    for (int w = 0; w < layout->workers; w++) {
+        if (run->erased & (UINT64_C(1) << w))
+            continue;
+        run->worker_of[run->count] = w;
+        run->sent[run->count] = worker_task(run, w);
+        run->out_bytes += task_bytes_out(&run->sent[run->count]);
+        run->count++;
+    }
+    cdc_call_goal_t goal = {goal_enough, run};
+    uint64_t arrived = 0;
+    double started = cdc__clock_ms();
+    int rc = run->count ? context->executor->ops->run(context->executor, run->sent,
+                                                      run->count, layout->workers,
+                                                      layout->n, &goal, &arrived)
+                        : CDC_OK;
+    run->report.executor_ms = cdc__clock_ms() - started;
+    return rc;
+}
+
+/* What came back, per worker, and the report's first fields. */
+static void rotated_collect(rotated_run_t *run)
+{
+    const cdc_rotated_call_t *call = run->call;
+    const cdc_rotated_set_t *set = call->set;
+    cdc_call_report_t *report = &run->report;
+    report->n = set->layout.n;
+    report->r = set->layout.r;
+    report->split = call->split;
+    report->erased = cdc__popcount64(run->erased);
+    report->oracle_ms = 0.0;
+    for (int w = 0; w < CDC_MAX_WORKERS; w++)
+        report->shard_ms[w] = -1.0;
+    int dispatched = 0;
+    for (int t = 0; t < run->count; t++) {
+        const cdc_shard_task_t *task = &run->sent[t];
+        int w = run->worker_of[t];
+        dispatched += task->dispatched;
+        run->parts_in[w] = task->parts_in;
+        for (int p = 0; p < cdc_task_parts(task); p++) {
+            int64_t first;
+            cdc_shard_task_t piece = cdc_task_part(task, p, &first);
+            if (task->parts_in & (UINT32_C(1) << p))
+                run->in_bytes += (uint64_t) (piece.a_rows * task->cols) * sizeof(float);
+        }
+        if (!(task->parts_in & 1))
+            continue;
+        report->arrived++;
+        report->shard_ms[w] = task->elapsed_ms;
+        report->oracle_ms = task->elapsed_ms > report->oracle_ms ? task->elapsed_ms
+                                                                 : report->oracle_ms;
+    }
+    if (report->arrived < set->layout.workers)
+        report->oracle_ms = -1.0; /* no data-only finish to compare with */
+    /* The losses it could still take: workers beyond the n a stripe needs. */
+    report->redundancy = dispatched > set->layout.n ? dispatched - set->layout.n : 0;
+    report->degraded = report->redundancy < call->wanted_r;
+}
+
+/* Data block b of stripe s as a task here: its rows of its worker's
+   operand, into its rows of out. */
+static cdc_shard_task_t block_task(const rotated_run_t *run, int s, int b)
+{
+    const cdc_rotated_call_t *call = run->call;
+    const cdc_rotated_set_t *set = call->set;
+    size_t i = (size_t) s * (size_t) set->layout.n + (size_t) b;
+    int w = cdc_stripes_worker(&set->layout, s, b);
+    cdc_shard_task_t task = call->proto;
+    task.a = set->operand[w] + (set->block_first[i] - set->data_first[w]) * set->k;
+    task.a_rows = set->block_len[i];
+    task.result = call->out + set->block_first[i] * call->proto.cols;
+    return task;
+}
+
+/* Rebuild stripe s's lost data blocks from its parity (present: what came)
+   in scratch ((n + r) blocks of B x cols), then copy them into out. */
+static int stripe_decode(rotated_run_t *run, int s, uint64_t present, float *scratch)
+{
+    const cdc_rotated_set_t *set = run->call->set;
+    const cdc_stripes_t *layout = &set->layout;
+    int64_t cols = run->call->proto.cols, B = set->block_rows;
+    size_t block = (size_t) B * (size_t) cols;
+    float *blocks[CDC_CODE_MAX_N + CDC_CODE_MAX_R];
+    for (int b = 0; b < layout->n + layout->r; b++) {
+        blocks[b] = scratch + (size_t) b * block;
+        memset(blocks[b], 0, block * sizeof(float)); /* the padding rows */
+        if (!(present & (UINT64_C(1) << b)))
+            continue;
+        if (b < layout->n) {
+            cdc_shard_task_t data = block_task(run, s, b);
+            memcpy(blocks[b], data.result, (size_t) (data.a_rows * cols) * sizeof(float));
+        } else {
+            int j = b - layout->n, w = cdc_stripes_worker(layout, s, b);
+            memcpy(blocks[b], worker_tail(run, w) +
+                                  (size_t) cdc__rotated_parity_index(set, w, s, j) * block,
+                   block * sizeof(float));
+        }
+    }
+    int rc = cdc_code_decode(set->code, B, cols, blocks, cols, present);
+    if (rc != CDC_OK)
+        return rc;
+    for (int b = 0; b < layout->n; b++)
+        if (!(present & (UINT64_C(1) << b))) {
+            cdc_shard_task_t data = block_task(run, s, b);
+            memcpy(data.result, blocks[b], (size_t) (data.a_rows * cols) * sizeof(float));
+            run->report.decoded++;
+        }
+    return CDC_OK;
+}
+
+/* Every stripe whole: decoded where it can be, its lost blocks computed
+   here where it cannot (too few parity blocks came, or the decode failed). */
+static int rotated_finish(cdc_context_t *context, rotated_run_t *run)
+{
+    const cdc_rotated_set_t *set = run->call->set;
+    const cdc_stripes_t *layout = &set->layout;
+    float *scratch = NULL;
+    int rc = CDC_OK;
+    for (int s = 0; s < layout->workers && rc == CDC_OK; s++) {
+        uint64_t present = stripe_present(run, run->parts_in, s);
+        uint64_t data = (UINT64_C(1) << layout->n) - 1;
+        if ((present & data) == data)
+            continue;
+        if (!scratch && stripe_decodable(layout, present)) {
+            size_t floats = (size_t) (layout->n + layout->r) * (size_t) set->block_rows *
+                            (size_t) run->call->proto.cols;
+            scratch = malloc(floats * sizeof(float));
+            if (!scratch)
+                CDC_LOG_WARNF("rotated decode: %zu floats; computing lost blocks here", floats);
+        }
+        if (scratch && stripe_decodable(layout, present)) {
+            if (stripe_decode(run, s, present, scratch) == CDC_OK)
+                continue;
+            CDC_LOG_WARNF("stripe %d: decode failed (%s); computing it here", s,
+                          cdc_last_error());
+        }
+        for (int b = 0; b < layout->n && rc == CDC_OK; b++) {
+            if (present & (UINT64_C(1) << b))
+                continue;
+            cdc_shard_task_t here = block_task(run, s, b);
+            rc = cdc__coded_call_run_here(context, &here);
+            run->report.fallback++;
+        }
+    }
+    free(scratch);
+    return rc;
+}
+
+static void rotated_account(cdc_context_t *context, const rotated_run_t *run)
+{
+    const cdc_call_report_t *report = &run->report;
+    int lost = run->call->set->layout.workers - report->arrived;
+    pthread_mutex_lock(&context->lock);
+    context->last_call = *report;
+    context->stats.coded_calls++;
+    context->stats.rotated_calls++;
+    context->stats.degraded_calls += report->degraded;
+    context->stats.shards_sent += (uint64_t) run->count;
+    context->stats.shards_erased += (uint64_t) lost;
+    context->stats.results_decoded += (uint64_t) report->decoded;
+    context->stats.fallbacks += report->fallback > 0;
+    context->stats.bytes_out += run->out_bytes;
+    context->stats.bytes_in += run->in_bytes;
+    context->last_plan.rotated = 1; /* the call sized before this one */
+    pthread_mutex_unlock(&context->lock);
+}
+
+int cdc__rotated_call_run(cdc_context_t *context, cdc_rotated_call_t *call)
+{
+    const cdc_rotated_set_t *set = call->set;
+    rotated_run_t *run = calloc(1, sizeof *run);
+    size_t tail_floats = (size_t) set->layout.workers * (size_t) set->layout.r *
+                         (size_t) set->block_rows * (size_t) call->proto.cols;
+    float *tails = malloc(tail_floats * sizeof(float));
+    if (!run || !tails) {
+        free(run);
+        free(tails);
+        return cdc__fail(CDC_ENOMEM, "rotated call: %zu parity floats", tail_floats);
+    }
+    run->call = call;
+    run->tails = tails;
+    int rc = rotated_dispatch(context, run);
+    if (rc == CDC_OK) {
+        rotated_collect(run);
+        rc = rotated_finish(context, run);
+    }
+    if (rc == CDC_OK)
+        rotated_account(context, run);
+    free(tails);
+    free(run);
+    return rc;
+}

@@ -1,0 +1,39 @@
+/* rotated_call.h - one coded product in the rotated parity layout: every
+ * worker computes its data rows first and streams them; parity blocks are
+ * computed only for the stripes that lost a data block (docs/codes.md). */
+#ifndef CDC_ROTATED_CALL_H_INCLUDED
+#define CDC_ROTATED_CALL_H_INCLUDED
+
+#include "context.h"
+#include "plan.h"
+#include "rotated_set.h"
+
+typedef struct {
+    const cdc_rotated_set_t *set; /* the cut operand: A's rows (weights)     */
+    uint64_t a_key;               /* the weights' key (the set's layout is
+                                     mixed in here)                          */
+    cdc_shard_task_t proto;       /* what every task shares: kind, k, cols
+                                     and bt (bt_key, bt_hold) or geometry,
+                                     batch and input                         */
+    float *out;                   /* set->rows x proto.cols, row-major: row i
+                                     of the product of the cut operand's row i */
+    cdc_split_t split;            /* the report's, in the caller's terms     */
+    int wanted_r;                 /* the parity asked for (plan.h)           */
+} cdc_rotated_call_t;
+
+/* Whether a call of this plan over rows of the cut operand runs in the
+   rotated layout: the context asks for it, the plan has parity, equal
+   blocks (the equal plan, no coordinator's share, nothing computed here
+   instead) and no injected corruption pending (the rotated layout computes
+   no parity fault-free, so it has nothing to check a result against), and
+   every data block gets a row (cdc__rotated_fits). */
+int cdc__rotated_wanted(cdc_context_t *context, const cdc_call_plan_t *plan, int64_t rows);
+
+/* Run it: one streamed task per worker (its data rows, then its parity
+   blocks), waiting until every stripe is whole or decodable; stripes that
+   lost data blocks decoded with the set's code from the parity blocks that
+   came; what still misses computed here. On CDC_OK every row of out is
+   the product. Updates the context's counters and last call report. */
+int cdc__rotated_call_run(cdc_context_t *context, cdc_rotated_call_t *call);
+
+#endif

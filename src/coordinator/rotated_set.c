@@ -1,0 +1,165 @@
+/* rotated_set.c - an operand in the rotated parity layout (rotated_set.h). */
+#include "rotated_set.h"
+
+#include "error.h"
+#include "hash.h"
+#include "shard_set.h"
+
+#include <stddef.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Rows of the zero chunk that stands in for ended blocks while encoding
+   (as shard_set.c): about 64 KiB of floats, at least one row. */
+enum { ZERO_CHUNK_FLOATS = 16384 };
+
+int cdc__rotated_fits(int64_t rows, int workers, int r)
+{
+    return r >= 1 && 2 * r <= workers && workers <= CDC_STRIPES_MAX_WORKERS &&
+           rows >= (int64_t) workers * (workers - r);
+}
+
+int cdc__rotated_parity_index(const cdc_rotated_set_t *set, int worker, int stripe, int j)
+{
+    const cdc_stripes_t *layout = &set->layout;
+    if (cdc_stripes_worker(layout, stripe, layout->n + j) != worker)
+        return -1;
+    int index = 0;
+    for (int s = 0; s < stripe; s++)
+        index += cdc_stripes_block(layout, s, worker) >= layout->n;
+    return index;
+}
+
+static void rotated_set_free(cdc_hold_t *hold)
+{
+    cdc_rotated_set_t *set =
+        (cdc_rotated_set_t *) ((char *) hold - offsetof(cdc_rotated_set_t, hold));
+    free(set->storage);
+    free(set->block_first);
+    free(set->block_len);
+    free(set);
+}
+
+/* Worker w's rows, then its data blocks within them (by stripe, as it
+   computes them), and B. */
+static void cut_rows(cdc_rotated_set_t *set)
+{
+    const cdc_stripes_t *layout = &set->layout;
+    int W = layout->workers, n = layout->n;
+    cdc_stripe_block_t order[CDC_STRIPES_MAX_WORKERS];
+    set->block_rows = 0;
+    for (int w = 0; w < W; w++) {
+        int64_t first = set->rows * w / W, rows = set->rows * (w + 1) / W - first;
+        set->data_first[w] = first;
+        set->data_rows[w] = rows;
+        cdc_stripes_order(layout, w, order);
+        for (int i = 0; i < n; i++) {
+            int64_t at = first + rows * i / n, len = first + rows * (i + 1) / n - at;
+            size_t b = (size_t) order[i].stripe * (size_t) n + (size_t) order[i].block;
+            set->block_first[b] = at;
+            set->block_len[b] = len;
+            set->block_rows = len > set->block_rows ? len : set->block_rows;
+        }
+    }
+}
+
+/* Every stripe's parity, straight into its workers' operands. */
+static int encode_stripes(cdc_rotated_set_t *set, const cdc_code_t *code, const float *src)
+{
+    const cdc_stripes_t *layout = &set->layout;
+    int n = layout->n, r = layout->r;
+    int64_t k = set->k, zero_rows = ZERO_CHUNK_FLOATS / k > 0 ? ZERO_CHUNK_FLOATS / k : 1;
+    float *zeros = calloc((size_t) zero_rows * (size_t) k, sizeof(float));
+    if (!zeros)
+        return cdc__fail(CDC_ENOMEM, "rotated layout: zero chunk");
+    int rc = CDC_OK;
+    for (int s = 0; s < layout->workers && rc == CDC_OK; s++) {
+        const float *data[CDC_CODE_MAX_N];
+        int64_t heights[CDC_CODE_MAX_N];
+        float *parity[CDC_CODE_MAX_R];
+        for (int b = 0; b < n; b++) {
+            size_t i = (size_t) s * (size_t) n + (size_t) b;
+            data[b] = src + set->block_first[i] * k;
+            heights[b] = set->block_len[i];
+        }
+        for (int j = 0; j < r; j++) {
+            int w = cdc_stripes_worker(layout, s, n + j);
+            int64_t row = set->data_rows[w] +
+                          (int64_t) cdc__rotated_parity_index(set, w, s, j) * set->block_rows;
+            parity[j] = (float *) set->operand[w] + row * k;
+        }
+        rc = cdc__encode_ragged(code, data, heights, set->block_rows, k, parity, zeros,
+                                zero_rows);
+    }
+    free(zeros);
+    return rc;
+}
+
+/* The operands' storage: each worker's data rows copied, its parity after. */
+static int lay_out_operands(cdc_rotated_set_t *set, const float *src)
+{
+    const cdc_stripes_t *layout = &set->layout;
+    int64_t parity_rows = (int64_t) layout->r * set->block_rows;
+    size_t floats = (size_t) (set->rows + layout->workers * parity_rows) * (size_t) set->k;
+    set->storage = malloc(floats * sizeof(float));
+    if (!set->storage)
+        return cdc__fail(CDC_ENOMEM, "rotated layout: %zu floats", floats);
+    float *at = set->storage;
+    for (int w = 0; w < layout->workers; w++) {
+        set->operand[w] = at;
+        memcpy(at, src + set->data_first[w] * set->k,
+               (size_t) (set->data_rows[w] * set->k) * sizeof(float));
+        at += (set->data_rows[w] + parity_rows) * set->k;
+    }
+    return CDC_OK;
+}
+
+int cdc__rotated_set_new(const cdc_code_t *code, const float *src, int64_t rows, int64_t k,
+                         cdc_rotated_set_t **set_p)
+{
+    *set_p = NULL;
+    int n = cdc_code_n(code), r = cdc_code_r(code), W = n + r;
+    if (!cdc__rotated_fits(rows, W, r) || k < 1)
+        return cdc__fail(CDC_EINVAL, "rotated layout: %lld x %lld rows do not fill %d "
+                         "workers' %d data blocks each", (long long) rows, (long long) k, W, n);
+    cdc_rotated_set_t *set = calloc(1, sizeof *set);
+    if (!set)
+        return cdc__fail(CDC_ENOMEM, "rotated layout");
+    cdc_hold_init(&set->hold, rotated_set_free);
+    int rc = cdc_stripes_init(&set->layout, W, r);
+    set->code = code;
+    set->rows = rows;
+    set->k = k;
+    set->block_first = malloc((size_t) W * (size_t) n * sizeof(int64_t));
+    set->block_len = malloc((size_t) W * (size_t) n * sizeof(int64_t));
+    if (rc == CDC_OK && (!set->block_first || !set->block_len))
+        rc = cdc__fail(CDC_ENOMEM, "rotated layout: %d blocks", W * n);
+    if (rc == CDC_OK) {
+        cut_rows(set);
+        rc = lay_out_operands(set, src);
+    }
+    if (rc == CDC_OK)
+        rc = encode_stripes(set, code, src);
+    if (rc != CDC_OK) {
+        cdc_hold_retire(&set->hold);
+        return rc;
+    }
+    set->key_mix = cdc__hash_mix(cdc__hash_mix(UINT64_C(0x726f7461746564), (uint64_t) W),
+                                 (uint64_t) r);
+    *set_p = set;
+    return CDC_OK;
+}
+
+int cdc__rotated_set_matches(const cdc_rotated_set_t *set, const cdc_code_t *code,
+                             int64_t rows, int64_t k)
+{
+    return set && set->code == code && set->rows == rows && set->k == k;
+}
+
+void cdc__rotated_set_retire(cdc_rotated_set_t **set_p)
+{
+    if (!set_p || !*set_p)
+        return;
+    cdc_hold_retire(&(*set_p)->hold);
+    *set_p = NULL;
+}

@@ -1,0 +1,62 @@
+/* rotated_set.h - an operand cut in the rotated parity layout (codes/stripes.h):
+ * each worker's operand is its data rows, contiguous, then its parity blocks.
+ *
+ * The source X (rows x k) is cut into W contiguous ranges, one per worker
+ * (rows / W each, give or take a row), and each range into the n data blocks
+ * that worker holds, one from each of n stripes. A stripe's r parity blocks
+ * (B rows: the longest data block) are coded with the (n, r) code over its n
+ * data blocks, zero-padded to B, and sit on the other r workers. So worker
+ * w's operand is X's rows [data_first[w], data_first[w] + data_rows[w]) and
+ * r parity blocks after them: computed in that order, its data rows give
+ * rows of the product as they are, and its parity rows only serve a stripe
+ * that lost a data block. The operands are copied into storage of their
+ * own (the wire sends each as one matrix): (rows + W·r·B) x k floats. */
+#ifndef CDC_ROTATED_SET_H_INCLUDED
+#define CDC_ROTATED_SET_H_INCLUDED
+
+#include "code.h"
+#include "hold.h"
+#include "stripes.h"
+
+#include <stdint.h>
+
+typedef struct {
+    cdc_stripes_t layout;  /* W = workers, n data and r parity blocks a stripe */
+    const cdc_code_t *code; /* the code the stripes were encoded with         */
+    int64_t rows, k;       /* the source                                       */
+    int64_t block_rows;    /* B: the longest data block; parity blocks' rows   */
+    int64_t *block_first;  /* W·n: data block b of stripe s (index s·n + b)
+                              is source rows [block_first, + block_len)       */
+    int64_t *block_len;
+    int64_t data_first[CDC_STRIPES_MAX_WORKERS]; /* worker w's data rows      */
+    int64_t data_rows[CDC_STRIPES_MAX_WORKERS];
+    const float *operand[CDC_STRIPES_MAX_WORKERS]; /* worker w's operand:
+                              data_rows[w] + r·B rows x k                    */
+    uint64_t key_mix;      /* mixed into the weights' key: this layout's name */
+    float *storage;
+    cdc_hold_t hold;       /* keeps the operands alive (as a shard set's)     */
+} cdc_rotated_set_t;
+
+/* Whether rows can be cut in the rotated layout of W workers with r parity
+   blocks a stripe: every one of the W·(W - r) data blocks gets a row. */
+int cdc__rotated_fits(int64_t rows, int workers, int r);
+
+/* Cut src (rows x k) for code's (n, r) over W = n + r workers and encode
+   every stripe's parity. The set copies what it needs (src may go after).
+   CDC_EINVAL when the rows do not fit (cdc__rotated_fits), CDC_ENOMEM. The
+   caller owns the first reference: cdc__rotated_set_retire. */
+int cdc__rotated_set_new(const cdc_code_t *code, const float *src, int64_t rows, int64_t k,
+                         cdc_rotated_set_t **set_p);
+
+/* Whether the set is the layout of code's (n, r) over rows x k. */
+int cdc__rotated_set_matches(const cdc_rotated_set_t *set, const cdc_code_t *code,
+                             int64_t rows, int64_t k);
+
+/* The owner is done with it (cdc_hold_retire); accepts NULL and *NULL. */
+void cdc__rotated_set_retire(cdc_rotated_set_t **set_p);
+
+/* The index among worker w's parity blocks (its order: by stripe) of stripe
+   s's parity block j, held by w; -1 when w does not hold it. */
+int cdc__rotated_parity_index(const cdc_rotated_set_t *set, int worker, int stripe, int j);
+
+#endif

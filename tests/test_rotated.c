@@ -1,0 +1,369 @@
+/* test_rotated.c - the rotated parity layout in calls (issue 13).
+ *
+ * The layout alone (which worker holds which block) is test_stripes.c's.
+ * Here: the operand cut and encoded (each worker's data rows contiguous,
+ * every stripe's parity its code's combination of its data blocks), and
+ * calls through it: an FC layer and a conv channel split for r = 1..3 give
+ * the reference result with every set of up to r workers lost (each lost
+ * worker's n data blocks rebuilt from parity), and with more lost (computed
+ * here); layers too small to cut, and a call with corruption to find, use
+ * the dedicated layout. On real worker processes: a call that loses nothing
+ * takes in the data rows alone (the parity blocks are never sent: bytes_in),
+ * and a worker SIGKILLed mid-run costs no result. */
+#include "cdcgemm.h"
+#include "cdcgemm_testing.h"
+#include "bits.h"
+#include "context.h"
+#include "local_workers.h"
+#include "reference.h"
+#include "rotated_set.h"
+#include "testutil.h"
+
+#include <math.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define REL_TOL 1e-5
+
+static cdc_context_t *rotated_context(int data, int parity, cdc_parity_layout_t layout)
+{
+    cdc_config_t config;
+    cdc_config_init(&config);
+    config.in_process = 1; /* the math, without worker processes */
+    config.local_workers = data + parity;
+    config.parity = parity;
+    config.parity_layout = layout;
+    cdc_context_t *ctx = NULL;
+    ck_assert_int_eq(cdc_context_new(&config, &ctx), CDC_OK);
+    return ctx;
+}
+
+static cdc_stats_t stats_of(cdc_context_t *ctx)
+{
+    cdc_stats_t stats;
+    ck_assert_int_eq(cdc_context_stats(ctx, &stats), CDC_OK);
+    return stats;
+}
+
+/* ---- the operand in the layout ------------------------------------------ */
+
+/* Worker w's data rows are a contiguous range, in worker order, covering
+   the source once; its operand starts with them. Every stripe's parity is
+   its data blocks zero-padded to B and combined: for r = 1 their sum,
+   computed here in double. */
+static void check_set(int n, int r, int64_t rows, int64_t k)
+{
+    cdc_code_t *code = NULL;
+    ck_assert_int_eq(cdc_code_new(NULL, n, r, &code), CDC_OK);
+    cdc_test_rng_t rng;
+    cdc_test_rng_seed(&rng, (uint64_t) (rows * 31 + n * 7 + r));
+    float *src = cdc_test_alloc((size_t) (rows * k) * sizeof(float));
+    cdc_test_fill_uniform(&rng, src, (size_t) (rows * k));
+    cdc_rotated_set_t *set = NULL;
+    ck_assert_int_eq(cdc__rotated_set_new(code, src, rows, k, &set), CDC_OK);
+    int W = n + r;
+    int64_t next = 0;
+    for (int w = 0; w < W; w++) {
+        ck_assert_int_eq(set->data_first[w], next);
+        ck_assert(set->data_rows[w] >= rows / W && set->data_rows[w] <= rows / W + 1);
+        ck_assert(memcmp(set->operand[w], src + next * k,
+                         (size_t) (set->data_rows[w] * k) * sizeof(float)) == 0);
+        next += set->data_rows[w];
+    }
+    ck_assert_int_eq(next, rows);
+    for (int s = 0; s < W && r == 1; s++) {
+        int w = cdc_stripes_worker(&set->layout, s, n);
+        const float *parity = set->operand[w] + (set->data_rows[w] +
+                                                 cdc__rotated_parity_index(set, w, s, 0) *
+                                                     set->block_rows) * k;
+        for (int64_t p = 0; p < set->block_rows; p++)
+            for (int64_t q = 0; q < k; q++) {
+                double sum = 0.0;
+                for (int b = 0; b < n; b++) {
+                    size_t i = (size_t) (s * n + b);
+                    if (p < set->block_len[i])
+                        sum += src[(set->block_first[i] + p) * k + q];
+                }
+                ck_assert_msg(fabs(parity[p * k + q] - sum) <= 1e-5 * (1.0 + fabs(sum)),
+                              "stripe %d parity row %lld col %lld: %g, sum %g", s,
+                              (long long) p, (long long) q, parity[p * k + q], sum);
+            }
+    }
+    cdc__rotated_set_retire(&set);
+    free(src);
+    cdc_code_destroy(&code);
+}
+
+START_TEST(test_set_layout)
+{
+    check_set(4, 1, 103, 7);
+    check_set(4, 1, 20, 3); /* one row a block */
+    check_set(3, 2, 61, 5);
+    check_set(3, 3, 200, 2);
+    cdc_rotated_set_t *set = NULL;
+    cdc_code_t *code = NULL;
+    ck_assert_int_eq(cdc_code_new(NULL, 4, 1, &code), CDC_OK);
+    float src[19 * 2] = {0};
+    ck_assert_int_eq(cdc__rotated_set_new(code, src, 19, 2, &set), CDC_EINVAL);
+    ck_assert_ptr_null(set);
+    cdc_code_destroy(&code);
+}
+END_TEST
+
+/* ---- FC and conv through the layout --------------------------------------- */
+
+typedef struct {
+    int out, in, batch;
+    float *x, *w, *bias, *y;
+    double *want;
+} fc_case_t;
+
+static void fc_case_make(fc_case_t *c, int out, int in, int batch, uint64_t seed)
+{
+    cdc_test_rng_t rng;
+    cdc_test_rng_seed(&rng, seed);
+    *c = (fc_case_t){out, in, batch, NULL, NULL, NULL, NULL, NULL};
+    c->x = cdc_test_alloc((size_t) (batch * in) * sizeof(float));
+    c->w = cdc_test_alloc((size_t) (out * in) * sizeof(float));
+    c->bias = cdc_test_alloc((size_t) out * sizeof(float));
+    c->y = cdc_test_alloc((size_t) (batch * out) * sizeof(float));
+    c->want = cdc_test_alloc((size_t) (batch * out) * sizeof(double));
+    cdc_test_fill_uniform(&rng, c->x, (size_t) (batch * in));
+    cdc_test_fill_uniform(&rng, c->w, (size_t) (out * in));
+    cdc_test_fill_uniform(&rng, c->bias, (size_t) out);
+    cdc_ref_fc(batch, in, out, c->x, c->w, c->bias, 0, c->want);
+}
+
+static void fc_case_free(fc_case_t *c)
+{
+    free(c->x);
+    free(c->w);
+    free(c->bias);
+    free(c->y);
+    free(c->want);
+}
+
+/* One forward call with `erased` workers lost; the result is the
+   reference's and the report says how it was had. */
+static void fc_call(cdc_layer_t *layer, cdc_context_t *ctx, fc_case_t *c, uint64_t erased,
+                    int n, int r)
+{
+    cdc_stats_t before = stats_of(ctx);
+    ck_assert_int_eq(cdc_context_erase_next(ctx, erased), CDC_OK);
+    memset(c->y, 0, (size_t) (c->batch * c->out) * sizeof(float));
+    ck_assert_int_eq(cdc_fc_forward(layer, c->batch, c->x, c->y), CDC_OK);
+    double err = cdc_test_rel_error(c->y, c->want, (size_t) (c->batch * c->out));
+    ck_assert_msg(err < REL_TOL, "n %d r %d erased %llx: error %g", n, r,
+                  (unsigned long long) erased, err);
+    cdc_stats_t after = stats_of(ctx);
+    cdc_call_report_t report;
+    ck_assert_int_eq(cdc_context_last_call(ctx, &report), CDC_OK);
+    ck_assert_uint_eq(after.rotated_calls, before.rotated_calls + 1);
+    int lost = cdc__popcount64(erased);
+    ck_assert_int_eq(report.erased, lost);
+    ck_assert_int_eq(report.arrived, n + r - lost);
+    if (lost <= r) { /* every lost worker's n data blocks rebuilt */
+        ck_assert_int_eq(report.decoded, lost * n);
+        ck_assert_int_eq(report.fallback, 0);
+    } else { /* some stripe lost more than its parity: computed here */
+        ck_assert_int_gt(report.fallback, 0);
+    }
+}
+
+START_TEST(test_fc_every_erasure)
+{
+    const int n = 4;
+    for (int r = 1; r <= 3; r++) {
+        int W = n + r;
+        cdc_context_t *ctx = rotated_context(n, r, CDC_LAYOUT_ROTATED);
+        fc_case_t c;
+        fc_case_make(&c, 97, 33, 3, (uint64_t) (100 + r));
+        cdc_layer_t *layer = NULL;
+        ck_assert_int_eq(cdc_fc_new(ctx, c.out, c.in, c.w, c.bias, NULL, &layer), CDC_OK);
+        for (uint64_t mask = 0; mask < (UINT64_C(1) << W); mask++)
+            if (cdc__popcount64(mask) <= r)
+                fc_call(layer, ctx, &c, mask, n, r);
+        /* One worker more than r: the stripes that lost too much are
+           computed here, the rest decoded. */
+        fc_call(layer, ctx, &c, (UINT64_C(1) << (r + 1)) - 1, n, r);
+        ck_assert_uint_eq(stats_of(ctx).weight_encodes, 1); /* once, for every call */
+        cdc_layer_destroy(&layer);
+        fc_case_free(&c);
+        cdc_context_destroy(&ctx);
+    }
+}
+END_TEST
+
+START_TEST(test_conv_channel_with_losses)
+{
+    const int n = 3, r = 2;
+    cdc_context_t *ctx = rotated_context(n, r, CDC_LAYOUT_ROTATED);
+    cdc_conv2d_desc_t desc = {4, 29, 3, 3, 1, 1, 1, 1, 1, 1};
+    const int64_t batch = 2, h = 9, w = 8;
+    cdc_test_rng_t rng;
+    cdc_test_rng_seed(&rng, 77);
+    size_t x_count = (size_t) (batch * desc.in_channels * h * w);
+    size_t w_count = (size_t) (desc.out_channels * desc.in_channels * 9);
+    size_t y_count = (size_t) (batch * desc.out_channels * h * w);
+    float *x = cdc_test_alloc(x_count * sizeof(float));
+    float *weights = cdc_test_alloc(w_count * sizeof(float));
+    float *y = cdc_test_alloc(y_count * sizeof(float));
+    double *want = cdc_test_alloc(y_count * sizeof(double));
+    cdc_test_fill_uniform(&rng, x, x_count);
+    cdc_test_fill_uniform(&rng, weights, w_count);
+    cdc_ref_conv_t ref = {batch, desc.in_channels, h, w, desc.out_channels, 3, 3, 1, 1,
+                          1,     1,                1, 1, 0};
+    ck_assert_int_eq(cdc_ref_conv2d(&ref, x, weights, NULL, want), 0);
+    cdc_layer_options_t options;
+    cdc_layer_options_init(&options);
+    options.split = CDC_SPLIT_ROWS;
+    cdc_layer_t *layer = NULL;
+    ck_assert_int_eq(cdc_conv2d_new(ctx, &desc, weights, NULL, &options, &layer), CDC_OK);
+    const uint64_t masks[] = {0, 1u << 4, (1u << 1) | (1u << 3), (1u << 0) | (1u << 4)};
+    for (size_t i = 0; i < sizeof masks / sizeof masks[0]; i++) {
+        ck_assert_int_eq(cdc_context_erase_next(ctx, masks[i]), CDC_OK);
+        ck_assert_int_eq(cdc_conv2d_forward(layer, batch, h, w, x, y), CDC_OK);
+        double err = cdc_test_rel_error(y, want, y_count);
+        ck_assert_msg(err < REL_TOL, "erased %llx: error %g", (unsigned long long) masks[i],
+                      err);
+        cdc_call_report_t report;
+        ck_assert_int_eq(cdc_context_last_call(ctx, &report), CDC_OK);
+        ck_assert_int_eq(report.decoded, cdc__popcount64(masks[i]) * n);
+    }
+    ck_assert_uint_eq(stats_of(ctx).rotated_calls, 4);
+    cdc_layer_destroy(&layer);
+    free(x);
+    free(weights);
+    free(y);
+    free(want);
+    cdc_context_destroy(&ctx);
+}
+END_TEST
+
+/* Too few rows for W·n blocks, a pending corruption (the rotated layout
+   computes no parity to check against) and the dedicated setting: the
+   dedicated layout, still right. */
+START_TEST(test_dedicated_where_rotated_cannot)
+{
+    cdc_context_t *ctx = rotated_context(4, 1, CDC_LAYOUT_ROTATED);
+    fc_case_t small, big;
+    fc_case_make(&small, 19, 8, 2, 5); /* 19 < 5 x 4 blocks */
+    fc_case_make(&big, 40, 8, 2, 6);
+    cdc_layer_t *small_layer = NULL, *big_layer = NULL;
+    ck_assert_int_eq(cdc_fc_new(ctx, small.out, small.in, small.w, small.bias, NULL,
+                                &small_layer), CDC_OK);
+    ck_assert_int_eq(cdc_fc_new(ctx, big.out, big.in, big.w, big.bias, NULL, &big_layer),
+                     CDC_OK);
+    ck_assert_int_eq(cdc_fc_forward(small_layer, small.batch, small.x, small.y), CDC_OK);
+    ck_assert_double_lt(cdc_test_rel_error(small.y, small.want, 2 * 19), REL_TOL);
+    cdc_stats_t stats = stats_of(ctx);
+    ck_assert_uint_eq(stats.coded_calls, 1);
+    ck_assert_uint_eq(stats.rotated_calls, 0);
+    ck_assert_int_eq(cdc_context_corrupt_next(ctx, 1), CDC_OK);
+    ck_assert_int_eq(cdc_fc_forward(big_layer, big.batch, big.x, big.y), CDC_OK);
+    ck_assert_double_lt(cdc_test_rel_error(big.y, big.want, 2 * 40), REL_TOL);
+    stats = stats_of(ctx);
+    ck_assert_uint_eq(stats.rotated_calls, 0);
+    ck_assert_uint_eq(stats.corrupt_detected, 1);
+    ck_assert_int_eq(cdc_fc_forward(big_layer, big.batch, big.x, big.y), CDC_OK);
+    ck_assert_uint_eq(stats_of(ctx).rotated_calls, 1);
+    cdc_layer_destroy(&small_layer);
+    cdc_layer_destroy(&big_layer);
+    cdc_context_destroy(&ctx);
+    ctx = rotated_context(4, 1, CDC_LAYOUT_DEDICATED);
+    ck_assert_int_eq(cdc_fc_new(ctx, big.out, big.in, big.w, big.bias, NULL, &big_layer),
+                     CDC_OK);
+    ck_assert_int_eq(cdc_fc_forward(big_layer, big.batch, big.x, big.y), CDC_OK);
+    ck_assert_uint_eq(stats_of(ctx).rotated_calls, 0);
+    cdc_layer_destroy(&big_layer);
+    cdc_context_destroy(&ctx);
+    fc_case_free(&small);
+    fc_case_free(&big);
+}
+END_TEST
+
+/* ---- on worker processes --------------------------------------------------- */
+
+/* Emulated devices slow enough that every worker's data rows take ~330 ms
+   and a parity block ~80 ms: the call's CANCEL reaches each worker while
+   its parity block is in service behind its data (80 ms of room for the
+   workers' leads to straggle on a loaded machine), so none is sent. */
+static cdc_context_t *worker_context(void)
+{
+    cdc_config_t config;
+    cdc_config_init(&config);
+    config.local_workers = 5;
+    config.parity = 1;
+    config.parity_layout = CDC_LAYOUT_ROTATED;
+    config.respawn = 0; /* the killed worker stays dead */
+    config.timeout_ms = 5000;
+    config.log_level = getenv("CDC_TEST_LOG") ? CDC_LOG_INFO : CDC_LOG_ERROR;
+    snprintf(config.faults, sizeof config.faults, "slow@*:gflops=0.001");
+    cdc_context_t *ctx = NULL;
+    ck_assert_int_eq(cdc_context_new(&config, &ctx), CDC_OK);
+    return ctx;
+}
+
+START_TEST(test_workers_parity_on_demand)
+{
+    cdc_context_t *ctx = worker_context();
+    fc_case_t c;
+    fc_case_make(&c, 400, 256, 8, 9); /* a worker's 80 rows: 2 x 80 x 256 x 8 flops */
+    cdc_layer_t *layer = NULL;
+    ck_assert_int_eq(cdc_fc_new(ctx, c.out, c.in, c.w, c.bias, NULL, &layer), CDC_OK);
+    ck_assert_int_eq(cdc_fc_forward(layer, c.batch, c.x, c.y), CDC_OK); /* weights go */
+    cdc_stats_t before = stats_of(ctx);
+    const int calls = 5;
+    for (int i = 0; i < calls; i++) {
+        memset(c.y, 0, (size_t) (c.batch * c.out) * sizeof(float));
+        ck_assert_int_eq(cdc_fc_forward(layer, c.batch, c.x, c.y), CDC_OK);
+        ck_assert_double_lt(cdc_test_rel_error(c.y, c.want, (size_t) (c.batch * c.out)),
+                            REL_TOL);
+    }
+    cdc_stats_t after = stats_of(ctx);
+    ck_assert_uint_eq(after.rotated_calls - before.rotated_calls, calls);
+    /* Nothing decoded: every worker's data rows came (the call's rows);
+       bytes_in equal to them leaves no room for a parity block. */
+    uint64_t data_bytes = (uint64_t) c.out * (uint64_t) c.batch * sizeof(float);
+    ck_assert_uint_eq(after.bytes_in - before.bytes_in, calls * data_bytes);
+    ck_assert_uint_eq(after.results_decoded - before.results_decoded, 0);
+    ck_assert_uint_eq(after.late_blocks, 0);
+    /* A worker SIGKILLed: its stripes decoded from the others' parity. */
+    pid_t victim = cdc__local_workers_pid(ctx->local, 2);
+    ck_assert_int_gt(victim, 0);
+    ck_assert_int_eq(kill(victim, SIGKILL), 0);
+    for (int i = 0; i < calls; i++) {
+        memset(c.y, 0, (size_t) (c.batch * c.out) * sizeof(float));
+        ck_assert_int_eq(cdc_fc_forward(layer, c.batch, c.x, c.y), CDC_OK);
+        ck_assert_double_lt(cdc_test_rel_error(c.y, c.want, (size_t) (c.batch * c.out)),
+                            REL_TOL);
+    }
+    cdc_stats_t killed = stats_of(ctx);
+    ck_assert_uint_gt(killed.results_decoded, after.results_decoded);
+    ck_assert_uint_eq(killed.rotated_calls - after.rotated_calls, calls);
+    cdc_layer_destroy(&layer);
+    fc_case_free(&c);
+    cdc_context_destroy(&ctx);
+}
+END_TEST
+
+static Suite *rotated_suite(void)
+{
+    Suite *s = suite_create("rotated");
+    TCase *tc = tcase_create("core");
+    tcase_set_timeout(tc, 120);
+    tcase_add_test(tc, test_set_layout);
+    tcase_add_test(tc, test_fc_every_erasure);
+    tcase_add_test(tc, test_conv_channel_with_losses);
+    tcase_add_test(tc, test_dedicated_where_rotated_cannot);
+    tcase_add_test(tc, test_workers_parity_on_demand);
+    suite_add_tcase(s, tc);
+    return s;
+}
+
+int main(void)
+{
+    return cdc_test_run_suite(rotated_suite());
+}
