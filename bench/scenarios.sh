@@ -2,8 +2,9 @@
 # scenarios.sh - the fault-injection scenarios of docs/benchmarks.md, one JSON each.
 # usage: bench/scenarios.sh [BUILD_DIR] [OUT_DIR] [SCENARIO...]
 #   scenarios: crash stragglers scaling speedup chaos repair hetero hetero-crash
-#   hetero-shift hetero-drift hetero-link soak (default: all
-#   but soak, which takes about 20 minutes; SOAK_REQUESTS=N shortens it)
+#   hetero-shift hetero-drift hetero-link rotated rotated-crash rotated-stragglers
+#   rotated-hetero soak (default: all but soak, which takes about 20 minutes;
+#   SOAK_REQUESTS=N shortens it)
 set -eu
 build=${1:-build}
 out=${2:-bench-results}
@@ -23,8 +24,11 @@ MIX="$MIX;slow@w4:gflops=0.125"
 # 2 cores (about 30 GFLOP/s) would beat the emulated devices on every layer, and the
 # profiled plan would keep everything here.
 COORD="slow@c:gflops=1"
+# Issue 13's devices: emulated compute several times this host's real compute.
+EDGE="slow@*:gflops=0.5;$WIFI"
+FC_PAIR="--layer fc:4096x9216 --layer fc:4096x4096"
 all="crash stragglers scaling speedup chaos repair hetero hetero-crash hetero-shift"
-scenarios=${*:-$all hetero-drift hetero-link}
+scenarios=${*:-$all hetero-drift hetero-link rotated rotated-crash rotated-stragglers rotated-hetero}
 
 for s in $scenarios; do
   case $s in
@@ -189,6 +193,63 @@ for line in sys.stdin: sys.stdout.write("%.3f %s" % (time.time(), line))' \
     for run in soak_spare soak_r2; do
       python3 "$(dirname "$0")/redundancy_summary.py" "$out/$run.json" "$out/$run.csv"
     done
+    ;;
+  rotated)
+    # Rotated parity (issue 13), nothing failing: the rotated layout, the dedicated
+    # one (r = 1 each) and uncoded, all on the same 5 devices. bench/rotated_summary.py
+    # prints the table.
+    for model in fc alexnet; do
+      if [ $model = fc ]; then what=$FC_PAIR requests=${ROTATED_REQUESTS:-200}
+      else what="--model alexnet" requests=${ROTATED_MODEL_REQUESTS:-60}; fi
+      for layout in rotated dedicated; do
+        # shellcheck disable=SC2086
+        "$bench" $what --workers 5 --parity 1 --layout $layout --requests "$requests" \
+          --warmup 5 --faults "$EDGE;seed=1" --json "$out/rotated_${model}_$layout.json"
+      done
+      # shellcheck disable=SC2086
+      "$bench" $what --workers 5 --parity 0 --requests "$requests" --warmup 5 \
+        --faults "$EDGE;seed=1" --json "$out/rotated_${model}_uncoded.json"
+    done
+    ;;
+  rotated-crash)
+    # Worker 1 SIGKILLed half-way and left dead (no respawn; keep-shards: its slot
+    # an erasure every call after), rotated vs dedicated.
+    for model in fc alexnet; do
+      if [ $model = fc ]; then what=$FC_PAIR requests=${ROTATED_REQUESTS:-200}
+      else what="--model alexnet" requests=${ROTATED_MODEL_REQUESTS:-60}; fi
+      for layout in rotated dedicated; do
+        # shellcheck disable=SC2086
+        CDCGEMM_RESPAWN=0 "$bench" $what --workers 5 --parity 1 --layout $layout \
+          --requests "$requests" --warmup 5 --crash-at $((requests / 2)) \
+          --faults "$EDGE;seed=1" --json "$out/rotated_crash_${model}_$layout.json"
+      done
+    done
+    ;;
+  rotated-stragglers)
+    # n = 4 data blocks' worth of work on 5 devices, every reply delayed by an
+    # exponential draw whose mean is a dedicated data shard's emulated compute
+    # (1024 x 9216 at 0.5 GFLOP/s: 37.749 ms), as in the stragglers scenario.
+    faults="$EDGE;delay@*:dist=exp,mean=37.749;seed=7"
+    for layout in rotated dedicated; do
+      "$bench" --layer fc:4096x9216 --workers 5 --parity 1 --layout $layout \
+        --requests "${ROTATED_STRAGGLER_REQUESTS:-600}" --faults "$faults" \
+        --json "$out/rotated_stragglers_$layout.json"
+    done
+    "$bench" --layer fc:4096x9216 --workers 5 --parity 0 \
+      --requests "${ROTATED_STRAGGLER_REQUESTS:-600}" --faults "$faults" \
+      --json "$out/rotated_stragglers_uncoded.json"
+    ;;
+  rotated-hetero)
+    # Issue 12's mix under equal blocks: the rotated layout gives every device the
+    # same rows, so the slowest gates it; the profiled plan (dedicated) sizes them.
+    for layout in rotated dedicated; do
+      "$bench" --layer fc:4096x9216 --workers 5 --parity 1 --layout $layout \
+        --requests "${HETERO_REQUESTS:-200}" --warmup 40 --faults "$COORD;$MIX;$WIFI;seed=1" \
+        --json "$out/rotated_hetero_$layout.json"
+    done
+    "$bench" --layer fc:4096x9216 --workers 5 --parity 1 --plan profiled \
+      --requests "${HETERO_REQUESTS:-200}" --warmup 40 --faults "$COORD;$MIX;$WIFI;seed=1" \
+      --json "$out/rotated_hetero_profiled.json"
     ;;
   stragglers)
     # Every worker delays its reply by an exponential draw whose mean equals the

@@ -12,8 +12,9 @@ extern "C" {
 #endif
 
 /* Erasure injection for tests and demos: the next coded call treats the shards
-   whose bit is set in mask (bit i = shard i; data shards 0..n-1, parity n..n+r-1)
-   as lost. Cleared after that call. Returns CDC_OK, or CDC_EINVAL for a NULL
+   whose bit is set in mask (bit i = shard i; data shards 0..n-1, parity n..n+r-1;
+   in the rotated parity layout bit w = worker w's task, its data and parity
+   blocks) as lost. Cleared after that call. Returns CDC_OK, or CDC_EINVAL for a NULL
    context. Thread-safe (serialised with the context's calls). */
 CDC_EXPORT int cdc_context_erase_next(cdc_context_t *context, uint64_t mask);
 

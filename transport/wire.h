@@ -14,7 +14,7 @@
 #define CDC_WIRE_MAX_PARTS (CDC_PROTO_MAX_FRAMES + 2)
 
 /* ZMQ_MAXMSGSIZE of every socket that talks the protocol: the largest frame
-   a valid message has (a chunk; the header is 168 bytes, ERROR text at most
+   a valid message has (a chunk; the header is 192 bytes, ERROR text at most
    1 KiB) plus a margin. libzmq allocates a frame as soon as it has read its
    length, before the CURVE handshake completes: this is what one connection
    can make a process allocate per frame. */

@@ -23,3 +23,11 @@ cdc_shard_task_t cdc_task_part(const cdc_shard_task_t *task, int part, int64_t *
     *first_row = first;
     return piece;
 }
+
+uint64_t cdc_task_bytes_out(const cdc_shard_task_t *task)
+{
+    if (task->kind == CDC_TASK_GEMM)
+        return (uint64_t) task->cols * (uint64_t) task->k * sizeof(float);
+    const cdc_conv_geometry_t *g = task->geometry;
+    return (uint64_t) task->batch * (uint64_t) (g->channels * g->h * g->w) * sizeof(float);
+}

@@ -67,6 +67,10 @@ static inline int cdc_task_parts(const cdc_shard_task_t *task)
    starts at. A task that is not streamed is its own part 0. */
 cdc_shard_task_t cdc_task_part(const cdc_shard_task_t *task, int part, int64_t *first_row);
 
+/* The per-call input a task sends (its bt, or its conv input), in bytes:
+   what a call's bytes_out counts besides cached weights. */
+uint64_t cdc_task_bytes_out(const cdc_shard_task_t *task);
+
 /* What a call of streamed tasks waits for: enough(ctx, tasks, count) says
    whether the parts in so far (tasks[t].parts_in) let the caller rebuild
    every data block it wants. Called by the executor as parts arrive. */

@@ -117,14 +117,6 @@ static int call_scales_ready(cdc_coded_call_t *call)
     return call->inner > 0;
 }
 
-static uint64_t task_bytes_out(const cdc_shard_task_t *task)
-{
-    if (task->kind == CDC_TASK_GEMM)
-        return (uint64_t) task->cols * (uint64_t) task->k * sizeof(float);
-    const cdc_conv_geometry_t *g = task->geometry;
-    return (uint64_t) task->batch * (uint64_t) (g->channels * g->h * g->w) * sizeof(float);
-}
-
 /* The k-th smallest non-negative time among count, or -1 if fewer than k. */
 static double nth_fastest(const double *ms, int count, int k)
 {
@@ -240,7 +232,7 @@ static int call_dispatch(cdc_context_t *context, const cdc_coded_call_t *call,
         if ((run->erased | run->empty) & (UINT64_C(1) << s))
             continue;
         run->sent[run->count++] = call->tasks[s];
-        run->out_bytes += task_bytes_out(&call->tasks[s]);
+        run->out_bytes += cdc_task_bytes_out(&call->tasks[s]);
     }
     if (run->replicate) {
         size_t block = (size_t) call->rows * (size_t) call->cols;
@@ -254,7 +246,7 @@ static int call_dispatch(cdc_context_t *context, const cdc_coded_call_t *call,
             *copy = call->tasks[s];
             copy->shard = n + s;
             copy->result = run->replicas + (size_t) s * block;
-            run->out_bytes += task_bytes_out(copy);
+            run->out_bytes += cdc_task_bytes_out(copy);
         }
     }
     /* The empty data shards are in already: the rest need fewer results. */

@@ -302,7 +302,7 @@ int cdc_context_stats(cdc_context_t *context, cdc_stats_t *stats)
     pthread_mutex_unlock(&context->lock);
     cdc_remote_counters_t remote;
     if (cdc__executor_remote_counters(context->executor, &remote) == CDC_OK) {
-        /* What really crossed the wire (payloads; 168-byte headers aside). */
+        /* What really crossed the wire (payloads; 192-byte headers aside). */
         stats->bytes_out = remote.bytes_out;
         stats->bytes_in = remote.bytes_in;
         stats->late_replies = remote.late_replies;

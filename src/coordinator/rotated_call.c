@@ -123,20 +123,12 @@ static cdc_shard_task_t worker_task(const rotated_run_t *run, int w)
     task.a = set->operand[w];
     task.a_rows = set->data_rows[w] + (int64_t) set->layout.r * set->block_rows;
     task.a_key = cdc__hash_mix(call->a_key, set->key_mix) | 1;
-    task.a_hold = (cdc_hold_t *) &set->hold;
+    task.a_hold = cdc__rotated_set_hold(set);
     task.lead_rows = set->data_rows[w];
     task.part_rows = set->block_rows;
     task.result = call->out + set->data_first[w] * call->proto.cols;
     task.tail = worker_tail(run, w);
     return task;
-}
-
-static uint64_t task_bytes_out(const cdc_shard_task_t *task)
-{
-    if (task->kind == CDC_TASK_GEMM)
-        return (uint64_t) task->cols * (uint64_t) task->k * sizeof(float);
-    const cdc_conv_geometry_t *g = task->geometry;
-    return (uint64_t) task->batch * (uint64_t) (g->channels * g->h * g->w) * sizeof(float);
 }
 
 /* Every worker not erased gets its task; the executor returns once the goal
@@ -153,7 +145,7 @@ static int rotated_dispatch(cdc_context_t *context, rotated_run_t *run)
             continue;
         run->worker_of[run->count] = w;
         run->sent[run->count] = worker_task(run, w);
-        run->out_bytes += task_bytes_out(&run->sent[run->count]);
+        run->out_bytes += cdc_task_bytes_out(&run->sent[run->count]);
         run->count++;
     }
     cdc_call_goal_t goal = {goal_enough, run};

@@ -156,6 +156,11 @@ int cdc__rotated_set_matches(const cdc_rotated_set_t *set, const cdc_code_t *cod
     return set && set->code == code && set->rows == rows && set->k == k;
 }
 
+cdc_hold_t *cdc__rotated_set_hold(const cdc_rotated_set_t *set)
+{
+    return (cdc_hold_t *) &set->hold; /* a count, not the set's contents */
+}
+
 void cdc__rotated_set_retire(cdc_rotated_set_t **set_p)
 {
     if (!set_p || !*set_p)

@@ -55,6 +55,10 @@ int cdc__rotated_set_matches(const cdc_rotated_set_t *set, const cdc_code_t *cod
 /* The owner is done with it (cdc_hold_retire); accepts NULL and *NULL. */
 void cdc__rotated_set_retire(cdc_rotated_set_t **set_p);
 
+/* The hold on the set's operands: retain it to keep them readable past
+   the owner's retire (a zero-copy send, the client's slot manifest). */
+cdc_hold_t *cdc__rotated_set_hold(const cdc_rotated_set_t *set);
+
 /* The index among worker w's parity blocks (its order: by stripe) of stripe
    s's parity block j, held by w; -1 when w does not hold it. */
 int cdc__rotated_parity_index(const cdc_rotated_set_t *set, int worker, int stripe, int j);
