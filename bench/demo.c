@@ -1,7 +1,7 @@
-/* demo.c - the demo: AlexNet on 5 emulated edge devices (4 data + 1 parity),
-   one device crashes mid-run; then the same run uncoded. Prints a side-by-side
-   table and writes cdcgemm-demo.png: latency over request number with the
-   crash marked, above the latency histograms. */
+/* demo.c - the demo: AlexNet on 5 emulated edge devices (r = 1, the default
+   parity layout), one device crashes mid-run; then the same run uncoded.
+   Prints a side-by-side table and writes cdcgemm-demo.png: latency over
+   request number with the crash marked, above the latency histograms. */
 #include "demo.h"
 
 #include "report.h"
@@ -70,7 +70,9 @@ int cdc_bench_demo(int argc, char **argv)
         cdc_run_summarize(&runs[i], runs[i].crash_at, runs[i].requests, &after[i]);
         cdc_run_summarize(&runs[i], 0, runs[i].requests, &all[i]);
     }
-    printf("  %-34s %12s %12s\n", "", "coded (4+1)", "uncoded (5)");
+    printf("  %-34s %12s %12s\n", "",
+           runs[0].config.parity_layout == CDC_LAYOUT_ROTATED ? "rotated r=1" : "coded (4+1)",
+           "uncoded (5)");
     demo_row("median latency before the crash", before[0].p50, before[1].p50, "ms");
     demo_row("median latency after the crash", after[0].p50, after[1].p50, "ms");
     demo_row("p99 latency after the crash", after[0].p99, after[1].p99, "ms");

@@ -18,7 +18,7 @@ static void usage(FILE *out)
 {
     fprintf(out,
             "usage: cdcgemm-bench [COMMAND [OPTIONS]] | [--model M | --layer S] [OPTIONS]\n"
-            "  (no command)  demo: AlexNet on 5 emulated edge devices (4 data + 1 parity worker\n"
+            "  (no command)  demo: AlexNet on 5 emulated edge devices (r = 1 over 5 worker\n"
             "                processes), one crashes mid-run, then the same run uncoded;\n"
             "                prints both and writes cdcgemm-demo.png\n"
             "  --model/--layer ...  the benchmark driver, options below\n"

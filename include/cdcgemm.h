@@ -87,10 +87,10 @@ typedef enum {
 /* Where a coded call's parity lives (config.parity_layout; docs/codes.md). */
 typedef enum {
     CDC_LAYOUT_DEDICATED = 0, /* n data shards and r parity shards, each on a
-                                 worker of its own (default)                */
+                                 worker of its own                          */
     CDC_LAYOUT_ROTATED = 1    /* W stripes, parity blocks rotated over every
                                  worker; data computed first, parity only
-                                 when a stripe needs it                     */
+                                 when a stripe needs it (default)           */
 } cdc_parity_layout_t;
 
 #define CDC_MAX_WORKERS 64
@@ -145,7 +145,7 @@ typedef struct {
     /* Since 0.1.0 (took the pad beside data_shards): heterogeneous devices. */
     int32_t plan;                 /* cdc_plan_mode_t (default equal)           */
     /* Since 0.1.0 (took 1 reserved word): rotated parity (issue 13). */
-    int32_t parity_layout;        /* cdc_parity_layout_t (default dedicated)   */
+    int32_t parity_layout;        /* cdc_parity_layout_t (default rotated)     */
     int32_t reserved_pad;         /* 0                                         */
     /* Room for new settings without an ABI break (docs/abi.md): zeroed by
        cdc_config_init, never read by this version. A new field takes the

@@ -12,7 +12,8 @@ static const char *const all_vars[] = {
     "CDCGEMM_WORKERS", "CDCGEMM_LOCAL_WORKERS", "CDCGEMM_PARITY", "CDCGEMM_SPLIT",
     "CDCGEMM_WAIT_MS", "CDCGEMM_TIMEOUT_MS", "CDCGEMM_MIN_FLOPS", "CDCGEMM_FAULTS",
     "CDCGEMM_STATS",   "CDCGEMM_LOG",           "CDCGEMM_CODE",    "CDCGEMM_VERIFY",
-    "CDCGEMM_DISCOVER_INTERFACE", "CDCGEMM_DISCOVER_WAIT_MS", "CDCGEMM_PLAN"};
+    "CDCGEMM_DISCOVER_INTERFACE", "CDCGEMM_DISCOVER_WAIT_MS", "CDCGEMM_PLAN",
+    "CDCGEMM_PARITY_LAYOUT"};
 
 static void clear_env(void)
 {
@@ -31,6 +32,7 @@ START_TEST(test_defaults)
     ck_assert_int_eq(config.timeout_ms, 2000);
     ck_assert_int_eq(config.log_level, CDC_LOG_WARN);
     ck_assert_int_eq(config.plan, CDC_PLAN_EQUAL);
+    ck_assert_int_eq(config.parity_layout, CDC_LAYOUT_ROTATED);
     ck_assert_str_eq(config.workers, "");
     clear_env();
     ck_assert_int_eq(cdc_config_from_env(&config), CDC_OK);
@@ -52,6 +54,7 @@ START_TEST(test_env_good_values)
     setenv("CDCGEMM_STATS", "/tmp/stats.json", 1);
     setenv("CDCGEMM_LOG", "debug", 1);
     setenv("CDCGEMM_PLAN", "profiled", 1);
+    setenv("CDCGEMM_PARITY_LAYOUT", "dedicated", 1);
     cdc_config_t config;
     cdc_config_init(&config);
     ck_assert_int_eq(cdc_config_from_env(&config), CDC_OK);
@@ -66,6 +69,7 @@ START_TEST(test_env_good_values)
     ck_assert_str_eq(config.stats_path, "/tmp/stats.json");
     ck_assert_int_eq(config.log_level, CDC_LOG_DEBUG);
     ck_assert_int_eq(config.plan, CDC_PLAN_PROFILED);
+    ck_assert_int_eq(config.parity_layout, CDC_LAYOUT_DEDICATED);
     setenv("CDCGEMM_SPLIT", "channel", 1);
     ck_assert_int_eq(cdc_config_from_env(&config), CDC_OK);
     ck_assert_int_eq(config.split, CDC_SPLIT_ROWS);
@@ -96,6 +100,7 @@ static const struct {
     {"CDCGEMM_WORKERS", "discover:+5"}, {"CDCGEMM_DISCOVER_WAIT_MS", "-1"},
     {"CDCGEMM_DISCOVER_WAIT_MS", "3s"},
     {"CDCGEMM_PLAN", "fastest"},      {"CDCGEMM_PLAN", "Profiled"},
+    {"CDCGEMM_PARITY_LAYOUT", "raid5"}, {"CDCGEMM_PARITY_LAYOUT", "Rotated"},
     {"CDCGEMM_DISCOVER_INTERFACE", "an-interface-name-far-longer-than-sixty-four-bytes-which-"
                                    "no-kernel-would-allow"},
 };

@@ -1,4 +1,7 @@
 /* test_distributed.c - coded layers on real cdcgemm-worker processes, with faults. */
+/* Contexts here use the dedicated parity layout: the assertions count its
+   shards (weights per shard, one decoded shard per lost worker, results per
+   call). The rotated layout's own: test_rotated.c. */
 #include "cdcgemm.h"
 #include "context.h"
 #include "layer.h"
@@ -84,6 +87,7 @@ static cdc_context_t *remote_context(int wait_ms)
         ck_assert_msg(worker_pids[i] > 0, "worker %d did not start", i);
     cdc_config_t config;
     cdc_config_init(&config);
+    config.parity_layout = CDC_LAYOUT_DEDICATED; /* what the assertions count (top) */
     snprintf(config.workers, sizeof config.workers, "%s", endpoints);
     config.parity = 1;
     config.timeout_ms = TIMEOUT_MS;
@@ -100,6 +104,7 @@ static cdc_context_t *reference_context(void)
 {
     cdc_config_t config;
     cdc_config_init(&config);
+    config.parity_layout = CDC_LAYOUT_DEDICATED; /* what the assertions count (top) */
     config.parity = 0;
     config.local_workers = WORKERS;
     config.in_process = 1;
@@ -683,6 +688,7 @@ START_TEST(test_large_payloads)
 
     cdc_config_t config;
     cdc_config_init(&config);
+    config.parity_layout = CDC_LAYOUT_DEDICATED; /* what the assertions count (top) */
     const char *second_comma = strchr(strchr(endpoints, ',') + 1, ',');
     snprintf(config.workers, sizeof config.workers, "%.*s", (int) (second_comma - endpoints),
              endpoints);

@@ -1,4 +1,8 @@
-/* test_failover.c - failure handling on real worker processes: kills, stops, restarts, faults, garbage. */
+/* test_failover.c - failure handling on real worker processes: kills, stops, restarts, faults, garbage.
+ *
+ * In the dedicated parity layout (n data shards, a parity shard): its
+ * assertions count shards and results of that layout (one data shard lost,
+ * one decoded). The same failures in the rotated layout: test_rotated.c. */
 #include "cdcgemm.h"
 #include "context.h"
 #include "local_workers.h"
@@ -50,6 +54,7 @@ static cdc_context_t *local_context(int workers, int parity, const char *faults,
 {
     cdc_config_t config;
     cdc_config_init(&config);
+    config.parity_layout = CDC_LAYOUT_DEDICATED; /* what the assertions count (top) */
     config.local_workers = workers;
     config.parity = parity;
     config.replan = CDC_REPLAN_KEEP_PARITY; /* the re-plan assertions below */
@@ -102,6 +107,7 @@ static cdc_context_t *reference_context(void)
 {
     cdc_config_t config;
     cdc_config_init(&config);
+    config.parity_layout = CDC_LAYOUT_DEDICATED; /* what the assertions count (top) */
     config.parity = 0;
     config.local_workers = 1;
     config.in_process = 1; /* uncoded, one GEMM, in this process */
@@ -346,6 +352,7 @@ START_TEST(test_kill_keeps_shards)
     call_bound_s = BIG_TIMEOUT_MS / 1000.0 + 1.0;
     cdc_config_t config;
     cdc_config_init(&config);
+    config.parity_layout = CDC_LAYOUT_DEDICATED; /* what the assertions count (top) */
     config.local_workers = 5;
     config.parity = 1;
     config.timeout_ms = BIG_TIMEOUT_MS;
@@ -807,6 +814,7 @@ START_TEST(test_garbage_to_coordinator)
     }
     cdc_config_t config;
     cdc_config_init(&config);
+    config.parity_layout = CDC_LAYOUT_DEDICATED; /* what the assertions count (top) */
     snprintf(config.workers, sizeof config.workers, "%s", endpoints);
     config.timeout_ms = TIMEOUT_MS;
     config.log_level = CDC_LOG_ERROR;
@@ -1199,6 +1207,7 @@ START_TEST(test_worker_binary_not_found)
     setenv("CDCGEMM_WORKER_BIN", "/nonexistent/cdcgemm-worker", 1);
     cdc_config_t config;
     cdc_config_init(&config);
+    config.parity_layout = CDC_LAYOUT_DEDICATED; /* what the assertions count (top) */
     config.log_level = CDC_LOG_ERROR;
     cdc_context_t *context = NULL;
     ck_assert_int_eq(cdc_context_new(&config, &context), CDC_ECONFIG);

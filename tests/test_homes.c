@@ -5,6 +5,9 @@
    weight on the call path; the parity's home SIGKILLed and respawned into
    its slot; two homes swapped between calls; homes flipped under calls in
    flight; a bad map refused. */
+/* Contexts here use the dedicated parity layout: the assertions count its
+   shards (weights per shard, one decoded shard per lost worker, results per
+   call). The rotated layout's own: test_rotated.c. */
 #include "cdcgemm.h"
 #include "cdcgemm_testing.h"
 #include "context.h"
@@ -38,6 +41,7 @@ static cdc_context_t *local_context(void)
 {
     cdc_config_t config;
     cdc_config_init(&config);
+    config.parity_layout = CDC_LAYOUT_DEDICATED; /* what the assertions count (top) */
     config.local_workers = SLOTS;
     config.parity = 1;
     config.timeout_ms = 3000;
@@ -352,6 +356,7 @@ START_TEST(test_bad_map_refused)
 
     cdc_config_t config;
     cdc_config_init(&config);
+    config.parity_layout = CDC_LAYOUT_DEDICATED; /* what the assertions count (top) */
     config.in_process = 1;
     config.local_workers = SLOTS;
     config.parity = 1;

@@ -20,6 +20,7 @@
 #include "testutil.h"
 
 #include <math.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -349,6 +350,69 @@ START_TEST(test_workers_parity_on_demand)
 }
 END_TEST
 
+/* One forward call on the workers, right, with how many blocks it decoded
+   and how long it took (s). */
+static int workers_call(cdc_context_t *ctx, cdc_layer_t *layer, fc_case_t *c, double *took)
+{
+    double started = cdc_test_now_s();
+    memset(c->y, 0, (size_t) (c->batch * c->out) * sizeof(float));
+    ck_assert_int_eq(cdc_fc_forward(layer, c->batch, c->x, c->y), CDC_OK);
+    *took = cdc_test_now_s() - started;
+    ck_assert_double_lt(cdc_test_rel_error(c->y, c->want, (size_t) (c->batch * c->out)),
+                        REL_TOL);
+    cdc_call_report_t report;
+    ck_assert_int_eq(cdc_context_last_call(ctx, &report), CDC_OK);
+    return report.decoded;
+}
+
+typedef struct {
+    pid_t pid;
+    int signal;
+    long after_ms;
+} delayed_signal_t;
+
+static void *signal_later(void *arg)
+{
+    const delayed_signal_t *d = arg;
+    cdc_test_sleep_ms(d->after_ms);
+    kill(d->pid, d->signal);
+    return NULL;
+}
+
+/* A worker SIGKILLed while the call computes (its data rows 330 ms long):
+   the call ends with the others' parity, its 4 blocks decoded, not waiting
+   for the timeout. A worker SIGSTOPped (alive to the socket, silent): the
+   call does not wait for it either, and it serves again after SIGCONT. */
+START_TEST(test_workers_killed_and_stopped_in_flight)
+{
+    cdc_context_t *ctx = worker_context();
+    fc_case_t c;
+    fc_case_make(&c, 400, 256, 8, 10);
+    cdc_layer_t *layer = NULL;
+    ck_assert_int_eq(cdc_fc_new(ctx, c.out, c.in, c.w, c.bias, NULL, &layer), CDC_OK);
+    double took;
+    ck_assert_int_eq(workers_call(ctx, layer, &c, &took), 0);
+    pid_t stopped = cdc__local_workers_pid(ctx->local, 3);
+    ck_assert_int_gt(stopped, 0);
+    ck_assert_int_eq(kill(stopped, SIGSTOP), 0);
+    ck_assert_int_eq(workers_call(ctx, layer, &c, &took), 4);
+    ck_assert_msg(took < 1.5, "a call beside a stopped worker took %.3f s", took);
+    ck_assert_int_eq(kill(stopped, SIGCONT), 0);
+    cdc_test_sleep_ms(300);
+    delayed_signal_t d = {cdc__local_workers_pid(ctx->local, 1), SIGKILL, 100};
+    ck_assert_int_gt(d.pid, 0);
+    pthread_t thread;
+    ck_assert_int_eq(pthread_create(&thread, NULL, signal_later, &d), 0);
+    int decoded = workers_call(ctx, layer, &c, &took);
+    pthread_join(thread, NULL);
+    ck_assert_int_eq(decoded, 4);
+    ck_assert_msg(took < 1.5, "a call with a worker killed in flight took %.3f s", took);
+    cdc_layer_destroy(&layer);
+    fc_case_free(&c);
+    cdc_context_destroy(&ctx);
+}
+END_TEST
+
 static Suite *rotated_suite(void)
 {
     Suite *s = suite_create("rotated");
@@ -359,6 +423,7 @@ static Suite *rotated_suite(void)
     tcase_add_test(tc, test_conv_channel_with_losses);
     tcase_add_test(tc, test_dedicated_where_rotated_cannot);
     tcase_add_test(tc, test_workers_parity_on_demand);
+    tcase_add_test(tc, test_workers_killed_and_stopped_in_flight);
     suite_add_tcase(s, tc);
     return s;
 }
