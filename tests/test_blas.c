@@ -545,33 +545,42 @@ END_TEST
 
 /* Repeated calls with one weight matrix: encoded once, then reused; a change
    in place is seen and re-encoded; every result right. */
+/* The weights tests' call: row-major C (WM x WN) = W (WM x WK) · X (WK x WN),
+   or column-major the same memory as Cᵀ = Xᵀ·Wᵀ; checked against the
+   product in double. */
+enum { WM = 40, WN = 24, WK = 33 };
+
+static void weights_call(form_t f, const float *w, const float *x, int call)
+{
+    float c[WM * WN];
+    if (f.layout == ROW)
+        cblas_sgemm(ROW, NT, NT, WM, WN, WK, 1.0f, w, WK, x, WN, 0.0f, c, WN);
+    else
+        cblas_sgemm(COL, NT, NT, WN, WM, WK, 1.0f, x, WN, w, WK, 0.0f, c, WN);
+    for (int i = 0; i < WM; i++)
+        for (int j = 0; j < WN; j++) {
+            double s = 0.0;
+            for (int p = 0; p < WK; p++)
+                s += (double) w[i * WK + p] * x[p * WN + j];
+            ck_assert_msg(fabs(c[i * WN + j] - s) <= 1e-4 * (1 + fabs(s)),
+                          "call %d (%d, %d): %g vs %g", call, i, j, c[i * WN + j], s);
+        }
+}
+
 START_TEST(test_weights_encoded_once)
 {
     use_threshold("0");
     form_t f = form_of(_i * 9); /* row-major, then column-major */
-    enum { M = 40, N = 24, K = 33 };
-    float w[M * K], x[K * N], c[M * N];
+    float w[WM * WK], x[WK * WN];
     cdc_test_rng_t rng;
     cdc_test_rng_seed(&rng, 77);
-    cdc_test_fill_uniform(&rng, w, M * K);
+    cdc_test_fill_uniform(&rng, w, WM * WK);
     cdc_stats_t stats;
     for (int call = 0; call < 8; call++) {
         if (call == 5)
             w[7] = 3.0f; /* new weights at the same address */
-        cdc_test_fill_uniform(&rng, x, K * N);
-        /* Row-major C = W·X; column-major the same memory as Cᵀ = Xᵀ·Wᵀ. */
-        if (f.layout == ROW)
-            cblas_sgemm(ROW, NT, NT, M, N, K, 1.0f, w, K, x, N, 0.0f, c, N);
-        else
-            cblas_sgemm(COL, NT, NT, N, M, K, 1.0f, x, N, w, K, 0.0f, c, N);
-        for (int i = 0; i < M; i++)
-            for (int j = 0; j < N; j++) {
-                double s = 0.0;
-                for (int p = 0; p < K; p++)
-                    s += (double) w[i * K + p] * x[p * N + j];
-                ck_assert_msg(fabs(c[i * N + j] - s) <= 1e-4 * (1 + fabs(s)),
-                              "call %d (%d, %d): %g vs %g", call, i, j, c[i * N + j], s);
-            }
+        cdc_test_fill_uniform(&rng, x, WK * WN);
+        weights_call(f, w, x, call);
         ck_assert_int_eq(cdc__blas_context_stats(&stats), CDC_OK);
         /* Call 1 promotes (encode 1); call 6 sees the change, call 7 re-encodes. */
         uint64_t want = call < 1 ? 0 : call < 6 ? 1 : 2;
@@ -595,27 +604,15 @@ START_TEST(test_weights_rotated)
     setenv("CDCGEMM_PARITY_LAYOUT", "rotated", 1); /* before use_threshold reads them */
     setenv("CDCGEMM_SPLIT", f.layout == ROW ? "rows" : "columns", 1);
     use_threshold("0");
-    enum { M = 40, N = 24, K = 33 };
-    float w[M * K], x[K * N], c[M * N];
+    float w[WM * WK], x[WK * WN];
     cdc_test_rng_t rng;
     cdc_test_rng_seed(&rng, 78);
-    cdc_test_fill_uniform(&rng, w, M * K);
+    cdc_test_fill_uniform(&rng, w, WM * WK);
     for (int call = 0; call < 7; call++) {
-        cdc_test_fill_uniform(&rng, x, K * N);
+        cdc_test_fill_uniform(&rng, x, WK * WN);
         if (call >= 2) /* workers 0..4 lost in turn */
             ck_assert_int_eq(cdc__blas_context_erase_next(UINT64_C(1) << (call - 2)), CDC_OK);
-        if (f.layout == ROW)
-            cblas_sgemm(ROW, NT, NT, M, N, K, 1.0f, w, K, x, N, 0.0f, c, N);
-        else
-            cblas_sgemm(COL, NT, NT, N, M, K, 1.0f, x, N, w, K, 0.0f, c, N);
-        for (int i = 0; i < M; i++)
-            for (int j = 0; j < N; j++) {
-                double s = 0.0;
-                for (int p = 0; p < K; p++)
-                    s += (double) w[i * K + p] * x[p * N + j];
-                ck_assert_msg(fabs(c[i * N + j] - s) <= 1e-4 * (1 + fabs(s)),
-                              "call %d (%d, %d): %g vs %g", call, i, j, c[i * N + j], s);
-            }
+        weights_call(f, w, x, call);
     }
     cdc_stats_t stats;
     ck_assert_int_eq(cdc__blas_context_stats(&stats), CDC_OK);

@@ -307,49 +307,6 @@ static cdc_context_t *worker_context(void)
     return ctx;
 }
 
-START_TEST(test_workers_parity_on_demand)
-{
-    cdc_context_t *ctx = worker_context();
-    fc_case_t c;
-    fc_case_make(&c, 400, 256, 8, 9); /* a worker's 80 rows: 2 x 80 x 256 x 8 flops */
-    cdc_layer_t *layer = NULL;
-    ck_assert_int_eq(cdc_fc_new(ctx, c.out, c.in, c.w, c.bias, NULL, &layer), CDC_OK);
-    ck_assert_int_eq(cdc_fc_forward(layer, c.batch, c.x, c.y), CDC_OK); /* weights go */
-    cdc_stats_t before = stats_of(ctx);
-    const int calls = 5;
-    for (int i = 0; i < calls; i++) {
-        memset(c.y, 0, (size_t) (c.batch * c.out) * sizeof(float));
-        ck_assert_int_eq(cdc_fc_forward(layer, c.batch, c.x, c.y), CDC_OK);
-        ck_assert_double_lt(cdc_test_rel_error(c.y, c.want, (size_t) (c.batch * c.out)),
-                            REL_TOL);
-    }
-    cdc_stats_t after = stats_of(ctx);
-    ck_assert_uint_eq(after.rotated_calls - before.rotated_calls, calls);
-    /* Nothing decoded: every worker's data rows came (the call's rows);
-       bytes_in equal to them leaves no room for a parity block. */
-    uint64_t data_bytes = (uint64_t) c.out * (uint64_t) c.batch * sizeof(float);
-    ck_assert_uint_eq(after.bytes_in - before.bytes_in, calls * data_bytes);
-    ck_assert_uint_eq(after.results_decoded - before.results_decoded, 0);
-    ck_assert_uint_eq(after.late_blocks, 0);
-    /* A worker SIGKILLed: its stripes decoded from the others' parity. */
-    pid_t victim = cdc__local_workers_pid(ctx->local, 2);
-    ck_assert_int_gt(victim, 0);
-    ck_assert_int_eq(kill(victim, SIGKILL), 0);
-    for (int i = 0; i < calls; i++) {
-        memset(c.y, 0, (size_t) (c.batch * c.out) * sizeof(float));
-        ck_assert_int_eq(cdc_fc_forward(layer, c.batch, c.x, c.y), CDC_OK);
-        ck_assert_double_lt(cdc_test_rel_error(c.y, c.want, (size_t) (c.batch * c.out)),
-                            REL_TOL);
-    }
-    cdc_stats_t killed = stats_of(ctx);
-    ck_assert_uint_gt(killed.results_decoded, after.results_decoded);
-    ck_assert_uint_eq(killed.rotated_calls - after.rotated_calls, calls);
-    cdc_layer_destroy(&layer);
-    fc_case_free(&c);
-    cdc_context_destroy(&ctx);
-}
-END_TEST
-
 /* One forward call on the workers, right, with how many blocks it decoded
    and how long it took (s). */
 static int workers_call(cdc_context_t *ctx, cdc_layer_t *layer, fc_case_t *c, double *took)
@@ -364,6 +321,42 @@ static int workers_call(cdc_context_t *ctx, cdc_layer_t *layer, fc_case_t *c, do
     ck_assert_int_eq(cdc_context_last_call(ctx, &report), CDC_OK);
     return report.decoded;
 }
+
+START_TEST(test_workers_parity_on_demand)
+{
+    cdc_context_t *ctx = worker_context();
+    fc_case_t c;
+    fc_case_make(&c, 400, 256, 8, 9); /* a worker's 80 rows: 2 x 80 x 256 x 8 flops */
+    cdc_layer_t *layer = NULL;
+    ck_assert_int_eq(cdc_fc_new(ctx, c.out, c.in, c.w, c.bias, NULL, &layer), CDC_OK);
+    double took;
+    workers_call(ctx, layer, &c, &took); /* the weights go */
+    cdc_stats_t before = stats_of(ctx);
+    const int calls = 5;
+    for (int i = 0; i < calls; i++)
+        workers_call(ctx, layer, &c, &took);
+    cdc_stats_t after = stats_of(ctx);
+    ck_assert_uint_eq(after.rotated_calls - before.rotated_calls, calls);
+    /* Nothing decoded: every worker's data rows came (the call's rows);
+       bytes_in equal to them leaves no room for a parity block. */
+    uint64_t data_bytes = (uint64_t) c.out * (uint64_t) c.batch * sizeof(float);
+    ck_assert_uint_eq(after.bytes_in - before.bytes_in, calls * data_bytes);
+    ck_assert_uint_eq(after.results_decoded - before.results_decoded, 0);
+    ck_assert_uint_eq(after.late_blocks, 0);
+    /* A worker SIGKILLed: its stripes decoded from the others' parity. */
+    pid_t victim = cdc__local_workers_pid(ctx->local, 2);
+    ck_assert_int_gt(victim, 0);
+    ck_assert_int_eq(kill(victim, SIGKILL), 0);
+    for (int i = 0; i < calls; i++)
+        workers_call(ctx, layer, &c, &took);
+    cdc_stats_t killed = stats_of(ctx);
+    ck_assert_uint_gt(killed.results_decoded, after.results_decoded);
+    ck_assert_uint_eq(killed.rotated_calls - after.rotated_calls, calls);
+    cdc_layer_destroy(&layer);
+    fc_case_free(&c);
+    cdc_context_destroy(&ctx);
+}
+END_TEST
 
 typedef struct {
     pid_t pid;

@@ -262,14 +262,15 @@ static int rotated_finish(cdc_context_t *context, rotated_run_t *run)
         uint64_t data = (UINT64_C(1) << layout->n) - 1;
         if ((present & data) == data)
             continue;
-        if (!scratch && stripe_decodable(layout, present)) {
+        int decodable = stripe_decodable(layout, present);
+        if (!scratch && decodable) {
             size_t floats = (size_t) (layout->n + layout->r) * (size_t) set->block_rows *
                             (size_t) run->call->proto.cols;
             scratch = malloc(floats * sizeof(float));
             if (!scratch)
                 CDC_LOG_WARNF("rotated decode: %zu floats; computing lost blocks here", floats);
         }
-        if (scratch && stripe_decodable(layout, present)) {
+        if (scratch && decodable) {
             if (stripe_decode(run, s, present, scratch) == CDC_OK)
                 continue;
             CDC_LOG_WARNF("stripe %d: decode failed (%s); computing it here", s,

@@ -170,6 +170,18 @@ static void stage_filters(cdc_layer_t *layer, const cdc_call_plan_t *plan)
                             cdc__shard_set_key(staged, layer->weights_key));
 }
 
+/* count filters' results (rows of block, cols = batch x spatial wide: the
+   images side by side) into y (batch x channels x spatial) at filter first. */
+static void filters_into_output(const cdc_layer_t *layer, int64_t first, int64_t count,
+                                const float *block, int64_t batch, int64_t spatial, float *y)
+{
+    int64_t cols = batch * spatial;
+    for (int64_t p = 0; p < count; p++)
+        for (int64_t b = 0; b < batch; b++)
+            memcpy(y + (b * layer->rows + first + p) * spatial, block + p * cols + b * spatial,
+                   (size_t) spatial * sizeof(float));
+}
+
 /* Channel split in the rotated parity layout (rotated_call.h): each worker
    its filters' rows, then its parity blocks, over the whole input. */
 static int conv_channel_rotated(cdc_layer_t *layer, const cdc_call_plan_t *plan,
@@ -194,10 +206,8 @@ static int conv_channel_rotated(cdc_layer_t *layer, const cdc_call_plan_t *plan,
     call.proto.input = x;
     call.proto.cols = cols;
     rc = cdc__rotated_call_run(layer->context, &call);
-    for (int64_t p = 0; rc == CDC_OK && p < layer->rows; p++)
-        for (int64_t b = 0; b < batch; b++)
-            memcpy(y + (b * layer->rows + p) * spatial, out + p * cols + b * spatial,
-                   (size_t) spatial * sizeof(float));
+    if (rc == CDC_OK)
+        filters_into_output(layer, 0, layer->rows, out, batch, spatial, y);
     free(out);
     return rc;
 }
@@ -252,22 +262,13 @@ static int conv_channel_split(cdc_layer_t *layer, const cdc_call_plan_t *plan,
         call.tasks[s].input = x;
     }
     rc = cdc__coded_call_run(layer->context, &call);
-    for (int64_t p = 0; rc == CDC_OK && p < plan->here_rows; p++)
-        for (int64_t b = 0; b < batch; b++)
-            memcpy(y + (b * layer->rows + p) * spatial, share + p * cols + b * spatial,
-                   (size_t) spatial * sizeof(float));
+    if (rc == CDC_OK && share)
+        filters_into_output(layer, 0, plan->here_rows, share, batch, spatial, y);
     free(share);
-    if (rc == CDC_OK) {
-        for (int s = 0; s < n; s++) {
-            int64_t first = cdc__shard_set_first_row(filters, s);
-            int64_t valid = cdc__shard_set_valid_rows(filters, s);
-            for (int64_t p = 0; p < valid; p++)
-                for (int64_t b = 0; b < batch; b++)
-                    memcpy(y + (b * layer->rows + first + p) * spatial,
-                           call.results[s] + p * cols + b * spatial,
-                           (size_t) spatial * sizeof(float));
-        }
-    }
+    for (int s = 0; rc == CDC_OK && s < n; s++)
+        filters_into_output(layer, cdc__shard_set_first_row(filters, s),
+                            cdc__shard_set_valid_rows(filters, s), call.results[s], batch,
+                            spatial, y);
     cdc__coded_call_release(&call);
     return rc;
 }
