@@ -1,4 +1,5 @@
 /* main.c - cdcgemm-bench: the demo (no arguments) and the benchmark commands. */
+#include "bench_accuracy.h"
 #include "bench_blas.h"
 #include "bench_cache.h"
 #include "bench_codes.h"
@@ -24,6 +25,7 @@ static void usage(FILE *out)
             "  --model/--layer ...  the benchmark driver, options below\n"
             "  core          encode/decode/im2col costs beside the GEMM (AlexNet, VGG-16)\n"
             "  codes         encode/decode throughput and generator conditioning\n"
+            "  accuracy      decode error per n and losses, and the accuracy guard\n"
             "  im2col        im2col throughput beside the GEMM per conv layer\n"
             "  blas          BLAS entry points: local-call overhead, threshold, hash\n"
             "  failover      coded vs uncoded latency on local workers; recovery from a SIGKILL\n"
@@ -48,6 +50,8 @@ int main(int argc, char **argv)
         return cdc_bench_core(argc - 1, argv + 1);
     if (strcmp(command, "codes") == 0)
         return cdc_bench_codes(argc - 1, argv + 1);
+    if (strcmp(command, "accuracy") == 0)
+        return cdc_bench_accuracy(argc - 1, argv + 1);
     if (strcmp(command, "im2col") == 0)
         return cdc_bench_im2col(argc - 1, argv + 1);
     if (strcmp(command, "blas") == 0)

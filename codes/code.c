@@ -648,6 +648,28 @@ int cdc_code_decode(const cdc_code_t *code, int64_t rows, int64_t cols,
     return CDC_OK;
 }
 
+double cdc_code_decode_amplification(const cdc_code_t *code, uint64_t present)
+{
+    const int n = code->n, r = code->r, total = n + r;
+    if (total < 64 && (present >> total) != 0)
+        return INFINITY;
+    int missing[CDC_CODE_MAX_N], avail[CDC_CODE_MAX_R];
+    int e = 0, n_avail = 0;
+    for (int i = 0; i < n; i++)
+        if (!(present >> i & 1))
+            missing[e++] = i;
+    for (int j = 0; j < r; j++)
+        if (present >> (n + j) & 1)
+            avail[n_avail++] = j;
+    if (e == 0)
+        return 0.0;
+    int sel[CDC_CODE_MAX_R];
+    double w[CDC_CODE_MAX_R * CDC_CODE_MAX_R];
+    if (e > n_avail || cdc_code_choose_parities(code, avail, n_avail, missing, e, sel, w) != 0)
+        return INFINITY;
+    return cdc_code_amplification(code, sel, e, w);
+}
+
 /* ---- consistency check --------------------------------------------------------- */
 
 /* Rows of an orthonormal basis (d x a, row-major) of the vectors orthogonal to

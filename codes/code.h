@@ -77,6 +77,13 @@ int cdc_code_encode(const cdc_code_t *code, int64_t rows, int64_t cols,
 int cdc_code_decode(const cdc_code_t *code, int64_t rows, int64_t cols,
                     float *const *shards, int64_t ld, uint64_t present);
 
+/* The error amplification of the decode cdc_code_decode would do with this
+   present mask: ||G[S,M]^-1||_2 * ||G[S,:]||_F over the parities S it would
+   choose and the missing data shards M. A rebuilt block's relative error is
+   about u * sqrt(k) * this (docs/codes.md). 0 when no data shard is missing,
+   INFINITY when the mask cannot be decoded. */
+double cdc_code_decode_amplification(const cdc_code_t *code, uint64_t present);
+
 /* Element-wise scale of a shard's rounding error: result element (p, q) of
    shard s came from a length-k dot product of vectors with 2-norms
    row[p] * col[q] (row/col norms of the shard's operands). */

@@ -117,9 +117,13 @@ typedef struct {
     int replicate;                /* 1: 2-modular redundancy instead of a code
                                      (needs parity 0): each of W/2 data shards
                                      runs on two workers, first copy wins     */
-    int verify;                   /* 1: check shard results against the parity
-                                     equations when redundancy allows and
-                                     rebuild a corrupted shard (default 1)     */
+    int verify;                   /* check shard results against the parity
+                                     equations and never return a corrupted
+                                     one: 0 off; 1 (default) calls wait for a
+                                     parity to check with on a sample (the
+                                     first 4, then 1 in 16; every call once a
+                                     check failed) and check whatever else
+                                     arrived; 2 every call waits for one     */
     /* Since 0.1.0 (took 256 reserved words; docs/security.md). */
     char curve_secret[CDC_CONFIG_STR]; /* this coordinator's secret CURVE
                                      certificate file; "" = plaintext         */
@@ -235,10 +239,20 @@ typedef struct {
                                    came after their call was complete:
                                    counted, not used                         */
     uint64_t rotated_calls;     /* coded calls in the rotated layout         */
+    /* Since 0.1.0 (took 1 reserved word): issue 23's accuracy guard. */
+    uint64_t decodes_refused;   /* decodes not used because their error
+                                   amplification passed the bound (the
+                                   blocks were computed here instead;
+                                   docs/codes.md)                            */
+    /* Since 0.1.0 (took 2 reserved words): issue 23's sampled check. */
+    uint64_t verified_calls;    /* coded calls whose results were checked
+                                   against parity (config.verify)            */
+    uint64_t first_corrupt_call; /* the coded call (1 = the first) whose
+                                   check first failed; 0 = none did          */
     /* Room for new counters without an ABI break (docs/abi.md): written as
        0 by this version. A new counter takes the first slot and the count
        shrinks by one. */
-    uint64_t reserved[19];
+    uint64_t reserved[16];
 } cdc_stats_t;
 
 /* Copy the counters into *stats. Thread-safe. */

@@ -9,7 +9,9 @@
 #include "protocol.h"
 #include "testutil.h"
 
+#include <cblas.h>
 #include <errno.h>
+#include <math.h>
 #include <pthread.h>
 #include <signal.h>
 #include <spawn.h>
@@ -39,13 +41,35 @@ static double call_bound_s = TIMEOUT_MS / 1000.0 + 1.0; /* per test (fork) */
    where shipping 151 MB takes longer than the call bounds; every assertion
    is the same. (Measured: fc6 calls of 9.2 s against a 7 s bound there.) */
 static int64_t fc6_out = 4096, fc6_in = 9216;
-/* test_worker_pongs_while_computing: a d x d x d GEMM shard, and the time its
-   request (2 d^2 floats) gets to land on the worker before the test PINGs it.
-   Under the sanitizers landing 46 MB took 0.44 s (a PONG 0.136 s late after
-   300 ms), so there the request lands for 2 s and the GEMM is made long
-   enough to still be running then. */
+/* test_worker_pongs_while_computing: a d x d x d GEMM shard, sized to run
+   about a second here (gemm_d_lasting) and 6000 under the sanitizers. */
 static int64_t pong_gemm_d = 2400;
-static long request_settle_ms = 300;
+
+/* A GEMM dimension whose shard runs about `seconds` on this machine's
+   OpenBLAS (every core: at least the worker's speed), at least 2400: an
+   AVX-512 host ran a fixed 2400^3 shard in 0.17 s, before the test's PING. */
+static int64_t gemm_d_lasting(double seconds)
+{
+    const int probe = 1200;
+    float *a = calloc((size_t) probe * probe, sizeof(float)); /* before any test: */
+    float *c = calloc((size_t) probe * probe, sizeof(float)); /* no ck_assert here */
+    if (!a || !c) {
+        free(a);
+        free(c);
+        return 2400;
+    }
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, probe, probe, probe, 1.0f, a,
+                probe, a, probe, 0.0f, c, probe); /* warm the threads up */
+    double started = cdc_test_now_s();
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, probe, probe, probe, 1.0f, a,
+                probe, a, probe, 0.0f, c, probe);
+    double took = cdc_test_now_s() - started;
+    free(a);
+    free(c);
+    double rate = 2.0 * probe * probe * probe / (took > 1e-6 ? took : 1e-6);
+    int64_t d = (int64_t) cbrt(rate * seconds / 2.0);
+    return d < 2400 ? 2400 : d > 8000 ? 8000 : d;
+}
 
 
 /* A context over `workers` spawned local workers (the embedded default). */
@@ -964,14 +988,19 @@ START_TEST(test_worker_pongs_while_computing)
     solo_start(&s, NULL);
     solo_ping(&s, 1);
     ck_assert_uint_eq(solo_recv(&s, 5000, NULL, 0).type, CDC_MSG_PONG);
-    /* A shard that takes a while on one thread: 2400^3 x 2 = 28 GFLOP. */
+    /* A shard that takes a while: 2 d^3 flops, about a second. */
     const int64_t d = pong_gemm_d;
     float *a = cdc_test_alloc((size_t) (d * d) * sizeof(float));
     cdc_test_rng_t rng;
     cdc_test_rng_seed(&rng, 18);
     cdc_test_fill_uniform(&rng, a, (size_t) (d * d));
     solo_task(&s, 2, d, d, d, a, a);
-    cdc_test_sleep_ms(request_settle_ms); /* the 46 MB request is in; the GEMM runs */
+    /* The worker reads its socket in order: this PING's PONG comes once the
+       request (2 d^2 floats) has landed and the GEMM has started. */
+    solo_ping(&s, 4);
+    cdc_msg_header_t landed = solo_recv(&s, 20000, NULL, 0);
+    ck_assert_uint_eq(landed.type, CDC_MSG_PONG);
+    ck_assert_uint_eq(landed.request_id, 4);
     double pinged = cdc_test_now_s();
     solo_ping(&s, 3);
     cdc_msg_header_t first = solo_recv(&s, 10000, NULL, 0);
@@ -1307,8 +1336,9 @@ int main(void)
     if (sanitized && strcmp(sanitized, "0") != 0) {
         fc6_out = 1024;
         fc6_in = 2304;
-        pong_gemm_d = 6000; /* 432 GFLOP: seconds longer than the settle time */
-        request_settle_ms = 2000;
+        pong_gemm_d = 6000; /* 432 GFLOP: seconds */
+    } else {
+        pong_gemm_d = gemm_d_lasting(1.0);
     }
     return cdc_test_run_suite(failover_suite());
 }

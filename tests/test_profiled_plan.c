@@ -461,6 +461,38 @@ START_TEST(test_slow_link_left_out)
 }
 END_TEST
 
+/* A re-size that leaves a device out (issue 23, item 2): the first sizing
+   gives worker 3, behind a 4 Mbit/s link, a block; once its link is
+   measured a re-size gives it none, and that empty block goes through
+   staging (its wire key has no sample to take: it read before the block's
+   start and crashed the caller). Every call exact, the empty block used. */
+START_TEST(test_resize_to_empty_block)
+{
+    cdc_context_t *context = profiled_context_waiting(
+        "slow@*:gflops=0.5;slow@c:gflops=0.5;link@w3:mbit=4,lat=2", 1000);
+    cdc_test_fc_t f;
+    cdc_test_fc_make(&f, context, 2048, 1024, 16, 31, 0);
+    cdc_plan_record_t record;
+    int empty_calls = 0, calls = 0;
+    double start = cdc_test_now_s();
+    for (; calls < 120 && cdc_test_now_s() - start < MAX_SECONDS && empty_calls < 5; calls++) {
+        cdc_test_fc_check(&f, REL_TOL);
+        cdc__plan_last(context, &record);
+        for (int s = 0; s < record.n; s++)
+            if (record.block_len[s] == 0) {
+                empty_calls++;
+                break;
+            }
+    }
+    ck_assert_msg(empty_calls >= 5, "%d calls with an empty block in %d", empty_calls, calls);
+    cdc_stats_t stats;
+    ck_assert_int_eq(cdc_context_stats(context, &stats), CDC_OK);
+    ck_assert_uint_eq(stats.fallbacks, 0);
+    cdc_test_fc_free(&f);
+    cdc_context_destroy(&context);
+}
+END_TEST
+
 static Suite *profiled_suite(void)
 {
     Suite *suite = suite_create("profiled_plan");
@@ -472,6 +504,7 @@ static Suite *profiled_suite(void)
     tcase_add_test(tc, test_here_or_workers);
     tcase_add_test(tc, test_resize_staged);
     tcase_add_test(tc, test_slow_link_left_out);
+    tcase_add_test(tc, test_resize_to_empty_block);
     suite_add_tcase(suite, tc);
     return suite;
 }

@@ -330,17 +330,25 @@ START_TEST(test_workers_parity_on_demand)
     cdc_layer_t *layer = NULL;
     ck_assert_int_eq(cdc_fc_new(ctx, c.out, c.in, c.w, c.bias, NULL, &layer), CDC_OK);
     double took;
-    workers_call(ctx, layer, &c, &took); /* the weights go */
+    /* The weights go; the first 4 calls are the check's sample (coded_call.h):
+       each waits for every stripe's parity block too (B = 400 / 20 rows). */
+    for (int i = 0; i < 4; i++)
+        workers_call(ctx, layer, &c, &took);
     cdc_stats_t before = stats_of(ctx);
-    const int calls = 5;
+    uint64_t data_bytes = (uint64_t) c.out * (uint64_t) c.batch * sizeof(float);
+    uint64_t parity_bytes = 5 * 20 * (uint64_t) c.batch * sizeof(float);
+    ck_assert_uint_eq(before.verified_calls, 4);
+    ck_assert_uint_eq(before.bytes_in, 4 * (data_bytes + parity_bytes));
+    ck_assert_uint_eq(before.corrupt_detected, 0);
+    const int calls = 5; /* the sample's next call is the 17th */
     for (int i = 0; i < calls; i++)
         workers_call(ctx, layer, &c, &took);
     cdc_stats_t after = stats_of(ctx);
     ck_assert_uint_eq(after.rotated_calls - before.rotated_calls, calls);
     /* Nothing decoded: every worker's data rows came (the call's rows);
        bytes_in equal to them leaves no room for a parity block. */
-    uint64_t data_bytes = (uint64_t) c.out * (uint64_t) c.batch * sizeof(float);
     ck_assert_uint_eq(after.bytes_in - before.bytes_in, calls * data_bytes);
+    ck_assert_uint_eq(after.verified_calls, 4);
     ck_assert_uint_eq(after.results_decoded - before.results_decoded, 0);
     ck_assert_uint_eq(after.late_blocks, 0);
     /* A worker SIGKILLed: its stripes decoded from the others' parity. */
@@ -406,6 +414,51 @@ START_TEST(test_workers_killed_and_stopped_in_flight)
 }
 END_TEST
 
+/* One device corrupts every result it sends (issue 23, item 3): the first
+   call is in the check's sample, so it is caught there; from then on every
+   call is checked, and the stripes its bad block lands in are computed
+   here. Not one result wrong, in either layout. */
+static void corrupt_device_caught(cdc_parity_layout_t layout)
+{
+    cdc_config_t config;
+    cdc_config_init(&config);
+    config.local_workers = 5;
+    config.parity = 1;
+    config.parity_layout = layout;
+    config.log_level = getenv("CDC_TEST_LOG") ? CDC_LOG_INFO : CDC_LOG_ERROR;
+    snprintf(config.faults, sizeof config.faults, "corrupt@w1:p=1");
+    cdc_context_t *ctx = NULL;
+    ck_assert_int_eq(cdc_context_new(&config, &ctx), CDC_OK);
+    fc_case_t c;
+    fc_case_make(&c, 400, 256, 8, 11);
+    cdc_layer_t *layer = NULL;
+    ck_assert_int_eq(cdc_fc_new(ctx, c.out, c.in, c.w, c.bias, NULL, &layer), CDC_OK);
+    const int calls = 30;
+    double took;
+    for (int i = 0; i < calls; i++)
+        workers_call(ctx, layer, &c, &took); /* each exact */
+    cdc_stats_t stats = stats_of(ctx);
+    ck_assert_uint_eq(stats.first_corrupt_call, 1);
+    ck_assert_uint_eq(stats.verified_calls, calls);
+    ck_assert_uint_eq(stats.corrupt_detected, calls);
+    ck_assert_uint_eq(stats.rotated_calls, layout == CDC_LAYOUT_ROTATED ? calls : 0);
+    cdc_layer_destroy(&layer);
+    fc_case_free(&c);
+    cdc_context_destroy(&ctx);
+}
+
+START_TEST(test_corrupt_device_caught_rotated)
+{
+    corrupt_device_caught(CDC_LAYOUT_ROTATED);
+}
+END_TEST
+
+START_TEST(test_corrupt_device_caught_dedicated)
+{
+    corrupt_device_caught(CDC_LAYOUT_DEDICATED);
+}
+END_TEST
+
 static Suite *rotated_suite(void)
 {
     Suite *s = suite_create("rotated");
@@ -417,6 +470,8 @@ static Suite *rotated_suite(void)
     tcase_add_test(tc, test_dedicated_where_rotated_cannot);
     tcase_add_test(tc, test_workers_parity_on_demand);
     tcase_add_test(tc, test_workers_killed_and_stopped_in_flight);
+    tcase_add_test(tc, test_corrupt_device_caught_rotated);
+    tcase_add_test(tc, test_corrupt_device_caught_dedicated);
     suite_add_tcase(s, tc);
     return s;
 }

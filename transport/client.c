@@ -166,7 +166,7 @@ static uint64_t wire_key(uint64_t key, int shard, int needed, int64_t rows, int6
     h = cdc__hash_mix(h, (uint64_t) rows);
     h = cdc__hash_mix(h, (uint64_t) k);
     size_t total = (size_t) rows * (size_t) k;
-    for (int i = 0; i < 16; i++) {
+    for (int i = 0; i < 16 && total > 0; i++) { /* an empty block has no sample */
         uint32_t bits;
         memcpy(&bits, data + (total - 1) * (size_t) i / 15, sizeof bits);
         h = cdc__hash_mix(h, bits);
@@ -654,7 +654,7 @@ static int send_data_ping(void *ctx, int w, uint64_t token);
 static void wait_for_workers(cdc_client_t *self, int connect_wait_ms)
 {
     int64_t deadline = (int64_t) cdc__clock_ms() + connect_wait_ms;
-    uint64_t all = self->count == 64 ? ~UINT64_C(0) : (UINT64_C(1) << self->count) - 1;
+    uint64_t all = cdc__low_bits(self->count);
     uint64_t connected = 0;
     while ((int64_t) cdc__clock_ms() < deadline) {
         uint64_t mask;
@@ -1347,8 +1347,8 @@ static int call_enough(const client_call_t *call)
    has passed (counted as a timeout). */
 static int call_settled(cdc_client_t *self, client_call_t *call, int64_t now)
 {
-    if (call->cover_mask && call->covered == call->cover_mask)
-        return 1;
+    if (!call->goal && call->cover_mask && call->covered == call->cover_mask)
+        return 1; /* (a goal may want more: a parity to check with) */
     if (call_enough(call)) {
         if (call_data_pending(call) == 0)
             return 1;

@@ -159,7 +159,7 @@ static int env_replicate(const char *var, const char *value, cdc_config_t *c)
 
 static int env_verify(const char *var, const char *value, cdc_config_t *c)
 {
-    return parse_int(var, value, 0, 1, &c->verify);
+    return parse_int(var, value, 0, 2, &c->verify);
 }
 
 static int env_in_process(const char *var, const char *value, cdc_config_t *c)

@@ -197,6 +197,9 @@ typedef struct {
     uint64_t out_bytes;
     uint64_t arrived_tasks; /* bit t: sent[t] came back                      */
     uint64_t present;       /* bit s: shard s's result is usable             */
+    int verify;             /* this call waits for a parity to check with    */
+    int checked;            /* the parity check ran                          */
+    int refused;            /* a decode past cdc__decode_limit, not used     */
     cdc_call_report_t report;
 } call_run_t;
 
@@ -205,11 +208,11 @@ static void run_start(cdc_context_t *context, const cdc_coded_call_t *call, call
 {
     int n = call->n, shards = call->n + call->r;
     memset(run, 0, sizeof *run);
-    run->all = (shards == 64) ? ~UINT64_C(0) : (UINT64_C(1) << shards) - 1;
-    run->data_mask = (UINT64_C(1) << n) - 1;
+    run->all = cdc__low_bits(shards);
+    run->data_mask = cdc__low_bits(n);
     run->replicate = context->config.replicate && call->r == 0;
     /* Erasure injection may also name replicas (shards n..2n-1). */
-    uint64_t erasable = run->replicate && 2 * n < 64 ? (UINT64_C(1) << (2 * n)) - 1 : run->all;
+    uint64_t erasable = run->replicate ? cdc__low_bits(2 * n) : run->all;
     pthread_mutex_lock(&context->lock);
     run->erased = context->erase_next & erasable;
     run->corrupted = context->corrupt_next & run->all;
@@ -219,6 +222,22 @@ static void run_start(cdc_context_t *context, const cdc_coded_call_t *call, call
     for (int s = 0; s < n; s++)
         if (task_empty(&call->tasks[s]))
             run->empty |= UINT64_C(1) << s;
+}
+
+/* A checked call's goal (task.h): the results it needs, and one more to
+   check with unless that is past its wait (cdc__check_wait_over). */
+typedef struct {
+    int needed;
+    cdc_check_wait_t wait;
+} check_goal_t;
+
+static int goal_checked(void *ctx, const cdc_shard_task_t *tasks, int count)
+{
+    check_goal_t *goal = ctx;
+    int in = 0;
+    for (int t = 0; t < count; t++)
+        in += (int) (tasks[t].parts_in & 1);
+    return cdc__check_wait_over(&goal->wait, in >= goal->needed, in > goal->needed);
 }
 
 /* Every shard not erased (nor empty) to the executor (and, under 2-modular
@@ -252,9 +271,17 @@ static int call_dispatch(cdc_context_t *context, const cdc_coded_call_t *call,
     /* The empty data shards are in already: the rest need fewer results. */
     int copies = run->replicate ? 2 : 1, split = copies * n;
     int needed = split - copies * cdc__popcount64(run->empty);
+    /* A checked call waits for a result beyond the n: a parity to check
+       with (a goal: the executor would stop once every data shard is in),
+       within its wait. needed stays: it sizes the erasures the placement
+       may leave (a dead slot's shard is not moved for a check). */
+    check_goal_t check = {needed, {0.0, -1.0}};
+    cdc__check_wait_start(&check.wait);
+    cdc_call_goal_t checked = {goal_checked, &check};
+    cdc_call_goal_t *goal = run->verify && run->count > needed ? &checked : NULL;
     double started = cdc__clock_ms();
     int rc = run->count ? context->executor->ops->run(context->executor, run->sent,
-                                                      run->count, split, needed, NULL,
+                                                      run->count, split, needed, goal,
                                                       &run->arrived_tasks)
                         : CDC_OK;
     run->report.executor_ms = cdc__clock_ms() - started;
@@ -324,6 +351,7 @@ static void call_verify(cdc_context_t *context, cdc_coded_call_t *call, call_run
     if (!call->code || !context->config.verify || cdc__popcount64(run->present) <= call->n ||
         !call_scales_ready(call))
         return;
+    run->checked = 1;
     int bad = -1;
     int check = cdc_code_check(call->code, call->rows, call->cols,
                                (const float *const *) call->results, call->cols,
@@ -345,6 +373,14 @@ static uint64_t call_decode(cdc_context_t *context, cdc_coded_call_t *call, call
     int parities = cdc__popcount64(run->present & ~run->data_mask);
     if (!missing || !call->code || cdc__popcount64(missing) > parities)
         return missing;
+    double amplification = cdc_code_decode_amplification(call->code, run->present);
+    if (amplification > cdc__decode_limit(call->tasks[0].k)) {
+        CDC_LOG_DEBUGF("decode of %d shards amplifies errors %.0fx (k = %lld); computing "
+                       "them here", cdc__popcount64(missing), amplification,
+                       (long long) call->tasks[0].k);
+        run->refused = 1;
+        return missing;
+    }
     if (cdc_code_decode(call->code, call->rows, call->cols, call->results, call->cols,
                         run->present) != CDC_OK) {
         CDC_LOG_WARNF("decode failed (%s); computing missing shards locally",
@@ -368,6 +404,61 @@ static uint64_t call_decode(cdc_context_t *context, cdc_coded_call_t *call, call
             }
     }
     return missing;
+}
+
+/* The sample: the first calls (a device that corrupts every result is
+   caught at once), then one in 16: each costs a call r/n more work in the
+   rotated layout (every worker computes a parity block after its data),
+   so under 2% of the calls' time at n >= 4. */
+#define CDC_VERIFY_FIRST 4
+#define CDC_VERIFY_EVERY 16
+
+int cdc__verify_this_call(cdc_context_t *context)
+{
+    pthread_mutex_lock(&context->lock);
+    uint64_t sequence = context->verify_sequence++;
+    int wanted = context->config.verify == 2 ||
+                 (context->config.verify == 1 &&
+                  (sequence < CDC_VERIFY_FIRST || sequence % CDC_VERIFY_EVERY == 0 ||
+                   context->corruption_seen));
+    pthread_mutex_unlock(&context->lock);
+    return wanted;
+}
+
+void cdc__verify_account(cdc_context_t *context, int checked, int corrupt)
+{
+    context->stats.verified_calls += checked != 0;
+    context->stats.corrupt_detected += corrupt != 0;
+    if (corrupt && !context->corruption_seen) {
+        context->corruption_seen = 1;
+        context->stats.first_corrupt_call = context->stats.coded_calls;
+        CDC_LOG_WARNF("coded call %llu: a worker's result failed the parity check; every "
+                      "call is checked from now on",
+                      (unsigned long long) context->stats.coded_calls);
+    }
+}
+
+void cdc__check_wait_start(cdc_check_wait_t *wait)
+{
+    wait->started_ms = cdc__clock_ms();
+    wait->decodable_ms = -1.0;
+}
+
+int cdc__check_wait_over(cdc_check_wait_t *wait, int decodable, int checkable)
+{
+    if (!decodable || checkable)
+        return decodable;
+    double now = cdc__clock_ms();
+    if (wait->decodable_ms < 0.0)
+        wait->decodable_ms = now;
+    return now >= wait->decodable_ms + 0.5 * (wait->decodable_ms - wait->started_ms);
+}
+
+double cdc__decode_limit(int64_t k)
+{
+    const double unit_roundoff = 5.9604644775390625e-8, max_predicted_error = 1e-4;
+    double limit = max_predicted_error / (unit_roundoff * sqrt((double) (k > 1 ? k : 1)));
+    return limit > 8.0 ? limit : 8.0;
 }
 
 int cdc__coded_call_run_here(const cdc_context_t *context, const cdc_shard_task_t *task)
@@ -413,7 +504,8 @@ static void call_account(cdc_context_t *context, const cdc_coded_call_t *call,
     context->stats.shards_sent += (uint64_t) run->count;
     context->stats.shards_erased += (uint64_t) cdc__popcount64(lost);
     context->stats.results_decoded += (uint64_t) report->decoded;
-    context->stats.corrupt_detected += (uint64_t) report->corrupt;
+    context->stats.decodes_refused += (uint64_t) run->refused;
+    cdc__verify_account(context, run->checked, report->corrupt);
     context->stats.fallbacks += report->fallback > 0;
     context->stats.bytes_out += run->out_bytes;
     for (int s = 0; s < call->n + call->r; s++)
@@ -488,6 +580,7 @@ static int call_run_coded(cdc_context_t *context, cdc_coded_call_t *call)
         return call_run_here(context, call);
     call_run_t run;
     run_start(context, call, &run);
+    run.verify = call->code && cdc__verify_this_call(context);
     int rc = call_dispatch(context, call, &run);
     if (rc == CDC_OK)
         call_collect(call, &run);

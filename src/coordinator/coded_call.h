@@ -75,6 +75,40 @@ int cdc__coded_call_run(cdc_context_t *context, cdc_coded_call_t *call);
 /* Compute task here, now: a local computation on an emulated coordinator
    (slow@c:gflops=G) ends no sooner than its flops at G, as on the device
    it stands for. An empty task (no rows or columns) computes nothing. */
+/* The largest error amplification A (cdc_code_decode_amplification) a
+   decode of products of inner dimension k may have: a rebuilt block's
+   predicted relative error u * sqrt(k) * A (u = 2^-24) at most 1e-4, which
+   it measures at about a quarter of (docs/codes.md). Never below 8 =
+   sqrt(64), the all-ones parity's A for one loss at the largest n, so
+   r = 1 decodes are never refused. Every decode path applies it; the BLAS
+   entry points add their per-element guard. */
+double cdc__decode_limit(int64_t k);
+
+/* Whether this coded call waits for a parity result to check its data
+   results with (config.verify: 0 never; 1 the first CDC_VERIFY_FIRST
+   calls, then one in CDC_VERIFY_EVERY, and every call once a check has
+   failed; 2 always). Counts the call; takes the context's lock. */
+int cdc__verify_this_call(cdc_context_t *context);
+
+/* After a call: its check ran (checked) and found a corruption (corrupt).
+   Call with the context's lock held. */
+void cdc__verify_account(cdc_context_t *context, int checked, int corrupt);
+
+/* How long a checked call waits for the parity it checks with, past the
+   moment its results first sufficed (decodable): half the time it took to
+   get there, so a straggler costs a checked call at most 1.5x, and in the
+   rotated layout, where every worker computes its parity blocks after its
+   data (r/n more), the check comes well inside it fault-free. */
+typedef struct {
+    double started_ms;   /* the call's dispatch                           */
+    double decodable_ms; /* when its results first sufficed; < 0: not yet */
+} cdc_check_wait_t;
+
+void cdc__check_wait_start(cdc_check_wait_t *wait);
+/* Whether the call is done: decodable and either checkable (a parity to
+   check with is in) or past the wait. Reads the clock. */
+int cdc__check_wait_over(cdc_check_wait_t *wait, int decodable, int checkable);
+
 int cdc__coded_call_run_here(const cdc_context_t *context, const cdc_shard_task_t *task);
 
 /* The code for (n, r) on this context, built once and cached (NULL for r = 0). */

@@ -1,6 +1,7 @@
 /* context.c - creating a context: configuration, executor, counters. */
 #include "context.h"
 
+#include "bits.h"
 #include "blas_backend.h"
 #include "cdcgemm_testing.h"
 #include "code.h"
@@ -45,6 +46,9 @@ static int config_validate(const cdc_config_t *config)
     if (config->replicate && config->parity != 0)
         return cdc__fail(CDC_ECONFIG, "replicate = 1 needs parity = 0 (got %d)",
                          config->parity);
+    if (config->verify < 0 || config->verify > 2)
+        return cdc__fail(CDC_ECONFIG, "verify = %d: expected 0 (off), 1 (sampled) or 2 "
+                         "(every call)", config->verify);
     if (config->wait_ms < 0 || config->timeout_ms < 1)
         return cdc__fail(CDC_ECONFIG, "wait_ms = %d / timeout_ms = %d out of range",
                          config->wait_ms, config->timeout_ms);
@@ -404,7 +408,7 @@ int cdc__context_plan_workers(const cdc_context_t *context, uint64_t *mask)
     if (live < 0 || live > total) {
         live = total;
         if (mask)
-            *mask = live == 64 ? ~UINT64_C(0) : (UINT64_C(1) << live) - 1;
+            *mask = cdc__low_bits(live);
     }
     return live;
 }

@@ -66,6 +66,8 @@ struct cdc_context {
     cdc_stats_t stats;
     uint64_t erase_next;  /* shards the next coded call treats as lost       */
     uint64_t corrupt_next; /* shards whose next results get one bad element  */
+    uint64_t verify_sequence; /* coded calls cdc__verify_this_call was asked */
+    int corruption_seen;  /* a parity check failed once: every call checked */
     cdc_call_report_t last_call;
     double decode_guard;  /* > 0: a rebuilt shard whose error amplification
                              exceeds decode_guard * sqrt(k) is computed

@@ -12,12 +12,20 @@
  * The steps. dispatch one streamed task per worker not erased (task.h:
  * lead_rows = its data rows, parts of B rows after them) with a goal that
  * says when every stripe is whole or decodable -> the executor cancels the
- * parts still due -> each stripe that lost data blocks is decoded from the
- * parity blocks that came (zero-padded to B) -> blocks still missing are
- * computed here -> account.
+ * parts still due -> (a checked call: every stripe waited for a parity
+ * block too, and is checked against it; a stripe that fails is computed
+ * here) -> each stripe that lost data blocks is decoded from the parity
+ * blocks that came (zero-padded to B), where the decode is accurate enough
+ * (cdc__decode_limit) -> blocks still missing are computed here -> account.
+ *
+ * Fault-free the layout computes no parity, so nothing is checked unless
+ * the call asks: cdc__verify_this_call samples calls (and every call once
+ * a check failed), and such a call costs each worker its parity blocks,
+ * r/n more work.
  *
  * Invariant: on CDC_OK every row of out is the product computed by its
- * worker, rebuilt from its stripe's parity, or computed here. */
+ * worker, rebuilt from its stripe's parity, or computed here; a checked
+ * stripe's rows passed the check or were computed here. */
 #include "rotated_call.h"
 
 #include "bits.h"
@@ -27,6 +35,7 @@
 #include "executor.h"
 #include "hash.h"
 #include "log.h"
+#include "norms.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -53,6 +62,13 @@ typedef struct {
     float *tails;           /* worker w's parity results: W x r·B x cols */
     uint64_t erased;        /* workers cdc_context_erase_next took out   */
     uint32_t parts_in[CDC_STRIPES_MAX_WORKERS]; /* per worker            */
+    double decode_limit;    /* cdc__decode_limit of the call's k           */
+    int verify;             /* every stripe waits for a parity block (within
+                               check_wait) and is checked against it      */
+    cdc_check_wait_t check_wait;
+    int checked;            /* some stripe was checked                     */
+    uint64_t failed;        /* stripes whose check failed: computed here   */
+    int refused;            /* stripes decodable by count, not by accuracy */
     cdc_call_report_t report;
     uint64_t out_bytes, in_bytes;
 } rotated_run_t;
@@ -90,14 +106,29 @@ static uint64_t stripe_present(const rotated_run_t *run, const uint32_t *parts, 
     return present;
 }
 
-/* Whether a stripe with this present mask is whole or decodable. */
-static int stripe_decodable(const cdc_stripes_t *layout, uint64_t present)
+/* Whether a stripe with this present mask is whole, or decodable with an
+   error amplification within the call's limit (a parity block that would
+   amplify errors too much is not enough: the goal waits for a better one). */
+static int stripe_decodable(const rotated_run_t *run, uint64_t present)
 {
-    uint64_t data = (UINT64_C(1) << layout->n) - 1;
-    return cdc__popcount64(data & ~present) <= cdc__popcount64(present & ~data);
+    const cdc_rotated_set_t *set = run->call->set;
+    uint64_t data = cdc__low_bits(set->layout.n);
+    if ((present & data) == data)
+        return 1;
+    return cdc__popcount64(data & ~present) <= cdc__popcount64(present & ~data) &&
+           cdc_code_decode_amplification(set->code, present) <= run->decode_limit;
 }
 
-/* The executor's goal (task.h): every stripe whole or decodable. */
+/* Whether a stripe can be checked: it has more blocks than its n. */
+static int stripe_checkable(const rotated_run_t *run, uint64_t present)
+{
+    return cdc__popcount64(present) > run->call->set->layout.n;
+}
+
+/* The executor's goal (task.h): every stripe whole or decodable; in a
+   checked call, every whole stripe checkable too, or past the check's wait
+   (a stripe that lost data blocks is decoded: checking it as well would
+   take more parity blocks than it has lost). */
 static int goal_enough(void *ctx, const cdc_shard_task_t *tasks, int count)
 {
     rotated_run_t *run = ctx;
@@ -105,10 +136,15 @@ static int goal_enough(void *ctx, const cdc_shard_task_t *tasks, int count)
     for (int t = 0; t < count; t++)
         parts[run->worker_of[t]] = tasks[t].parts_in;
     const cdc_stripes_t *layout = &run->call->set->layout;
-    for (int s = 0; s < layout->workers; s++)
-        if (!stripe_decodable(layout, stripe_present(run, parts, s)))
+    int checkable = run->verify;
+    for (int s = 0; s < layout->workers; s++) {
+        uint64_t present = stripe_present(run, parts, s);
+        if (!stripe_decodable(run, present))
             return 0;
-    return 1;
+        uint64_t data = cdc__low_bits(layout->n);
+        checkable = checkable && ((present & data) != data || stripe_checkable(run, present));
+    }
+    return !run->verify || cdc__check_wait_over(&run->check_wait, 1, checkable);
 }
 
 /* Worker w's task: its operand, data rows first into their rows of out,
@@ -137,7 +173,7 @@ static int rotated_dispatch(cdc_context_t *context, rotated_run_t *run)
 {
     const cdc_stripes_t *layout = &run->call->set->layout;
     pthread_mutex_lock(&context->lock);
-    run->erased = context->erase_next & ((UINT64_C(1) << layout->workers) - 1);
+    run->erased = context->erase_next & cdc__low_bits(layout->workers);
     context->erase_next = 0;
     pthread_mutex_unlock(&context->lock);
     for (int w = 0; w < layout->workers; w++) {
@@ -213,15 +249,15 @@ static cdc_shard_task_t block_task(const rotated_run_t *run, int s, int b)
     return task;
 }
 
-/* Rebuild stripe s's lost data blocks from its parity (present: what came)
-   in scratch ((n + r) blocks of B x cols), then copy them into out. */
-static int stripe_decode(rotated_run_t *run, int s, uint64_t present, float *scratch)
+/* Stripe s's blocks that came (present) as the code's blocks, in scratch
+   ((n + r) blocks of B x cols, zero-padded; the others zero). */
+static void stripe_gather(const rotated_run_t *run, int s, uint64_t present, float *scratch,
+                          float **blocks)
 {
     const cdc_rotated_set_t *set = run->call->set;
     const cdc_stripes_t *layout = &set->layout;
     int64_t cols = run->call->proto.cols, B = set->block_rows;
     size_t block = (size_t) B * (size_t) cols;
-    float *blocks[CDC_CODE_MAX_N + CDC_CODE_MAX_R];
     for (int b = 0; b < layout->n + layout->r; b++) {
         blocks[b] = scratch + (size_t) b * block;
         memset(blocks[b], 0, block * sizeof(float)); /* the padding rows */
@@ -237,6 +273,17 @@ static int stripe_decode(rotated_run_t *run, int s, uint64_t present, float *scr
                    block * sizeof(float));
         }
     }
+}
+
+/* Rebuild stripe s's lost data blocks from its parity (present: what came)
+   in scratch ((n + r) blocks of B x cols), then copy them into out. */
+static int stripe_decode(rotated_run_t *run, int s, uint64_t present, float *scratch)
+{
+    const cdc_rotated_set_t *set = run->call->set;
+    const cdc_stripes_t *layout = &set->layout;
+    int64_t cols = run->call->proto.cols, B = set->block_rows;
+    float *blocks[CDC_CODE_MAX_N + CDC_CODE_MAX_R];
+    stripe_gather(run, s, present, scratch, blocks);
     int rc = cdc_code_decode(set->code, B, cols, blocks, cols, present);
     if (rc != CDC_OK)
         return rc;
@@ -249,8 +296,92 @@ static int stripe_decode(rotated_run_t *run, int s, uint64_t present, float *scr
     return CDC_OK;
 }
 
+/* The 2-norms of the product's columns' operand: bt's rows (GEMM) or the
+   input patches (conv), the check's rounding scale with the rows'. */
+static void column_norms(const cdc_shard_task_t *proto, double *out)
+{
+    if (proto->kind == CDC_TASK_GEMM)
+        cdc__row_norms(proto->bt, proto->cols, proto->k, out);
+    else
+        cdc__patch_norms(proto->geometry, proto->batch, proto->input, out);
+}
+
+/* Stripe s's row scales (code.h): each block's operand row norms,
+   zero-padded to B, in rows ((n + r) x B doubles). */
+static void stripe_scales(const rotated_run_t *run, int s, double *rows, const double *cols,
+                          cdc_shard_scale_t *scales)
+{
+    const cdc_rotated_set_t *set = run->call->set;
+    const cdc_stripes_t *layout = &set->layout;
+    int64_t B = set->block_rows;
+    for (int b = 0; b < layout->n + layout->r; b++) {
+        double *row = rows + (size_t) b * (size_t) B;
+        int w = cdc_stripes_worker(layout, s, b);
+        int64_t first, len = B;
+        if (b < layout->n) {
+            size_t i = (size_t) s * (size_t) layout->n + (size_t) b;
+            first = set->block_first[i] - set->data_first[w];
+            len = set->block_len[i];
+        } else {
+            first = set->data_rows[w] +
+                    (int64_t) cdc__rotated_parity_index(set, w, s, b - layout->n) * B;
+        }
+        memcpy(row, set->operand_norms[w] + first, (size_t) len * sizeof(double));
+        memset(row + len, 0, (size_t) (B - len) * sizeof(double));
+        scales[b].row = row;
+        scales[b].col = cols;
+    }
+}
+
+/* A checked call: every stripe with more blocks than its n data blocks is
+   checked against the parity equations (code.h: a rounding-aware
+   tolerance); one that fails is computed here (run->failed), whichever
+   block was wrong. */
+static int rotated_verify(rotated_run_t *run)
+{
+    const cdc_rotated_call_t *call = run->call;
+    const cdc_rotated_set_t *set = call->set;
+    const cdc_stripes_t *layout = &set->layout;
+    int64_t cols = call->proto.cols, B = set->block_rows;
+    int shards = layout->n + layout->r;
+    size_t floats = (size_t) shards * (size_t) B * (size_t) cols;
+    float *scratch = malloc(floats * sizeof(float));
+    double *col_norms = malloc((size_t) cols * sizeof(double));
+    double *row_norms = malloc((size_t) shards * (size_t) B * sizeof(double));
+    if (!scratch || !col_norms || !row_norms) {
+        free(scratch);
+        free(col_norms);
+        free(row_norms);
+        return cdc__fail(CDC_ENOMEM, "rotated check: %zu floats", floats);
+    }
+    column_norms(&call->proto, col_norms);
+    for (int s = 0; s < layout->workers; s++) {
+        uint64_t present = stripe_present(run, run->parts_in, s);
+        if (!stripe_checkable(run, present))
+            continue; /* nothing to check with (came too late) */
+        float *blocks[CDC_CODE_MAX_N + CDC_CODE_MAX_R];
+        cdc_shard_scale_t scales[CDC_CODE_MAX_N + CDC_CODE_MAX_R];
+        stripe_gather(run, s, present, scratch, blocks);
+        stripe_scales(run, s, row_norms, col_norms, scales);
+        int bad = -1;
+        run->checked = 1;
+        if (cdc_code_check(set->code, B, cols, (const float *const *) blocks, cols, present,
+                           scales, call->proto.k, &bad) == CDC_ECORRUPT) {
+            run->failed |= UINT64_C(1) << s;
+            run->report.corrupt = 1;
+            CDC_LOG_WARNF("stripe %d fails the parity check (block %d%s); computing it here",
+                          s, bad, bad >= 0 ? "" : ": not located");
+        }
+    }
+    free(scratch);
+    free(col_norms);
+    free(row_norms);
+    return CDC_OK;
+}
+
 /* Every stripe whole: decoded where it can be, its lost blocks computed
-   here where it cannot (too few parity blocks came, or the decode failed). */
+   here where it cannot (too few parity blocks came, or the decode failed);
+   a stripe that failed its check computed here whole. */
 static int rotated_finish(cdc_context_t *context, rotated_run_t *run)
 {
     const cdc_rotated_set_t *set = run->call->set;
@@ -259,10 +390,14 @@ static int rotated_finish(cdc_context_t *context, rotated_run_t *run)
     int rc = CDC_OK;
     for (int s = 0; s < layout->workers && rc == CDC_OK; s++) {
         uint64_t present = stripe_present(run, run->parts_in, s);
-        uint64_t data = (UINT64_C(1) << layout->n) - 1;
+        uint64_t data = cdc__low_bits(layout->n);
+        if (run->failed & (UINT64_C(1) << s))
+            present = 0; /* nothing of it trusted */
         if ((present & data) == data)
             continue;
-        int decodable = stripe_decodable(layout, present);
+        int decodable = stripe_decodable(run, present);
+        int parities = cdc__popcount64(present & ~data);
+        run->refused += !decodable && cdc__popcount64(data & ~present) <= parities;
         if (!scratch && decodable) {
             size_t floats = (size_t) (layout->n + layout->r) * (size_t) set->block_rows *
                             (size_t) run->call->proto.cols;
@@ -301,6 +436,8 @@ static void rotated_account(cdc_context_t *context, const rotated_run_t *run)
     context->stats.shards_erased += (uint64_t) lost;
     context->stats.results_decoded += (uint64_t) report->decoded;
     context->stats.fallbacks += report->fallback > 0;
+    context->stats.decodes_refused += (uint64_t) run->refused;
+    cdc__verify_account(context, run->checked, report->corrupt);
     context->stats.bytes_out += run->out_bytes;
     context->stats.bytes_in += run->in_bytes;
     context->last_plan.rotated = 1; /* the call sized before this one */
@@ -321,11 +458,17 @@ int cdc__rotated_call_run(cdc_context_t *context, cdc_rotated_call_t *call)
     }
     run->call = call;
     run->tails = tails;
+    run->decode_limit = cdc__decode_limit(call->proto.k);
+    run->verify = cdc__verify_this_call(context);
+    cdc__check_wait_start(&run->check_wait);
     int rc = rotated_dispatch(context, run);
     if (rc == CDC_OK) {
         rotated_collect(run);
-        rc = rotated_finish(context, run);
+        if (run->verify)
+            rc = rotated_verify(run);
     }
+    if (rc == CDC_OK)
+        rc = rotated_finish(context, run);
     if (rc == CDC_OK)
         rotated_account(context, run);
     free(tails);

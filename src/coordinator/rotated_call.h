@@ -24,16 +24,19 @@ typedef struct {
 /* Whether a call of this plan over rows of the cut operand runs in the
    rotated layout: the context asks for it, the plan has parity, equal
    blocks (the equal plan, no coordinator's share, nothing computed here
-   instead) and no injected corruption pending (the rotated layout computes
-   no parity fault-free, so it has nothing to check a result against), and
-   every data block gets a row (cdc__rotated_fits). */
+   instead) and no injected corruption pending (cdc_context_corrupt_next
+   names shards of the dedicated layout; workers' corrupt faults are checked
+   in both), and every data block gets a row (cdc__rotated_fits). */
 int cdc__rotated_wanted(cdc_context_t *context, const cdc_call_plan_t *plan, int64_t rows);
 
 /* Run it: one streamed task per worker (its data rows, then its parity
-   blocks), waiting until every stripe is whole or decodable; stripes that
-   lost data blocks decoded with the set's code from the parity blocks that
-   came; what still misses computed here. On CDC_OK every row of out is
-   the product. Updates the context's counters and last call report. */
+   blocks), waiting until every stripe is whole or decodable within the
+   accuracy guard (and, in a call the check samples, has a parity block to
+   check with, within its wait); stripes that fail the check computed here;
+   stripes that lost data blocks decoded with the set's code from the
+   parity blocks that came; what still misses computed here. On CDC_OK
+   every row of out is the product. Updates the context's counters and
+   last call report. */
 int cdc__rotated_call_run(cdc_context_t *context, cdc_rotated_call_t *call);
 
 #endif

@@ -3,6 +3,7 @@
 
 #include "error.h"
 #include "hash.h"
+#include "norms.h"
 #include "shard_set.h"
 
 #include <stddef.h>
@@ -35,6 +36,7 @@ static void rotated_set_free(cdc_hold_t *hold)
     cdc_rotated_set_t *set =
         (cdc_rotated_set_t *) ((char *) hold - offsetof(cdc_rotated_set_t, hold));
     free(set->storage);
+    free(set->norms);
     free(set->block_first);
     free(set->block_len);
     free(set);
@@ -114,6 +116,25 @@ static int lay_out_operands(cdc_rotated_set_t *set, const float *src)
     return CDC_OK;
 }
 
+/* Every operand row's norm, once per weights: the check of a sampled call
+   (rotated_call.c) scales its tolerance by them. */
+static int norm_operands(cdc_rotated_set_t *set)
+{
+    int64_t parity_rows = (int64_t) set->layout.r * set->block_rows;
+    size_t count = (size_t) (set->rows + set->layout.workers * parity_rows);
+    set->norms = malloc(count * sizeof(double));
+    if (!set->norms)
+        return cdc__fail(CDC_ENOMEM, "rotated layout: %zu row norms", count);
+    double *at = set->norms;
+    for (int w = 0; w < set->layout.workers; w++) {
+        int64_t operand_rows = set->data_rows[w] + parity_rows;
+        cdc__row_norms(set->operand[w], operand_rows, set->k, at);
+        set->operand_norms[w] = at;
+        at += operand_rows;
+    }
+    return CDC_OK;
+}
+
 int cdc__rotated_set_new(const cdc_code_t *code, const float *src, int64_t rows, int64_t k,
                          cdc_rotated_set_t **set_p)
 {
@@ -140,6 +161,8 @@ int cdc__rotated_set_new(const cdc_code_t *code, const float *src, int64_t rows,
     }
     if (rc == CDC_OK)
         rc = encode_stripes(set, code, src);
+    if (rc == CDC_OK)
+        rc = norm_operands(set);
     if (rc != CDC_OK) {
         cdc_hold_retire(&set->hold);
         return rc;

@@ -32,8 +32,12 @@ typedef struct {
     int64_t data_rows[CDC_STRIPES_MAX_WORKERS];
     const float *operand[CDC_STRIPES_MAX_WORKERS]; /* worker w's operand:
                               data_rows[w] + r·B rows x k                    */
+    const double *operand_norms[CDC_STRIPES_MAX_WORKERS]; /* the 2-norm of
+                              every row of operand[w]: the parity check's
+                              rounding scale (code.h)                       */
     uint64_t key_mix;      /* mixed into the weights' key: this layout's name */
     float *storage;
+    double *norms;         /* storage of operand_norms                        */
     cdc_hold_t hold;       /* keeps the operands alive (as a shard set's)     */
 } cdc_rotated_set_t;
 
