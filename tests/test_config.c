@@ -33,6 +33,7 @@ START_TEST(test_defaults)
     ck_assert_int_eq(config.log_level, CDC_LOG_WARN);
     ck_assert_int_eq(config.plan, CDC_PLAN_EQUAL);
     ck_assert_int_eq(config.parity_layout, CDC_LAYOUT_ROTATED);
+    ck_assert_int_eq(config.verify, 1); /* sampled (issue 23) */
     ck_assert_str_eq(config.workers, "");
     clear_env();
     ck_assert_int_eq(cdc_config_from_env(&config), CDC_OK);
@@ -55,6 +56,7 @@ START_TEST(test_env_good_values)
     setenv("CDCGEMM_LOG", "debug", 1);
     setenv("CDCGEMM_PLAN", "profiled", 1);
     setenv("CDCGEMM_PARITY_LAYOUT", "dedicated", 1);
+    setenv("CDCGEMM_VERIFY", "2", 1);
     cdc_config_t config;
     cdc_config_init(&config);
     ck_assert_int_eq(cdc_config_from_env(&config), CDC_OK);
@@ -70,6 +72,7 @@ START_TEST(test_env_good_values)
     ck_assert_int_eq(config.log_level, CDC_LOG_DEBUG);
     ck_assert_int_eq(config.plan, CDC_PLAN_PROFILED);
     ck_assert_int_eq(config.parity_layout, CDC_LAYOUT_DEDICATED);
+    ck_assert_int_eq(config.verify, 2);
     setenv("CDCGEMM_SPLIT", "channel", 1);
     ck_assert_int_eq(cdc_config_from_env(&config), CDC_OK);
     ck_assert_int_eq(config.split, CDC_SPLIT_ROWS);
@@ -93,6 +96,7 @@ static const struct {
     {"CDCGEMM_PARITY", " 1"},         {"CDCGEMM_PARITY", "+1"},
     {"CDCGEMM_LOCAL_WORKERS", "\t3"}, {"CDCGEMM_TIMEOUT_MS", " 500"},
     {"CDCGEMM_WAIT_MS", "+0"},        {"CDCGEMM_VERIFY", " 1"},
+    {"CDCGEMM_VERIFY", "3"},          {"CDCGEMM_VERIFY", "-1"},
     {"CDCGEMM_MIN_FLOPS", " 5"},      {"CDCGEMM_MIN_FLOPS", "+5"},
     {"CDCGEMM_MIN_FLOPS", "0x10"},
     {"CDCGEMM_WORKERS", "discover:"},  {"CDCGEMM_WORKERS", "discover:0"},
@@ -178,6 +182,10 @@ START_TEST(test_context_rejects_bad_config)
     cdc_config_init(&config);
     config.split = (cdc_split_t) 9;
     ck_assert_int_eq(cdc_context_new(&config, &ctx), CDC_ECONFIG);
+    cdc_config_init(&config);
+    config.verify = 3;
+    ck_assert_int_eq(cdc_context_new(&config, &ctx), CDC_ECONFIG);
+    ck_assert_ptr_nonnull(strstr(cdc_last_error(), "verify"));
     ck_assert_int_eq(cdc_context_new(NULL, &ctx), CDC_EINVAL);
     cdc_config_init(&config);
     ck_assert_int_eq(cdc_context_new(&config, NULL), CDC_EINVAL);

@@ -39,7 +39,7 @@ static void check_config(const cdc_config_t *c)
     EXPECT(c->local_workers >= 1 && c->local_workers <= CDC_MAX_WORKERS);
     EXPECT(c->parity >= 0 && c->parity <= CDC_MAX_PARITY);
     EXPECT(c->replicate == 0 || c->replicate == 1);
-    EXPECT(c->verify == 0 || c->verify == 1);
+    EXPECT(c->verify >= 0 && c->verify <= 2);
     EXPECT(c->in_process == 0 || c->in_process == 1);
     EXPECT(c->wait_ms >= 0);
     EXPECT(c->timeout_ms >= 1);
