@@ -185,8 +185,10 @@ int cdc_report_csv(const char *path, const cdc_run_t *runs, int count)
 
 static const char *const plot_colors[] = {"#1f77b4", "#d62728", "#2ca02c", "#9467bd"};
 
-/* Per run a data block: request, latency_ms, redundancy. */
-static int plot_data(char *path, const cdc_run_t *runs, int count, int *max_parity)
+/* Per run a data block: request, latency_ms, redundancy, the latency
+   drawn (clipped at ceiling) and 1 where it was clipped. */
+static int plot_data(char *path, const cdc_run_t *runs, int count, double ceiling,
+                     int *max_parity)
 {
     int fd = mkstemp(path);
     if (fd < 0) {
@@ -198,9 +200,11 @@ static int plot_data(char *path, const cdc_run_t *runs, int count, int *max_pari
     for (int i = 0; i < count; i++) {
         if (runs[i].config.parity > *max_parity)
             *max_parity = runs[i].config.parity;
-        for (int q = 0; q < runs[i].requests; q++)
-            fprintf(out, "%d %.3f %d\n", q, runs[i].records[q].latency_ms,
-                    runs[i].records[q].redundancy);
+        for (int q = 0; q < runs[i].requests; q++) {
+            double ms = runs[i].records[q].latency_ms;
+            fprintf(out, "%d %.3f %d %.3f %d\n", q, ms, runs[i].records[q].redundancy,
+                    ms > ceiling ? ceiling : ms, ms > ceiling);
+        }
         fprintf(out, "\n\n"); /* one gnuplot data block per run */
     }
     return fclose(out) != 0;
@@ -257,23 +261,38 @@ static void plot_events(FILE *gp, const cdc_run_t *runs, int count)
     }
 }
 
+/* The latency axis ends at 1.5x the largest p95 of the runs, or at the
+   largest latency when that is lower: one outlier (a request computed on the
+   coordinator) would otherwise flatten every other line. (Not the p99: in a
+   run of 80 requests that is the outlier itself.) */
+static double plot_ceiling(const cdc_run_t *runs, int count)
+{
+    double max = 0.0, p95 = 0.0;
+    for (int i = 0; i < count; i++) {
+        cdc_run_summary_t all;
+        cdc_run_summarize(&runs[i], 0, runs[i].requests, &all);
+        p95 = all.p95 > p95 ? all.p95 : p95;
+        for (int q = 0; q < runs[i].requests; q++)
+            max = runs[i].records[q].latency_ms > max ? runs[i].records[q].latency_ms : max;
+    }
+    return max < 1.5 * p95 || p95 <= 0.0 ? (max > 0.0 ? max : 1.0) : 1.5 * p95;
+}
+
 /* Top: latency over request number, one line per run, fault and chaos events
-   marked, the redundancy each request could use shaded behind (right axis);
-   bottom: the latency histogram. */
+   marked, the redundancy each request could use shaded behind (right axis),
+   latencies past the axis drawn at its top with a triangle and their value;
+   bottom: the latency histogram (the clipped ones in its last bin). */
 int cdc_report_plot(const char *path, const cdc_run_t *runs, int count, const char *title)
 {
     char data[] = "/tmp/cdcgemm-plot-XXXXXX";
     int max_parity = 0;
-    if (plot_data(data, runs, count, &max_parity))
+    double ceiling = plot_ceiling(runs, count);
+    if (plot_data(data, runs, count, ceiling, &max_parity))
         return 1;
-    double max = 0;
     int requests = 1;
-    for (int i = 0; i < count; i++) {
-        for (int q = 0; q < runs[i].requests; q++)
-            max = runs[i].records[q].latency_ms > max ? runs[i].records[q].latency_ms : max;
+    for (int i = 0; i < count; i++)
         requests = runs[i].requests > requests ? runs[i].requests : requests;
-    }
-    double bin = max > 0 ? max / 40.0 : 1.0;
+    double bin = ceiling / 40.0;
     char safe[512]; /* inside gnuplot's single quotes */
     snprintf(safe, sizeof safe, "%s", title);
     for (char *p = safe; *p; p++)
@@ -288,10 +307,11 @@ int cdc_report_plot(const char *path, const cdc_run_t *runs, int count, const ch
                 "set multiplot title '%s' font ',13'\n"
                 "set origin 0,0.38; set size 1,0.58; set key above horizontal\n"
                 "set xlabel 'request'; set ylabel 'latency (ms)'; set xrange [0:%d]\n"
-                "set yrange [0:*]; set grid ytics lc rgb '#dddddd'\n"
+                "set yrange [0:%g]; set grid ytics lc rgb '#dddddd'\n"
                 "set y2range [0:%d]; set y2tics 0,1 nomirror; set ytics nomirror\n"
                 "set y2label 'redundancy (parity shards usable), shaded'\n",
-                path, title, requests > 1 ? requests - 1 : 1, max_parity > 0 ? max_parity : 1);
+                path, title, requests > 1 ? requests - 1 : 1, ceiling * 1.08,
+                max_parity > 0 ? max_parity : 1);
         plot_events(gp, runs, count);
         fprintf(gp, "plot ");
         for (int i = 0; i < count; i++)
@@ -300,20 +320,28 @@ int cdc_report_plot(const char *path, const cdc_run_t *runs, int count, const ch
                     "fs transparent solid 0.12 noborder lc rgb '%s' notitle",
                     i ? ", " : "", data, i, plot_colors[i % 4]);
         for (int i = 0; i < count; i++)
-            fprintf(gp, ", '%s' index %d using 1:2 with lines lw 1.5 lc rgb '%s' title '%s'",
-                    data, i, plot_colors[i % 4], runs[i].label);
+            fprintf(gp,
+                    ", '%s' index %d using 1:4 with lines lw 1.5 lc rgb '%s' title '%s'"
+                    ", '%s' index %d using 1:($5 > 0 ? $4 : NaN) with points pt 9 ps 1.6 "
+                    "lc rgb '%s' notitle"
+                    ", '%s' index %d using 1:($5 > 0 ? $4 : NaN):(sprintf('%%.0f ms', $2)) "
+                    "with labels offset 0,-1.2 right tc rgb '%s' font ',9' notitle",
+                    data, i, plot_colors[i % 4], runs[i].label, data, i, plot_colors[i % 4],
+                    data, i, plot_colors[i % 4]);
         fprintf(gp,
                 "\nunset arrow; unset label; unset y2tics; unset y2label; set y2range [*:*]\n"
-                "set origin 0,0; set size 1,0.38; set xrange [0:*]\n"
+                "set origin 0,0; set size 1,0.38; set xrange [0:%g]; set yrange [0:*]\n"
                 "set key inside top right; set xlabel 'request latency (ms)'; set ylabel 'requests'\n"
                 "set style fill transparent solid 0.5; set boxwidth %g absolute\n"
                 "bin(x)=%g*floor(x/%g)+%g/2\nplot ",
-                bin, bin, bin, bin);
+                ceiling * 1.03, bin, bin, bin, bin);
         for (int i = 0; i < count; i++)
             fprintf(gp,
-                    "%s'%s' index %d using (bin($2)):(1) smooth frequency with boxes "
+                    "%s'%s' index %d using (bin($4 < %g ? $4 : %g)):(1) smooth frequency "
+                    "with boxes "
                     "lc rgb '%s' title '%s'",
-                    i ? ", " : "", data, i, plot_colors[i % 4], runs[i].label);
+                    i ? ", " : "", data, i, ceiling - bin / 2, ceiling - bin / 2,
+                    plot_colors[i % 4], runs[i].label);
         fprintf(gp, "\nunset multiplot\n");
         rc = pclose(gp) != 0;
     }
