@@ -456,33 +456,58 @@ static cdc_context_t *curve_context(const char *workers, const char *server_path
     return context;
 }
 
-/* Three CURVE workers (two tcp, one ipc), each with its own certificate in
-   dir/servers naming its endpoint; the allowed coordinator's results. */
-START_TEST(test_allowed_coordinator_over_curve)
-{
-    make_dir();
-    cdc_curve_cert_t coordinator, worker;
-    coordinator_keys(&coordinator);
-    char servers[160], endpoints[3][200], workers[700] = "", name[64], cert_path[240];
-    mkdir(in_dir(servers, sizeof servers, "servers"), 0700);
+/* Three CURVE workers (two tcp, one ipc), each with its own certificate
+   (certs[i]) and its public one in dir/servers naming its endpoint; their
+   endpoints comma-separated in workers. */
+typedef struct {
     pid_t pids[3];
+    cdc_curve_cert_t certs[3];
+    char endpoints[3][200];
+    char servers[160], workers[700];
+} curve_trio_t;
+
+static void curve_trio_start(curve_trio_t *trio)
+{
+    char name[64], cert_path[240];
+    mkdir(in_dir(trio->servers, sizeof trio->servers, "servers"), 0700);
+    trio->workers[0] = '\0';
     int ports[3] = {free_port(), free_port(), 0};
     for (int i = 0; i < 3; i++) {
         snprintf(name, sizeof name, "w%d", i);
         if (ports[i] > 0)
-            snprintf(endpoints[i], sizeof endpoints[i], "tcp://127.0.0.1:%d", ports[i]);
+            snprintf(trio->endpoints[i], sizeof trio->endpoints[i], "tcp://127.0.0.1:%d",
+                     ports[i]);
         else
-            snprintf(endpoints[i], sizeof endpoints[i], "ipc://%s/%s", dir, name);
-        keygen(name, endpoints[i], &worker);
+            snprintf(trio->endpoints[i], sizeof trio->endpoints[i], "ipc://%s/%s", dir, name);
+        keygen(name, trio->endpoints[i], &trio->certs[i]);
         /* The coordinator's copy: the public certificate only. */
-        snprintf(cert_path, sizeof cert_path, "%s/%s", servers, name);
+        snprintf(cert_path, sizeof cert_path, "%s/%s", trio->servers, name);
         char command[512];
         snprintf(command, sizeof command, "cp '%s/%s' '%s'", dir, name, cert_path);
         ck_assert_int_eq(system(command), 0);
-        pids[i] = curve_worker(name, ports[i], endpoints[i], sizeof endpoints[i]);
-        snprintf(workers + strlen(workers), sizeof workers - strlen(workers), "%s%s",
-                 i ? "," : "", endpoints[i]);
+        trio->pids[i] = curve_worker(name, ports[i], trio->endpoints[i],
+                                     sizeof trio->endpoints[i]);
+        snprintf(trio->workers + strlen(trio->workers),
+                 sizeof trio->workers - strlen(trio->workers), "%s%s", i ? "," : "",
+                 trio->endpoints[i]);
     }
+}
+
+static void curve_trio_stop(curve_trio_t *trio)
+{
+    for (int i = 0; i < 3; i++)
+        ck_assert_int_eq(WEXITSTATUS(worker_stop(trio->pids[i])), 0);
+}
+
+/* The allowed coordinator's results from three CURVE workers. */
+START_TEST(test_allowed_coordinator_over_curve)
+{
+    make_dir();
+    cdc_curve_cert_t coordinator;
+    coordinator_keys(&coordinator);
+    curve_trio_t trio;
+    curve_trio_start(&trio);
+    const char *workers = trio.workers, *servers = trio.servers;
     struct sigaction before, after; /* the library leaves the host's signals alone */
     ck_assert_int_eq(sigaction(SIGINT, NULL, &before), 0);
     cdc_context_t *context = curve_context(workers, servers, 0);
@@ -497,8 +522,48 @@ START_TEST(test_allowed_coordinator_over_curve)
     ck_assert_uint_eq(stats.worker_deaths, 0);
     ck_assert_uint_le(stats.weights_sent, 3); /* once per worker at most */
     cdc_context_destroy(&context);
-    for (int i = 0; i < 3; i++)
-        ck_assert_int_eq(WEXITSTATUS(worker_stop(pids[i])), 0);
+    curve_trio_stop(&trio);
+    remove_dir();
+}
+END_TEST
+
+/* A worker remembers the request ids a coordinator's key cancelled (its
+   last 64, per key, past that coordinator's exit). A coordinator that
+   numbered its requests from 1 reused them after a predecessor with the same
+   key: those tasks were dropped unanswered and its calls waited out their
+   timeout (the netns suite's fault-free conv run, after its fc run). Here
+   the predecessor is a raw client that cancelled ids 1 to 64 on each
+   worker; the new coordinator's calls are all answered. */
+START_TEST(test_cancelled_ids_not_reused)
+{
+    make_dir();
+    cdc_curve_cert_t coordinator;
+    coordinator_keys(&coordinator);
+    curve_trio_t trio;
+    curve_trio_start(&trio);
+    void *zmq = zmq_ctx_new();
+    for (int i = 0; i < 3; i++) {
+        void *socket = raw_dealer(zmq, trio.endpoints[i], &coordinator, trio.certs[i].public_key);
+        for (uint64_t id = 1; id <= 64; id++) {
+            cdc_msg_header_t h;
+            cdc_msg_header_init(&h, CDC_MSG_CANCEL);
+            h.request_id = id;
+            send_frames(socket, &h, NULL, 0, NULL, 0, 0);
+        }
+        send_ping(socket, 65); /* in order: its PONG says every CANCEL is in */
+        zmq_pollitem_t item = {socket, 0, ZMQ_POLLIN, 0};
+        ck_assert_msg(zmq_poll(&item, 1, 5000) == 1, "worker %d: no PONG", i);
+        zmq_close(socket);
+    }
+    zmq_ctx_term(zmq);
+    cdc_context_t *context = curve_context(trio.workers, trio.servers, 0);
+    fc_check(context, 2);
+    cdc_stats_t stats;
+    ck_assert_int_eq(cdc_context_stats(context, &stats), CDC_OK);
+    ck_assert_uint_eq(stats.fallbacks, 0);
+    ck_assert_uint_eq(stats.worker_deaths, 0);
+    cdc_context_destroy(&context);
+    curve_trio_stop(&trio);
     remove_dir();
 }
 END_TEST
@@ -924,6 +989,7 @@ static Suite *security_suite(void)
     suite_add_tcase(suite, server);
     TCase *workers = tcase_create("workers");
     tcase_add_test(workers, test_allowed_coordinator_over_curve);
+    tcase_add_test(workers, test_cancelled_ids_not_reused);
     tcase_add_test(workers, test_stranger_gets_nothing);
     tcase_add_test(workers, test_wrong_server_key_falls_back);
     tcase_add_test(workers, test_sighup_reloads_allowed);

@@ -60,6 +60,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
+#include <unistd.h>
 
 #define MAX_MISS_RETRIES 2
 #define CDC_HEARTBEAT_MS 100      /* PING period to a live worker                */
@@ -114,6 +116,7 @@ struct cdc_client {
     char *trusted;            /* discovery: CDCGEMM_CURVE_SERVER (keys admitted) */
     atomic_int pending;       /* discovery: worker number count has its sockets
                                  and waits to be counted (state_lock)        */
+    uint64_t first_request;   /* request ids start past it: a random point, not 0 */
     uint64_t next_request;
     pthread_mutex_t lock; /* serialises calls; guards counters, slots and
                              the data sockets (a restore pass between calls
@@ -721,6 +724,20 @@ static int client_alloc(const cdc_curve_cert_t *client_cert, cdc_client_t **self
     for (int s = 0; s < 64; s++)
         self->last_sent_to[s] = self->last_answered_by[s] = -1;
     self->degraded_since_us = -1;
+    /* A worker remembers the request ids a coordinator's key cancelled, past
+       that coordinator's exit (server.c: per principal, so a coordinator's
+       connections share them). Ids counted from 1 by every process made a
+       later coordinator with the same key reuse ids its predecessor had
+       cancelled: the workers dropped those tasks unanswered, and the call
+       waited for its timeout (netns suite: 2 s stalls fault-free). So each
+       client starts at a random point of a 2^62 range. */
+    struct timespec now;
+    clock_gettime(CLOCK_REALTIME, &now);
+    uint64_t seed = cdc__hash_mix((uint64_t) now.tv_sec * UINT64_C(1000000000) +
+                                      (uint64_t) now.tv_nsec,
+                                  (uint64_t) getpid() ^ (uint64_t) (uintptr_t) self);
+    self->first_request = (seed >> 2) | (UINT64_C(1) << 32);
+    self->next_request = self->first_request;
     pthread_mutex_init(&self->lock, NULL);
     pthread_mutex_init(&self->state_lock, NULL);
     atomic_init(&self->count, 0);
@@ -1362,6 +1379,13 @@ static int call_settled(cdc_client_t *self, client_call_t *call, int64_t now)
         CDC_LOG_INFOF("request %llu: %d of %d results after %d ms; giving up on the rest",
                       (unsigned long long) call->request_id, call->done, call->count,
                       call->timeout_ms);
+        for (int t = 0; t < call->count; t++)
+            if (call->state[t] == TASK_PENDING)
+                CDC_LOG_INFOF("request %llu: task %d (shard %d) on worker %d: parts in 0x%x "
+                              "of %d, %d MISS re-sends",
+                              (unsigned long long) call->request_id, t, call->tasks[t].shard,
+                              call->worker_of[t], (unsigned) call->tasks[t].parts_in,
+                              cdc_task_parts(&call->tasks[t]), call->retries[t]);
         return 1;
     }
     return 0;
@@ -1403,9 +1427,9 @@ static int call_match_reply(cdc_client_t *self, const client_call_t *call, int w
                             const cdc_msg_header_t *h)
 {
     if (h->request_id != call->request_id) {
-        /* An earlier call's answer (request ids only grow), or one that
-           names a request never made: invalid. */
-        if (h->request_id < call->request_id)
+        /* An earlier call's answer (request ids only grow from
+           first_request), or one that names a request never made: invalid. */
+        if (h->request_id > self->first_request && h->request_id < call->request_id)
             count_late(self, h);
         else
             self->counters.invalid_replies++;
@@ -1539,7 +1563,8 @@ static void drain_stale(cdc_client_t *self)
                 cdc_slots_acked(self->slots, w, msg.header.request_id); /* send_data_ping */
             else if (valid && msg.header.type == CDC_MSG_GOODBYE)
                 ; /* harmless: the heartbeat thread acts on it */
-            else if (valid && msg.header.request_id <= self->next_request)
+            else if (valid && msg.header.request_id > self->first_request &&
+                     msg.header.request_id <= self->next_request)
                 count_late(self, &msg.header);
             else
                 self->counters.invalid_replies++;
