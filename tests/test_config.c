@@ -277,6 +277,39 @@ START_TEST(test_unknown_variable_warned_once)
 }
 END_TEST
 
+/* A name with control characters is shown escaped (a terminal must not act
+   on them), and one of 256 bytes or more is warned of too (issue 24). */
+START_TEST(test_unknown_variable_shown_safely)
+{
+    clear_env();
+    setenv("CDCGEMM_X\x1b[2J\a", "1", 1);
+    char text[4096];
+    config_stderr(1, text, sizeof text);
+    ck_assert_msg(strstr(text, "CDCGEMM_X\\x1b[2J\\x07 is not a cdcgemm variable"),
+                  "stderr: '%s'", text);
+    ck_assert_ptr_null(strchr(text, '\x1b'));
+    ck_assert_ptr_null(strchr(text, '\a'));
+    unsetenv("CDCGEMM_X\x1b[2J\a");
+}
+END_TEST
+
+/* The warning comes once per process: a test of its own. */
+START_TEST(test_unknown_long_variable_warned)
+{
+    clear_env();
+    char text[4096];
+    char name[301];
+    memset(name, 'Z', sizeof name - 1);
+    memcpy(name, "CDCGEMM_", 8);
+    name[sizeof name - 1] = '\0';
+    setenv(name, "1", 1);
+    config_stderr(1, text, sizeof text);
+    ck_assert_msg(strstr(text, "CDCGEMM_ZZZ") && strstr(text, "(300 bytes) is not"),
+                  "stderr: '%s'", text);
+    unsetenv(name);
+}
+END_TEST
+
 START_TEST(test_unknown_variable_quiet_below_warn)
 {
     clear_env();
@@ -307,6 +340,8 @@ static Suite *config_suite(void)
     TCase *unknown = tcase_create("unknown_variables");
     tcase_add_test(unknown, test_closest_variable);
     tcase_add_test(unknown, test_unknown_variable_warned_once);
+    tcase_add_test(unknown, test_unknown_variable_shown_safely);
+    tcase_add_test(unknown, test_unknown_long_variable_warned);
     tcase_add_test(unknown, test_unknown_variable_quiet_below_warn);
     suite_add_tcase(suite, unknown);
     TCase *context = tcase_create("context");

@@ -858,6 +858,13 @@ START_TEST(test_endpoint_rule)
     ck_assert_int_eq(cdc_endpoint_needs_curve("tcp://10.0.0.7:7001"), 1);
     ck_assert_int_eq(cdc_endpoint_needs_curve("tcp://127.0.0.1.evil.example:7001"), 1);
     ck_assert_int_eq(cdc_endpoint_needs_curve("tcp://eth0:7001"), 1);
+    /* Connecting, libzmq resolves 'lo' as a host name: anyone's (issue 24);
+       binding, it is the loopback interface. */
+    ck_assert_int_eq(cdc_endpoint_needs_curve("tcp://lo:7001"), 1);
+    ck_assert_int_eq(cdc_bind_needs_curve("tcp://lo:7001"), 0);
+    ck_assert_int_eq(cdc_bind_needs_curve("tcp://127.0.0.1:7001"), 0);
+    ck_assert_int_eq(cdc_bind_needs_curve("tcp://*:7001"), 1);
+    ck_assert_int_eq(cdc_bind_needs_curve("tcp://lo.evil.example:7001"), 1);
     ck_assert_int_eq(cdc_endpoint_needs_curve("tcp://127.0.0.1;10.0.0.7:7001"), 1);
 }
 END_TEST

@@ -332,13 +332,23 @@ int cdc_endpoint_needs_curve(const char *endpoint)
         return 0;
     char host[256];
     tcp_host(endpoint + 6, host, sizeof host);
-    if (strcmp(host, "localhost") == 0 || strcmp(host, "::1") == 0 ||
-        strcmp(host, "lo") == 0)
+    if (strcmp(host, "localhost") == 0 || strcmp(host, "::1") == 0)
         return 0;
     /* 127.0.0.0/8: "127." then digits and dots only. */
     if (strncmp(host, "127.", 4) == 0 && strspn(host + 4, "0123456789.") == strlen(host + 4))
         return 0;
     return 1;
+}
+
+int cdc_bind_needs_curve(const char *endpoint)
+{
+    if (endpoint && strncmp(endpoint, "tcp://", 6) == 0) {
+        char host[256];
+        tcp_host(endpoint + 6, host, sizeof host);
+        if (strcmp(host, "lo") == 0)
+            return 0; /* the loopback interface */
+    }
+    return cdc_endpoint_needs_curve(endpoint);
 }
 
 void cdc_curve_cert_clear(cdc_curve_cert_t *cert)

@@ -59,10 +59,15 @@ int cdc_curve_trusted_key(const char *path, const char *public_txt, cdc_curve_ce
    nothing readable (-1). */
 int cdc_curve_path_is_dir(const char *path);
 
-/* Whether endpoint needs protection: tcp:// to a host that is not loopback
-   (127.0.0.0/8, ::1, localhost). A tcp bind to '*' or 0.0.0.0 (every
-   interface) needs it; ipc:// and inproc:// do not. */
+/* Whether a connect to endpoint needs protection: tcp:// to a host that is
+   not loopback (127.0.0.0/8, ::1, localhost); any other name is resolved by
+   libzmq, so it may be anyone ('lo' included: a host name when connecting).
+   ipc:// and inproc:// do not. */
 int cdc_endpoint_needs_curve(const char *endpoint);
+
+/* The same for a bind, where libzmq reads a name as an interface first:
+   'lo' is then loopback too; '*' and 0.0.0.0 (every interface) need it. */
+int cdc_bind_needs_curve(const char *endpoint);
 
 /* Wipe a certificate's secret key from memory. */
 void cdc_curve_cert_clear(cdc_curve_cert_t *cert);

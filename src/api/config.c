@@ -399,9 +399,28 @@ const char *cdc__config_closest_variable(const char *name)
     return best && strcmp(best, name) != 0 && 2 * best_distance <= tail + 1 ? best : NULL;
 }
 
+/* name (len bytes) as the warning shows it: bytes outside printable ASCII
+   as \xNN (a name can hold any byte but '=' and NUL; a terminal must not
+   act on them), cut at 120 shown bytes with the whole length said. */
+static void printable_name(const char *name, size_t len, char *out, size_t size)
+{
+    size_t used = 0, i = 0;
+    for (; i < len && used + 5 < size && used < 120; i++) {
+        unsigned char c = (unsigned char) name[i];
+        if (c >= 0x20 && c < 0x7f)
+            out[used++] = (char) c;
+        else
+            used += (size_t) snprintf(out + used, size - used, "\\x%02x", c);
+    }
+    out[used] = '\0';
+    if (i < len)
+        snprintf(out + used, size - used, "... (%zu bytes)", len);
+}
+
 /* A CDCGEMM_* variable nobody reads is most likely a typo that leaves a
    setting at its default (CDCGEMM_PARTIY=2: one parity, not two). Warn, once
-   per process, naming the closest known variable; never an error. */
+   per process, naming the closest known variable; never an error. Names of
+   any length are warned of (a known one is under 64 bytes). */
 static void warn_unknown_variables(cdc_log_level_t level)
 {
     static atomic_int warned;
@@ -410,20 +429,22 @@ static void warn_unknown_variables(cdc_log_level_t level)
     int claimed = 0;
     for (char **entry = environ; entry && *entry; entry++) {
         const char *eq = strchr(*entry, '=');
-        char name[256];
+        char name[256], shown[160];
         size_t len = eq ? (size_t) (eq - *entry) : strlen(*entry);
-        if (strncmp(*entry, "CDCGEMM_", 8) != 0 || len >= sizeof name)
+        if (strncmp(*entry, "CDCGEMM_", 8) != 0)
             continue;
-        memcpy(name, *entry, len);
-        name[len] = '\0';
-        if (cdc__config_variable_known(name))
+        size_t kept = len < sizeof name ? len : sizeof name - 1;
+        memcpy(name, *entry, kept);
+        name[kept] = '\0';
+        if (kept == len && cdc__config_variable_known(name))
             continue;
         if (!claimed && atomic_exchange(&warned, 1))
             return; /* another thread warns */
         claimed = 1;
-        const char *closest = cdc__config_closest_variable(name);
-        cdc__log_write(CDC_LOG_WARN, "%s is not a cdcgemm variable and is ignored%s%s%s", name,
-                       closest ? " (did you mean " : "", closest ? closest : "",
+        const char *closest = kept == len ? cdc__config_closest_variable(name) : NULL;
+        printable_name(*entry, len, shown, sizeof shown);
+        cdc__log_write(CDC_LOG_WARN, "%s is not a cdcgemm variable and is ignored%s%s%s",
+                       shown, closest ? " (did you mean " : "", closest ? closest : "",
                        closest ? "?)" : "");
     }
 }

@@ -370,7 +370,7 @@ static int check_security(const cdc_worker_options_t *options)
             fprintf(stderr, "cdcgemm-worker: --insecure has no effect with CURVE\n");
         return 0;
     }
-    if (!cdc_endpoint_needs_curve(options->bind))
+    if (!cdc_bind_needs_curve(options->bind))
         return 0;
     if (!insecure) {
         fprintf(stderr,
