@@ -256,6 +256,34 @@ START_TEST(test_scope_cap)
 }
 END_TEST
 
+/* Two peers under the default entry cap (65,536) and no byte share: peer B
+   sends 70,000 1x1 matrices, far under any byte bound; A's 8 larger entries
+   stay (the entry cap evicts from the scope holding the most entries), and
+   B keeps the newest it sent (issue 24: all 8 of A's were evicted). */
+START_TEST(test_entry_churn_evicts_own)
+{
+    enum { A = 11, B = 22, B_PUTS = 70000 };
+    cdc_weight_cache_t *cache = NULL;
+    ck_assert_int_eq(cdc_weight_cache_new((size_t) 1 << 30, 0, &cache), CDC_OK);
+    static float shared[4];
+    for (uint64_t key = 1; key <= 8; key++) {
+        cdc_weight_value_t v = {1, 4, shared, 1 << 20, NULL, NULL};
+        ck_assert_int_eq(cdc_weight_cache_put(cache, (cdc_weight_key_t){key, A}, &v), CDC_OK);
+    }
+    for (uint64_t key = 1; key <= B_PUTS; key++) {
+        cdc_weight_value_t v = {1, 1, shared, 4, NULL, NULL};
+        ck_assert_int_eq(cdc_weight_cache_put(cache, (cdc_weight_key_t){key, B}, &v), CDC_OK);
+    }
+    for (uint64_t key = 1; key <= 8; key++)
+        ck_assert_msg(cdc_weight_cache_get(cache, (cdc_weight_key_t){key, A}),
+                      "A's entry %llu evicted", (unsigned long long) key);
+    ck_assert_ptr_nonnull(cdc_weight_cache_get(cache, (cdc_weight_key_t){B_PUTS, B}));
+    ck_assert_ptr_null(cdc_weight_cache_get(cache, (cdc_weight_key_t){1, B}));
+    ck_assert_uint_eq(stats_of(cache).count, CDC_WEIGHT_CACHE_DEFAULT_ENTRIES);
+    cdc_weight_cache_destroy(&cache);
+}
+END_TEST
+
 START_TEST(test_oversize_refused)
 {
     cdc_weight_cache_t *cache = NULL;
@@ -316,6 +344,7 @@ static Suite *weight_cache_suite(void)
     TCase *keys = tcase_create("keys");
     tcase_add_test(keys, test_replace_semantics);
     tcase_add_test(keys, test_scope_cap);
+    tcase_add_test(keys, test_entry_churn_evicts_own);
     suite_add_tcase(suite, keys);
     TCase *scale = tcase_create("scale");
     tcase_add_test(scale, test_many_entries_fast);

@@ -20,9 +20,12 @@
  * Scopes (issue 9): each key carries the scope of the peer that sent it, and
  * each scope has its own LRU list and byte count beside the global ones. A
  * put evicts the least recently used entries of its own scope while that
- * scope is over max_scope_bytes, then the globally least recently used while
- * the cache is over max_bytes: a peer at its cap displaces only itself, and
- * another peer's entries go only in global LRU order. Scope records live only
+ * scope is over max_scope_bytes; at the entry cap, the least recently used
+ * of the scope holding the most entries (issue 24: a peer sending tens of
+ * thousands of tiny matrices, far under its bytes, evicted everyone else's);
+ * then the globally least recently used while the cache is over max_bytes:
+ * a peer at its cap displaces only itself, and another peer's entries go
+ * only in global LRU order of bytes. Scope records live only
  * while they hold entries; there are few (one per authenticated peer that
  * sent weights, plus the shared scope 0), so they are searched linearly.
  *
@@ -363,8 +366,28 @@ static int check_fits_at_all(cdc_weight_cache_t *self, cdc_weight_key_t key, siz
     return CDC_OK;
 }
 
+/* The scope that holds the most entries, counting the one scope id is
+   about to add (it wins a tie): the entry cap's eviction takes from it. */
+static scope_t *most_entries(const cdc_weight_cache_t *self, uint64_t id)
+{
+    scope_t *most = NULL;
+    size_t most_count = 0;
+    for (size_t i = 0; i < self->scope_count; i++) {
+        scope_t *scope = self->scopes[i];
+        size_t count = scope->count + (scope->id == id);
+        if (!most || count > most_count || (count == most_count && scope->id == id)) {
+            most = scope;
+            most_count = count;
+        }
+    }
+    return most;
+}
+
 /* Room for charge more bytes of scope id: its own oldest entries first while
-   it is over its cap, then the globally oldest while the cache is over. */
+   it is over its cap; then, while the entry count is at its cap, the oldest
+   of whichever scope holds the most entries (so one peer's churn of small
+   entries evicts its own, not another's: issue 24); then the globally
+   oldest while the cache is over its bytes. */
 static void make_room(cdc_weight_cache_t *self, uint64_t id, size_t charge)
 {
     scope_t *own = scope_find(self, id);
@@ -374,8 +397,9 @@ static void make_room(cdc_weight_cache_t *self, uint64_t id, size_t charge)
         if (last)
             own = NULL;
     }
-    while (self->oldest && (self->stats.count + 1 > self->stats.max_entries ||
-                            self->stats.bytes + charge > self->stats.max_bytes))
+    while (self->oldest && self->stats.count + 1 > self->stats.max_entries)
+        evict(self, most_entries(self, id)->oldest);
+    while (self->oldest && self->stats.bytes + charge > self->stats.max_bytes)
         evict(self, self->oldest);
 }
 

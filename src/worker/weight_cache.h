@@ -67,8 +67,10 @@ size_t cdc_weight_cache_scope_bytes(const cdc_weight_cache_t *self, uint64_t sco
 
 /* Keep *value under key, evicting until the entry fits every bound: first
    the least recently used entries of key.scope while that scope would
-   exceed max_scope_bytes, then the least recently used of any scope while
-   the cache would exceed max_bytes or max_entries. On CDC_OK the cache owns value->owner. A key
+   exceed max_scope_bytes, then while the cache would exceed max_entries the
+   least recently used of the scope with the most entries (key.scope's on a
+   tie), then the least recently used of any scope while the cache would
+   exceed max_bytes. On CDC_OK the cache owns value->owner. A key
    already held:
    - with an identical matrix (shape and every byte): the entry is kept and
      refreshed, value->owner released at once, CDC_OK (a duplicate);
