@@ -12,6 +12,7 @@
  * rebuilt blocks against a double reference. */
 #include "bench_accuracy.h"
 
+#include "bench_util.h"
 #include "bits.h"
 #include "blas_backend.h"
 #include "cdcgemm.h"
@@ -35,6 +36,8 @@ typedef struct {
     double *reference;      /* n blocks, in double                              */
 } accuracy_case_t;
 
+/* The figures in docs/codes.md come from this stream (a 64-bit LCG, its top
+   53 bits): cdc_bench_fill's 32-bit one would draw other loss patterns. */
 static uint64_t next_random(uint64_t *state)
 {
     *state = *state * 6364136223846793005ULL + 1442695040888963407ULL;
@@ -63,15 +66,11 @@ static int case_make(accuracy_case_t *c, const cdc_code_t *code, int64_t k, uint
     c->total = c->n + c->r;
     c->k = k;
     size_t a_floats = (size_t) c->n * ROWS * (size_t) k;
-    c->a = malloc(a_floats * sizeof(float));
-    c->b = malloc((size_t) k * COLS * sizeof(float));
-    c->parity_operand = malloc((size_t) c->r * ROWS * (size_t) k * sizeof(float));
-    c->results = malloc((size_t) c->total * ROWS * COLS * sizeof(float));
-    c->reference = malloc((size_t) c->n * ROWS * COLS * sizeof(double));
-    if (!c->a || !c->b || !c->parity_operand || !c->results || !c->reference) {
-        case_free(c);
-        return CDC_ENOMEM;
-    }
+    c->a = cdc_bench_xmalloc(a_floats * sizeof(float));
+    c->b = cdc_bench_xmalloc((size_t) k * COLS * sizeof(float));
+    c->parity_operand = cdc_bench_xmalloc((size_t) c->r * ROWS * (size_t) k * sizeof(float));
+    c->results = cdc_bench_xmalloc((size_t) c->total * ROWS * COLS * sizeof(float));
+    c->reference = cdc_bench_xmalloc((size_t) c->n * ROWS * COLS * sizeof(double));
     for (size_t i = 0; i < a_floats; i++)
         c->a[i] = uniform(&seed);
     for (size_t i = 0; i < (size_t) k * COLS; i++)
@@ -102,13 +101,11 @@ static int case_make(accuracy_case_t *c, const cdc_code_t *code, int64_t k, uint
 }
 
 /* Decode the loss `present` on a copy of the results; the rebuilt blocks'
-   relative Frobenius error against the reference, or -1 on failure. */
+   relative Frobenius error against the reference, or -1 when it fails. */
 static double decode_error(const accuracy_case_t *c, const cdc_code_t *code, uint64_t present)
 {
     size_t block = ROWS * COLS;
-    float *copy = malloc((size_t) c->total * block * sizeof(float));
-    if (!copy)
-        return -1.0;
+    float *copy = cdc_bench_xmalloc((size_t) c->total * block * sizeof(float));
     memcpy(copy, c->results, (size_t) c->total * block * sizeof(float));
     float *shards[CDC_CODE_MAX_SHARDS];
     for (int s = 0; s < c->total; s++) {

@@ -9,8 +9,8 @@
 #include "cdcgemm.h"
 #include "cdcgemm_testing.h"
 #include "context.h"
+#include "fc_fixture.h"
 #include "local_workers.h"
-#include "reference.h"
 #include "testutil.h"
 
 #include <signal.h>
@@ -26,35 +26,6 @@
 #define OUT 4096 /* >= 64 x 61: every rotated data block gets a row */
 #define IN 256
 #define BATCH 2
-
-typedef struct {
-    float *x, *w, *bias, *y;
-    double *want;
-} fc_case_t;
-
-static void fc_case_make(fc_case_t *c, uint64_t seed)
-{
-    cdc_test_rng_t rng;
-    cdc_test_rng_seed(&rng, seed);
-    c->x = cdc_test_alloc((size_t) (BATCH * IN) * sizeof(float));
-    c->w = cdc_test_alloc((size_t) (OUT * IN) * sizeof(float));
-    c->bias = cdc_test_alloc((size_t) OUT * sizeof(float));
-    c->y = cdc_test_alloc((size_t) (BATCH * OUT) * sizeof(float));
-    c->want = cdc_test_alloc((size_t) (BATCH * OUT) * sizeof(double));
-    cdc_test_fill_uniform(&rng, c->x, (size_t) (BATCH * IN));
-    cdc_test_fill_uniform(&rng, c->w, (size_t) (OUT * IN));
-    cdc_test_fill_uniform(&rng, c->bias, (size_t) OUT);
-    cdc_ref_fc(BATCH, IN, OUT, c->x, c->w, c->bias, 0, c->want);
-}
-
-static void fc_case_free(fc_case_t *c)
-{
-    free(c->x);
-    free(c->w);
-    free(c->bias);
-    free(c->y);
-    free(c->want);
-}
 
 static cdc_context_t *boundary_context(int workers, int parity, cdc_parity_layout_t layout,
                                        int in_process)
@@ -96,14 +67,12 @@ static cdc_stats_t stats_of(cdc_context_t *ctx)
 /* One FC call with `erased` workers lost: the reference's result; with
    no more lost than r nothing computed here unless a decode was refused
    for its accuracy, with more, something was. */
-static void fc_call(cdc_layer_t *layer, cdc_context_t *ctx, fc_case_t *c, uint64_t erased,
-                    int workers, int r, const char *layout)
+static void fc_call(cdc_test_fc_t *f, cdc_context_t *ctx, uint64_t erased, int workers, int r,
+                    const char *layout)
 {
     cdc_stats_t before = stats_of(ctx);
     ck_assert_int_eq(cdc_context_erase_next(ctx, erased), CDC_OK);
-    memset(c->y, 0, (size_t) (BATCH * OUT) * sizeof(float));
-    ck_assert_int_eq(cdc_fc_forward(layer, BATCH, c->x, c->y), CDC_OK);
-    double err = cdc_test_rel_error(c->y, c->want, (size_t) (BATCH * OUT));
+    double err = cdc_test_fc_error(f); /* 1 when the call failed */
     ck_assert_msg(err <= tolerance(workers), "%s W %d r %d erased %llx: error %g", layout,
                   workers, r, (unsigned long long) erased, err);
     cdc_stats_t after = stats_of(ctx);
@@ -163,8 +132,6 @@ START_TEST(test_in_process_limits)
 {
     const cdc_parity_layout_t layouts[] = {CDC_LAYOUT_ROTATED, CDC_LAYOUT_DEDICATED};
     const char *names[] = {"rotated", "dedicated"};
-    fc_case_t c;
-    fc_case_make(&c, 64);
     for (size_t wi = 0; wi < sizeof worker_counts / sizeof *worker_counts; wi++)
         for (int r = 0; r <= 3; r++)
             for (int li = 0; li < 2; li++) {
@@ -172,14 +139,14 @@ START_TEST(test_in_process_limits)
                 if (W - r < 1 || r > W - r)
                     continue;
                 cdc_context_t *ctx = boundary_context(W, r, layouts[li], 1);
-                cdc_layer_t *layer = NULL;
-                ck_assert_int_eq(cdc_fc_new(ctx, OUT, IN, c.w, c.bias, NULL, &layer), CDC_OK);
-                fc_call(layer, ctx, &c, 0, W, r, names[li]);
-                fc_call(layer, ctx, &c, top_workers(W, 1), W, r, names[li]);
+                cdc_test_fc_t f;
+                cdc_test_fc_make(&f, ctx, OUT, IN, BATCH, 64, 1);
+                fc_call(&f, ctx, 0, W, r, names[li]);
+                fc_call(&f, ctx, top_workers(W, 1), W, r, names[li]);
                 if (r >= 2)
-                    fc_call(layer, ctx, &c, top_workers(W, r), W, r, names[li]);
+                    fc_call(&f, ctx, top_workers(W, r), W, r, names[li]);
                 if (r + 1 < W)
-                    fc_call(layer, ctx, &c, top_workers(W, r + 1), W, r, names[li]);
+                    fc_call(&f, ctx, top_workers(W, r + 1), W, r, names[li]);
                 /* The rotated layout where the configuration gives it parity
                    and rows enough; the dedicated one where asked. */
                 int rotated = layouts[li] == CDC_LAYOUT_ROTATED && r >= 1 && 2 * r <= W;
@@ -187,10 +154,9 @@ START_TEST(test_in_process_limits)
                               "%s W %d r %d: %llu rotated calls", names[li], W, r,
                               (unsigned long long) stats_of(ctx).rotated_calls);
                 sgemm_call(ctx, W, top_workers(W, 1));
-                cdc_layer_destroy(&layer);
+                cdc_test_fc_free(&f);
                 cdc_context_destroy(&ctx);
             }
-    fc_case_free(&c);
 }
 END_TEST
 
@@ -202,23 +168,16 @@ static void real_processes(int r)
 {
     const int W = 64;
     cdc_context_t *ctx = boundary_context(W, r, CDC_LAYOUT_ROTATED, 0);
-    fc_case_t c;
-    fc_case_make(&c, (uint64_t) (640 + r));
-    cdc_layer_t *layer = NULL;
-    ck_assert_int_eq(cdc_fc_new(ctx, OUT, IN, c.w, c.bias, NULL, &layer), CDC_OK);
+    cdc_test_fc_t f;
+    cdc_test_fc_make(&f, ctx, OUT, IN, BATCH, (uint64_t) (640 + r), 1);
     for (int i = 0; i < 3; i++)
-        fc_call(layer, ctx, &c, 0, W, r, "workers");
+        fc_call(&f, ctx, 0, W, r, "workers");
     cdc_stats_t before = stats_of(ctx);
     pid_t victim = cdc__local_workers_pid(ctx->local, W - 1);
     ck_assert_int_gt(victim, 0);
     ck_assert_int_eq(kill(victim, SIGKILL), 0);
-    for (int i = 0; i < 5; i++) {
-        memset(c.y, 0, (size_t) (BATCH * OUT) * sizeof(float));
-        ck_assert_int_eq(cdc_fc_forward(layer, BATCH, c.x, c.y), CDC_OK);
-        double err = cdc_test_rel_error(c.y, c.want, (size_t) (BATCH * OUT));
-        ck_assert_msg(err <= REL_TOL_LARGE, "r %d call %d after the kill: error %g", r, i,
-                      err);
-    }
+    for (int i = 0; i < 5; i++)
+        cdc_test_fc_check(&f, REL_TOL_LARGE);
     cdc_stats_t after = stats_of(ctx);
     cdc_call_report_t report;
     ck_assert_int_eq(cdc_context_last_call(ctx, &report), CDC_OK);
@@ -227,8 +186,7 @@ static void real_processes(int r)
                       "no fallback, and the last call had n = %d", report.n);
     else
         ck_assert_uint_gt(after.results_decoded, before.results_decoded);
-    cdc_layer_destroy(&layer);
-    fc_case_free(&c);
+    cdc_test_fc_free(&f);
     cdc_context_destroy(&ctx);
 }
 

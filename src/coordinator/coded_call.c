@@ -275,7 +275,7 @@ static int call_dispatch(cdc_context_t *context, const cdc_coded_call_t *call,
        with (a goal: the executor would stop once every data shard is in),
        within its wait. needed stays: it sizes the erasures the placement
        may leave (a dead slot's shard is not moved for a check). */
-    check_goal_t check = {needed, {0.0, -1.0}};
+    check_goal_t check = {.needed = needed};
     cdc__check_wait_start(&check.wait);
     cdc_call_goal_t checked = {goal_checked, &check};
     cdc_call_goal_t *goal = run->verify && run->count > needed ? &checked : NULL;

@@ -37,6 +37,7 @@
 #include "log.h"
 #include "norms.h"
 
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -108,15 +109,12 @@ static uint64_t stripe_present(const rotated_run_t *run, const uint32_t *parts, 
 
 /* Whether a stripe with this present mask is whole, or decodable with an
    error amplification within the call's limit (a parity block that would
-   amplify errors too much is not enough: the goal waits for a better one). */
+   amplify errors too much is not enough: the goal waits for a better one).
+   The code's amplification says both: 0 for a whole stripe, infinite for
+   one that too few parity blocks cannot rebuild. */
 static int stripe_decodable(const rotated_run_t *run, uint64_t present)
 {
-    const cdc_rotated_set_t *set = run->call->set;
-    uint64_t data = cdc__low_bits(set->layout.n);
-    if ((present & data) == data)
-        return 1;
-    return cdc__popcount64(data & ~present) <= cdc__popcount64(present & ~data) &&
-           cdc_code_decode_amplification(set->code, present) <= run->decode_limit;
+    return cdc_code_decode_amplification(run->call->set->code, present) <= run->decode_limit;
 }
 
 /* Whether a stripe can be checked: it has more blocks than its n. */
@@ -136,12 +134,12 @@ static int goal_enough(void *ctx, const cdc_shard_task_t *tasks, int count)
     for (int t = 0; t < count; t++)
         parts[run->worker_of[t]] = tasks[t].parts_in;
     const cdc_stripes_t *layout = &run->call->set->layout;
+    uint64_t data = cdc__low_bits(layout->n);
     int checkable = run->verify;
     for (int s = 0; s < layout->workers; s++) {
         uint64_t present = stripe_present(run, parts, s);
         if (!stripe_decodable(run, present))
             return 0;
-        uint64_t data = cdc__low_bits(layout->n);
         checkable = checkable && ((present & data) != data || stripe_checkable(run, present));
     }
     return !run->verify || cdc__check_wait_over(&run->check_wait, 1, checkable);
@@ -395,9 +393,9 @@ static int rotated_finish(cdc_context_t *context, rotated_run_t *run)
             present = 0; /* nothing of it trusted */
         if ((present & data) == data)
             continue;
-        int decodable = stripe_decodable(run, present);
-        int parities = cdc__popcount64(present & ~data);
-        run->refused += !decodable && cdc__popcount64(data & ~present) <= parities;
+        double amplification = cdc_code_decode_amplification(set->code, present);
+        int decodable = amplification <= run->decode_limit;
+        run->refused += !decodable && isfinite(amplification); /* enough parity, too inexact */
         if (!scratch && decodable) {
             size_t floats = (size_t) (layout->n + layout->r) * (size_t) set->block_rows *
                             (size_t) run->call->proto.cols;
