@@ -216,6 +216,78 @@ START_TEST(test_over_long_message_read_to_end)
 }
 END_TEST
 
+/* Send a 2 x 3 x 4 TASK_GEMM whose bt frame is empty, then 10 more empty
+   frames, then a PING; routing id route first when route_size > 0. */
+static void send_bad_task_then_ping(void *out, const void *route, size_t route_size)
+{
+    uint8_t packed[CDC_PROTO_HEADER_SIZE];
+    float a[6] = {0};
+    cdc_msg_header_t h;
+    task_header(&h, 9);
+    cdc_msg_header_pack(&h, packed);
+    if (route_size)
+        ck_assert_int_ge(zmq_send(out, route, route_size, ZMQ_SNDMORE), 0);
+    ck_assert_int_ge(zmq_send(out, packed, sizeof packed, ZMQ_SNDMORE), 0);
+    ck_assert_int_ge(zmq_send(out, a, sizeof a, ZMQ_SNDMORE), 0);
+    for (int i = 0; i < 11; i++)
+        ck_assert_int_ge(zmq_send(out, "", 0, i + 1 < 11 ? ZMQ_SNDMORE : 0), 0);
+    cdc_msg_header_init(&h, CDC_MSG_PING);
+    h.request_id = 7;
+    cdc_msg_header_pack(&h, packed);
+    if (route_size)
+        ck_assert_int_ge(zmq_send(out, route, route_size, ZMQ_SNDMORE), 0);
+    ck_assert_int_ge(zmq_send(out, packed, sizeof packed, 0), 0);
+}
+
+/* The bad task on in (protocol frames from part first): refused at its
+   empty bt frame, nothing after it kept, the reason and the count given;
+   then the PING whole. */
+static void expect_refused_then_ping(void *in, int first)
+{
+    cdc_wire_msg_t wire;
+    ck_assert_int_eq(cdc_wire_recv(in, &wire, 0), CDC_OK);
+    ck_assert(wire.refused);
+    ck_assert_int_eq(wire.count, first + 2); /* header and a: bt broke it */
+    ck_assert_int_eq(wire.dropped, 11);
+    cdc_msg_t msg;
+    ck_assert_int_eq(cdc_wire_decode(&wire, first, &msg), CDC_EPROTO);
+    ck_assert_msg(strstr(cdc_last_error(), "TASK_GEMM: bt frame is 0 bytes, expected 48 "
+                                           "(13 frames in all)"),
+                  "%s", cdc_last_error());
+    cdc_wire_msg_close(&wire);
+    ck_assert_int_eq(cdc_wire_recv(in, &wire, 0), CDC_OK);
+    ck_assert(!wire.refused);
+    ck_assert_msg(cdc_wire_decode(&wire, first, &msg) == CDC_OK, "%s", cdc_last_error());
+    ck_assert_int_eq(msg.header.type, CDC_MSG_PING);
+    cdc_wire_msg_close(&wire);
+}
+
+/* Issue 24: each part is checked as it arrives, on a ROUTER (the worker)
+   and on a DEALER (the coordinator): an empty frame where the protocol
+   sends none refuses the message there, the rest is drained unkept. */
+START_TEST(test_frames_checked_as_they_arrive)
+{
+    void *zmq = zmq_ctx_new();
+    void *router = zmq_socket(zmq, ZMQ_ROUTER), *dealer = zmq_socket(zmq, ZMQ_DEALER);
+    ck_assert_int_eq(zmq_bind(router, "inproc://test-wire-arrive"), 0);
+    ck_assert_int_eq(zmq_connect(dealer, "inproc://test-wire-arrive"), 0);
+    cdc_msg_header_t ping;
+    cdc_msg_header_init(&ping, CDC_MSG_PING);
+    ck_assert_int_eq(cdc_wire_send(dealer, NULL, &ping, NULL, 0, 0), CDC_OK);
+    cdc_wire_msg_t hello; /* the dealer's routing id, for the way back */
+    ck_assert_int_eq(cdc_wire_recv(router, &hello, 0), CDC_OK);
+    uint8_t route[256];
+    size_t route_size = zmq_msg_size(&hello.parts[0]);
+    memcpy(route, zmq_msg_data(&hello.parts[0]), route_size);
+    cdc_wire_msg_close(&hello);
+    send_bad_task_then_ping(dealer, NULL, 0);
+    expect_refused_then_ping(router, 1);
+    send_bad_task_then_ping(router, route, route_size);
+    expect_refused_then_ping(dealer, 0);
+    pair_close(zmq, router, dealer);
+}
+END_TEST
+
 /* ---- zero-copy sends of held memory -------------------------------------------- */
 
 /* 9 MiB of weights: three chunk frames (4 MiB, 4 MiB, 1 MiB). */
@@ -434,6 +506,7 @@ static Suite *wire_suite(void)
     suite_add_tcase(suite, held);
     TCase *recv = tcase_create("receive");
     tcase_add_test(recv, test_over_long_message_read_to_end);
+    tcase_add_test(recv, test_frames_checked_as_they_arrive);
     suite_add_tcase(suite, recv);
     return suite;
 }

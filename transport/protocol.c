@@ -190,18 +190,8 @@ static int check_product(const char *type, const char *what, int64_t a, int64_t 
     return CDC_OK;
 }
 
-/* What one payload must be, worked out from the header alone. */
-typedef struct {
-    const char *name; /* "a", "bt", "input", "weights", "result", "text" */
-    uint64_t bytes;   /* exact size (text: the most it may have)          */
-    uint64_t key;     /* nonzero: a cached operand, one empty frame       */
-    int text;         /* ERROR text: one frame of at most bytes           */
-} payload_spec_t;
-
-typedef struct {
-    payload_spec_t p[CDC_PROTO_MAX_PAYLOADS];
-    int count;
-} layout_t;
+typedef cdc_msg_payload_spec_t payload_spec_t;
+typedef cdc_msg_shape_t layout_t;
 
 static void layout_add(layout_t *l, const char *name, uint64_t key, int64_t floats)
 {
@@ -313,30 +303,50 @@ static int spec_frames(const payload_spec_t *s)
     return s->key || s->text ? 1 : cdc_msg_payload_frames(s->bytes);
 }
 
-/* The n frames of one payload: each chunk of the exact size. */
+/* Chunk j of the n frames of one payload, of size bytes: a cached operand's
+   frame empty, text within its limit, every chunk of its exact size. */
+static int check_chunk(const char *t, const payload_spec_t *s, int j, int n, size_t size)
+{
+    if (s->key && size != 0)
+        return cdc__fail(CDC_EPROTO, "%s: %s has key %016llx and a %zu-byte payload", t,
+                         s->name, (unsigned long long) s->key, size);
+    if (s->text && size > s->bytes)
+        return cdc__fail(CDC_EPROTO, "%s: %s is %zu bytes, limit %llu", t, s->name, size,
+                         (unsigned long long) s->bytes);
+    if (s->key || s->text)
+        return CDC_OK;
+    uint64_t want = j + 1 < n ? CDC_PROTO_CHUNK_BYTES
+                              : s->bytes - (uint64_t) (n - 1) * CDC_PROTO_CHUNK_BYTES;
+    if ((uint64_t) size == want)
+        return CDC_OK;
+    if (n == 1)
+        return cdc__fail(CDC_EPROTO, "%s: %s frame is %zu bytes, expected %llu", t, s->name,
+                         size, (unsigned long long) want);
+    return cdc__fail(CDC_EPROTO, "%s: %s chunk %d of %d is %zu bytes, expected %llu", t,
+                     s->name, j + 1, n, size, (unsigned long long) want);
+}
+
+/* The n frames of one payload, each checked by check_chunk. */
 static int check_chunks(const char *t, const payload_spec_t *s, const cdc_frame_t *frames,
                         int n)
 {
-    if (s->key && frames[0].size != 0)
-        return cdc__fail(CDC_EPROTO, "%s: %s has key %016llx and a %zu-byte payload", t,
-                         s->name, (unsigned long long) s->key, frames[0].size);
-    if (s->text && frames[0].size > s->bytes)
-        return cdc__fail(CDC_EPROTO, "%s: %s is %zu bytes, limit %llu", t, s->name,
-                         frames[0].size, (unsigned long long) s->bytes);
-    if (s->key || s->text)
-        return CDC_OK;
     for (int j = 0; j < n; j++) {
-        uint64_t want = j + 1 < n ? CDC_PROTO_CHUNK_BYTES
-                                  : s->bytes - (uint64_t) (n - 1) * CDC_PROTO_CHUNK_BYTES;
-        if ((uint64_t) frames[j].size == want)
-            continue;
-        if (n == 1)
-            return cdc__fail(CDC_EPROTO, "%s: %s frame is %zu bytes, expected %llu", t,
-                             s->name, frames[j].size, (unsigned long long) want);
-        return cdc__fail(CDC_EPROTO, "%s: %s chunk %d of %d is %zu bytes, expected %llu", t,
-                         s->name, j + 1, n, frames[j].size, (unsigned long long) want);
+        int rc = check_chunk(t, s, j, n, frames[j].size);
+        if (rc != CDC_OK)
+            return rc;
     }
     return CDC_OK;
+}
+
+/* "header, a: 1, bt: 3": the frames each part of the layout takes. */
+static void layout_detail(const layout_t *l, char *detail, size_t size)
+{
+    size_t used = (size_t) snprintf(detail, size, "header");
+    for (int i = 0; i < l->count && used < size; i++) {
+        int wrote = snprintf(detail + used, size - used, ", %s: %d", l->p[i].name,
+                             spec_frames(&l->p[i]));
+        used += wrote > 0 ? (size_t) wrote : 0;
+    }
 }
 
 /* The frames after the header against the layout: first their count (each
@@ -344,18 +354,12 @@ static int check_chunks(const char *t, const payload_spec_t *s, const cdc_frame_
 static int check_layout(const char *t, const layout_t *l, const cdc_frame_t *frames,
                         int count, cdc_msg_t *msg)
 {
-    int expected = 1;
-    char detail[128] = "header";
-    size_t used = strlen(detail);
-    for (int i = 0; i < l->count; i++) {
-        expected += spec_frames(&l->p[i]);
-        int wrote = snprintf(detail + used, sizeof detail - used, ", %s: %d", l->p[i].name,
-                             spec_frames(&l->p[i]));
-        used += wrote > 0 && (size_t) wrote < sizeof detail - used ? (size_t) wrote : 0;
-    }
-    if (count != expected)
-        return cdc__fail(CDC_EPROTO, "%s: %d frames, expected %d (%s)", t, count, expected,
+    if (count != l->frames) {
+        char detail[128];
+        layout_detail(l, detail, sizeof detail);
+        return cdc__fail(CDC_EPROTO, "%s: %d frames, expected %d (%s)", t, count, l->frames,
                          detail);
+    }
     int at = 1;
     for (int i = 0; i < l->count; i++) {
         int n = spec_frames(&l->p[i]);
@@ -422,6 +426,47 @@ static int check_stream(const cdc_msg_header_t *h, const char *t)
     return CDC_OK;
 }
 
+int cdc_msg_shape(const cdc_frame_t *header, cdc_msg_shape_t *shape)
+{
+    memset(shape, 0, sizeof *shape);
+    cdc_msg_header_t *h = &shape->header;
+    int rc = check_header(header, h);
+    if (rc != CDC_OK)
+        return rc;
+    const char *t = cdc_msg_type_name(h->type);
+    if (h->type == CDC_MSG_TASK_GEMM)
+        rc = validate_gemm(h, shape);
+    else if (h->type == CDC_MSG_TASK_CONV)
+        rc = validate_conv(h, shape);
+    else
+        rc = validate_other(h, t, shape);
+    if (rc == CDC_OK)
+        rc = check_stream(h, t);
+    shape->frames = 1;
+    for (int i = 0; i < shape->count; i++)
+        shape->frames += spec_frames(&shape->p[i]);
+    return rc;
+}
+
+int cdc_msg_shape_frame(const cdc_msg_shape_t *shape, int index, size_t size)
+{
+    const char *t = cdc_msg_type_name(shape->header.type);
+    if (index < 1 || index >= shape->frames) {
+        char detail[128];
+        layout_detail(shape, detail, sizeof detail);
+        return cdc__fail(CDC_EPROTO, "%s: frame %d is past the %d frames its header implies (%s)",
+                         t, index + 1, shape->frames, detail);
+    }
+    int at = 1;
+    for (int i = 0; i < shape->count; i++) {
+        int n = spec_frames(&shape->p[i]);
+        if (index < at + n)
+            return check_chunk(t, &shape->p[i], index - at, n, size);
+        at += n;
+    }
+    return CDC_OK; /* not reached: index < shape->frames */
+}
+
 int cdc_msg_decode(const cdc_frame_t *frames, int count, cdc_msg_t *msg)
 {
     if (!frames || !msg || count < 1)
@@ -430,22 +475,11 @@ int cdc_msg_decode(const cdc_frame_t *frames, int count, cdc_msg_t *msg)
     if (count > CDC_PROTO_MAX_FRAMES)
         return cdc__fail(CDC_EPROTO, "message has %d frames, at most %d", count,
                          CDC_PROTO_MAX_FRAMES);
-    cdc_msg_header_t *h = &msg->header;
-    int rc = check_header(&frames[0], h);
-    if (rc != CDC_OK)
-        return rc;
-    const char *t = cdc_msg_type_name(h->type);
-    layout_t layout = {.count = 0};
-    if (h->type == CDC_MSG_TASK_GEMM)
-        rc = validate_gemm(h, &layout);
-    else if (h->type == CDC_MSG_TASK_CONV)
-        rc = validate_conv(h, &layout);
-    else
-        rc = validate_other(h, t, &layout);
+    layout_t layout;
+    int rc = cdc_msg_shape(&frames[0], &layout);
+    msg->header = layout.header;
     if (rc == CDC_OK)
-        rc = check_stream(h, t);
-    if (rc == CDC_OK)
-        rc = check_layout(t, &layout, frames, count, msg);
+        rc = check_layout(cdc_msg_type_name(layout.header.type), &layout, frames, count, msg);
     if (rc != CDC_OK)
         msg->payload_count = 0;
     return rc;

@@ -133,6 +133,37 @@ void cdc_msg_payload_gather(const cdc_msg_payload_t *payload, void *out);
    sizes; allocates nothing. Thread-safe. */
 int cdc_msg_decode(const cdc_frame_t *frames, int count, cdc_msg_t *msg);
 
+/* What one payload must be, worked out from the header alone. */
+typedef struct {
+    const char *name; /* "a", "bt", "input", "weights", "result", "text" */
+    uint64_t bytes;   /* exact size (text: the most it may have)          */
+    uint64_t key;     /* nonzero: a cached operand, one empty frame       */
+    int text;         /* ERROR/PONG text: one frame of at most bytes      */
+} cdc_msg_payload_spec_t;
+
+/* The frames a message must have, from its header alone: what lets a
+   receiver check each frame as it arrives (wire.c) instead of after
+   collecting them all. */
+typedef struct {
+    cdc_msg_header_t header;
+    cdc_msg_payload_spec_t p[CDC_PROTO_MAX_PAYLOADS];
+    int count;  /* payloads                                          */
+    int frames; /* frames in all, the header included (at most
+                   CDC_PROTO_MAX_FRAMES)                             */
+} cdc_msg_shape_t;
+
+/* Validate a header frame (everything cdc_msg_decode checks that does not
+   need the later frames) and fill *shape. CDC_OK, or CDC_EPROTO with the
+   reason cdc_msg_decode would give. Thread-safe. */
+int cdc_msg_shape(const cdc_frame_t *header, cdc_msg_shape_t *shape);
+
+/* Frame number index (1: the first after the header) of size bytes against
+   *shape: CDC_EPROTO when the header implies fewer frames, or when the
+   size is not the chunk's exact size (a cached operand's frame empty, text
+   within its limit; so an empty frame where the protocol never sends one
+   is refused). Thread-safe. */
+int cdc_msg_shape_frame(const cdc_msg_shape_t *shape, int index, size_t size);
+
 /* The shard task a validated TASK_GEMM or TASK_CONV header describes, over a
    (rows x k), second (bt, or the conv input) and result (rows x cols), as
    the worker runs it. For a conv task geometry is the header's geometry

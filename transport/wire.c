@@ -5,6 +5,8 @@
 #include "error.h"
 
 #include <errno.h>
+#include <malloc.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -15,6 +17,11 @@ static int map_errno(const char *what)
         return CDC_ETIMEDOUT; /* callers treat this as "peer not reachable now" */
     return cdc__fail(CDC_ETRANSPORT, "%s: %s", what, zmq_strerror(err));
 }
+
+/* Dropped parts of one message worth giving memory back for: far more
+   than any valid message drops (none), little enough that a flood of
+   empty frames is returned at once. */
+#define CDC_WIRE_TRIM_BYTES ((size_t) 1 << 20)
 
 int cdc__wire_fail_alloc_at = -1;
 
@@ -184,11 +191,48 @@ int cdc_wire_msg_reserve(cdc_wire_msg_t *msg, int parts)
     return CDC_OK;
 }
 
+/* Where the protocol frames start on socket: after the routing id on a
+   ROUTER, at once on a DEALER; -1 on a socket that carries no protocol
+   messages (a monitor's PAIR), whose parts are not checked. */
+static int protocol_first(void *socket)
+{
+    int type = -1;
+    size_t size = sizeof type;
+    if (zmq_getsockopt(socket, ZMQ_TYPE, &type, &size) != 0)
+        return -1;
+    return type == ZMQ_ROUTER ? 1 : type == ZMQ_DEALER ? 0 : -1;
+}
+
+/* Protocol frame index of part (0: the header) against the message so far;
+   the first one that breaks the protocol refuses the message (issue 24:
+   millions of empty frames must not be kept before anything looks at
+   them). */
+static void check_part(cdc_wire_msg_t *msg, int index, zmq_msg_t *part)
+{
+    cdc_frame_t frame = {zmq_msg_data(part), zmq_msg_size(part)};
+    int rc = index == 0 ? cdc_msg_shape(&frame, &msg->shape)
+                        : cdc_msg_shape_frame(&msg->shape, index, frame.size);
+    if (rc != CDC_OK) {
+        /* The detail alone: cdc_wire_decode fails with it again. */
+        const char *why = cdc_last_error(), *status = cdc_strerror(rc);
+        size_t skip = strlen(status);
+        if (strncmp(why, status, skip) == 0 && strncmp(why + skip, ": ", 2) == 0)
+            why += skip + 2;
+        msg->refused = 1;
+        snprintf(msg->reason, sizeof msg->reason, "%s", why);
+    }
+}
+
 /* Keep part as the next of *msg, or close it (counted) when the message is
-   past CDC_WIRE_MAX_PARTS or there is no memory to keep it. */
+   refused (the routing id and header are kept: the ERROR names the
+   request), past CDC_WIRE_MAX_PARTS, or there is no memory to keep it. */
 static void keep_part(cdc_wire_msg_t *msg, zmq_msg_t *part)
 {
-    if (msg->count == msg->capacity && !msg->truncated && !msg->out_of_memory) {
+    int index = msg->count + msg->dropped - msg->first;
+    if (msg->first >= 0 && index >= 0 && !msg->refused)
+        check_part(msg, index, part);
+    int keep = !(msg->refused && index > 0);
+    if (keep && msg->count == msg->capacity && !msg->truncated && !msg->out_of_memory) {
         int want = msg->capacity < 4 ? 4 : 2 * msg->capacity;
         want = want > CDC_WIRE_MAX_PARTS ? CDC_WIRE_MAX_PARTS : want;
         if (msg->count == CDC_WIRE_MAX_PARTS)
@@ -196,17 +240,19 @@ static void keep_part(cdc_wire_msg_t *msg, zmq_msg_t *part)
         else if (cdc_wire_msg_reserve(msg, want) != CDC_OK)
             msg->out_of_memory = 1;
     }
-    if (msg->count < msg->capacity && !msg->truncated && !msg->out_of_memory) {
+    if (keep && msg->count < msg->capacity && !msg->truncated && !msg->out_of_memory) {
         msg->parts[msg->count++] = *part;
         return;
     }
     msg->dropped++;
+    msg->dropped_bytes += zmq_msg_size(part) + sizeof *part;
     zmq_msg_close(part);
 }
 
 int cdc_wire_recv(void *socket, cdc_wire_msg_t *msg, int flags)
 {
     cdc_wire_msg_init(msg);
+    msg->first = protocol_first(socket);
     int more = 1, first = 1;
     while (more) {
         zmq_msg_t part;
@@ -220,6 +266,11 @@ int cdc_wire_recv(void *socket, cdc_wire_msg_t *msg, int flags)
         more = zmq_msg_more(&part);
         keep_part(msg, &part);
     }
+    /* libzmq held the whole message before its first part could be read
+       (64 bytes a part even for empty ones, in its I/O thread's heap); once
+       those parts are freed glibc keeps the pages unless asked. */
+    if (msg->dropped_bytes >= CDC_WIRE_TRIM_BYTES)
+        malloc_trim(0);
     return CDC_OK;
 }
 
@@ -234,6 +285,8 @@ void cdc_wire_msg_close(cdc_wire_msg_t *msg)
 int cdc_wire_decode(cdc_wire_msg_t *msg, int first, cdc_msg_t *decoded)
 {
     int count = msg->count + msg->dropped - first;
+    if (msg->refused)
+        return cdc__fail(CDC_EPROTO, "%s (%d frames in all)", msg->reason, count);
     if (msg->truncated)
         return cdc__fail(CDC_EPROTO, "message has %d frames, at most %d", count,
                          CDC_PROTO_MAX_FRAMES);

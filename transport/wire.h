@@ -29,9 +29,18 @@ typedef struct {
     cdc_frame_t *frames; /* room for capacity views, filled by decoding     */
     int count, capacity;
     int dropped;         /* parts read and closed: past CDC_WIRE_MAX_PARTS,
-                            or no memory to keep them                        */
+                            after the message was refused, or no memory to
+                            keep them                                        */
     int truncated;       /* the message had more than CDC_WIRE_MAX_PARTS    */
     int out_of_memory;   /* a part could not be kept for want of memory     */
+    /* Checked as parts arrive (cdc_wire_recv on a ROUTER or DEALER): */
+    int first;           /* part the protocol frames start at (ROUTER 1,
+                            DEALER 0); -1: another socket, nothing checked  */
+    cdc_msg_shape_t shape; /* the header's, once its part has arrived       */
+    int refused;         /* a part broke the protocol: it and every later
+                            part closed unkept (the header part is kept)   */
+    char reason[256];    /* why, for cdc_wire_decode                        */
+    size_t dropped_bytes; /* what the dropped parts held, with their zmq_msg_t */
 } cdc_wire_msg_t;
 
 /* Send header + payloads as one multipart message, each payload split into
@@ -88,7 +97,19 @@ int cdc_wire_msg_reserve(cdc_wire_msg_t *msg, int parts);
    release with cdc_wire_msg_close even on failure). A message with more
    parts than CDC_WIRE_MAX_PARTS is still read to its end (the parts past
    the limit closed at once) and marked truncated, so the next receive
-   starts at a message boundary. Returns CDC_OK, CDC_ETIMEDOUT when none is
+   starts at a message boundary.
+   On a ROUTER (routing id, then the protocol frames) or a DEALER (the
+   protocol frames) each part is checked as it is read: the header part
+   against cdc_msg_shape, every later one against the header's shape (its
+   count, each chunk's exact size: an empty frame where the protocol sends
+   none breaks it). The first part that breaks it refuses the message: that
+   part and the rest are read and closed at once, never kept, and
+   cdc_wire_decode gives the reason. So a message of millions of frames
+   costs this process nothing past what libzmq held before it was readable
+   (libzmq queues a multipart message whole before the first part can be
+   read; docs/protocol.md), and that memory is handed back to the system
+   (malloc_trim) once such a message is drained. Other sockets (a monitor's
+   PAIR) are not checked. Returns CDC_OK, CDC_ETIMEDOUT when none is
    waiting (with ZMQ_DONTWAIT), CDC_ETRANSPORT. */
 int cdc_wire_recv(void *socket, cdc_wire_msg_t *msg, int flags);
 
@@ -98,8 +119,8 @@ void cdc_wire_msg_close(cdc_wire_msg_t *msg);
 
 /* Validate parts[first..count-1] of *msg as a protocol message; *decoded's
    payloads point into *msg (valid until it is closed). CDC_EPROTO when the
-   message was truncated or fails cdc_msg_decode, CDC_ENOMEM when a part
-   could not be kept. */
+   message was refused as it arrived, was truncated or fails cdc_msg_decode,
+   CDC_ENOMEM when a part could not be kept. */
 int cdc_wire_decode(cdc_wire_msg_t *msg, int first, cdc_msg_t *decoded);
 
 #endif
