@@ -249,10 +249,14 @@ typedef struct {
                                    against parity (config.verify)            */
     uint64_t first_corrupt_call; /* the coded call (1 = the first) whose
                                    check first failed; 0 = none did          */
+    /* Since 0.1.0 (took 1 reserved word): issue 24's budgets. */
+    uint64_t budget_erasures;   /* shards not sent because their worker's
+                                   --max-memory could not hold their weights:
+                                   erasures the parity covered               */
     /* Room for new counters without an ABI break (docs/abi.md): written as
        0 by this version. A new counter takes the first slot and the count
        shrinks by one. */
-    uint64_t reserved[16];
+    uint64_t reserved[15];
 } cdc_stats_t;
 
 /* Copy the counters into *stats. Thread-safe. */

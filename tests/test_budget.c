@@ -2,26 +2,39 @@
    with CDCGEMM_WORKER_MAX_MEMORY=2M: a layer whose shards fit is distributed
    and its shards stay in the workers' caches; a layer whose shards would not
    fit any worker runs on the coordinator, exact, counted in budget_fallbacks,
-   and no worker is sent its weights. */
+   and no worker is sent its weights. And workers that lie (issue 24,
+   misreport faults): one reporting a 1-byte budget costs its own slot (an
+   erasure), not every call, and is forgotten once dead; one reporting an
+   absurd speed is planned as the slowest device. */
 #include "cdcgemm.h"
 #include "context.h"
+#include "executor.h"
+#include "plan.h"
+#include "local_workers.h"
 #include "fc_fixture.h"
 #include "profile.h"
 #include "testutil.h"
 
+#include <signal.h>
+#include <stdio.h>
 #include <stdlib.h>
 
 #define REL_TOL 1e-5
 #define WORKERS 5
 #define BUDGET (2u << 20)
 
-static cdc_context_t *budget_context(void)
+/* faults: the workers' CDCGEMM_FAULTS; liar: the worker whose reported
+   budget differs (-1: none). */
+static cdc_context_t *budget_context_with(const char *faults, int liar, cdc_plan_mode_t plan)
 {
     cdc_config_t config;
     cdc_config_init(&config);
     config.local_workers = WORKERS;
     config.parity = 1;
     config.timeout_ms = 5000;
+    config.respawn = 0; /* a killed liar stays dead */
+    config.plan = plan;
+    snprintf(config.faults, sizeof config.faults, "%s", faults);
     config.log_level = getenv("CDC_TEST_LOG") ? CDC_LOG_INFO : CDC_LOG_ERROR;
     cdc_context_t *context = NULL;
     int rc = cdc_context_new(&config, &context);
@@ -33,7 +46,7 @@ static cdc_context_t *budget_context(void)
         cdc_worker_profile_t p[WORKERS];
         int known = 0, count = cdc__context_profile(context, p, WORKERS);
         for (int w = 0; w < count; w++)
-            known += p[w].max_memory == BUDGET;
+            known += w == liar ? p[w].max_memory > 0 : p[w].max_memory == BUDGET;
         if (known == WORKERS)
             break;
         ck_assert_msg(cdc_test_now_s() - start < 10.0, "%d of %d budgets reported", known,
@@ -41,6 +54,11 @@ static cdc_context_t *budget_context(void)
         cdc_test_sleep_ms(20);
     }
     return context;
+}
+
+static cdc_context_t *budget_context(void)
+{
+    return budget_context_with("", -1, CDC_PLAN_EQUAL);
 }
 
 static cdc_stats_t stats_of(cdc_context_t *context)
@@ -89,6 +107,114 @@ START_TEST(test_oversized_layer_on_coordinator)
 }
 END_TEST
 
+/* Worker 1 says its --max-memory is 1 byte. Its slot is not sent (the
+   parity covers it): no call goes to the coordinator for it. Killed, it is
+   forgotten: the calls after its death are not held by its report either. */
+START_TEST(test_tiny_budget_costs_its_slot)
+{
+    for (int layout = 0; layout < 2; layout++) {
+        setenv("CDCGEMM_PARITY_LAYOUT", layout ? "dedicated" : "rotated", 1);
+        cdc_context_t *context = budget_context_with("misreport@w1:memory=1", 1,
+                                                     CDC_PLAN_EQUAL);
+        cdc_test_fc_t f;
+        cdc_test_fc_make(&f, context, 256, 1024, 2, 33, 1);
+        for (int i = 0; i < 30; i++)
+            cdc_test_fc_check(&f, REL_TOL);
+        cdc_stats_t stats = stats_of(context);
+        ck_assert_msg(stats.budget_fallbacks <= 3, "%s: %llu of 30 calls on the coordinator",
+                      layout ? "dedicated" : "rotated",
+                      (unsigned long long) stats.budget_fallbacks);
+        ck_assert_uint_ge(stats.budget_erasures, 27);
+        ck_assert_uint_eq(stats.fallbacks, 0);
+
+        ck_assert_int_eq(kill(cdc__local_workers_pid(context->local, 1), SIGKILL), 0);
+        double start = cdc_test_now_s();
+        cdc_remote_counters_t counters;
+        do {
+            cdc_test_sleep_ms(5);
+            cdc__executor_remote_counters(context->executor, &counters);
+        } while ((counters.live_mask & 2) && cdc_test_now_s() - start < 5.0);
+        ck_assert_msg(!(counters.live_mask & 2), "worker 1 still live 5 s after SIGKILL");
+        cdc_test_sleep_ms(1000);
+        cdc_stats_t before = stats_of(context);
+        for (int i = 0; i < 20; i++)
+            cdc_test_fc_check(&f, REL_TOL);
+        cdc_stats_t after = stats_of(context);
+        ck_assert_uint_eq(after.budget_fallbacks, before.budget_fallbacks);
+        ck_assert_uint_eq(after.budget_erasures, before.budget_erasures);
+        cdc_test_fc_free(&f);
+        cdc_context_destroy(&context);
+    }
+}
+END_TEST
+
+/* Worker 1 claims 10^11 GFLOP/s. The profiled plan (devices at 0.5 GFLOP/s,
+   the coordinator too, so the work goes out) does not believe it: every
+   call exact, its rate marked implausible (dropped), and its block no
+   longer than the others'. */
+START_TEST(test_absurd_speed_planned_slowest)
+{
+    cdc_context_t *context = budget_context_with(
+        "slow@*:gflops=0.5;slow@c:gflops=0.5;misreport@w1:rate=1e11", 1, CDC_PLAN_PROFILED);
+    cdc_test_fc_t f;
+    cdc_test_fc_make(&f, context, 512, 512, 8, 34, 1);
+    cdc_worker_profile_t p[WORKERS];
+    int calls = 0;
+    double start = cdc_test_now_s();
+    do {
+        cdc_test_fc_check(&f, REL_TOL);
+        cdc__context_profile(context, p, WORKERS);
+    } while (!p[1].implausible && ++calls < 200 && cdc_test_now_s() - start < 30.0);
+    ck_assert_msg(p[1].implausible, "worker 1's claim believed after %d calls", calls);
+    for (int i = 0; i < 30; i++)
+        cdc_test_fc_check(&f, REL_TOL);
+    cdc_plan_record_t record;
+    cdc__plan_last(context, &record);
+    int64_t longest_other = 0, its = 0;
+    for (int s = 0; s < record.n; s++) {
+        if (record.home[s] == 1)
+            its = record.block_len[s];
+        else
+            longest_other = record.block_len[s] > longest_other ? record.block_len[s]
+                                                                : longest_other;
+    }
+    /* (a row more at most: the rows the shares leave over go one apiece) */
+    ck_assert_msg(its <= longest_other + 1,
+                  "worker 1's block %lld rows, the others' at most %lld",
+                  (long long) its, (long long) longest_other);
+    cdc_test_fc_free(&f);
+    cdc_context_destroy(&context);
+}
+END_TEST
+
+/* Worker 1 names a new instance in every PONG on the same connection. It
+   is not believed (no process came back empty): over 3 s of calls (some
+   30 heartbeats) its slot's weights are re-sent at most twice over; they
+   were re-sent every heartbeat. */
+START_TEST(test_flapping_instance_not_reshipped)
+{
+    cdc_context_t *context = budget_context_with("misreport@w1:flap=1", -1, CDC_PLAN_EQUAL);
+    cdc_test_fc_t f;
+    cdc_test_fc_make(&f, context, 256, 1024, 2, 35, 1);
+    for (int i = 0; i < 5; i++)
+        cdc_test_fc_check(&f, REL_TOL);
+    cdc_stats_t before = stats_of(context);
+    double start = cdc_test_now_s();
+    for (int i = 0; i < 3000 && cdc_test_now_s() - start < 3.0; i++) {
+        cdc_test_fc_check(&f, REL_TOL);
+        cdc_test_sleep_ms(10);
+    }
+    cdc_stats_t after = stats_of(context);
+    double slot_bytes = 256.0 / 4 * 1024 * sizeof(float); /* one block of n = 4 */
+    double resent = (double) (after.weight_bytes - before.weight_bytes);
+    ck_assert_msg(resent <= 2.0 * slot_bytes, "%.0f weight bytes re-sent (a slot: %.0f)",
+                  resent, slot_bytes);
+    ck_assert_uint_eq(after.fallbacks, 0);
+    cdc_test_fc_free(&f);
+    cdc_context_destroy(&context);
+}
+END_TEST
+
 static Suite *budget_suite(void)
 {
     Suite *suite = suite_create("budget");
@@ -97,6 +223,12 @@ static Suite *budget_suite(void)
     tcase_add_test(tc, test_fitting_layer_distributed);
     tcase_add_test(tc, test_oversized_layer_on_coordinator);
     suite_add_tcase(suite, tc);
+    TCase *liars = tcase_create("liars");
+    tcase_set_timeout(liars, 120);
+    tcase_add_test(liars, test_tiny_budget_costs_its_slot);
+    tcase_add_test(liars, test_absurd_speed_planned_slowest);
+    tcase_add_test(liars, test_flapping_instance_not_reshipped);
+    suite_add_tcase(suite, liars);
     return suite;
 }
 

@@ -35,6 +35,34 @@ START_TEST(test_parse_every_kind)
 }
 END_TEST
 
+/* misreport: the PONG's claims, latest rule's value per key; it draws
+   nothing, so the calls' fault sequence is the same with it. */
+START_TEST(test_misreport)
+{
+    cdc_fault_plan_t plan, plain;
+    cdc_fault_state_t state, plain_state;
+    cdc_fault_misreport_t lie;
+    ck_assert_int_eq(cdc_fault_plan_parse("misreport@w1:memory=1,rate=1e11;drop@*:p=0.5;"
+                                          "misreport@*:flap=1",
+                                          &plan),
+                     CDC_OK);
+    ck_assert_int_eq(cdc_fault_plan_parse("drop@*:p=0.5", &plain), CDC_OK);
+    cdc_fault_state_init(&state, &plan, 1);
+    cdc_fault_misreport(&state, &lie);
+    ck_assert(lie.memory == 1.0 && lie.rate == 1e11 && lie.flap == 1);
+    cdc_fault_state_init(&state, &plan, 0);
+    cdc_fault_misreport(&state, &lie);
+    ck_assert(lie.memory == 0.0 && lie.rate == 0.0 && lie.flap == 1);
+    cdc_fault_state_init(&plain_state, &plain, 0);
+    for (int i = 0; i < 50; i++) {
+        cdc_fault_decision_t a, b;
+        cdc_fault_next(&state, 1.0, 1e6, 0, 0, &a);
+        cdc_fault_next(&plain_state, 1.0, 1e6, 0, 0, &b);
+        ck_assert_int_eq(a.drop, b.drop);
+    }
+}
+END_TEST
+
 /* slow@c: the coordinator's emulated speed, and no worker's rule. */
 START_TEST(test_coordinator_target)
 {
@@ -67,6 +95,9 @@ static const char *const bad_plans[] = {
     /* The coordinator takes slow:gflops= only. */
     "crash@c",                "slow@c:x=2",          "slow@c:gflops=1,after=3",
     "delay@c:ms=5",           "slow@cc:gflops=1",
+    /* misreport: some claim, in range; flap is 0 or 1; not the coordinator. */
+    "misreport@w1",           "misreport@w1:memory=0", "misreport@w1:flap=2",
+    "misreport@w1:rate=0",    "misreport@w1:p=1",    "misreport@c:memory=1",
 };
 
 START_TEST(test_parse_rejects)
@@ -305,6 +336,7 @@ static Suite *faults_suite(void)
                         (int) (sizeof bad_plans / sizeof *bad_plans));
     tcase_add_test(grammar, test_env_rejects_bad_faults);
     tcase_add_test(grammar, test_coordinator_target);
+    tcase_add_test(grammar, test_misreport);
     suite_add_tcase(suite, grammar);
     TCase *draws = tcase_create("decisions");
     tcase_add_test(draws, test_same_seed_same_sequence);

@@ -127,8 +127,15 @@ START_TEST(test_new_instance_restored_in_background)
     for (int w = 0; w < 5; w++)
         ck_assert_uint_eq(slots->workers[w].ready, BIT(w)); /* sticky */
     ck_assert_int_eq(fake.weights_sent[1], 0);
-    /* Worker 1 is a new process: it holds nothing. */
-    cdc_slots_instance(slots, 1, 2001);
+    /* Another instance on a connection that never dropped: not believed
+       (a worker that lies would be re-sent its weights every heartbeat). */
+    ck_assert_int_eq(cdc_slots_instance(slots, 1, 2001), 1);
+    ck_assert_uint_eq(slots->workers[1].ready, BIT(1));
+    ck_assert_uint_eq(slots->workers[1].instance, 1001);
+    /* Worker 1's connection dropped, and a new process answered: it holds
+       nothing. */
+    cdc_slots_connection_lost(slots, 1);
+    ck_assert_int_eq(cdc_slots_instance(slots, 1, 2001), 0);
     ck_assert_uint_eq(slots->workers[1].ready, 0);
     ck_assert(!cdc_slots_full(slots, BIT(5) - 1));
     cdc_slots_restore(slots, BIT(5) - 1, &io);

@@ -72,6 +72,20 @@
                                      erased, not sent) this long before n shrinks */
 #define RESTORE_PASS_MS 20        /* the heartbeat thread's restore pass, between
                                      calls, at most this often                   */
+/* Discovery (see its section): beacons handled per pass, a pass at most
+   every DISCOVERY_REST_MS (25,600 a second; the rest dropped unread), how
+   long a discovered entry may stay never-live before its sockets close and
+   it is free, how often that is looked at, and the refusals remembered so
+   each is logged once. */
+#define DISCOVERY_BEACONS_PER_PASS 256
+#define DISCOVERY_DRAIN_MAX 4096
+#define DISCOVERY_NEVER_LIVE_MS (5 * CDC_HEARTBEAT_DEAD_MS)
+#define DISCOVERY_AGE_PASS_MS 100
+#define DISCOVERY_REST_MS 10
+#define DISCOVERY_FAILED 64        /* (key, host) pairs that never answered */
+#define DISCOVERY_FAILED_MS 10000  /* ... are not taken again for this long  */
+#define DISCOVERY_REFUSALS 256
+#define DISCOVERY_REFUSALS_RESET_MS 60000
 /* Messages (libzmq counts whole messages, not frames) a data socket queues
    before libzmq stops reading the connection. A call gives a worker one task
    (several only when it has more tasks than planned workers), answered by
@@ -116,6 +130,24 @@ struct cdc_client {
     char *trusted;            /* discovery: CDCGEMM_CURVE_SERVER (keys admitted) */
     atomic_int pending;       /* discovery: worker number count has its sockets
                                  and waits to be counted (state_lock)        */
+    cdc_trust_t *trust;       /* discovery: the trusted keys, in memory (keys.h) */
+    /* Discovery's table, the heartbeat thread's (before it starts, the
+       creator's): one entry per key; never-live entries age out and are
+       reused in place. */
+    char entry_keys[CDC_MAX_WORKERS][CDC_CURVE_KEY_TEXT]; /* "" when free    */
+    int64_t entry_since[CDC_MAX_WORKERS]; /* ms: admitted or moved then      */
+    uint64_t vacant;          /* bit w: entry w aged out, free for reuse     */
+    int64_t discovery_age_ms; /* the next ageing pass                        */
+    int64_t discovery_rest_ms; /* beacons are not read before (a flood)       */
+    uint64_t refused[DISCOVERY_REFUSALS]; /* refusals logged (endpoint, reason) */
+    int refused_count;
+    int64_t refused_reset_ms;
+    uint64_t beacons_dropped; /* past a pass's bound, unread                  */
+    uint64_t failed[DISCOVERY_FAILED]; /* (key, host) that never answered     */
+    int64_t failed_ms[DISCOVERY_FAILED];
+    int failed_next;
+    int homes_given;          /* cdc_client_set_homes was called (under lock) */
+    uint64_t homes_answered;  /* the entries discovery_homes placed slots on */
     uint64_t first_request;   /* request ids start past it: a random point, not 0 */
     uint64_t next_request;
     pthread_mutex_t lock; /* serialises calls; guards counters, slots and
@@ -126,6 +158,10 @@ struct cdc_client {
     int last_sent_to[64];     /* the last call's shard s went to this worker  */
     int last_answered_by[64]; /* and its result came from this one (-1: none) */
     uint64_t deaths_seen[CDC_MAX_WORKERS]; /* departures[w] at the last pass */
+    /* Re-sends after a worker came back empty, rate-limited (restore_pass). */
+    int empty_returns[CDC_MAX_WORKERS];    /* in a row, each < a minute apart */
+    int64_t empty_at_ms[CDC_MAX_WORKERS];  /* the latest                      */
+    int64_t restore_after_ms[CDC_MAX_WORKERS]; /* no background re-send before */
     int64_t degraded_since_us; /* full redundancy lost then; -1: it is full */
     int64_t last_pass_ms;      /* the last restore pass                     */
     atomic_int restoring;      /* a slot lacks its worker, or weights are not
@@ -366,7 +402,18 @@ static void heartbeat_pongs(cdc_client_t *self, int w, int64_t now)
     cdc_wire_msg_close(&wire);
 }
 
-static void discovery_poll(cdc_client_t *self);
+static void discovery_poll(cdc_client_t *self, int64_t now);
+
+/* The listener's poll item: not polled while discovery rests after a full
+   pass (discovery_poll); returns next, brought forward to the rest's end. */
+static int64_t discovery_arm(cdc_client_t *self, zmq_pollitem_t *item, int64_t now,
+                             int64_t next)
+{
+    int resting = now < self->discovery_rest_ms;
+    item->events = resting ? 0 : ZMQ_POLLIN;
+    return resting && self->discovery_rest_ms < next ? self->discovery_rest_ms : next;
+}
+
 static void restore_pass(cdc_client_t *self);
 static void data_moves(cdc_client_t *self);
 static int heartbeat_moves(cdc_client_t *self, int64_t now);
@@ -413,6 +460,8 @@ static void *heartbeat_main(void *arg)
         int64_t next = heartbeat_tick(self, count, now);
         if (atomic_load(&self->restoring) && next > now + RESTORE_PASS_MS)
             next = now + RESTORE_PASS_MS;
+        if (self->listener)
+            next = discovery_arm(self, &items[n - 1], now, next);
         long timeout = next > now ? (long) (next - now) : 0;
         if (zmq_poll(items, n, timeout) < 0) {
             if (zmq_errno() == EINTR)
@@ -431,8 +480,9 @@ static void *heartbeat_main(void *arg)
             if (items[1 + count + w].revents & ZMQ_POLLIN)
                 heartbeat_monitor(self, w, now);
         }
-        if (self->listener && (items[n - 1].revents & ZMQ_POLLIN || self->pending))
-            discovery_poll(self);
+        if (self->listener && (items[n - 1].revents & ZMQ_POLLIN || self->pending ||
+                               now >= self->discovery_age_ms))
+            discovery_poll(self, now);
         restore_between_calls(self, now);
         if (self->count != count)
             n = heartbeat_items(self, items, &count); /* a worker was discovered */
@@ -499,14 +549,14 @@ static void *dealer_new(void *zmq, int sndhwm)
    thread would miss the 300 ms liveness bound: with CURVE the context has two
    I/O threads, data connections on the first and heartbeats on the second
    (affinity is the thread mask). */
-static int curve_apply(const cdc_client_t *self, int w, void *socket, int heartbeat)
+static int curve_apply(const cdc_client_t *self, const uint8_t *server_key, void *socket,
+                       int heartbeat)
 {
     if (!self->curve)
         return CDC_OK;
     uint64_t affinity = heartbeat ? 2 : 1;
     zmq_setsockopt(socket, ZMQ_AFFINITY, &affinity, sizeof affinity);
-    if (zmq_setsockopt(socket, ZMQ_CURVE_SERVERKEY, self->curve_servers[w],
-                       CDC_CURVE_KEY_BYTES) != 0 ||
+    if (zmq_setsockopt(socket, ZMQ_CURVE_SERVERKEY, server_key, CDC_CURVE_KEY_BYTES) != 0 ||
         zmq_setsockopt(socket, ZMQ_CURVE_PUBLICKEY, self->curve_client.public_key,
                        CDC_CURVE_KEY_BYTES) != 0 ||
         zmq_setsockopt(socket, ZMQ_CURVE_SECRETKEY, self->curve_client.secret_key,
@@ -516,15 +566,17 @@ static int curve_apply(const cdc_client_t *self, int w, void *socket, int heartb
     return CDC_OK;
 }
 
-/* A data DEALER for worker w into *socket_p, connected to endpoint. CDC_OK,
-   or an error with nothing left open. */
-static int data_socket_open(cdc_client_t *self, int w, const char *endpoint, void **socket_p)
+/* A data DEALER for a worker with key (CURVE) into *socket_p, connected to
+   endpoint ("": to none, a discovered entry set free). CDC_OK, or an error
+   with nothing left open. */
+static int data_socket_open(cdc_client_t *self, const uint8_t *key, const char *endpoint,
+                            void **socket_p)
 {
     void *socket = dealer_new(self->zmq, 0);
     if (!socket)
         return cdc__fail(CDC_ETRANSPORT, "zmq_socket: %s", zmq_strerror(zmq_errno()));
-    int rc = curve_apply(self, w, socket, 0);
-    if (rc == CDC_OK && zmq_connect(socket, endpoint) != 0)
+    int rc = curve_apply(self, key, socket, 0);
+    if (rc == CDC_OK && *endpoint && zmq_connect(socket, endpoint) != 0)
         rc = cdc__fail(CDC_ECONFIG, "connect %s: %s", endpoint, zmq_strerror(zmq_errno()));
     if (rc != CDC_OK) {
         zmq_close(socket);
@@ -546,16 +598,17 @@ static void heartbeat_socket_close(void *socket, void *monitor)
 }
 
 /* A heartbeat DEALER for worker w with its monitor (a PAIR receiving its
-   DISCONNECTED events, on an inproc name never used before), connected to
-   endpoint. CDC_OK, or an error with nothing left open. */
-static int heartbeat_socket_open(cdc_client_t *self, int w, const char *endpoint,
-                                 void **socket_p, void **monitor_p)
+   DISCONNECTED events, on an inproc name never used before), key its CURVE
+   server key, connected to endpoint ("": to none). CDC_OK, or an error with
+   nothing left open. */
+static int heartbeat_socket_open(cdc_client_t *self, int w, const uint8_t *key,
+                                 const char *endpoint, void **socket_p, void **monitor_p)
 {
     char name[96];
     void *socket = dealer_new(self->zmq, 16), *monitor = NULL; /* pings to a stopped worker stay few */
     if (!socket)
         return cdc__fail(CDC_ETRANSPORT, "zmq_socket: %s", zmq_strerror(zmq_errno()));
-    int rc = curve_apply(self, w, socket, 1);
+    int rc = curve_apply(self, key, socket, 1);
     if (rc != CDC_OK)
         goto fail;
     snprintf(name, sizeof name, "inproc://cdc-monitor-%p-%d-%u", (void *) self, w,
@@ -567,7 +620,7 @@ static int heartbeat_socket_open(cdc_client_t *self, int w, const char *endpoint
     }
     int linger = 0;
     zmq_setsockopt(monitor, ZMQ_LINGER, &linger, sizeof linger);
-    if (zmq_connect(socket, endpoint) != 0) {
+    if (*endpoint && zmq_connect(socket, endpoint) != 0) {
         rc = cdc__fail(CDC_ECONFIG, "connect %s: %s", endpoint, zmq_strerror(zmq_errno()));
         goto fail;
     }
@@ -584,9 +637,10 @@ static int worker_connect(cdc_client_t *self, int w, const char *endpoint)
 {
     heartbeat_peer_t *peer = &self->peers[w];
     snprintf(self->endpoints[w], sizeof self->endpoints[w], "%s", endpoint);
-    int rc = data_socket_open(self, w, endpoint, &self->workers[w].socket);
+    int rc = data_socket_open(self, self->curve_servers[w], endpoint, &self->workers[w].socket);
     if (rc == CDC_OK)
-        rc = heartbeat_socket_open(self, w, endpoint, &peer->socket, &peer->monitor);
+        rc = heartbeat_socket_open(self, w, self->curve_servers[w], endpoint, &peer->socket,
+                                   &peer->monitor);
     return rc;
 }
 
@@ -691,6 +745,7 @@ static void client_free(cdc_client_t *self)
         pthread_join(self->thread, NULL);
     }
     cdc_listener_destroy(&self->listener);
+    cdc_trust_destroy(&self->trust);
     free(self->trusted);
     if (self->zmq) {
         close_sockets(self);
@@ -807,16 +862,20 @@ int cdc_client_move(cdc_client_t *self, int w, const char *endpoint)
 }
 
 /* The moves that bits in *pending (state_lock) ask for: the bits are taken
-   and the workers' endpoints copied. Returns the bits. */
+   and the workers' endpoints and keys copied (discovery may give an entry
+   another key). Returns the bits. */
 static uint64_t moves_take(cdc_client_t *self, uint64_t *pending,
-                           char endpoints[][CDC_CURVE_ENDPOINT_MAX])
+                           char endpoints[][CDC_CURVE_ENDPOINT_MAX],
+                           uint8_t keys[][CDC_CURVE_KEY_BYTES])
 {
     pthread_mutex_lock(&self->state_lock);
     uint64_t moved = *pending;
     *pending = 0;
     for (int w = 0; w < self->count; w++)
-        if (moved & (UINT64_C(1) << w))
+        if (moved & (UINT64_C(1) << w)) {
             memcpy(endpoints[w], self->endpoints[w], sizeof endpoints[w]);
+            memcpy(keys[w], self->curve_servers[w], sizeof keys[w]);
+        }
     pthread_mutex_unlock(&self->state_lock);
     return moved;
 }
@@ -839,12 +898,13 @@ static void move_retry(cdc_client_t *self, uint64_t *pending, int w)
 static void data_moves(cdc_client_t *self)
 {
     char endpoints[CDC_MAX_WORKERS][CDC_CURVE_ENDPOINT_MAX];
-    uint64_t moved = moves_take(self, &self->moved_data, endpoints);
+    uint8_t keys[CDC_MAX_WORKERS][CDC_CURVE_KEY_BYTES];
+    uint64_t moved = moves_take(self, &self->moved_data, endpoints, keys);
     for (int w = 0; moved; w++, moved >>= 1) {
         void *socket;
         if (!(moved & 1))
             continue;
-        if (data_socket_open(self, w, endpoints[w], &socket) != CDC_OK) {
+        if (data_socket_open(self, keys[w], endpoints[w], &socket) != CDC_OK) {
             move_retry(self, &self->moved_data, w);
             continue;
         }
@@ -860,14 +920,15 @@ static void data_moves(cdc_client_t *self)
 static int heartbeat_moves(cdc_client_t *self, int64_t now)
 {
     char endpoints[CDC_MAX_WORKERS][CDC_CURVE_ENDPOINT_MAX];
-    uint64_t moved = moves_take(self, &self->moved_heartbeat, endpoints);
+    uint8_t keys[CDC_MAX_WORKERS][CDC_CURVE_KEY_BYTES];
+    uint64_t moved = moves_take(self, &self->moved_heartbeat, endpoints, keys);
     int changed = 0;
     for (int w = 0; moved; w++, moved >>= 1) {
         heartbeat_peer_t *peer = &self->peers[w];
         void *socket, *monitor;
         if (!(moved & 1))
             continue;
-        if (heartbeat_socket_open(self, w, endpoints[w], &socket, &monitor) != CDC_OK) {
+        if (heartbeat_socket_open(self, w, keys[w], endpoints[w], &socket, &monitor) != CDC_OK) {
             move_retry(self, &self->moved_heartbeat, w);
             continue;
         }
@@ -884,25 +945,139 @@ static int heartbeat_moves(cdc_client_t *self, int64_t now)
 
 /* ---- discovery ------------------------------------------------------------ */
 
-/* Whether a beacon names a worker to add: an endpoint not known yet, this
-   protocol version, a trusted key (its certificate into *cert). Beacons
-   repeat every half second, so what is refused is logged at debug only. */
-static int discovery_admit(cdc_client_t *self, const cdc_discovered_t *found,
-                           cdc_curve_cert_t *cert)
+/* A beacon proves nothing: anyone on the LAN can replay a trusted worker's
+   beacon with its own address, or send beacons of random keys; only the
+   CURVE handshake proves a key. So the table is guarded by what costs
+   nothing to check (measured before: a replay took a planned slot that
+   never turned live, 70 replayed ports filled the table, a flood of random
+   keys scanned the certificate directory per beacon):
+   - one endpoint per key: a key already in the table at another endpoint
+     moves there only once its entry has not been live for longer than the
+     death verdict (CDC_HEARTBEAT_DEAD_MS); a replay of a live worker's
+     beacon elsewhere is ignored;
+   - an entry that never answered a PING is not planned (cdc_client_admitted)
+     and is set free after DISCOVERY_NEVER_LIVE_MS, its sockets replaced by
+     unconnected ones (no more connection attempts); a new key reuses a free
+     entry, and a full table the never-live entry admitted longest ago, in
+     place (the slot tables are indexed by worker);
+   - trusted keys are looked up in memory (cdc_trust_find); a pass reads at
+     most DISCOVERY_BEACONS_PER_PASS beacons, drops the rest unread, and the
+     listener then rests for DISCOVERY_REST_MS (a flood costs a pass per
+     rest, not a heartbeat loop per beacon); each refusal is logged once. */
+
+/* Log a refusal once per (endpoint, reason) in bounded memory: once
+   DISCOVERY_REFUSALS are remembered, new ones go unlogged until the memory
+   is cleared, at most once per DISCOVERY_REFUSALS_RESET_MS. */
+static void discovery_refuse(cdc_client_t *self, const char *endpoint, const char *reason,
+                             const char *detail, int64_t now)
+{
+    uint64_t h = cdc__hash_bytes(endpoint, strlen(endpoint), 0);
+    h = cdc__hash_bytes(reason, strlen(reason), h);
+    for (int i = 0; i < self->refused_count; i++)
+        if (self->refused[i] == h)
+            return;
+    if (self->refused_count == DISCOVERY_REFUSALS) {
+        if (now - self->refused_reset_ms < DISCOVERY_REFUSALS_RESET_MS)
+            return;
+        self->refused_count = 0;
+    }
+    if (self->refused_count == 0)
+        self->refused_reset_ms = now;
+    self->refused[self->refused_count++] = h;
+    CDC_LOG_WARNF("discovery: %s refused: %s%s%s (logged once%s)", endpoint, reason,
+                  detail ? ": " : "", detail ? detail : "",
+                  self->refused_count == DISCOVERY_REFUSALS
+                      ? "; further refusals are not logged for a minute"
+                      : "");
+}
+
+/* The table entry (counted or pending) at endpoint text, or (by_key)
+   holding key text; -1. */
+static int entry_of(const cdc_client_t *self, const char *text, int by_key)
 {
     for (int w = 0; w < self->count + self->pending; w++)
-        if (strcmp(self->endpoints[w], found->endpoint) == 0)
-            return 0;
-    if (found->version != CDC_PROTO_VERSION) {
-        CDC_LOG_DEBUGF("discovery: %s speaks protocol version %d, this coordinator %d: "
-                       "not used", found->endpoint, found->version, CDC_PROTO_VERSION);
-        return 0;
+        if (strcmp(by_key ? self->entry_keys[w] : self->endpoints[w], text) == 0)
+            return w;
+    return -1;
+}
+
+/* Entry w (counted) to the key of cert at endpoint, or (cert NULL) free with
+   no connection: its sockets are replaced as for a moved worker
+   (cdc_client_move), keeping its index. */
+static void entry_retarget(cdc_client_t *self, int w, const char *endpoint,
+                           const cdc_curve_cert_t *cert, int64_t now)
+{
+    uint64_t bit = UINT64_C(1) << w;
+    pthread_mutex_lock(&self->state_lock);
+    snprintf(self->endpoints[w], sizeof self->endpoints[w], "%s", endpoint);
+    if (cert)
+        memcpy(self->curve_servers[w], cert->public_key, CDC_CURVE_KEY_BYTES);
+    self->moved_data |= bit;
+    self->moved_heartbeat |= bit;
+    pthread_mutex_unlock(&self->state_lock);
+    snprintf(self->entry_keys[w], sizeof self->entry_keys[w], "%s",
+             cert ? cert->public_txt : "");
+    self->vacant = cert ? self->vacant & ~bit : self->vacant | bit;
+    self->entry_since[w] = now;
+}
+
+/* key at endpoint's host (tcp://HOST:PORT less :PORT), hashed: an address
+   that sends beacons on many ports is one host. */
+static uint64_t key_host(const char *key, const char *endpoint)
+{
+    const char *colon = strrchr(endpoint, ':');
+    size_t len = colon ? (size_t) (colon - endpoint) : strlen(endpoint);
+    return cdc__hash_bytes(endpoint, len, cdc__hash_bytes(key, strlen(key), 1));
+}
+
+/* Remember that key never answered from endpoint's host, so beacons from
+   there with it are refused for DISCOVERY_FAILED_MS: without this, a
+   replayer sending a key on many ports (or often) took the entry back from
+   each new endpoint and the real worker's two beacons a second never won. */
+static void failed_note(cdc_client_t *self, const char *key, const char *endpoint, int64_t now)
+{
+    self->failed[self->failed_next] = key_host(key, endpoint);
+    self->failed_ms[self->failed_next] = now;
+    self->failed_next = (self->failed_next + 1) % DISCOVERY_FAILED;
+}
+
+static int failed_recently(const cdc_client_t *self, const char *key, const char *endpoint,
+                           int64_t now)
+{
+    uint64_t h = key_host(key, endpoint);
+    for (int i = 0; i < DISCOVERY_FAILED; i++)
+        if (self->failed[i] == h && self->failed_ms[i] > 0 &&
+            now - self->failed_ms[i] < DISCOVERY_FAILED_MS)
+            return 1;
+    return 0;
+}
+
+/* A trusted key at entry w heard from another endpoint: the entry moves
+   there once it has not been live for longer than the death verdict, and
+   not to a host that never answered with this key. */
+static void discovery_move(cdc_client_t *self, int w, const char *endpoint, int64_t now)
+{
+    if (w >= self->count)
+        return; /* pending: counted first */
+    int live = (self->live & (UINT64_C(1) << w)) != 0;
+    int answered_here = live || (self->peers[w].ever_live &&
+                                 self->dead_since[w] >= self->entry_since[w]);
+    int64_t since = answered_here ? self->dead_since[w] : self->entry_since[w];
+    char detail[CDC_CURVE_ENDPOINT_MAX + 48];
+    snprintf(detail, sizeof detail, "worker %d holds it at %s", w, self->endpoints[w]);
+    if (live || now - since <= CDC_HEARTBEAT_DEAD_MS) {
+        discovery_refuse(self, endpoint, "its key is live at another endpoint (or was "
+                                         "within the death verdict)", detail, now);
+        return;
     }
-    if (cdc_curve_trusted_key(self->trusted, found->public_txt, cert) != CDC_OK) {
-        CDC_LOG_DEBUGF("discovery: %s is not trusted: %s", found->endpoint, cdc_last_error());
-        return 0;
+    if (!answered_here)
+        failed_note(self, self->entry_keys[w], self->endpoints[w], now);
+    if (failed_recently(self, self->entry_keys[w], endpoint, now)) {
+        discovery_refuse(self, endpoint, "its key never answered from this host", detail, now);
+        return;
     }
-    return 1;
+    self->entry_since[w] = now;
+    cdc_client_move(self, w, endpoint);
 }
 
 static void close_worker(cdc_client_t *self, int w)
@@ -932,6 +1107,104 @@ static int worker_prepare(cdc_client_t *self, const char *endpoint, const cdc_cu
     return CDC_OK;
 }
 
+/* Where a new key goes: the lowest free entry, else a new one, else (a full
+   table) the never-live entry admitted longest ago; -1 when every entry
+   has answered a PING. */
+static int entry_for_new(const cdc_client_t *self)
+{
+    for (int w = 0; w < self->count; w++)
+        if (self->vacant & (UINT64_C(1) << w))
+            return w;
+    if (self->count < CDC_MAX_WORKERS)
+        return self->count;
+    int oldest = -1;
+    for (int w = 0; w < self->count; w++)
+        if (!self->peers[w].ever_live &&
+            (oldest < 0 || self->entry_since[w] < self->entry_since[oldest]))
+            oldest = w;
+    return oldest;
+}
+
+/* A trusted key not in the table: an entry reused in place, or a new one
+   (sockets now, counted by discovery_publish; one at a time). */
+static void discovery_add(cdc_client_t *self, const cdc_discovered_t *found,
+                          const cdc_curve_cert_t *cert, int64_t now)
+{
+    if (failed_recently(self, cert->public_txt, found->endpoint, now)) {
+        discovery_refuse(self, found->endpoint, "its key never answered from this host", NULL,
+                         now);
+        return;
+    }
+    int w = entry_for_new(self);
+    if (w < 0) {
+        discovery_refuse(self, found->endpoint, "not added",
+                         "every entry of the table has answered PINGs", now);
+        return;
+    }
+    if (w < self->count) {
+        if (!(self->vacant & (UINT64_C(1) << w))) {
+            CDC_LOG_WARNF("discovery: worker %d (%s) never answered; the full table gives "
+                          "its entry to %s", w, self->endpoints[w], found->endpoint);
+            failed_note(self, self->entry_keys[w], self->endpoints[w], now);
+        }
+        entry_retarget(self, w, found->endpoint, cert, now);
+        CDC_LOG_INFOF("discovery: worker %d is %s", w, found->endpoint);
+        return;
+    }
+    if (self->pending)
+        return; /* the next beacon comes in 500 ms */
+    if (worker_prepare(self, found->endpoint, cert) != CDC_OK) {
+        discovery_refuse(self, found->endpoint, "not added", cdc_last_error(), now);
+        return;
+    }
+    snprintf(self->entry_keys[w], sizeof self->entry_keys[w], "%s", cert->public_txt);
+    self->entry_since[w] = now;
+    pthread_mutex_lock(&self->state_lock);
+    self->pending = 1;
+    pthread_mutex_unlock(&self->state_lock);
+}
+
+/* One beacon: a known endpoint costs a table scan; another protocol
+   version or an untrusted key (a lookup in memory) is refused; a key in the
+   table may move its entry; a new trusted key gets one. */
+static void discovery_take(cdc_client_t *self, const cdc_discovered_t *found, int64_t now)
+{
+    if (entry_of(self, found->endpoint, 0) >= 0)
+        return;
+    if (found->version != CDC_PROTO_VERSION) {
+        char detail[80];
+        snprintf(detail, sizeof detail, "it speaks protocol version %d, this coordinator %d",
+                 found->version, CDC_PROTO_VERSION);
+        discovery_refuse(self, found->endpoint, "another protocol version", detail, now);
+        return;
+    }
+    cdc_curve_cert_t cert;
+    if (cdc_trust_find(self->trust, found->public_txt, now, &cert) != CDC_OK) {
+        discovery_refuse(self, found->endpoint, "not trusted", cdc_last_error(), now);
+        return;
+    }
+    int w = entry_of(self, found->public_txt, 1);
+    if (w >= 0)
+        discovery_move(self, w, found->endpoint, now);
+    else
+        discovery_add(self, found, &cert, now);
+}
+
+/* Entries that never answered a PING within DISCOVERY_NEVER_LIVE_MS (a
+   replayed beacon, a worker that cannot reach this coordinator): their
+   sockets stop connecting and the entry is free for the next key. */
+static void discovery_age(cdc_client_t *self, int64_t now)
+{
+    for (int w = 0; w < self->count; w++)
+        if (!(self->vacant & (UINT64_C(1) << w)) && !self->peers[w].ever_live &&
+            now - self->entry_since[w] > DISCOVERY_NEVER_LIVE_MS) {
+            CDC_LOG_WARNF("discovery: worker %d (%s) never answered within %d ms: its entry "
+                          "is free", w, self->endpoints[w], DISCOVERY_NEVER_LIVE_MS);
+            failed_note(self, self->entry_keys[w], self->endpoints[w], now);
+            entry_retarget(self, w, "", NULL, now);
+        }
+}
+
 /* Count a prepared worker: calls and the heartbeat thread see it from now.
    The caller holds self->lock (no call runs) or no thread but its own runs
    yet. */
@@ -940,6 +1213,9 @@ static void discovery_publish(cdc_client_t *self)
     pthread_mutex_lock(&self->state_lock);
     int added = self->pending;
     if (added) {
+        /* Its never-live time counts from its first PING (the heartbeat
+           thread reads it once it sees the new count). */
+        self->entry_since[self->count] = (int64_t) cdc__clock_ms();
         self->count++;
         self->pending = 0;
     }
@@ -949,23 +1225,58 @@ static void discovery_publish(cdc_client_t *self)
                       self->endpoints[self->count - 1]);
 }
 
-/* Heartbeat thread: the beacons waiting. A worker it admits gets its
-   sockets here; it is counted between calls (a call owns the worker count
-   and the data sockets): by the next call, or here when no call runs. */
-static void discovery_poll(cdc_client_t *self)
+/* Under self->lock, with discovery and no homes given (cdc_client_set_homes):
+   the plan's slots go to the entries that have answered a PING, in index
+   order, so a never-live entry below them (a replayed beacon heard first)
+   is home of no slot; the others come after (cdc_slots_set_homes). */
+static void discovery_homes(cdc_client_t *self)
+{
+    if (!self->listener || self->homes_given)
+        return;
+    uint64_t answered = 0;
+    pthread_mutex_lock(&self->state_lock);
+    for (int w = 0; w < self->count; w++)
+        if (self->peers[w].ever_live)
+            answered |= UINT64_C(1) << w;
+    pthread_mutex_unlock(&self->state_lock);
+    if (answered == self->homes_answered)
+        return;
+    self->homes_answered = answered;
+    int homes[CDC_MAX_WORKERS], k = 0;
+    for (int w = 0; w < self->count; w++)
+        if (answered & (UINT64_C(1) << w))
+            homes[k++] = w;
+    if (cdc_slots_set_homes(self->slots, homes, k, self->count) == CDC_OK)
+        atomic_store(&self->restoring, 1); /* the new homes' weights, soon */
+}
+
+/* Heartbeat thread: at most DISCOVERY_BEACONS_PER_PASS beacons, the rest
+   dropped unread, then the listener is left alone for DISCOVERY_REST_MS
+   (a beacon waits at most that long); the ageing; a worker admitted gets
+   its sockets here and is counted between calls (a call owns the worker
+   count and the data sockets): by the next call, or here when no call
+   runs. */
+static void discovery_poll(cdc_client_t *self, int64_t now)
 {
     cdc_discovered_t found;
-    while (cdc_listener_next(self->listener, 0, &found) == CDC_OK) {
-        cdc_curve_cert_t cert;
-        if (self->pending || !discovery_admit(self, &found, &cert))
-            continue; /* one at a time: the next beacon comes in 500 ms */
-        if (worker_prepare(self, found.endpoint, &cert) != CDC_OK) {
-            CDC_LOG_WARNF("%s", cdc_last_error());
-            continue;
-        }
-        pthread_mutex_lock(&self->state_lock);
-        self->pending = 1;
-        pthread_mutex_unlock(&self->state_lock);
+    int heard = 0;
+    while (now >= self->discovery_rest_ms && heard < DISCOVERY_BEACONS_PER_PASS &&
+           cdc_listener_next(self->listener, 0, &found) == CDC_OK) {
+        heard++;
+        discovery_take(self, &found, now);
+    }
+    if (heard == DISCOVERY_BEACONS_PER_PASS) {
+        int dropped = cdc_listener_drain(self->listener, DISCOVERY_DRAIN_MAX);
+        if (dropped > 0 && self->beacons_dropped == 0)
+            CDC_LOG_WARNF("discovery: more than %d beacons in %d ms: the rest dropped unread "
+                          "(logged once)", DISCOVERY_BEACONS_PER_PASS, DISCOVERY_REST_MS);
+        self->beacons_dropped += (uint64_t) dropped;
+    }
+    if (heard > 0)
+        self->discovery_rest_ms = now + DISCOVERY_REST_MS;
+    if (now >= self->discovery_age_ms) {
+        discovery_age(self, now);
+        self->discovery_age_ms = now + DISCOVERY_AGE_PASS_MS;
     }
     if (self->pending && pthread_mutex_trylock(&self->lock) == 0) {
         discovery_publish(self);
@@ -980,20 +1291,29 @@ static void discovery_first_set(cdc_client_t *self, int wait_ms)
 {
     int64_t deadline = (int64_t) cdc__clock_ms() + wait_ms, last_new = -1;
     const int64_t settle = 2 * CDC_DISCOVERY_INTERVAL_MS + 100;
-    for (;;) {
+    int64_t window = 0;
+    for (int heard = 0;;) {
         int64_t now = (int64_t) cdc__clock_ms();
         if (now >= deadline || (last_new >= 0 && now - last_new >= settle))
             break;
         cdc_discovered_t found;
-        cdc_curve_cert_t cert;
         int slice = deadline - now < 50 ? (int) (deadline - now) : 50;
-        if (cdc_listener_next(self->listener, slice, &found) == CDC_OK &&
-            discovery_admit(self, &found, &cert) &&
-            worker_prepare(self, found.endpoint, &cert) == CDC_OK) {
-            self->pending = 1;
-            discovery_publish(self); /* no other thread yet */
-            last_new = (int64_t) cdc__clock_ms();
+        if (now - window >= DISCOVERY_REST_MS) {
+            window = now;
+            heard = 0;
+        } else if (heard == DISCOVERY_BEACONS_PER_PASS) { /* a flood: as the thread does */
+            cdc_listener_drain(self->listener, DISCOVERY_DRAIN_MAX);
+            cdc__sleep_ms(DISCOVERY_REST_MS);
+            continue;
         }
+        if (cdc_listener_next(self->listener, slice, &found) != CDC_OK)
+            continue;
+        heard++;
+        int before = self->count;
+        discovery_take(self, &found, now);
+        discovery_publish(self); /* no other thread yet */
+        if (self->count != before)
+            last_new = (int64_t) cdc__clock_ms();
     }
     if (self->count == 0)
         CDC_LOG_WARNF("discovery: no trusted worker announced itself within %d ms; calls "
@@ -1014,9 +1334,15 @@ int cdc_client_new_discover(const cdc_discovery_where_t *where, int wait_ms,
     if (!(self->trusted = strdup(trusted)))
         rc = cdc__fail(CDC_ENOMEM, "client");
     if (rc == CDC_OK)
+        rc = cdc_trust_new(trusted, &self->trust);
+    if (rc == CDC_OK)
         rc = cdc_listener_new(where, &self->listener);
     if (rc == CDC_OK) {
         discovery_first_set(self, wait_ms);
+        /* No PING before the heartbeat thread: the first set's never-live
+           time starts now (it aged real workers heard early). */
+        for (int w = 0; w < self->count; w++)
+            self->entry_since[w] = (int64_t) cdc__clock_ms();
         rc = heartbeat_start(self);
     }
     if (rc != CDC_OK) {
@@ -1026,6 +1352,20 @@ int cdc_client_new_discover(const cdc_discovery_where_t *where, int wait_ms,
     wait_for_workers(self, connect_wait_ms);
     *client_p = self;
     return CDC_OK;
+}
+
+int cdc_client_admitted(cdc_client_t *self)
+{
+    if (!self)
+        return 0;
+    if (!self->listener)
+        return self->count;
+    pthread_mutex_lock(&self->state_lock);
+    int admitted = 0;
+    for (int w = 0; w < self->count; w++)
+        admitted += self->peers[w].ever_live != 0;
+    pthread_mutex_unlock(&self->state_lock);
+    return admitted;
 }
 
 int cdc_client_planned(cdc_client_t *self, uint64_t *mask)
@@ -1600,6 +1940,34 @@ static void track_redundancy(cdc_client_t *self, uint64_t live, int64_t last_dep
                                        cdc_slots_staging(self->slots));
 }
 
+/* Worker w's status named instance: a new process is taken only once the
+   old one is gone (cdc_slots_instance; refused changes logged once per
+   worker). Each one that comes back empty within a minute of its last
+   return waits longer before it is sent its weights again: 0, then 1, 2,
+   4 ... 30 s, so a process in a crash loop (or a worker that lies about
+   its instance across reconnections) cannot keep the links busy. */
+static void note_instance(cdc_client_t *self, int w, uint64_t instance)
+{
+    cdc_slot_worker_t *worker = &self->slots->workers[w];
+    uint64_t was = worker->instance;
+    if (cdc_slots_instance(self->slots, w, instance) && worker->instances_refused == 1)
+        CDC_LOG_WARNF("worker %d names another process (instance) on a connection that "
+                      "never dropped: ignored, its weights are not sent again (a bug or a "
+                      "lie; logged once)", w);
+    if (was == 0 || worker->instance == was)
+        return;
+    int64_t now = (int64_t) cdc__clock_ms();
+    self->empty_returns[w] = now - self->empty_at_ms[w] < 60000 ? self->empty_returns[w] + 1 : 1;
+    self->empty_at_ms[w] = now;
+    int shift = self->empty_returns[w] - 2;
+    int64_t backoff = shift < 0 ? 0 : shift >= 5 ? 30000 : (int64_t) 1000 << shift;
+    self->restore_after_ms[w] = now + backoff;
+    if (backoff > 0)
+        CDC_LOG_INFOF("worker %d came back empty %d times within a minute of each other: "
+                      "its weights are sent again in %.0f s", w, self->empty_returns[w],
+                      (double) backoff / 1000.0);
+}
+
 /* Under the call lock, at a call's start or between calls (the heartbeat
    thread): read the data sockets (acks of restores, stale replies), learn
    which workers are new processes or lost their connection, send returning
@@ -1620,16 +1988,20 @@ static void restore_pass(cdc_client_t *self)
     pthread_mutex_unlock(&self->state_lock);
     cdc_slots_t *slots = self->slots;
     slots->worker_count = count;
+    uint64_t restorable = live;
+    int64_t now_ms = (int64_t) cdc__clock_ms();
     for (int w = 0; w < count; w++) {
         if (departures[w] != self->deaths_seen[w]) {
             cdc_slots_connection_lost(slots, w);
             self->deaths_seen[w] = departures[w];
         }
-        cdc_slots_instance(slots, w, instance[w]);
+        note_instance(self, w, instance[w]);
+        if (now_ms < self->restore_after_ms[w])
+            restorable &= ~(UINT64_C(1) << w);
     }
     uint64_t before = slots->background_bytes;
     cdc_slot_io_t io = {restore_send_weights, send_data_ping, self};
-    cdc_slots_restore(slots, live, &io);
+    cdc_slots_restore(slots, restorable, &io);
     self->counters.background_weight_bytes += slots->background_bytes - before;
     track_redundancy(self, live, last_departure_us);
     self->last_pass_ms = (int64_t) cdc__clock_ms();
@@ -1750,6 +2122,7 @@ int cdc_client_run_goal(cdc_client_t *self, cdc_shard_task_t *tasks, int count, 
     pthread_mutex_lock(&self->lock);
     if (self->pending)
         discovery_publish(self); /* a worker discovered since the last call */
+    discovery_homes(self);       /* none on a discovered entry never live */
     data_moves(self);            /* a respawned worker's new endpoint */
     cdc_slots_call(self->slots, count);
     restore_pass(self);
@@ -1785,6 +2158,7 @@ int cdc_client_set_homes(cdc_client_t *self, const int *home_of_slot, int slots)
     pthread_mutex_lock(&self->lock);
     int rc = cdc_slots_set_homes(self->slots, home_of_slot, slots, self->count);
     if (rc == CDC_OK) {
+        self->homes_given = 1; /* discovery_homes leaves them alone */
         /* The new homes' weights go in the next restore pass, soon. */
         atomic_store(&self->restoring, 1);
         CDC_LOG_INFOF("homes of %d slots set; the rest on the other workers", slots);

@@ -81,6 +81,11 @@ void cdc_client_destroy(cdc_client_t **client_p);
 /* W, the number of endpoints. */
 int cdc_client_worker_count(const cdc_client_t *self);
 
+/* The workers the plan may count: W with an endpoint list; with discovery,
+   the entries that have answered a PING at least once (an entry that never
+   did, such as a replayed beacon's, takes no slot). Thread-safe. */
+int cdc_client_admitted(cdc_client_t *self);
+
 /* Send tasks[t] to a worker of the plan (cdc_client_planned) by stable
    placement (placement.h): shard s goes to its slot's home (worker s unless
    cdc_client_set_homes moved it) while that worker is live and ready, so a

@@ -143,7 +143,9 @@ static int beacon_parse(const char *address, const uint8_t *data, size_t size,
 int cdc_listener_next(cdc_listener_t *self, int timeout_ms, cdc_discovered_t *found)
 {
     zsock_set_rcvtimeo(self->beacon, timeout_ms);
-    for (;;) {
+    /* Bounded: a flood of malformed beacons arriving as fast as they are
+       skipped must not keep the caller (the heartbeat thread) here. */
+    for (int skipped = 0; skipped <= CDC_DISCOVERY_SKIP_MAX; skipped++) {
         char *address = zstr_recv(self->beacon);
         if (!address)
             return CDC_ETIMEDOUT;
@@ -156,6 +158,25 @@ int cdc_listener_next(cdc_listener_t *self, int timeout_ms, cdc_discovered_t *fo
             return CDC_OK;
         zsock_set_rcvtimeo(self->beacon, 0); /* skip malformed ones already waiting */
     }
+    return CDC_ETIMEDOUT;
+}
+
+int cdc_listener_drain(cdc_listener_t *self, int max)
+{
+    void *socket = zsock_resolve(self->beacon);
+    int dropped = 0;
+    while (dropped < max) {
+        zmq_msg_t part;
+        zmq_msg_init(&part);
+        if (zmq_msg_recv(&part, socket, ZMQ_DONTWAIT) < 0) {
+            zmq_msg_close(&part);
+            break;
+        }
+        int more = zmq_msg_more(&part);
+        zmq_msg_close(&part);
+        dropped += !more; /* a beacon is two parts: its sender, its bytes */
+    }
+    return dropped;
 }
 
 void *cdc_listener_socket(const cdc_listener_t *self)

@@ -18,6 +18,8 @@
 #define CDC_DISCOVERY_DEFAULT_PORT 47474 /* UDP port of the beacons          */
 #define CDC_DISCOVERY_INTERVAL_MS 500    /* a worker's beacon period         */
 #define CDC_DISCOVERY_BEACON_BYTES 48
+#define CDC_DISCOVERY_SKIP_MAX 256       /* malformed beacons skipped per
+                                            cdc_listener_next              */
 
 typedef struct cdc_announcer cdc_announcer_t;
 typedef struct cdc_listener cdc_listener_t;
@@ -56,10 +58,15 @@ int cdc_listener_new(const cdc_discovery_where_t *where, cdc_listener_t **listen
 void cdc_listener_destroy(cdc_listener_t **listener_p);
 
 /* The next well-formed beacon heard within timeout_ms (0: only one already
-   waiting). CDC_OK with *found filled; CDC_ETIMEDOUT when none. Malformed
-   beacons (wrong size or magic, a key that is not Z85) are skipped. Not
+   waiting). CDC_OK with *found filled; CDC_ETIMEDOUT when none, or after
+   CDC_DISCOVERY_SKIP_MAX malformed beacons (wrong size or magic, a key that
+   is not Z85), which are skipped. Not
    thread-safe: one thread per listener. */
 int cdc_listener_next(cdc_listener_t *self, int timeout_ms, cdc_discovered_t *found);
+
+/* Drop up to max beacons waiting, unread: what is past a pass's bound. Returns
+   how many were dropped. */
+int cdc_listener_drain(cdc_listener_t *self, int max);
 
 /* The libzmq socket (a void * as zmq_poll takes it) that turns readable
    when a beacon is waiting: for a poll loop beside other sockets. */

@@ -17,6 +17,7 @@
 #include <errno.h>
 #include <string.h>
 #include <strings.h>
+#include <stdlib.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -257,6 +258,174 @@ int cdc_curve_server_cert(const char *path, const char *endpoint, cdc_curve_cert
     if (is_dir)
         return server_cert_in_dir(path, MATCH_ENDPOINT, endpoint, cert);
     return cdc_curve_load_public(path, cert);
+}
+
+/* ---- trusted keys in memory (discovery) ---------------------------------------- */
+
+typedef struct {
+    char txt[CDC_CURVE_KEY_TEXT];
+    uint8_t key[CDC_CURVE_KEY_BYTES];
+} trust_key_t;
+
+struct cdc_trust {
+    char *path;
+    trust_key_t *keys; /* sorted by txt */
+    int count, capacity;
+    struct stat seen;  /* path's stat at the last read */
+    int64_t checked_ms;
+    int reads;
+    int readable;      /* the last look at path succeeded */
+};
+
+static int trust_key_cmp(const void *a, const void *b)
+{
+    return strcmp(((const trust_key_t *) a)->txt, ((const trust_key_t *) b)->txt);
+}
+
+static int trust_add(cdc_trust_t *self, zcert_t *zc)
+{
+    if (self->count == self->capacity) {
+        int capacity = self->capacity ? 2 * self->capacity : 16;
+        trust_key_t *keys = realloc(self->keys, (size_t) capacity * sizeof *keys);
+        if (!keys)
+            return cdc__fail(CDC_ENOMEM, "trusted keys of '%s'", self->path);
+        self->keys = keys;
+        self->capacity = capacity;
+    }
+    trust_key_t *entry = &self->keys[self->count++];
+    snprintf(entry->txt, sizeof entry->txt, "%s", zcert_public_txt(zc));
+    memcpy(entry->key, zcert_public_key(zc), CDC_CURVE_KEY_BYTES);
+    return CDC_OK;
+}
+
+/* Every certificate of the directory path (as server_cert_in_dir reads them). */
+static int trust_read_dir(cdc_trust_t *self)
+{
+    DIR *d = opendir(self->path);
+    if (!d)
+        return cdc__fail(CDC_ECONFIG, "certificate directory '%s': %s", self->path,
+                         strerror(errno));
+    int rc = CDC_OK;
+    struct dirent *entry;
+    while (rc == CDC_OK && (entry = readdir(d)) != NULL) {
+        if (entry->d_name[0] == '.' || has_suffix(entry->d_name, "_secret"))
+            continue;
+        char path[ZCERT_PATH_MAX + 1];
+        if ((size_t) snprintf(path, sizeof path, "%s/%s", self->path, entry->d_name) >=
+            sizeof path)
+            continue;
+        struct stat st;
+        if (stat(path, &st) != 0 || !S_ISREG(st.st_mode))
+            continue;
+        zcert_t *zc = screened_load(path);
+        if (zc)
+            rc = trust_add(self, zc);
+        zcert_destroy(&zc);
+    }
+    closedir(d);
+    return rc;
+}
+
+/* Read path again (st: its stat now); on failure nothing is trusted. */
+static int trust_read(cdc_trust_t *self, const struct stat *st)
+{
+    self->count = 0;
+    self->reads++;
+    self->seen = *st;
+    int rc;
+    if (S_ISDIR(st->st_mode)) {
+        rc = trust_read_dir(self);
+    } else {
+        zcert_t *zc = load_file(self->path);
+        rc = zc ? trust_add(self, zc) : CDC_ECONFIG;
+        zcert_destroy(&zc);
+    }
+    if (rc != CDC_OK)
+        self->count = 0;
+    qsort(self->keys, (size_t) self->count, sizeof *self->keys, trust_key_cmp);
+    self->readable = rc == CDC_OK;
+    return rc;
+}
+
+static int stat_same(const struct stat *a, const struct stat *b)
+{
+    return a->st_ino == b->st_ino && a->st_dev == b->st_dev &&
+           a->st_mtim.tv_sec == b->st_mtim.tv_sec && a->st_mtim.tv_nsec == b->st_mtim.tv_nsec &&
+           a->st_ctim.tv_sec == b->st_ctim.tv_sec && a->st_ctim.tv_nsec == b->st_ctim.tv_nsec;
+}
+
+int cdc_trust_new(const char *path, cdc_trust_t **trust_p)
+{
+    *trust_p = NULL;
+    struct stat st;
+    if (!path || !*path)
+        return cdc__fail(CDC_ECONFIG, "no trusted worker certificates given");
+    if (stat(path, &st) != 0)
+        return cdc__fail(CDC_ECONFIG, "worker certificate '%s': %s", path, strerror(errno));
+    cdc_trust_t *self = calloc(1, sizeof *self);
+    if (!self || !(self->path = strdup(path))) {
+        free(self);
+        return cdc__fail(CDC_ENOMEM, "trusted keys");
+    }
+    int rc = trust_read(self, &st);
+    if (rc != CDC_OK) {
+        cdc_trust_destroy(&self);
+        return rc;
+    }
+    *trust_p = self;
+    return CDC_OK;
+}
+
+void cdc_trust_destroy(cdc_trust_t **trust_p)
+{
+    if (!trust_p || !*trust_p)
+        return;
+    free((*trust_p)->keys);
+    free((*trust_p)->path);
+    free(*trust_p);
+    *trust_p = NULL;
+}
+
+/* At most once per CDC_TRUST_RECHECK_MS: read path again when it changed. */
+static void trust_recheck(cdc_trust_t *self, int64_t now_ms)
+{
+    if (self->checked_ms != 0 && now_ms - self->checked_ms < CDC_TRUST_RECHECK_MS)
+        return;
+    self->checked_ms = now_ms;
+    struct stat st;
+    if (stat(self->path, &st) != 0) {
+        self->count = 0; /* gone: trust nothing */
+        self->readable = 0;
+        memset(&self->seen, 0, sizeof self->seen);
+        return;
+    }
+    if (!self->readable || !stat_same(&st, &self->seen))
+        trust_read(self, &st);
+}
+
+int cdc_trust_find(cdc_trust_t *self, const char *public_txt, int64_t now_ms,
+                   cdc_curve_cert_t *cert)
+{
+    trust_recheck(self, now_ms);
+    if (!self->readable)
+        return cdc__fail(CDC_ECONFIG, "worker certificates '%s' unreadable at the last look",
+                         self->path);
+    trust_key_t probe;
+    snprintf(probe.txt, sizeof probe.txt, "%s", public_txt);
+    const trust_key_t *hit = bsearch(&probe, self->keys, (size_t) self->count,
+                                     sizeof *self->keys, trust_key_cmp);
+    if (!hit)
+        return cdc__fail(CDC_ECONFIG, "no certificate in '%s' holds key %s (of %d certificates)",
+                         self->path, public_txt, self->count);
+    memset(cert, 0, sizeof *cert);
+    memcpy(cert->public_key, hit->key, CDC_CURVE_KEY_BYTES);
+    memcpy(cert->public_txt, hit->txt, sizeof cert->public_txt);
+    return CDC_OK;
+}
+
+int cdc_trust_reads(const cdc_trust_t *self)
+{
+    return self ? self->reads : 0;
 }
 
 static int file_exists(const char *path)

@@ -55,6 +55,37 @@ int cdc_curve_server_cert(const char *path, const char *endpoint, cdc_curve_cert
    CDC_ECONFIG (not trusted: no such key; unreadable). */
 int cdc_curve_trusted_key(const char *path, const char *public_txt, cdc_curve_cert_t *cert);
 
+/* Trusted worker keys held in memory, for discovery: path (a certificate
+   file or a directory of them, as cdc_curve_trusted_key) is read once, and
+   again when its modification or change time or inode differs, looked at at
+   most once per CDC_TRUST_RECHECK_MS: a beacon with an unknown key costs a
+   binary search, never a directory scan (a flood of random keys made the
+   heartbeat thread scan the directory per beacon). A library installs no
+   signal handler in the user's program, so this is the coordinator's reload
+   (the worker's is SIGHUP). A directory's times change when a file is added,
+   removed or renamed into it, not when one is edited in place. Not
+   thread-safe: one thread per cache. */
+#define CDC_TRUST_RECHECK_MS 1000
+
+typedef struct cdc_trust cdc_trust_t;
+
+/* Read path into a new cache. CDC_OK, CDC_ENOMEM, or CDC_ECONFIG naming path
+   (missing, unreadable). Caller owns *trust_p (cdc_trust_destroy). */
+int cdc_trust_new(const char *path, cdc_trust_t **trust_p);
+
+/* Accepts NULL and *NULL; nulls *trust_p. */
+void cdc_trust_destroy(cdc_trust_t **trust_p);
+
+/* The trusted certificate holding public_txt (Z85) into *cert (its public
+   key; no endpoint, no secret). now_ms: a monotonic clock, for the recheck.
+   CDC_OK, or CDC_ECONFIG (no such key, or path unreadable at the last look:
+   then nothing is trusted until it reads again). */
+int cdc_trust_find(cdc_trust_t *self, const char *public_txt, int64_t now_ms,
+                   cdc_curve_cert_t *cert);
+
+/* How many times path was read (the first read counts): for tests. */
+int cdc_trust_reads(const cdc_trust_t *self);
+
 /* Whether path names a directory (1), something else that exists (0), or
    nothing readable (-1). */
 int cdc_curve_path_is_dir(const char *path);

@@ -158,6 +158,7 @@ void cdc_slots_connection_lost(cdc_slots_t *slots, int w)
             remove_key(worker, i);
     worker->pinged_seq = worker->acked_seq;
     worker->connected = 0;
+    worker->gone = 1;
 }
 
 void cdc_slots_new_process(cdc_slots_t *slots, int w)
@@ -167,13 +168,19 @@ void cdc_slots_new_process(cdc_slots_t *slots, int w)
     worker->ready = 0;
     worker->acked_seq = worker->pinged_seq = worker->sent_seq;
     worker->connected = 0;
+    worker->gone = 1;
 }
 
-void cdc_slots_instance(cdc_slots_t *slots, int w, uint64_t instance)
+int cdc_slots_instance(cdc_slots_t *slots, int w, uint64_t instance)
 {
     cdc_slot_worker_t *worker = &slots->workers[w];
     if (instance == 0 || instance == worker->instance)
-        return;
+        return 0;
+    if (worker->instance != 0 && !worker->gone) {
+        worker->instances_refused++;
+        return 1;
+    }
+    worker->gone = 0;
     if (worker->instance != 0) {
         /* Another process on this endpoint: its cache is empty. Old acks
            (seq numbers at most sent_seq) can no longer count. */
@@ -182,6 +189,7 @@ void cdc_slots_instance(cdc_slots_t *slots, int w, uint64_t instance)
         worker->acked_seq = worker->pinged_seq = worker->sent_seq;
     }
     worker->instance = instance;
+    return 0;
 }
 
 void cdc_slots_call(cdc_slots_t *slots, int count)

@@ -76,6 +76,10 @@ typedef struct {
     int connected;       /* a send to it went through since its connection
                             last dropped (the heartbeats' socket is another
                             connection: live does not prove this one)      */
+    int gone;            /* it died or left since its instance was taken:
+                            only then may another instance replace it     */
+    uint64_t instances_refused; /* instance changes ignored: the connection
+                            that brought them never dropped              */
 } cdc_slot_worker_t;
 
 typedef struct {
@@ -133,8 +137,13 @@ void cdc_slots_connection_lost(cdc_slots_t *slots, int w);
    harmlessly (nothing is sent to it before that status makes it live). */
 void cdc_slots_new_process(cdc_slots_t *slots, int w);
 /* Worker w's status named its instance: a new one (a new process) holds
-   nothing. */
-void cdc_slots_instance(cdc_slots_t *slots, int w, uint64_t instance);
+   nothing. Accepted only once the old process is gone (w died or left, a
+   connection lost, since the current instance was taken): a new process
+   can only answer on a new connection, and a worker that names another
+   instance in every PONG on the same one (a bug, or a lie) would otherwise
+   be re-sent its weights on every heartbeat. Returns 1 when a change was
+   refused for that (the caller may ask again after a departure). */
+int cdc_slots_instance(cdc_slots_t *slots, int w, uint64_t instance);
 
 /* A call with count tasks begins: slot_count follows it. */
 void cdc_slots_call(cdc_slots_t *slots, int count);

@@ -190,6 +190,7 @@ typedef struct {
     int replicate;          /* 2-modular redundancy: data shards sent twice  */
     uint64_t all, data_mask;
     uint64_t erased, corrupted; /* injected by cdc_context_erase/corrupt_next */
+    uint64_t unfit;         /* not sent: their homes' budgets (plan.h)      */
     uint64_t empty;         /* data shards of no rows: zero, never sent      */
     cdc_shard_task_t sent[CDC_MAX_SHARDS]; /* what went to the executor      */
     int count;
@@ -222,6 +223,7 @@ static void run_start(cdc_context_t *context, const cdc_coded_call_t *call, call
     for (int s = 0; s < n; s++)
         if (task_empty(&call->tasks[s]))
             run->empty |= UINT64_C(1) << s;
+    run->unfit = call->unfit & run->all & ~run->empty;
 }
 
 /* A checked call's goal (task.h): the results it needs, and one more to
@@ -240,6 +242,18 @@ static int goal_checked(void *ctx, const cdc_shard_task_t *tasks, int count)
     return cdc__check_wait_over(&goal->wait, in >= goal->needed, in > goal->needed);
 }
 
+/* A call that left a data shard out on purpose (erased, unfit) needs the
+   parity that stands in for it: the executor's own rule, to stop once
+   every data shard it was sent is in, would return without it. */
+static int goal_needed(void *ctx, const cdc_shard_task_t *tasks, int count)
+{
+    const check_goal_t *goal = ctx;
+    int in = 0;
+    for (int t = 0; t < count; t++)
+        in += (int) (tasks[t].parts_in & 1);
+    return in >= goal->needed;
+}
+
 /* Every shard not erased (nor empty) to the executor (and, under 2-modular
    redundancy, every such data shard a second time, as shard n + s: first
    copy wins). */
@@ -248,7 +262,7 @@ static int call_dispatch(cdc_context_t *context, const cdc_coded_call_t *call,
 {
     int n = call->n, shards = call->n + call->r;
     for (int s = 0; s < shards; s++) {
-        if ((run->erased | run->empty) & (UINT64_C(1) << s))
+        if ((run->erased | run->empty | run->unfit) & (UINT64_C(1) << s))
             continue;
         run->sent[run->count++] = call->tasks[s];
         run->out_bytes += cdc_task_bytes_out(&call->tasks[s]);
@@ -277,8 +291,10 @@ static int call_dispatch(cdc_context_t *context, const cdc_coded_call_t *call,
        may leave (a dead slot's shard is not moved for a check). */
     check_goal_t check = {.needed = needed};
     cdc__check_wait_start(&check.wait);
-    cdc_call_goal_t checked = {goal_checked, &check};
-    cdc_call_goal_t *goal = run->verify && run->count > needed ? &checked : NULL;
+    cdc_call_goal_t checked = {goal_checked, &check}, all_needed = {goal_needed, &check};
+    cdc_call_goal_t *goal = run->verify && run->count > needed ? &checked
+                            : (run->erased | run->unfit) & run->data_mask ? &all_needed
+                                                                          : NULL;
     double started = cdc__clock_ms();
     int rc = run->count ? context->executor->ops->run(context->executor, run->sent,
                                                       run->count, split, needed, goal,
@@ -505,6 +521,7 @@ static void call_account(cdc_context_t *context, const cdc_coded_call_t *call,
     context->stats.shards_erased += (uint64_t) cdc__popcount64(lost);
     context->stats.results_decoded += (uint64_t) report->decoded;
     context->stats.decodes_refused += (uint64_t) run->refused;
+    context->stats.budget_erasures += (uint64_t) cdc__popcount64(run->unfit);
     cdc__verify_account(context, run->checked, report->corrupt);
     context->stats.fallbacks += report->fallback > 0;
     context->stats.bytes_out += run->out_bytes;
@@ -545,6 +562,14 @@ static int call_run_here(cdc_context_t *context, cdc_coded_call_t *call)
 int cdc__coded_call_here(const cdc_call_plan_t *plan)
 {
     return plan->over_budget ? CDC_HERE_BUDGET : plan->local_faster ? CDC_HERE_FASTER : 0;
+}
+
+void cdc__coded_call_follow(cdc_coded_call_t *call, const cdc_call_plan_t *plan)
+{
+    call->split = plan->split;
+    call->wanted_r = plan->wanted_r;
+    call->here = cdc__coded_call_here(plan);
+    call->unfit = plan->unfit_slots;
 }
 
 /* The coordinator's share on the helper thread. */

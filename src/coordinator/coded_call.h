@@ -52,6 +52,8 @@ typedef struct cdc_coded_call {
                                would not fit their homes' memory (plan.h,
                                over_budget); CDC_HERE_FASTER, it is
                                predicted faster (local_faster); 0: no     */
+    uint64_t unfit;         /* shards whose home cannot hold their weights
+                               (plan.h unfit_slots): not sent, erasures    */
 } cdc_coded_call_t;
 
 /* Prepare a call of n data and r parity shard results of rows x cols: allocates
@@ -60,6 +62,10 @@ typedef struct cdc_coded_call {
    giving a data task of an unequal block its own, smaller, shape. */
 /* The coded call's `here` for a sized plan. */
 int cdc__coded_call_here(const cdc_call_plan_t *plan);
+
+/* What an initialised call takes from its sized plan: the split, the
+   parity asked for, here, the unfit shards. */
+void cdc__coded_call_follow(cdc_coded_call_t *call, const cdc_call_plan_t *plan);
 
 int cdc__coded_call_init(cdc_coded_call_t *call, const cdc_code_t *code, int n,
                          int64_t rows, int64_t cols);

@@ -295,9 +295,7 @@ static int driver_dispatch(cdc_context_t *context, const cdc_call_plan_t *plan,
     int rc = cdc__coded_call_init(&call, plan->code, plan->n, result_rows, result_cols);
     if (rc != CDC_OK)
         return rc;
-    call.split = plan->split;
-    call.wanted_r = plan->wanted_r;
-    call.here = cdc__coded_call_here(plan);
+    cdc__coded_call_follow(&call, plan);
     for (int s = 0; s < set->n + set->r; s++) {
         cdc_shard_task_t *task = &call.tasks[s];
         task->kind = CDC_TASK_GEMM;

@@ -90,8 +90,9 @@ int cdc__executor_stage(cdc_executor_t *executor, uint64_t token, int needed,
 int cdc__executor_last_call(cdc_executor_t *executor, int *sent_to, int *answered_by,
                             int max);
 
-/* Workers a ZeroMQ executor knows (endpoints given, or discovered so far);
-   -1 for any other executor. */
+/* Workers a ZeroMQ executor may plan over (endpoints given, or discovered
+   workers that have answered at least once: cdc_client_admitted); -1 for
+   any other executor. */
 int cdc__executor_worker_count(cdc_executor_t *executor);
 
 /* Up to max workers' status (a ZeroMQ executor's heartbeats: endpoint,

@@ -203,7 +203,7 @@ int cdc__executor_worker_count(cdc_executor_t *executor)
 {
     if (!executor || executor->ops != &zmq_ops)
         return -1;
-    return cdc_client_worker_count(((zmq_executor_t *) executor)->client);
+    return cdc_client_admitted(((zmq_executor_t *) executor)->client);
 }
 
 int cdc__executor_worker_status(cdc_executor_t *executor, cdc_worker_status_t *out, int max)

@@ -35,6 +35,7 @@
  * whichever layout or orientation T has (tests/test_gemm.c pins it). */
 #include "plan.h"
 
+#include "bits.h"
 #include "coded_call.h"
 #include "error.h"
 #include "log.h"
@@ -54,6 +55,7 @@ int cdc__plan_resolve(cdc_context_t *context, int parity_override,
     plan->sized = 0;
     plan->here_rows = 0;
     plan->stage_here_rows = 0;
+    plan->unfit_slots = 0;
     plan->over_budget = 0;
     plan->predicted_ms = -1.0;
     plan->local_faster = 0;
@@ -156,7 +158,8 @@ int cdc__plan_size_blocks(cdc_context_t *context, cdc_call_plan_t *plan,
         cdc__plan_equal_lengths(n, rows, plan->block_len);
     }
     plan->sized = 1;
-    plan->over_budget = !cdc__plan_fits_budgets(context, plan, cost, rows);
+    plan->unfit_slots = cdc__plan_unfit_slots(context, plan, cost, rows);
+    plan->over_budget = cdc__popcount64(plan->unfit_slots) > plan->r;
     record_plan(context, plan, cost, rows);
     return CDC_OK;
 }

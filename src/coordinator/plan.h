@@ -41,8 +41,10 @@ typedef struct {
                                data blocks start at this row, block_len
                                sums to the rest); 0: none                  */
     int sized;              /* block_len is set (cdc__plan_size_blocks)     */
-    int over_budget;        /* some home could not hold its shard's weights
-                               within its --max-memory: the call runs on the
+    uint64_t unfit_slots;   /* slots whose home cannot hold its shard's
+                               weights within its --max-memory: not sent,
+                               erasures the code covers (budget_erasures)  */
+    int over_budget;        /* more unfit slots than r: the call runs on the
                                coordinator (budget_fallbacks), nothing sent */
     double predicted_ms;    /* the model's latency for the sized blocks,
                                nothing failing (< 0: cannot predict yet)  */
@@ -113,12 +115,12 @@ cdc_split_t cdc__plan_split_by_latency(cdc_context_t *context, const cdc_call_pl
                                        const cdc_block_cost_t cost[2], const int64_t rows[2],
                                        cdc_split_t previous, cdc_split_t by_bytes);
 
-/* Whether every slot's home can hold its shard's cached weights (cost's
-   held_*) within its --max-memory as it reports it (unknown: yes); a parity
-   shard holds as many rows as the longest data block. When not, warns once
-   per operand shape, naming the shard and the budget. */
-int cdc__plan_fits_budgets(cdc_context_t *context, const cdc_call_plan_t *plan,
-                           const cdc_block_cost_t *cost, int64_t rows);
+/* The slots whose home cannot hold its shard's cached weights (cost's
+   held_*) within its --max-memory as it reports it (unknown, or a home not
+   live: fits); a parity shard holds as many rows as the longest data
+   block. Warns once per operand shape, naming the shard and the budget. */
+uint64_t cdc__plan_unfit_slots(cdc_context_t *context, const cdc_call_plan_t *plan,
+                               const cdc_block_cost_t *cost, int64_t rows);
 
 /* The most rows of the cut operand a worker whose weight cache is bounded
    by max_memory bytes (0: unknown or unbounded) can hold, as the planner's

@@ -2,10 +2,14 @@
  * (plan.h): what a worker reports as its --max-memory bounds the rows of
  * cached weights it is given. The planner caps blocks with it
  * (cdc__plan_budget_rows); every plan, equal or sized, is checked against it
- * (cdc__plan_fits_budgets), and a call that does not fit runs on the
- * coordinator rather than make a worker evict what it holds. */
+ * (cdc__plan_unfit_slots): a slot whose home cannot hold its shard is not
+ * sent, an erasure the parity covers, rather than make a worker evict what
+ * it holds; only more such slots than parity send the call to the
+ * coordinator. One worker reporting a tiny budget (a bug, or a lie) costs
+ * its own slot, not every call. */
 #include "plan.h"
 
+#include "bits.h"
 #include "log.h"
 
 #include <math.h>
@@ -27,7 +31,7 @@ double cdc__plan_budget_rows(uint64_t max_memory, const cdc_block_cost_t *cost)
 /* Warn once per operand shape (a model's layers each get their own). */
 static void warn_over_budget(cdc_context_t *context, const cdc_call_plan_t *plan,
                              const cdc_block_cost_t *cost, int64_t rows, int slot,
-                             uint64_t max_memory)
+                             uint64_t max_memory, int erasure)
 {
     uint64_t key = (uint64_t) rows * 1000003u + (uint64_t) cost->held_per_row;
     for (int i = 0; i < CDC_BUDGET_WARNED; i++)
@@ -38,33 +42,44 @@ static void warn_over_budget(cdc_context_t *context, const cdc_call_plan_t *plan
     double shard = (double) plan->block_len[slot < plan->n ? slot : 0] * cost->held_per_row +
                    cost->held_fixed;
     CDC_LOG_WARNF("weights of %lld rows x %.0f bytes: shard %d of %d data + %d parity "
-                  "(%.1f MiB) does not fit its worker's --max-memory (%.1f MiB); computed "
-                  "on the coordinator instead (budget_fallbacks)",
+                  "(%.1f MiB) does not fit its worker's --max-memory (%.1f MiB); %s",
                   (long long) rows, cost->held_per_row, slot, plan->n, plan->r,
-                  shard / 1048576.0, (double) max_memory / 1048576.0);
+                  shard / 1048576.0, (double) max_memory / 1048576.0,
+                  erasure ? "not sent: the parity covers it (budget_erasures)"
+                          : "too many such shards: computed on the coordinator "
+                            "(budget_fallbacks)");
 }
 
-int cdc__plan_fits_budgets(cdc_context_t *context, const cdc_call_plan_t *plan,
-                           const cdc_block_cost_t *cost, int64_t rows)
+/* Only live homes count: a dead worker's report is forgotten (its slot is
+   an erasure anyway, and a process started in its place reports anew). */
+uint64_t cdc__plan_unfit_slots(cdc_context_t *context, const cdc_call_plan_t *plan,
+                               const cdc_block_cost_t *cost, int64_t rows)
 {
     if (cost->held_per_row <= 0.0 && cost->held_fixed <= 0.0)
-        return 1;
+        return 0;
     cdc_worker_profile_t profile[CDC_MAX_WORKERS];
     int workers = cdc__context_profile(context, profile, CDC_MAX_WORKERS);
     const cdc_profiled_state_t *st = &context->profiled;
     int64_t longest = 0;
     for (int i = 0; i < plan->n; i++)
         longest = plan->block_len[i] > longest ? plan->block_len[i] : longest;
+    uint64_t unfit = 0;
+    int first = -1;
     for (int s = 0; s < plan->n + plan->r; s++) {
         int home = st->slots == plan->n + plan->r ? st->home_of_slot[s] : s;
-        if (home >= workers || profile[home].max_memory == 0)
+        if (home >= workers || profile[home].max_memory == 0 || !profile[home].live)
             continue;
         double held = (double) (s < plan->n ? plan->block_len[s] : longest) * cost->held_per_row +
                       cost->held_fixed + PLAN_BUDGET_ENTRY_SLACK;
         if (held > (double) profile[home].max_memory) {
-            warn_over_budget(context, plan, cost, rows, s, profile[home].max_memory);
-            return 0;
+            unfit |= UINT64_C(1) << s;
+            first = first < 0 ? s : first;
         }
     }
-    return 1;
+    if (unfit) {
+        int home = st->slots == plan->n + plan->r ? st->home_of_slot[first] : first;
+        warn_over_budget(context, plan, cost, rows, first, profile[home].max_memory,
+                         cdc__popcount64(unfit) <= plan->r);
+    }
+    return unfit;
 }

@@ -3,6 +3,7 @@
 #include "profile.h"
 
 #include "error.h"
+#include "log.h"
 
 #include <math.h>
 #include <pthread.h>
@@ -29,9 +30,13 @@ void cdc_profile_assume_rates(cdc_worker_profile_t *profiles, int count)
             measured++;
         }
     double assumed = measured ? sum / measured : CDC_PROFILE_NOMINAL_GFLOPS;
+    double slowest = assumed;
+    for (int i = 0; i < count; i++)
+        if (profiles[i].rate_samples > 0 && profiles[i].gflops > 0)
+            slowest = profiles[i].gflops < slowest ? profiles[i].gflops : slowest;
     for (int i = 0; i < count; i++)
         if (profiles[i].rate_samples == 0)
-            profiles[i].gflops = assumed;
+            profiles[i].gflops = profiles[i].implausible ? slowest : assumed;
 }
 
 /* ---- one worker ---------------------------------------------------------- */
@@ -87,6 +92,8 @@ void cdc_profile_note_counters(cdc_profile_state_t *state, uint64_t instance, ui
        report its instance restarted): a new baseline, estimates kept. */
     if (!state->has_base || instance != state->instance || flops < state->base_flops ||
         busy_us < state->base_busy_us) {
+        if (state->has_base && instance != state->instance)
+            state->implausible = 0; /* another process: heard afresh */
         state->has_base = 1;
         state->instance = instance;
         state->base_flops = flops;
@@ -101,6 +108,13 @@ void cdc_profile_note_counters(cdc_profile_state_t *state, uint64_t instance, ui
     state->base_busy_us = busy_us;
     if (gflops <= 0)
         return; /* busy without work counted: nothing to say about speed */
+    if (state->implausible || gflops < CDC_PROFILE_MIN_GFLOPS ||
+        gflops > CDC_PROFILE_MAX_GFLOPS) {
+        state->implausible = 1;
+        state->rate_samples = 0; /* nothing it said of its speed holds */
+        state->rate = (cdc_profile_estimate_t){0};
+        return;
+    }
     state->generation += estimate_add(&state->rate, gflops, state->rate_samples, 0.0);
     state->rate_samples++;
 }
@@ -152,6 +166,7 @@ void cdc_profile_state_view(const cdc_profile_state_t *state, cdc_worker_profile
         .link_samples = state->link_samples,
         .generation = state->generation,
         .live = 0,
+        .implausible = state->implausible,
     };
 }
 
@@ -195,8 +210,15 @@ void cdc_profile_pong(cdc_profile_t *profile, int w, double rtt_ms,
     if (w < 0 || w >= CDC_MAX_WORKERS)
         return;
     pthread_mutex_lock(&profile->lock);
+    int was = profile->workers[w].implausible;
     cdc_profile_note_pong(&profile->workers[w], rtt_ms, status);
+    int now = profile->workers[w].implausible;
     pthread_mutex_unlock(&profile->lock);
+    if (now && !was)
+        CDC_LOG_WARNF("worker %d reports a compute rate outside %g..%g GFLOP/s: its speed "
+                      "reports are ignored and it is planned as the slowest device until "
+                      "another process takes its place",
+                      w, CDC_PROFILE_MIN_GFLOPS, CDC_PROFILE_MAX_GFLOPS);
 }
 
 void cdc_profile_transfer(cdc_profile_t *profile, int w, double elapsed_ms, double flops,

@@ -14,7 +14,12 @@
  *           CDC_PROFILE_MIN_BUSY_US (shorter busy spans accumulate: a task
  *           or two of a few µs says more about clock jitter than speed). A
  *           new `instance` (a respawned process) or counters that went
- *           backwards restart the baseline; the estimates are kept.
+ *           backwards restart the baseline; the estimates are kept. A
+ *           sample outside CDC_PROFILE_MIN/MAX_GFLOPS makes the worker
+ *           implausible: its rate is dropped, never measured again until
+ *           another process (instance) takes its place, and the planner
+ *           takes it for the slowest plausible device (a bug or a lie must
+ *           not buy a worker the biggest share). Logged once.
  *   rtt     heartbeat PING -> PONG of the latest PING only (an answer to an
  *           older one comes from a worker that stalled; it says nothing of
  *           the link).
@@ -73,6 +78,11 @@
                                            shards of tens of ms            */
 #define CDC_PROFILE_PERSIST 3           /* samples in a row away before a bump    */
 #define CDC_PROFILE_NOMINAL_GFLOPS 1.0  /* predictor's rate when none is known    */
+/* A rate sample outside these is a report no device could make: a worker
+   claiming it is believed in nothing it says of its speed (below). */
+#define CDC_PROFILE_MIN_GFLOPS 1e-4     /* 100 kFLOP/s: below a microcontroller   */
+#define CDC_PROFILE_MAX_GFLOPS 1e5      /* 100 TFLOP/s: beyond any CPU's fp32
+                                           peak several times over          */
 
 typedef struct {
     double gflops;        /* compute rate, 0 = not measured yet            */
@@ -83,6 +93,8 @@ typedef struct {
     uint64_t rate_samples, link_samples;
     uint64_t generation;  /* bumps when an estimate moved for good         */
     int live;
+    int implausible;      /* it reported a rate no device has: gflops 0,
+                             rate_samples 0; plan it as the slowest       */
 } cdc_worker_profile_t;
 
 /* Snapshot of every worker's profile (index = worker index in the plan);
@@ -117,8 +129,9 @@ double cdc_profile_predict_ms(const cdc_worker_profile_t *p, double flops, doubl
 
 /* Give every profile with no measured rate (rate_samples 0) the mean rate of
    those measured, or CDC_PROFILE_NOMINAL_GFLOPS when none is: a new worker
-   is assumed typical until it shows otherwise. rate_samples still tells
-   the assumed from the measured. */
+   is assumed typical until it shows otherwise; an implausible one, the
+   slowest measured rate. rate_samples still tells the assumed from the
+   measured. */
 void cdc_profile_assume_rates(cdc_worker_profile_t *profiles, int count);
 
 /* ---- one worker's estimator (pure; the table below holds one per worker) */
@@ -136,6 +149,7 @@ typedef struct {
     uint64_t rate_samples, link_samples, rtt_samples, generation;
     uint64_t max_memory, cache_bytes;
     int has_base;              /* the counters below are a baseline        */
+    int implausible;           /* a rate sample no device could give       */
     uint64_t instance, base_flops, base_busy_us;
 } cdc_profile_state_t;
 

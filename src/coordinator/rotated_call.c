@@ -45,7 +45,7 @@ int cdc__rotated_wanted(cdc_context_t *context, const cdc_call_plan_t *plan, int
 {
     if (context->config.parity_layout != CDC_LAYOUT_ROTATED || !plan->code ||
         context->config.plan != CDC_PLAN_EQUAL || context->config.replicate ||
-        plan->here_rows > 0 || cdc__coded_call_here(plan) ||
+        plan->here_rows > 0 || cdc__coded_call_here(plan) || plan->unfit_slots ||
         !cdc__rotated_fits(rows, plan->n + plan->r, plan->r))
         return 0;
     pthread_mutex_lock(&context->lock);

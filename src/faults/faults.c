@@ -10,8 +10,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-static const char *const kind_names[] = {"crash", "hang", "delay", "drop",
-                                         "corrupt", "slow", "link"};
+static const char *const kind_names[] = {"crash", "hang",  "delay", "drop",
+                                         "corrupt", "slow", "link", "misreport"};
 
 /* Which keys each kind accepts (a key outside its list is an error). */
 static const char *const kind_keys[][6] = {
@@ -22,6 +22,7 @@ static const char *const kind_keys[][6] = {
     {"p", NULL},
     {"x", "gflops", "after", NULL},
     {"mbit", "lat", NULL},
+    {"memory", "rate", "flap", NULL},
 };
 
 static int key_allowed(cdc_fault_kind_t kind, const char *key, size_t len)
@@ -71,7 +72,7 @@ static int parse_kind(const char *text, size_t len, cdc_fault_rule_t *r)
     if (kind < 0)
         return cdc__fail(CDC_ECONFIG,
                          "CDCGEMM_FAULTS: rule '%s': unknown kind (crash, hang, delay, drop, "
-                         "corrupt, slow, link)",
+                         "corrupt, slow, link, misreport)",
                          text);
     r->kind = (cdc_fault_kind_t) kind;
     return CDC_OK;
@@ -107,6 +108,7 @@ static int parse_target(const char *text, const char *target, size_t len, cdc_fa
 typedef struct {
     int ms; /* delay: ms= or mean=        */
     int x;  /* slow: x= or gflops=        */
+    int lie; /* misreport: some key       */
 } rule_keys_seen_t;
 
 /* dist=fixed|exp|pareto. */
@@ -122,6 +124,23 @@ static int parse_dist(const char *text, const char *value, size_t len, cdc_fault
         return cdc__fail(CDC_ECONFIG,
                          "CDCGEMM_FAULTS: rule '%s': dist must be fixed, exp or pareto", text);
     return CDC_OK;
+}
+
+/* misreport's keys: any claim a PONG can carry, absurd ones included (that
+   is the point); flap is 0 or 1. */
+static int parse_misreport(const char *text, const char *key, size_t key_len,
+                           const char *value, size_t value_len, cdc_fault_rule_t *r)
+{
+    double flap = 0;
+    if (key_len == 6 && strncmp(key, "memory", 6) == 0)
+        return parse_number(text, "memory", value, value_len, 1, 1e18, &r->memory);
+    if (key_len == 4 && strncmp(key, "rate", 4) == 0)
+        return parse_number(text, "rate", value, value_len, 1e-9, 1e18, &r->rate);
+    int rc = parse_number(text, "flap", value, value_len, 0, 1, &flap);
+    if (rc == CDC_OK && flap != floor(flap))
+        rc = cdc__fail(CDC_ECONFIG, "CDCGEMM_FAULTS: rule '%s': flap is 0 or 1", text);
+    r->flap = (int) flap;
+    return rc;
 }
 
 /* One key=value the rule's kind accepts, into *r. */
@@ -156,6 +175,9 @@ static int parse_key(const char *text, const char *key, size_t key_len, const ch
         rc = parse_number(text, "mbit", value, value_len, 1e-3, 1e6, &r->mbit);
     } else if (KEY_IS("lat")) {
         rc = parse_number(text, "lat", value, value_len, 0, 1e6, &r->lat_ms);
+    } else if (KEY_IS("memory") || KEY_IS("rate") || KEY_IS("flap")) {
+        rc = parse_misreport(text, key, key_len, value, value_len, r);
+        seen->lie = 1;
     }
 #undef KEY_IS
     return rc;
@@ -194,6 +216,10 @@ static int check_rule(const char *text, const cdc_fault_rule_t *r, const rule_ke
         return cdc__fail(CDC_ECONFIG,
                          "CDCGEMM_FAULTS: rule '%s': slow needs exactly one of x= or gflops=",
                          text);
+    if (r->kind == CDC_FAULT_MISREPORT && !seen->lie)
+        return cdc__fail(CDC_ECONFIG,
+                         "CDCGEMM_FAULTS: rule '%s': misreport needs memory=, rate= or flap=",
+                         text);
     if (r->target == CDC_FAULT_COORDINATOR &&
         (r->kind != CDC_FAULT_SLOW || r->gflops <= 0 || r->after > 0))
         return cdc__fail(CDC_ECONFIG,
@@ -225,7 +251,7 @@ static int parse_rule(const char *rule, size_t rule_len, cdc_fault_plan_t *plan)
     r.dist = CDC_DIST_FIXED;
     const char *target = at + 1, *colon = strchr(target, ':');
     size_t target_len = colon ? (size_t) (colon - target) : strlen(target);
-    rule_keys_seen_t seen = {0, 0};
+    rule_keys_seen_t seen = {0, 0, 0};
     int rc;
     if ((rc = parse_kind(text, (size_t) (at - text), &r)) != CDC_OK ||
         (rc = parse_target(text, target, target_len, &r)) != CDC_OK ||
@@ -355,6 +381,8 @@ void cdc_fault_next(cdc_fault_state_t *state, double compute_ms, double flops,
     int once = state->incarnation == 0; /* one-shot rules: the slot's first process */
     for (int i = 0; i < state->plan.count; i++) {
         const cdc_fault_rule_t *r = &state->plan.rules[i];
+        if (r->kind == CDC_FAULT_MISREPORT)
+            continue; /* PONGs only (cdc_fault_misreport): no draw, no shift */
         /* Draw for every probabilistic rule on every call, hit or not, so one
            rule's outcome never shifts another's sequence. */
         double u = next_unit(&state->rng);
@@ -400,6 +428,8 @@ void cdc_fault_next(cdc_fault_state_t *state, double compute_ms, double flops,
             d->latency_ms += 2.0 * r->lat_ms;
             d->delay_ms += link_transfer_ms(r, bytes_in + bytes_out);
             break;
+        case CDC_FAULT_MISREPORT:
+            break;
         }
     }
 }
@@ -423,6 +453,19 @@ void cdc_fault_part(const cdc_fault_state_t *state, double compute_ms, double fl
             d->delay_ms += r->lat_ms + link_transfer_ms(r, bytes_out);
             d->latency_ms += r->lat_ms;
         }
+    }
+}
+
+void cdc_fault_misreport(const cdc_fault_state_t *state, cdc_fault_misreport_t *out)
+{
+    memset(out, 0, sizeof *out);
+    for (int i = 0; i < state->plan.count; i++) {
+        const cdc_fault_rule_t *r = &state->plan.rules[i];
+        if (r->kind != CDC_FAULT_MISREPORT)
+            continue;
+        out->memory = r->memory > 0 ? r->memory : out->memory;
+        out->rate = r->rate > 0 ? r->rate : out->rate;
+        out->flap |= r->flap;
     }
 }
 

@@ -15,7 +15,9 @@ typedef enum {
     CDC_FAULT_DROP,    /* reply never sent (p)                              */
     CDC_FAULT_CORRUPT, /* one element of the reply is wrong (p)             */
     CDC_FAULT_SLOW,    /* compute stretched (x=FACTOR or gflops=G)           */
-    CDC_FAULT_LINK     /* per-message link emulation (mbit=, lat=MS)         */
+    CDC_FAULT_LINK,    /* per-message link emulation (mbit=, lat=MS)         */
+    CDC_FAULT_MISREPORT /* PONG status lies (memory=, rate=, flap=): a buggy
+                           or hostile worker the coordinator trusts        */
 } cdc_fault_kind_t;
 
 typedef enum { CDC_DIST_FIXED, CDC_DIST_EXP, CDC_DIST_PARETO } cdc_fault_dist_t;
@@ -38,6 +40,9 @@ typedef struct {
     double gflops;         /* slow: emulated device speed, 0 = unset        */
     double mbit;           /* link: bandwidth in Mbit/s, 0 = unlimited      */
     double lat_ms;         /* link: one-way latency per message             */
+    double memory;         /* misreport: max_memory claimed, 0 = the truth  */
+    double rate;           /* misreport: GFLOP/s claimed, 0 = the truth     */
+    int flap;              /* misreport: a new instance in every PONG       */
 } cdc_fault_rule_t;
 
 typedef struct {
@@ -105,6 +110,16 @@ void cdc_fault_part(const cdc_fault_state_t *state, double compute_ms, double fl
    a link rule applies to this worker, else 0 (both times 0). */
 int cdc_fault_link(const cdc_fault_state_t *state, size_t bytes, double *transfer_ms,
                    double *latency_ms);
+
+/* What worker state's misreport rules make its PONGs claim (the latest
+   rule's value of each key wins; 0 where none lies). */
+typedef struct {
+    double memory; /* max_memory, bytes */
+    double rate;   /* flops reported as busy time at this GFLOP/s */
+    int flap;      /* another instance number in every PONG */
+} cdc_fault_misreport_t;
+
+void cdc_fault_misreport(const cdc_fault_state_t *state, cdc_fault_misreport_t *out);
 
 /* The emulated GFLOP/s of the coordinator (slow@c:gflops=G), 0 for none:
    its local computations take at least flops / G (coded_call.c), and the

@@ -135,9 +135,7 @@ static int conv_call_init(cdc_coded_call_t *call, const cdc_layer_t *layer,
     int rc = cdc__coded_call_init(call, plan->code, plan->n, rows, cols);
     if (rc != CDC_OK)
         return rc;
-    call->split = plan->split;
-    call->wanted_r = plan->wanted_r;
-    call->here = cdc__coded_call_here(plan);
+    cdc__coded_call_follow(call, plan);
     if (plan->code) {
         call->scales_fill = conv_scales_fill;
         call->scales_job = job;

@@ -40,6 +40,8 @@ struct cdc_worker_compute {
     int report_weights; /* post a notice of each WEIGHTS cached (link emulation) */
     uint64_t instance; /* drawn at start: tells a coordinator this process
                           from the one before it on the same endpoint       */
+    cdc_fault_misreport_t lie;    /* what its PONGs claim (a fault)           */
+    atomic_uint_fast64_t flapped; /* instance numbers made up so far          */
 };
 
 /* A number no earlier process on this endpoint had: the start time in ns
@@ -365,6 +367,7 @@ static void *compute_main(void *arg)
 
 int cdc__worker_compute_start(cdc_server_t *server, const cdc_worker_options_t *options,
                               cdc_peer_tasks_t *peer_tasks, int report_weights,
+                              const cdc_fault_misreport_t *lie,
                               cdc_worker_compute_t **compute_p)
 {
     *compute_p = NULL;
@@ -376,6 +379,8 @@ int cdc__worker_compute_start(cdc_server_t *server, const cdc_worker_options_t *
     self->max_memory = options->max_memory;
     self->report_weights = report_weights;
     self->instance = draw_instance();
+    if (lie)
+        self->lie = *lie; /* before the thread starts: it builds barrier PONGs */
     int rc;
     if ((rc = cdc_mailbox_new(&self->requests)) != CDC_OK ||
         (rc = cdc_mailbox_new(&self->replies)) != CDC_OK ||
@@ -425,7 +430,15 @@ void cdc__worker_compute_status(cdc_worker_compute_t *self, cdc_status_report_t 
         .busy_us = atomic_load(&self->busy_us),
         .flops = atomic_load(&self->flops),
     };
+    if (self->lie.memory > 0)
+        status->max_memory = (uint64_t) self->lie.memory;
+    double claimed = (double) status->busy_us * self->lie.rate * 1e3; /* flops at rate */
+    if (self->lie.rate > 0)
+        status->flops = claimed < 1.8e19 ? (uint64_t) claimed : UINT64_MAX;
+    if (self->lie.flap)
+        status->instance += (atomic_fetch_add(&self->flapped, 1) + 1) * 0x9e3779b97f4a7c15u;
 }
+
 
 void cdc__worker_compute_count_work(cdc_worker_compute_t *self, double flops, double busy_ms)
 {

@@ -2,6 +2,7 @@
 #ifndef CDC_WORKER_COMPUTE_H_INCLUDED
 #define CDC_WORKER_COMPUTE_H_INCLUDED
 
+#include "faults.h"
 #include "peer_tasks.h"
 #include "server.h"
 #include "status.h"
@@ -31,10 +32,13 @@ typedef struct cdc_worker_compute cdc_worker_compute_t;
    skipped or dropped) is released from peer_tasks (may be NULL), where the
    main loop counted it. With report_weights, every WEIGHTS cached is also
    posted among the replies, in order, as a notice (cdc_worker_reply_t with
-   reply NULL). Caller owns *compute_p and must stop it with
-   cdc__worker_compute_stop. */
+   reply NULL). lie (NULL: none): what a misreport fault makes every PONG
+   claim (faults.h): its max_memory, work counted as the claimed rate times
+   the busy time, a new instance each time. Caller owns *compute_p and must
+   stop it with cdc__worker_compute_stop. */
 int cdc__worker_compute_start(cdc_server_t *server, const cdc_worker_options_t *options,
                               cdc_peer_tasks_t *peer_tasks, int report_weights,
+                              const cdc_fault_misreport_t *lie,
                               cdc_worker_compute_t **compute_p);
 
 /* Queue a WEIGHTS or task request (taken over) for the compute thread, which

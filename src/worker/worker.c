@@ -487,8 +487,10 @@ static int loop_open(loop_t *loop, const cdc_worker_options_t *options)
                                                         options->announce,
                                                         &loop->announcer)) != CDC_OK)
         return rc;
+    cdc_fault_misreport_t lie;
+    cdc_fault_misreport(&loop->faults, &lie);
     return cdc__worker_compute_start(loop->server, options, loop->peer_tasks, loop->has_link,
-                                     &loop->compute);
+                                     &lie, &loop->compute);
 }
 
 /* The socket file of an ipc:// endpoint we bound (libzmq leaves it), and

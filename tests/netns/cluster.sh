@@ -66,71 +66,17 @@ failures=0
 fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
 pass() { echo "ok: $*"; }
 
-# ---- cleanup on every path -------------------------------------------------------
+# ---- cleanup on every path, the bridge ------------------------------------------
+. "$(dirname "$0")/lib.sh"
 created=()
 tmp=""
-cleanup() {
-  trap - EXIT INT TERM
-  exec 3>&2 2>/dev/null # not bash's "Killed" notices of the workers
-  local ns
-  for ns in "${created[@]}"; do
-    ip netns pids "$ns" 2>/dev/null | xargs -r kill -9 2>/dev/null
-  done
-  wait 2>/dev/null
-  for ns in "${created[@]}"; do
-    ip netns del "$ns" 2>/dev/null
-  done
-  if [ -n "${CDC_NETNS_KEEP:-}" ]; then
-    echo "kept: $tmp" >&3
-  elif [ -n "$tmp" ]; then
-    rm -rf "$tmp"
-  fi
-}
-trap cleanup EXIT
-trap 'echo "interrupted"; exit 130' INT
-trap 'echo "terminated"; exit 143' TERM
-
-# Leftovers of an aborted run of this script (its pid no longer exists).
-for ns in $(ip netns list 2>/dev/null | awk '{print $1}' | grep "^${prefix}[0-9][0-9]*-"); do
-  pid=${ns#"$prefix"}
-  pid=${pid%%-*}
-  if ! kill -0 "$pid" 2>/dev/null; then
-    ip netns pids "$ns" 2>/dev/null | xargs -r kill -9 2>/dev/null
-    ip netns del "$ns" 2>/dev/null && echo "removed leftover namespace $ns"
-  fi
-done
-for dir in "${TMPDIR:-/tmp}/$prefix"[0-9]*-??????; do
-  [ -d "$dir" ] || continue
-  pid=${dir##*/"$prefix"}
-  pid=${pid%%-*}
-  kill -0 "$pid" 2>/dev/null || rm -rf "$dir"
-done
-
-tmp=$(mktemp -d "${TMPDIR:-/tmp}/$run-XXXXXX") || exit 1
+netns_start
 
 # ---- the network ---------------------------------------------------------------
-bridge_ns=$run-br
 coordinator_ns=$run-co
 host_ns() { echo "$run-h$1"; }
 
-ns_add() {
-  ip netns add "$1" 2>"$tmp/netns.err" || return 1
-  created+=("$1")
-  ip -n "$1" link set lo up
-}
-# Host k (0 = the coordinator) gets eth0 in its namespace, peer vK on the bridge.
-attach() { # k namespace address
-  ip -n "$bridge_ns" link add "v$1" type veth peer name eth0 netns "$2" &&
-    ip -n "$bridge_ns" link set "v$1" master br0 &&
-    ip -n "$bridge_ns" link set "v$1" up &&
-    ip -n "$2" addr add "$3/24" dev eth0 &&
-    ip -n "$2" link set eth0 up
-}
-
-ns_add "$bridge_ns" || skip "cannot create a network namespace: $(cat "$tmp/netns.err")"
-ip -n "$bridge_ns" link add br0 type bridge 2>"$tmp/netns.err" ||
-  skip "cannot create a bridge: $(cat "$tmp/netns.err")"
-ip -n "$bridge_ns" link set br0 up
+netns_bridge
 ns_add "$coordinator_ns" && attach 0 "$coordinator_ns" "$coordinator_ip" ||
   { echo "FAIL: setting up the coordinator's namespace"; exit 1; }
 for i in 1 2 3 4 5 6; do # host 6 joins later, found by discovery (scenario 6)
