@@ -35,7 +35,7 @@ void cdc_bench_run_usage(FILE *out)
             "                    CDCGEMM_WORKERS endpoints (not the library's children:\n"
             "                    never respawned; --chaos restart needs these)\n"
             "  --layout L        rotated|dedicated: where the parity lives (default\n"
-            "                    CDCGEMM_PARITY_LAYOUT or dedicated; docs/codes.md)\n"
+            "                    CDCGEMM_PARITY_LAYOUT or rotated; docs/codes.md)\n"
             "  --baseline B      also run uncoded (r = 0, same workers), replicate (2MR:\n"
             "                    each of the n data shards on two workers), local (one\n"
             "                    worker), or dedicated|rotated (the same r, that layout)\n"

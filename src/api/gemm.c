@@ -96,8 +96,10 @@ int cdc_sgemm(cdc_context_t *context, cdc_layout_t layout, cdc_transpose_t trans
         return CDC_OK;
     }
     cdc_call_plan_t plan;
+    cdc__context_call_begin(context);
     rc = cdc__plan_resolve(context, CDC_PARITY_DEFAULT, CDC_SPLIT_AUTO, &plan);
     if (rc == CDC_OK)
         rc = cdc__driver_gemm(context, &desc, &plan);
+    cdc__context_call_end(context);
     return rc;
 }

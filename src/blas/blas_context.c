@@ -264,9 +264,12 @@ static int coded_product_locked(int col_major, const cdc_operand_t *op_a,
             desc.bt.weights = &w.weights;
     }
     cdc_call_plan_t plan;
+    cdc__context_call_begin(ctx); /* the driver's contract; state_lock already
+                                     makes this context's calls one at a time */
     rc = cdc__plan_resolve(ctx, CDC_PARITY_DEFAULT, CDC_SPLIT_AUTO, &plan);
     if (rc == CDC_OK)
         rc = cdc__driver_gemm(ctx, &desc, &plan);
+    cdc__context_call_end(ctx);
     if (rc == CDC_OK && side != 0) {
         /* Weights sent whole count as encoded the first time only. */
         int cut = (plan.cut == CDC_SHARD_A) == (side == 1);

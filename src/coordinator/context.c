@@ -199,6 +199,11 @@ int cdc_context_new(const cdc_config_t *config, cdc_context_t **context_p)
         rc = cdc__fail(CDC_ENOMEM, "context mutex");
         goto fail_executor;
     }
+    if (pthread_mutex_init(&self->call_lock, NULL) != 0) {
+        pthread_mutex_destroy(&self->lock);
+        rc = cdc__fail(CDC_ENOMEM, "context call mutex");
+        goto fail_executor;
+    }
     *context_p = self;
     return CDC_OK;
 
@@ -241,9 +246,20 @@ void cdc_context_destroy(cdc_context_t **context_p)
     for (int r = 0; r <= CDC_CODE_MAX_R; r++)
         for (int n = 0; n <= CDC_CODE_MAX_N; n++)
             cdc_code_destroy(&self->codes[r][n]);
+    pthread_mutex_destroy(&self->call_lock);
     pthread_mutex_destroy(&self->lock);
     free(self);
     *context_p = NULL;
+}
+
+void cdc__context_call_begin(cdc_context_t *context)
+{
+    pthread_mutex_lock(&context->call_lock);
+}
+
+void cdc__context_call_end(cdc_context_t *context)
+{
+    pthread_mutex_unlock(&context->call_lock);
 }
 
 const cdc_config_t *cdc_context_config(const cdc_context_t *context)

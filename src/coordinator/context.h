@@ -62,7 +62,12 @@ typedef struct {
 
 struct cdc_context {
     cdc_config_t config;
-    pthread_mutex_t lock; /* serialises calls and guards stats / erase_next */
+    pthread_mutex_t call_lock; /* one call at a time: held by the public entry
+                             points (cdc_sgemm, the layers' forward and
+                             destroy) for a whole call, as cdcgemm.h
+                             promises; the driver, the plan, the caches
+                             and the share thread below them assume it */
+    pthread_mutex_t lock; /* short sections: stats, erase_next, last_plan  */
     cdc_stats_t stats;
     uint64_t erase_next;  /* shards the next coded call treats as lost       */
     uint64_t corrupt_next; /* shards whose next results get one bad element  */
@@ -120,6 +125,10 @@ int cdc__context_plan_workers(const cdc_context_t *context, uint64_t *mask);
 
 /* Count one completed layer or GEMM call. Thread-safe. */
 void cdc__context_count_call(cdc_context_t *context);
+
+/* Hold / let go of the context's call lock (call_lock above). */
+void cdc__context_call_begin(cdc_context_t *context);
+void cdc__context_call_end(cdc_context_t *context);
 
 /* The layer/call parity: the context's unless overridden (>= 0). */
 int cdc__context_parity(const cdc_context_t *context, int parity_override);

@@ -86,7 +86,8 @@ typedef struct {
    dispatch and decode (cdc__coded_call_run), assemble T, apply the
    epilogue, count the call. plan comes from cdc__plan_resolve; on return it
    holds the split used. On error the output is untouched for STORE
-   (undefined for BIAS_RELU). Not thread-safe on one context. */
+   (undefined for BIAS_RELU). The caller holds the context's call lock
+   (cdc__context_call_begin: the public entry points do). */
 int cdc__driver_gemm(cdc_context_t *context, const cdc_gemm_desc_t *desc,
                      cdc_call_plan_t *plan);
 

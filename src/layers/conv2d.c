@@ -552,6 +552,49 @@ static void conv_prefer_here(cdc_layer_t *layer, cdc_call_plan_t *plan,
     cdc__plan_prefer_here(layer->context, plan, local_ms, what);
 }
 
+/* The call over geometry g, under the context's call lock
+   (cdc_conv2d_forward validated it). */
+static int conv_call(cdc_layer_t *layer, int64_t batch, const cdc_conv_geometry_t *g,
+                     const float *x, float *y)
+{
+    int64_t plane = g->out_h * g->out_w;
+    /* The common plan; conv's own rule for AUTO (bytes of im2col bands). */
+    cdc_call_plan_t plan;
+    int rc = cdc__layer_plan(layer, &plan);
+    if (rc != CDC_OK)
+        return rc;
+    int n = plan.n;
+    if (plan.split == CDC_SPLIT_AUTO)
+        plan.split = conv_rotated_split(layer, &plan, g, batch);
+    if (plan.split == CDC_SPLIT_AUTO) {
+        cdc_split_t by_bytes = cdc__plan_conv_split(g, layer->rows, batch, n, plan.r);
+        const cdc_block_cost_t costs[2] = {conv_cost(layer, CDC_SPLIT_ROWS, g, batch),
+                                           conv_cost(layer, CDC_SPLIT_COLUMNS, g, batch)};
+        const int64_t rows[2] = {layer->rows, g->out_h};
+        plan.split = cdc__plan_split_by_latency(layer->context, &plan, costs, rows,
+                                                layer->last_split, by_bytes);
+    }
+    /* A spatial split needs a real output row per data shard. */
+    if (plan.split == CDC_SPLIT_COLUMNS && (g->out_h + n - 1) / n * (n - 1) >= g->out_h)
+        plan.split = CDC_SPLIT_ROWS;
+    cdc_block_cost_t cost = conv_cost(layer, plan.split, g, batch);
+    rc = cdc__plan_size_blocks(layer->context, &plan, &cost,
+                               plan.split == CDC_SPLIT_COLUMNS ? g->out_h : layer->rows);
+    if (rc != CDC_OK)
+        return rc;
+    if (layer->context->config.plan == CDC_PLAN_PROFILED)
+        conv_prefer_here(layer, &plan, g, batch);
+
+    rc = plan.split == CDC_SPLIT_COLUMNS ? conv_spatial_split(layer, &plan, g, batch, x, y)
+                                         : conv_channel_split(layer, &plan, g, batch, x, y);
+    if (rc != CDC_OK)
+        return rc;
+    layer->last_split = plan.split;
+    cdc_epilogue_t epilogue = cdc__layer_epilogue(layer, batch, plane, y);
+    cdc__driver_finish(layer->context, &epilogue, y, batch * layer->rows, plane);
+    return CDC_OK;
+}
+
 int cdc_conv2d_forward(cdc_layer_t *layer, int64_t batch, int64_t h, int64_t w,
                        const float *x, float *y)
 {
@@ -574,39 +617,8 @@ int cdc_conv2d_forward(cdc_layer_t *layer, int64_t batch, int64_t h, int64_t w,
     if (rc != CDC_OK)
         return rc;
 
-    /* The common plan; conv's own rule for AUTO (bytes of im2col bands). */
-    cdc_call_plan_t plan;
-    rc = cdc__layer_plan(layer, &plan);
-    if (rc != CDC_OK)
-        return rc;
-    int n = plan.n;
-    if (plan.split == CDC_SPLIT_AUTO)
-        plan.split = conv_rotated_split(layer, &plan, &g, batch);
-    if (plan.split == CDC_SPLIT_AUTO) {
-        cdc_split_t by_bytes = cdc__plan_conv_split(&g, layer->rows, batch, n, plan.r);
-        const cdc_block_cost_t costs[2] = {conv_cost(layer, CDC_SPLIT_ROWS, &g, batch),
-                                           conv_cost(layer, CDC_SPLIT_COLUMNS, &g, batch)};
-        const int64_t rows[2] = {layer->rows, g.out_h};
-        plan.split = cdc__plan_split_by_latency(layer->context, &plan, costs, rows,
-                                                layer->last_split, by_bytes);
-    }
-    /* A spatial split needs a real output row per data shard. */
-    if (plan.split == CDC_SPLIT_COLUMNS && (g.out_h + n - 1) / n * (n - 1) >= g.out_h)
-        plan.split = CDC_SPLIT_ROWS;
-    cdc_block_cost_t cost = conv_cost(layer, plan.split, &g, batch);
-    rc = cdc__plan_size_blocks(layer->context, &plan, &cost,
-                               plan.split == CDC_SPLIT_COLUMNS ? g.out_h : layer->rows);
-    if (rc != CDC_OK)
-        return rc;
-    if (layer->context->config.plan == CDC_PLAN_PROFILED)
-        conv_prefer_here(layer, &plan, &g, batch);
-
-    rc = plan.split == CDC_SPLIT_COLUMNS ? conv_spatial_split(layer, &plan, &g, batch, x, y)
-                                         : conv_channel_split(layer, &plan, &g, batch, x, y);
-    if (rc != CDC_OK)
-        return rc;
-    layer->last_split = plan.split;
-    cdc_epilogue_t epilogue = cdc__layer_epilogue(layer, batch, plane, y);
-    cdc__driver_finish(layer->context, &epilogue, y, batch * layer->rows, plane);
-    return CDC_OK;
+    cdc__context_call_begin(layer->context);
+    rc = conv_call(layer, batch, &g, x, y);
+    cdc__context_call_end(layer->context);
+    return rc;
 }

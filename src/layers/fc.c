@@ -18,22 +18,11 @@ int cdc_fc_new(cdc_context_t *context, int64_t out_features, int64_t in_features
                           bias, options, layer_p);
 }
 
-int cdc_fc_forward(cdc_layer_t *layer, int64_t batch, const float *x, float *y)
+/* The call, under the context's call lock (cdc_fc_forward validated it). */
+static int fc_call(cdc_layer_t *layer, int64_t batch, const float *x, float *y)
 {
-    if (!layer || !x || !y)
-        return cdc__fail(CDC_EINVAL, "cdc_fc_forward: layer, x and y must not be NULL");
-    if (layer->kind != CDC_LAYER_FC)
-        return cdc__fail(CDC_EINVAL, "cdc_fc_forward: layer is not a fully-connected layer");
-    if (batch < 1 || batch > INT_MAX)
-        return cdc__fail(CDC_EDIM, "cdc_fc_forward: batch = %lld, expected 1..%d",
-                         (long long) batch, INT_MAX);
-    int rc = cdc__check_product(batch, layer->k > layer->rows ? layer->k : layer->rows,
-                                INT_MAX, "cdc_fc_forward: batch x features");
-    if (rc != CDC_OK)
-        return rc;
-
     cdc_call_plan_t plan;
-    rc = cdc__layer_plan(layer, &plan);
+    int rc = cdc__layer_plan(layer, &plan);
     if (rc != CDC_OK)
         return rc;
     /* T = x · Wᵀ: A = x (batch x in), Bt = W (out x in). The output split
@@ -60,5 +49,25 @@ int cdc_fc_forward(cdc_layer_t *layer, int64_t batch, const float *x, float *y)
     rc = cdc__driver_gemm(layer->context, &desc, &plan);
     if (rc == CDC_OK)
         layer->last_split = plan.split;
+    return rc;
+}
+
+int cdc_fc_forward(cdc_layer_t *layer, int64_t batch, const float *x, float *y)
+{
+    if (!layer || !x || !y)
+        return cdc__fail(CDC_EINVAL, "cdc_fc_forward: layer, x and y must not be NULL");
+    if (layer->kind != CDC_LAYER_FC)
+        return cdc__fail(CDC_EINVAL, "cdc_fc_forward: layer is not a fully-connected layer");
+    if (batch < 1 || batch > INT_MAX)
+        return cdc__fail(CDC_EDIM, "cdc_fc_forward: batch = %lld, expected 1..%d",
+                         (long long) batch, INT_MAX);
+    int rc = cdc__check_product(batch, layer->k > layer->rows ? layer->k : layer->rows,
+                                INT_MAX, "cdc_fc_forward: batch x features");
+    if (rc != CDC_OK)
+        return rc;
+
+    cdc__context_call_begin(layer->context);
+    rc = fc_call(layer, batch, x, y);
+    cdc__context_call_end(layer->context);
     return rc;
 }

@@ -207,9 +207,12 @@ void cdc_layer_destroy(cdc_layer_t **layer_p)
         return;
     cdc_layer_t *layer = *layer_p;
     /* The weights and their row blocks go when their last holder lets go
-       (a zero-copy send still in flight, the client's slot manifest). */
+       (a zero-copy send still in flight, the client's slot manifest); not
+       while another thread's call on the context reads the layer's sets. */
+    cdc__context_call_begin(layer->context);
     cdc__shard_sets_retire(&layer->weight_sets);
     cdc__rotated_set_retire(&layer->rotated);
+    cdc__context_call_end(layer->context);
     cdc_hold_retire(layer->weights_hold);
     free(layer->bias);
     free(layer->weight_norms);
