@@ -71,11 +71,11 @@ long cdc_attacker_replies(cdc_attacker_t *attacker)
 {
     long replies = 0;
     cdc_wire_msg_t msg;
-    while (cdc_wire_recv(attacker->socket, &msg, ZMQ_DONTWAIT) == CDC_OK) {
+    while (cdc__wire_recv(attacker->socket, &msg, ZMQ_DONTWAIT) == CDC_OK) {
         replies++;
-        cdc_wire_msg_close(&msg);
+        cdc__wire_msg_close(&msg);
     }
-    cdc_wire_msg_close(&msg);
+    cdc__wire_msg_close(&msg);
     return replies;
 }
 
@@ -90,8 +90,8 @@ int cdc_attacker_wait_reply(cdc_attacker_t *attacker, long timeout_ms, char *tex
     cdc_wire_msg_t msg;
     cdc_msg_t decoded;
     int type = 0;
-    if (cdc_wire_recv(attacker->socket, &msg, ZMQ_DONTWAIT) == CDC_OK &&
-        cdc_wire_decode(&msg, 0, &decoded) == CDC_OK) {
+    if (cdc__wire_recv(attacker->socket, &msg, ZMQ_DONTWAIT) == CDC_OK &&
+        cdc__wire_decode(&msg, 0, &decoded) == CDC_OK) {
         type = decoded.header.type;
         if (type == CDC_MSG_ERROR && size) {
             /* ERROR text is one frame (at most 1024 bytes) */
@@ -101,7 +101,7 @@ int cdc_attacker_wait_reply(cdc_attacker_t *attacker, long timeout_ms, char *tex
             text[n] = '\0';
         }
     }
-    cdc_wire_msg_close(&msg);
+    cdc__wire_msg_close(&msg);
     return type;
 }
 
@@ -133,13 +133,13 @@ static size_t random_frame(uint8_t *buf, uint64_t *state, int first)
 {
     if (first && next_random(state) % 4 == 0) {
         cdc_msg_header_t h;
-        cdc_msg_header_init(&h, (cdc_msg_type_t) (1 + next_random(state) % 9));
+        cdc__msg_header_init(&h, (cdc_msg_type_t) (1 + next_random(state) % 9));
         h.request_id = next_random(state);
         h.rows = (int64_t) (next_random(state) % 5000);
         h.k = (int64_t) (next_random(state) % 5000);
         h.cols = (int64_t) (next_random(state) % 5000);
         h.a_key = next_random(state) % 3;
-        cdc_msg_header_pack(&h, buf);
+        cdc__msg_header_pack(&h, buf);
         return CDC_PROTO_HEADER_SIZE;
     }
     size_t size = (size_t) (next_random(state) % 4096);
@@ -168,7 +168,7 @@ long cdc_attack_random_messages(cdc_attacker_t *attacker, long count, uint64_t s
 int cdc_attack_padding_conv(cdc_attacker_t *attacker, uint64_t request_id)
 {
     cdc_msg_header_t h;
-    cdc_msg_header_init(&h, CDC_MSG_TASK_CONV);
+    cdc__msg_header_init(&h, CDC_MSG_TASK_CONV);
     h.request_id = request_id;
     h.rows = 16;
     h.k = 1;
@@ -182,7 +182,7 @@ int cdc_attack_padding_conv(cdc_attacker_t *attacker, uint64_t request_id)
     for (int i = 0; i < 16; i++)
         filters[i] = 1.0f;
     cdc_frame_t payloads[2] = {{filters, sizeof filters}, {&pixel, sizeof pixel}};
-    return cdc_wire_send(attacker->socket, NULL, &h, payloads, 2, 0) == CDC_OK ? 0 : -1;
+    return cdc__wire_send(attacker->socket, NULL, &h, payloads, 2, 0) == CDC_OK ? 0 : -1;
 }
 
 int cdc_attack_weights_flood(cdc_attacker_t *attacker, long count, uint64_t first_key,
@@ -194,11 +194,11 @@ int cdc_attack_weights_flood(cdc_attacker_t *attacker, long count, uint64_t firs
     cdc_frame_t payload = {matrix, sizeof matrix};
     for (long i = 0; i < count; i++) {
         cdc_msg_header_t h;
-        cdc_msg_header_init(&h, CDC_MSG_WEIGHTS);
+        cdc__msg_header_init(&h, CDC_MSG_WEIGHTS);
         h.rows = 4;
         h.k = 4;
         h.a_key = first_key + (uint64_t) i * UINT64_C(0x9e3779b97f4a7c15);
-        if (cdc_wire_send(attacker->socket, NULL, &h, &payload, 1, 0) != CDC_OK)
+        if (cdc__wire_send(attacker->socket, NULL, &h, &payload, 1, 0) != CDC_OK)
             return -1;
     }
     /* A PING every 200 ms until a PONG comes back: the worker refuses
@@ -208,9 +208,9 @@ int cdc_attack_weights_flood(cdc_attacker_t *attacker, long count, uint64_t firs
     double deadline = cdc__clock_ms() + (double) timeout_ms;
     for (uint64_t id = 7; cdc__clock_ms() < deadline; id++) {
         cdc_msg_header_t ping;
-        cdc_msg_header_init(&ping, CDC_MSG_PING);
+        cdc__msg_header_init(&ping, CDC_MSG_PING);
         ping.request_id = id;
-        if (cdc_wire_send(attacker->socket, NULL, &ping, NULL, 0, 0) != CDC_OK)
+        if (cdc__wire_send(attacker->socket, NULL, &ping, NULL, 0, 0) != CDC_OK)
             return -1;
         double next = cdc__clock_ms() + 200.0;
         while (cdc__clock_ms() < next)

@@ -61,8 +61,8 @@ static void case_free(accuracy_case_t *c)
 static int case_make(accuracy_case_t *c, const cdc_code_t *code, int64_t k, uint64_t seed)
 {
     memset(c, 0, sizeof *c);
-    c->n = cdc_code_n(code);
-    c->r = cdc_code_r(code);
+    c->n = cdc__code_n(code);
+    c->r = cdc__code_r(code);
     c->total = c->n + c->r;
     c->k = k;
     size_t a_floats = (size_t) c->n * ROWS * (size_t) k;
@@ -81,7 +81,7 @@ static int case_make(accuracy_case_t *c, const cdc_code_t *code, int64_t k, uint
         data[i] = c->a + (size_t) i * ROWS * (size_t) k;
     for (int j = 0; j < c->r; j++)
         parity[j] = c->parity_operand + (size_t) j * ROWS * (size_t) k;
-    int rc = cdc_code_encode(code, ROWS, k, data, k, parity, k);
+    int rc = cdc__code_encode(code, ROWS, k, data, k, parity, k);
     if (rc != CDC_OK) {
         case_free(c);
         return rc;
@@ -114,7 +114,7 @@ static double decode_error(const accuracy_case_t *c, const cdc_code_t *code, uin
             memset(shards[s], 0, block * sizeof(float));
     }
     double err = -1.0;
-    if (cdc_code_decode(code, ROWS, COLS, shards, COLS, present) == CDC_OK) {
+    if (cdc__code_decode(code, ROWS, COLS, shards, COLS, present) == CDC_OK) {
         double diff = 0.0, norm = 0.0;
         for (int s = 0; s < c->n; s++) {
             if (present & (UINT64_C(1) << s))
@@ -140,7 +140,7 @@ static uint64_t worst_parities(const cdc_code_t *code, int n, int r, uint64_t lo
     for (uint64_t subset = 1; subset < (UINT64_C(1) << r); subset++) {
         if (cdc__popcount64(subset) != e)
             continue;
-        double a = cdc_code_decode_amplification(code, data | (subset << n));
+        double a = cdc__code_decode_amplification(code, data | (subset << n));
         if (isfinite(a) && a > worst_a) {
             worst_a = a;
             worst = subset;
@@ -153,10 +153,10 @@ static int accuracy_row(int n, int r, int64_t k)
 {
     cdc_code_t *code = NULL;
     accuracy_case_t c;
-    if (cdc_code_new(NULL, n, r, &code) != CDC_OK ||
+    if (cdc__code_new(NULL, n, r, &code) != CDC_OK ||
         case_make(&c, code, k, (uint64_t) (n * 131 + r * 7) + (uint64_t) k) != CDC_OK) {
         fprintf(stderr, "accuracy: %s\n", cdc_last_error());
-        cdc_code_destroy(&code);
+        cdc__code_destroy(&code);
         return 1;
     }
     double limit = cdc__decode_limit(k);
@@ -171,7 +171,7 @@ static int accuracy_row(int n, int r, int64_t k)
                 uint64_t parities = worst ? worst_parities(code, n, r, lost, e)
                                           : cdc__low_bits(r) << n;
                 uint64_t present = (cdc__low_bits(n) & ~lost) | parities;
-                double a = cdc_code_decode_amplification(code, present);
+                double a = cdc__code_decode_amplification(code, present);
                 double err = decode_error(&c, code, present);
                 a_max = a > a_max ? a : a_max;
                 err_max = err > err_max ? err : err_max;
@@ -183,7 +183,7 @@ static int accuracy_row(int n, int r, int64_t k)
                    5.9604644775390625e-8 * sqrt((double) k) * a_max);
         }
     case_free(&c);
-    cdc_code_destroy(&code);
+    cdc__code_destroy(&code);
     return 0;
 }
 

@@ -36,14 +36,14 @@ static void release_free(void *owner)
 static int bench_insert(long entries)
 {
     cdc_weight_cache_t *cache = NULL;
-    if (cdc_weight_cache_new((size_t) 1 << 34, (size_t) entries, &cache) != CDC_OK)
+    if (cdc__weight_cache_new((size_t) 1 << 34, (size_t) entries, &cache) != CDC_OK)
         return 1;
     double start = cdc__clock_ms();
     for (long i = 0; i < entries; i++) {
         float *data = calloc(16, sizeof(float));
         cdc_weight_value_t v = {4, 4, data, cdc__alloc_footprint(16 * sizeof(float)), data,
                                 release_free};
-        if (!data || cdc_weight_cache_put(cache, (cdc_weight_key_t){(uint64_t) i + 1, 0}, &v) !=
+        if (!data || cdc__weight_cache_put(cache, (cdc_weight_key_t){(uint64_t) i + 1, 0}, &v) !=
                          CDC_OK) {
             fprintf(stderr, "cache: insert %ld: %s\n", i, cdc_last_error());
             return 1;
@@ -53,12 +53,12 @@ static int bench_insert(long entries)
     start = cdc__clock_ms();
     long found = 0;
     for (long i = 0; i < entries; i++)
-        found += cdc_weight_cache_get(cache, (cdc_weight_key_t){(uint64_t) i + 1, 0}) != NULL;
+        found += cdc__weight_cache_get(cache, (cdc_weight_key_t){(uint64_t) i + 1, 0}) != NULL;
     double lookup_ms = cdc__clock_ms() - start;
     cdc_weight_cache_stats_t stats;
-    cdc_weight_cache_stats(cache, &stats);
+    cdc__weight_cache_stats(cache, &stats);
     start = cdc__clock_ms();
-    cdc_weight_cache_destroy(&cache);
+    cdc__weight_cache_destroy(&cache);
     double destroy_ms = cdc__clock_ms() - start;
     printf("cache_insert entries=%ld insert_s=%.3f lookup_s=%.3f found=%ld destroy_s=%.3f "
            "charged_bytes=%zu index_bytes=%zu\n",
@@ -111,10 +111,10 @@ static int send_round(cdc_client_t *client, const float *a, const float *bt, flo
         tasks[t].result = results + (size_t) t * (size_t) rows;
     }
     uint64_t arrived = 0;
-    int rc = cdc_client_run(client, tasks, TASKS, TASKS, TASKS, 10000, 30000, &arrived);
+    int rc = cdc__client_run(client, tasks, TASKS, TASKS, TASKS, 10000, 30000, &arrived);
     if (rc == CDC_OK && arrived != UINT64_MAX) {
         cdc_remote_counters_t c;
-        cdc_client_counters(client, &c);
+        cdc__client_counters(client, &c);
         rc = cdc__fail(CDC_ETIMEDOUT,
                        "results missing (mask %016llx; sent %llu, failures %llu, skipped %llu, "
                        "errors %llu, misses %llu)",
@@ -131,10 +131,10 @@ static int fill_worker(const cache_options_t *o, const char *endpoint, pid_t pid
                        long *idle_kib, long *full_kib, long *messages)
 {
     cdc_client_t *client = NULL;
-    int rc = cdc_client_new(endpoint, 5000, &client);
+    int rc = cdc__client_new(endpoint, 5000, &client);
     if (rc != CDC_OK)
         return rc;
-    for (int i = 0; i < 500 && cdc_client_live(client, NULL) < 1; i++)
+    for (int i = 0; i < 500 && cdc__client_live(client, NULL) < 1; i++)
         cdc__sleep_ms(10);
     int64_t k = 16, rows = (int64_t) (o->entry_bytes / sizeof(float) / (size_t) k);
     if (rows < 1)
@@ -161,7 +161,7 @@ static int fill_worker(const cache_options_t *o, const char *endpoint, pid_t pid
     cdc__sleep_ms(200);
     *full_kib = cdc_bench_rss_kib((long) pid);
     *messages = (long) key - 1;
-    cdc_client_destroy(&client);
+    cdc__client_destroy(&client);
     free(a);
     free(bt);
     free(results);

@@ -31,7 +31,7 @@ static int cdc_bench_codes_throughput(int n, int r, int runs)
 {
     const size_t count_shapes = sizeof cdc_bench_codes_shapes / sizeof cdc_bench_codes_shapes[0];
     cdc_code_t *code = NULL;
-    if (cdc_code_new(NULL, n, r, &code) != CDC_OK) {
+    if (cdc__code_new(NULL, n, r, &code) != CDC_OK) {
         fprintf(stderr, "codes: %s\n", cdc_last_error());
         return 1;
     }
@@ -40,7 +40,7 @@ static int cdc_bench_codes_throughput(int n, int r, int runs)
         const size_t elems = (size_t) (rows * cols);
         float *buf = malloc(sizeof(float) * elems * (size_t) (n + r));
         if (!buf) {
-            cdc_code_destroy(&code);
+            cdc__code_destroy(&code);
             return 1;
         }
         float *shards[CDC_CODE_MAX_SHARDS];
@@ -56,10 +56,10 @@ static int cdc_bench_codes_throughput(int n, int r, int runs)
         const uint64_t present = ((UINT64_C(1) << (n + r)) - 1) & ~((UINT64_C(1) << r) - 1);
         for (int run = 0; run < runs; run++) {
             double t0 = cdc_bench_codes_now();
-            int st = cdc_code_encode(code, rows, cols, (const float *const *) shards, cols,
-                                     shards + n, cols);
+            int st = cdc__code_encode(code, rows, cols, (const float *const *) shards, cols,
+                                      shards + n, cols);
             double t1 = cdc_bench_codes_now();
-            st |= cdc_code_decode(code, rows, cols, shards, cols, present);
+            st |= cdc__code_decode(code, rows, cols, shards, cols, present);
             double t2 = cdc_bench_codes_now();
             /* Memory reference: copy the same number of bytes (n read, r written
                is not a copy; n + r blocks moved once each is). */
@@ -69,7 +69,7 @@ static int cdc_bench_codes_throughput(int n, int r, int runs)
             if (st != CDC_OK) {
                 fprintf(stderr, "codes: %s\n", cdc_last_error());
                 free(buf);
-                cdc_code_destroy(&code);
+                cdc__code_destroy(&code);
                 return 1;
             }
             best_enc = t1 - t0 < best_enc ? t1 - t0 : best_enc;
@@ -79,18 +79,18 @@ static int cdc_bench_codes_throughput(int n, int r, int runs)
         const double copy_bytes = 2.0 * r * (double) elems * sizeof(float);
         printf("codes op=encode scheme=%s n=%d r=%d shape=%s rows=%lld cols=%lld bytes=%.0f "
                "seconds=%.3e gbps=%.2f\n",
-               cdc_code_name(code), n, r, cdc_bench_codes_shapes[sh].what, (long long) rows,
+               cdc__code_name(code), n, r, cdc_bench_codes_shapes[sh].what, (long long) rows,
                (long long) cols, bytes, best_enc, bytes / best_enc * 1e-9);
         printf("codes op=decode scheme=%s n=%d r=%d lost=%d shape=%s rows=%lld cols=%lld "
                "bytes=%.0f seconds=%.3e gbps=%.2f\n",
-               cdc_code_name(code), n, r, r, cdc_bench_codes_shapes[sh].what, (long long) rows,
+               cdc__code_name(code), n, r, r, cdc_bench_codes_shapes[sh].what, (long long) rows,
                (long long) cols, bytes, best_dec, bytes / best_dec * 1e-9);
         printf("codes op=memcpy n=%d r=%d shape=%s bytes=%.0f seconds=%.3e gbps=%.2f\n", n, r,
                cdc_bench_codes_shapes[sh].what, copy_bytes, best_copy,
                copy_bytes / best_copy * 1e-9);
         free(buf);
     }
-    cdc_code_destroy(&code);
+    cdc__code_destroy(&code);
     return 0;
 }
 
@@ -98,18 +98,18 @@ static int cdc_bench_codes_conditions(void)
 {
     static const int ns[] = {2, 3, 4, 8, 12, 16};
     size_t count = 0;
-    const cdc_code_ops_t *const *all = cdc_code_all_ops(&count);
+    const cdc_code_ops_t *const *all = cdc__code_all_ops(&count);
     for (size_t o = 0; o < count; o++)
         for (size_t ni = 0; ni < sizeof ns / sizeof ns[0]; ni++)
             for (int r = 1; r <= all[o]->max_parity && r <= ns[ni]; r++) {
                 cdc_code_t *code = NULL;
-                if (cdc_code_new(all[o], ns[ni], r, &code) != CDC_OK) {
+                if (cdc__code_new(all[o], ns[ni], r, &code) != CDC_OK) {
                     fprintf(stderr, "codes: %s\n", cdc_last_error());
                     return 1;
                 }
                 printf("codes op=condition scheme=%s n=%d r=%d worst_cond=%.2f\n", all[o]->name,
-                       ns[ni], r, cdc_code_worst_condition(code));
-                cdc_code_destroy(&code);
+                       ns[ni], r, cdc__code_worst_condition(code));
+                cdc__code_destroy(&code);
             }
     return 0;
 }

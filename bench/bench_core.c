@@ -29,7 +29,7 @@ typedef struct {
 static void time_decode(const cdc_code_t *code, int64_t rows, int64_t cols, int repeat,
                         layer_costs_t *costs)
 {
-    int n = cdc_code_n(code), r = cdc_code_r(code);
+    int n = cdc__code_n(code), r = cdc__code_r(code);
     size_t block = (size_t) rows * (size_t) cols;
     float *storage = cdc_bench_xmalloc((size_t) (n + r) * block * sizeof(float));
     float *shards[CDC_MAX_SHARDS];
@@ -37,14 +37,14 @@ static void time_decode(const cdc_code_t *code, int64_t rows, int64_t cols, int 
         shards[s] = storage + (size_t) s * block;
     unsigned seed = 12345u;
     cdc_bench_fill(storage, (size_t) n * block, &seed);
-    cdc_code_encode(code, rows, cols, (const float *const *) shards, cols, shards + n, cols);
+    cdc__code_encode(code, rows, cols, (const float *const *) shards, cols, shards + n, cols);
     for (int lost = 1; lost <= r; lost++) {
         uint64_t all = (UINT64_C(1) << (n + r)) - 1;
         uint64_t present = all & ~((UINT64_C(1) << lost) - 1); /* data 0..lost-1 gone */
         double best = 1e30;
         for (int i = 0; i < repeat; i++) {
             double t0 = cdc_bench_now_ms();
-            cdc_code_decode(code, rows, cols, shards, cols, present);
+            cdc__code_decode(code, rows, cols, shards, cols, present);
             double t = cdc_bench_now_ms() - t0;
             best = t < best ? t : best;
         }
@@ -77,7 +77,7 @@ static double run_im2col(void *p)
 {
     conv_args_t *a = p;
     double t0 = cdc_bench_now_ms();
-    cdc_im2col(a->g, a->x, a->cols, a->ncols);
+    cdc__im2col(a->g, a->x, a->cols, a->ncols);
     return cdc_bench_now_ms() - t0;
 }
 
@@ -115,7 +115,7 @@ static double run_band_encode(void *p)
 static void bench_layer(const char *model, const cdc_model_layer_t *m, int r, int repeat)
 {
     cdc_code_t *code = NULL;
-    if (cdc_code_new(NULL, DATA_SHARDS, r, &code) != 0) {
+    if (cdc__code_new(NULL, DATA_SHARDS, r, &code) != 0) {
         fprintf(stderr, "bench core: code n=%d r=%d: %s\n", DATA_SHARDS, r,
                 cdc_last_error());
         exit(1);
@@ -124,7 +124,7 @@ static void bench_layer(const char *model, const cdc_model_layer_t *m, int r, in
     memset(&costs, 0, sizeof costs);
     cdc_conv_geometry_t g = {m->in_channels, m->h, m->w, m->kernel, m->kernel,
                              m->stride,      m->stride, m->pad, m->pad, 1, 1, 0, 0};
-    cdc_conv_geometry_finish(&g);
+    cdc__conv_geometry_finish(&g);
     int64_t k = cdc_model_layer_inner(m), spatial = g.out_h * g.out_w;
     float *w = cdc_bench_xmalloc((size_t) (m->out_channels * k) * sizeof(float));
     float *x = cdc_bench_xmalloc((size_t) (m->in_channels * m->h * m->w) * sizeof(float));
@@ -175,7 +175,7 @@ static void bench_layer(const char *model, const cdc_model_layer_t *m, int r, in
     free(x);
     free(cols);
     free(out);
-    cdc_code_destroy(&code);
+    cdc__code_destroy(&code);
 }
 
 int cdc_bench_core(int argc, char **argv)

@@ -63,8 +63,8 @@ static int make_cert(hostile_t *h, const char *name, const char *endpoint, cdc_c
     char path[128], secret[160];
     snprintf(path, sizeof path, "%s/%s", h->dir, name);
     snprintf(secret, sizeof secret, "%s_secret", path);
-    if (cdc_curve_keygen(path, endpoint, NULL) != CDC_OK ||
-        cdc_curve_load_secret(secret, cert) != CDC_OK) {
+    if (cdc__curve_keygen(path, endpoint, NULL) != CDC_OK ||
+        cdc__curve_load_secret(secret, cert) != CDC_OK) {
         fprintf(stderr, "hostile: certificate %s: %s\n", path, cdc_last_error());
         return -1;
     }
@@ -312,7 +312,7 @@ static void phase_rogue(hostile_t *h, cdc_context_t *context, cdc_layer_t *layer
     printf("hostile_rogue padding_reply=%s padding_error=\"%s\" weights=%ld flood_s=%.2f "
            "worker_rss_before_kib=%ld worker_rss_after_kib=%ld max_memory=%zu "
            "growth_over_max=%.3f calls_after=%d wrong=%ld\n",
-           cdc_msg_type_name(type), text, weights, flood_s, before_kib, after_kib,
+           cdc__msg_type_name(type), text, weights, flood_s, before_kib, after_kib,
            WORKER_MAX_MEMORY, growth / (double) WORKER_MAX_MEMORY, h->calls / 4 + 1,
            after.wrong);
     check(h, type == CDC_MSG_ERROR && (strstr(text, "padding") || strstr(text, "max-task")),

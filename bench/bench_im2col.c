@@ -25,7 +25,7 @@ static int bench_layer(const char *model, const cdc_model_layer_t *layer, int re
                              .kernel_w = layer->kernel, .stride_h = layer->stride,
                              .stride_w = layer->stride, .pad_h = layer->pad,
                              .pad_w = layer->pad, .dilation_h = 1, .dilation_w = 1};
-    int status = cdc_conv_geometry_finish(&g);
+    int status = cdc__conv_geometry_finish(&g);
     if (status != CDC_OK) {
         fprintf(stderr, "im2col: %s/%s: %s\n", model, layer->name, cdc_last_error());
         return status;
@@ -48,10 +48,10 @@ static int bench_layer(const char *model, const cdc_model_layer_t *layer, int re
         a[i] = (float) ((i * 40503u) % 997u) * 1e-3f - 0.5f;
 
     double best_im2col = 1e30, best_gemm = 1e30;
-    cdc_im2col(&g, x, cols, n); /* warm the pages */
+    cdc__im2col(&g, x, cols, n); /* warm the pages */
     for (int r = 0; r < repeat; r++) {
         double t0 = now_s();
-        cdc_im2col(&g, x, cols, n);
+        cdc__im2col(&g, x, cols, n);
         double t = now_s() - t0;
         if (t < best_im2col)
             best_im2col = t;

@@ -50,23 +50,23 @@ static void remember_route(fake_t *fake, zmq_msg_t *route)
 static void serve_incoming(fake_t *fake)
 {
     cdc_wire_msg_t msg;
-    while (cdc_wire_recv(fake->socket, &msg, ZMQ_DONTWAIT) == CDC_OK) {
+    while (cdc__wire_recv(fake->socket, &msg, ZMQ_DONTWAIT) == CDC_OK) {
         cdc_msg_t decoded;
-        if (msg.count >= 2 && cdc_wire_decode(&msg, 1, &decoded) == CDC_OK) {
+        if (msg.count >= 2 && cdc__wire_decode(&msg, 1, &decoded) == CDC_OK) {
             remember_route(fake, &msg.parts[0]);
             if (decoded.header.type == CDC_MSG_PING) {
                 cdc_msg_header_t pong;
-                cdc_msg_header_init(&pong, CDC_MSG_PONG);
+                cdc__msg_header_init(&pong, CDC_MSG_PONG);
                 pong.request_id = decoded.header.request_id;
                 cdc_frame_t status = {"", 0};
-                if (cdc_wire_send(fake->socket, &msg.parts[0], &pong, &status, 1,
-                                  ZMQ_DONTWAIT) == CDC_OK)
+                if (cdc__wire_send(fake->socket, &msg.parts[0], &pong, &status, 1,
+                                   ZMQ_DONTWAIT) == CDC_OK)
                     fake->pongs++;
             }
         }
-        cdc_wire_msg_close(&msg);
+        cdc__wire_msg_close(&msg);
     }
-    cdc_wire_msg_close(&msg);
+    cdc__wire_msg_close(&msg);
 }
 
 /* A few RESULTs to every connection, for request ids never issued. */
@@ -76,11 +76,11 @@ static void push_results(fake_t *fake, long flood)
     for (int r = 0; r < fake->route_count && fake->pushed < flood; r++) {
         for (int burst = 0; burst < 8 && fake->pushed < flood; burst++) {
             cdc_msg_header_t h;
-            cdc_msg_header_init(&h, CDC_MSG_RESULT);
+            cdc__msg_header_init(&h, CDC_MSG_RESULT);
             h.request_id = UINT64_C(0xdead0000) + (uint64_t) fake->pushed;
             h.rows = 1;
             h.cols = (int64_t) (fake->result_bytes / sizeof(float));
-            if (cdc_wire_send(fake->socket, &fake->routes[r], &h, &payload, 1, ZMQ_DONTWAIT) !=
+            if (cdc__wire_send(fake->socket, &fake->routes[r], &h, &payload, 1, ZMQ_DONTWAIT) !=
                 CDC_OK)
                 break; /* that connection's queue is full: later */
             fake->pushed++;

@@ -64,14 +64,14 @@ static const cdc_code_ops_t *const cdc_code_registry[] = {
 };
 #define CDC_CODE_REGISTRY_COUNT (sizeof cdc_code_registry / sizeof cdc_code_registry[0])
 
-const cdc_code_ops_t *cdc_code_default_ops(int r)
+const cdc_code_ops_t *cdc__code_default_ops(int r)
 {
     /* circle has the smallest worst condition and decode error of the
        structured schemes at every measured (n, r >= 2); see docs/codes.md. */
     return r <= 1 ? &cdc_code_sum_ops : &cdc_code_circle_ops;
 }
 
-const cdc_code_ops_t *cdc_code_find_ops(const char *name)
+const cdc_code_ops_t *cdc__code_find_ops(const char *name)
 {
     if (!name)
         return NULL;
@@ -81,37 +81,37 @@ const cdc_code_ops_t *cdc_code_find_ops(const char *name)
     return NULL;
 }
 
-const cdc_code_ops_t *const *cdc_code_all_ops(size_t *count)
+const cdc_code_ops_t *const *cdc__code_all_ops(size_t *count)
 {
     if (count)
         *count = CDC_CODE_REGISTRY_COUNT;
     return cdc_code_registry;
 }
 
-int cdc_code_new(const cdc_code_ops_t *ops, int n, int r, cdc_code_t **code_p)
+int cdc__code_new(const cdc_code_ops_t *ops, int n, int r, cdc_code_t **code_p)
 {
     if (!code_p)
-        return cdc__fail(CDC_EINVAL, "cdc_code_new: code_p is NULL");
+        return cdc__fail(CDC_EINVAL, "cdc__code_new: code_p is NULL");
     if (n < 1 || n > CDC_CODE_MAX_N)
-        return cdc__fail(CDC_EINVAL, "cdc_code_new: n = %d outside [1, %d]", n,
+        return cdc__fail(CDC_EINVAL, "cdc__code_new: n = %d outside [1, %d]", n,
                          CDC_CODE_MAX_N);
     if (r < 0 || r > CDC_CODE_MAX_R || r > n)
-        return cdc__fail(CDC_EINVAL, "cdc_code_new: r = %d outside [0, min(%d, n = %d)]",
+        return cdc__fail(CDC_EINVAL, "cdc__code_new: r = %d outside [0, min(%d, n = %d)]",
                          r, CDC_CODE_MAX_R, n);
     if (n + r > CDC_CODE_MAX_SHARDS)
-        return cdc__fail(CDC_EINVAL, "cdc_code_new: n + r = %d > %d shards", n + r,
+        return cdc__fail(CDC_EINVAL, "cdc__code_new: n + r = %d > %d shards", n + r,
                          CDC_CODE_MAX_SHARDS);
     if (!ops)
-        ops = cdc_code_default_ops(r);
+        ops = cdc__code_default_ops(r);
     if (!ops->name || !ops->generator)
-        return cdc__fail(CDC_EINVAL, "cdc_code_new: ops has no name or generator");
+        return cdc__fail(CDC_EINVAL, "cdc__code_new: ops has no name or generator");
     if (r > ops->max_parity)
-        return cdc__fail(CDC_EINVAL, "cdc_code_new: r = %d > max_parity %d of scheme \"%s\"",
+        return cdc__fail(CDC_EINVAL, "cdc__code_new: r = %d > max_parity %d of scheme \"%s\"",
                          r, ops->max_parity, ops->name);
 
     cdc_code_t *code = calloc(1, sizeof *code);
     if (!code)
-        return cdc__fail(CDC_ENOMEM, "cdc_code_new: %zu bytes", sizeof *code);
+        return cdc__fail(CDC_ENOMEM, "cdc__code_new: %zu bytes", sizeof *code);
     code->ops = ops;
     code->n = n;
     code->r = r;
@@ -119,14 +119,15 @@ int cdc_code_new(const cdc_code_ops_t *ops, int n, int r, cdc_code_t **code_p)
         int status = ops->generator(n, r, code->g);
         if (status != CDC_OK) {
             free(code);
-            return cdc__fail(status, "cdc_code_new: scheme \"%s\" has no generator for n = %d, r = %d",
+            return cdc__fail(status,
+                             "cdc__code_new: scheme \"%s\" has no generator for n = %d, r = %d",
                              ops->name, n, r);
         }
         for (int i = 0; i < r * n; i++)
             if (!isfinite(code->g[i]) || code->g[i] == 0.0) {
                 const double bad = code->g[i];
                 free(code);
-                return cdc__fail(CDC_EINVAL, "cdc_code_new: scheme \"%s\" gave g[%d][%d] = %g",
+                return cdc__fail(CDC_EINVAL, "cdc__code_new: scheme \"%s\" gave g[%d][%d] = %g",
                                  ops->name, i / n, i % n, bad);
             }
         code->ones_row0 = 1;
@@ -137,7 +138,7 @@ int cdc_code_new(const cdc_code_ops_t *ops, int n, int r, cdc_code_t **code_p)
     return CDC_OK;
 }
 
-void cdc_code_destroy(cdc_code_t **code_p)
+void cdc__code_destroy(cdc_code_t **code_p)
 {
     if (!code_p || !*code_p)
         return;
@@ -145,22 +146,22 @@ void cdc_code_destroy(cdc_code_t **code_p)
     *code_p = NULL;
 }
 
-int cdc_code_n(const cdc_code_t *code)
+int cdc__code_n(const cdc_code_t *code)
 {
     return code ? code->n : 0;
 }
 
-int cdc_code_r(const cdc_code_t *code)
+int cdc__code_r(const cdc_code_t *code)
 {
     return code ? code->r : 0;
 }
 
-const char *cdc_code_name(const cdc_code_t *code)
+const char *cdc__code_name(const cdc_code_t *code)
 {
     return code ? code->ops->name : NULL;
 }
 
-const double *cdc_code_generator(const cdc_code_t *code)
+const double *cdc__code_generator(const cdc_code_t *code)
 {
     return code ? code->g : NULL;
 }
@@ -285,7 +286,7 @@ static int cdc_code_next_subset(int *idx, int k, int m)
     return 1;
 }
 
-double cdc_code_worst_condition(const cdc_code_t *code)
+double cdc__code_worst_condition(const cdc_code_t *code)
 {
     if (!code)
         return NAN;
@@ -415,11 +416,11 @@ static inline void cdc_code_encode_chunk(const cdc_code_t *code, const float *co
     }
 }
 
-int cdc_code_encode(const cdc_code_t *code, int64_t rows, int64_t cols,
-                    const float *const *data, int64_t ld_data,
-                    float *const *parity, int64_t ld_parity)
+int cdc__code_encode(const cdc_code_t *code, int64_t rows, int64_t cols,
+                     const float *const *data, int64_t ld_data,
+                     float *const *parity, int64_t ld_parity)
 {
-    static const char fn[] = "cdc_code_encode";
+    static const char fn[] = "cdc__code_encode";
     if (!code)
         return cdc__fail(CDC_EINVAL, "%s: code is NULL", fn);
     int status = cdc_code_check_shape(fn, rows, cols, ld_data, "ld_data");
@@ -596,10 +597,10 @@ static int cdc_code_choose_parities(const cdc_code_t *code, const int *avail, in
     return found;
 }
 
-int cdc_code_decode(const cdc_code_t *code, int64_t rows, int64_t cols,
-                    float *const *shards, int64_t ld, uint64_t present)
+int cdc__code_decode(const cdc_code_t *code, int64_t rows, int64_t cols,
+                     float *const *shards, int64_t ld, uint64_t present)
 {
-    static const char fn[] = "cdc_code_decode";
+    static const char fn[] = "cdc__code_decode";
     if (!code)
         return cdc__fail(CDC_EINVAL, "%s: code is NULL", fn);
     int status = cdc_code_check_shape(fn, rows, cols, ld, "ld");
@@ -648,7 +649,7 @@ int cdc_code_decode(const cdc_code_t *code, int64_t rows, int64_t cols,
     return CDC_OK;
 }
 
-double cdc_code_decode_amplification(const cdc_code_t *code, uint64_t present)
+double cdc__code_decode_amplification(const cdc_code_t *code, uint64_t present)
 {
     const int n = code->n, r = code->r, total = n + r;
     if (total < 64 && (present >> total) != 0)
@@ -919,11 +920,11 @@ static int cdc_code_check_locate(const cdc_code_check_plan_t *plan, const double
     return -1;
 }
 
-int cdc_code_check(const cdc_code_t *code, int64_t rows, int64_t cols,
-                   const float *const *shards, int64_t ld, uint64_t present,
-                   const cdc_shard_scale_t *scales, int64_t k, int *bad_shard)
+int cdc__code_check(const cdc_code_t *code, int64_t rows, int64_t cols,
+                    const float *const *shards, int64_t ld, uint64_t present,
+                    const cdc_shard_scale_t *scales, int64_t k, int *bad_shard)
 {
-    static const char fn[] = "cdc_code_check";
+    static const char fn[] = "cdc__code_check";
     int status = cdc_code_check_args(fn, code, rows, cols, shards, ld, present, scales, k,
                                      bad_shard);
     if (status != CDC_OK)

@@ -32,12 +32,12 @@ typedef struct cdc_code cdc_code_t;
 
 /* The scheme used when none is named: "sum" for r = 1, the best-conditioned
    structured scheme for r >= 2. */
-const cdc_code_ops_t *cdc_code_default_ops(int r);
+const cdc_code_ops_t *cdc__code_default_ops(int r);
 /* Scheme by name, or NULL. */
-const cdc_code_ops_t *cdc_code_find_ops(const char *name);
+const cdc_code_ops_t *cdc__code_find_ops(const char *name);
 
 /* Every built-in scheme, in registry order; *count receives their number. */
-const cdc_code_ops_t *const *cdc_code_all_ops(size_t *count);
+const cdc_code_ops_t *const *cdc__code_all_ops(size_t *count);
 
 /* The built-in schemes (one file each under codes/). */
 extern const cdc_code_ops_t cdc_code_sum_ops;       /* r = 1, all ones      */
@@ -52,21 +52,21 @@ extern const cdc_code_ops_t cdc_code_gaussian_ops;  /* seeded N(0,1), comparison
    (bad argument, *code_p untouched) or CDC_ENOMEM. Caller owns *code_p and
    must destroy it when done. A code is immutable: calls on one code may run
    from several threads at once. */
-int cdc_code_new(const cdc_code_ops_t *ops, int n, int r, cdc_code_t **code_p);
+int cdc__code_new(const cdc_code_ops_t *ops, int n, int r, cdc_code_t **code_p);
 /* Destroy a code; accepts NULL and *NULL; nulls *code_p. */
-void cdc_code_destroy(cdc_code_t **code_p);
+void cdc__code_destroy(cdc_code_t **code_p);
 
-int cdc_code_n(const cdc_code_t *code);
-int cdc_code_r(const cdc_code_t *code);
-const char *cdc_code_name(const cdc_code_t *code);
+int cdc__code_n(const cdc_code_t *code);
+int cdc__code_r(const cdc_code_t *code);
+const char *cdc__code_name(const cdc_code_t *code);
 /* r x n generator, row-major, owned by the code. */
-const double *cdc_code_generator(const cdc_code_t *code);
+const double *cdc__code_generator(const cdc_code_t *code);
 
 /* parity[j] = sum_i G[j][i] * data[i] for j < r, accumulated in double.
    data has n block pointers (ld_data), parity r (ld_parity). */
-int cdc_code_encode(const cdc_code_t *code, int64_t rows, int64_t cols,
-                    const float *const *data, int64_t ld_data,
-                    float *const *parity, int64_t ld_parity);
+int cdc__code_encode(const cdc_code_t *code, int64_t rows, int64_t cols,
+                     const float *const *data, int64_t ld_data,
+                     float *const *parity, int64_t ld_parity);
 
 /* shards has n + r pointers to rows x cols blocks (ld). Bit i of present is set
    when shard i holds a result. Rebuild every missing data shard in place
@@ -74,15 +74,15 @@ int cdc_code_encode(const cdc_code_t *code, int64_t rows, int64_t cols,
    shards are never rebuilt. Uses the best-conditioned available parities,
    solves in double. CDC_EDECODE when more data shards are missing than
    available parities. */
-int cdc_code_decode(const cdc_code_t *code, int64_t rows, int64_t cols,
-                    float *const *shards, int64_t ld, uint64_t present);
+int cdc__code_decode(const cdc_code_t *code, int64_t rows, int64_t cols,
+                     float *const *shards, int64_t ld, uint64_t present);
 
-/* The error amplification of the decode cdc_code_decode would do with this
+/* The error amplification of the decode cdc__code_decode would do with this
    present mask: ||G[S,M]^-1||_2 * ||G[S,:]||_F over the parities S it would
    choose and the missing data shards M. A rebuilt block's relative error is
    about u * sqrt(k) * this (docs/codes.md). 0 when no data shard is missing,
    INFINITY when the mask cannot be decoded. */
-double cdc_code_decode_amplification(const cdc_code_t *code, uint64_t present);
+double cdc__code_decode_amplification(const cdc_code_t *code, uint64_t present);
 
 /* Element-wise scale of a shard's rounding error: result element (p, q) of
    shard s came from a length-k dot product of vectors with 2-norms
@@ -97,12 +97,12 @@ typedef struct {
    consistent, CDC_ECORRUPT when not; *bad_shard is then the located shard
    (r >= 2 and enough parities present) or -1 when it cannot be located.
    scales has n + r entries. */
-int cdc_code_check(const cdc_code_t *code, int64_t rows, int64_t cols,
-                   const float *const *shards, int64_t ld, uint64_t present,
-                   const cdc_shard_scale_t *scales, int64_t k, int *bad_shard);
+int cdc__code_check(const cdc_code_t *code, int64_t rows, int64_t cols,
+                    const float *const *shards, int64_t ld, uint64_t present,
+                    const cdc_shard_scale_t *scales, int64_t k, int *bad_shard);
 
 /* Worst 2-norm condition number over every square submatrix of G that a
    decode may use (diagnostic for choosing generators). */
-double cdc_code_worst_condition(const cdc_code_t *code);
+double cdc__code_worst_condition(const cdc_code_t *code);
 
 #endif

@@ -32,28 +32,28 @@ typedef struct {
 
 /* The layout of W workers with r parity blocks a stripe (1 <= r <= n, as
    the codes ask; W <= 64). CDC_OK or CDC_EINVAL naming the bad value. */
-int cdc_stripes_init(cdc_stripes_t *layout, int workers, int r);
+int cdc__stripes_init(cdc_stripes_t *layout, int workers, int r);
 
 /* The worker that holds block `block` of stripe `stripe`. */
-int cdc_stripes_worker(const cdc_stripes_t *layout, int stripe, int block);
+int cdc__stripes_worker(const cdc_stripes_t *layout, int stripe, int block);
 
 /* The block of stripe `stripe` that worker `worker` holds (each worker holds
    exactly one block of every stripe). */
-int cdc_stripes_block(const cdc_stripes_t *layout, int stripe, int worker);
+int cdc__stripes_block(const cdc_stripes_t *layout, int stripe, int worker);
 
 /* Worker `worker`'s W blocks in the order it computes them: its n data
    blocks by stripe, then its r parity blocks by stripe. */
-void cdc_stripes_order(const cdc_stripes_t *layout, int worker, cdc_stripe_block_t *order);
+void cdc__stripes_order(const cdc_stripes_t *layout, int worker, cdc_stripe_block_t *order);
 
 /* Stripe `stripe`'s present mask for the code (bit b: block b is in) when
    the workers in `in` (bit w) have its blocks. */
-uint64_t cdc_stripes_present(const cdc_stripes_t *layout, int stripe, uint64_t in);
+uint64_t cdc__stripes_present(const cdc_stripes_t *layout, int stripe, uint64_t in);
 
 /* The parity blocks to compute when the workers in `lost` give nothing:
    parity[s] receives the mask of stripe s's parity blocks (bit j: parity
    j) that rebuild its lost data blocks, the lowest live ones first. CDC_OK;
    CDC_EDECODE when some stripe loses more data blocks than it has live
    parity blocks (more than r workers lost). */
-int cdc_stripes_parity_needed(const cdc_stripes_t *layout, uint64_t lost, uint64_t *parity);
+int cdc__stripes_parity_needed(const cdc_stripes_t *layout, uint64_t lost, uint64_t *parity);
 
 #endif

@@ -402,27 +402,27 @@ START_TEST(test_cache_shards_outlive_entry)
     }
     ck_assert_int_eq(side, 1);
     cdc_code_t *code = NULL;
-    ck_assert_int_eq(cdc_code_new(NULL, 3, 1, &code), CDC_OK);
+    ck_assert_int_eq(cdc__code_new(NULL, 3, 1, &code), CDC_OK);
     const cdc_shard_set_t *set = NULL;
     ck_assert_int_eq(cdc__operand_entry_shards(cache, entry, 0, code, 3, 0, NULL, &set, &encoded),
                      CDC_OK);
     ck_assert_ptr_eq(set->blocks[0], entry->packed);
-    ck_assert_int_eq(cdc_hold_refs(entry->packed_hold), 2); /* entry, set */
-    cdc_hold_t *held = cdc_hold_retain(cdc__shard_set_hold(set));
+    ck_assert_int_eq(cdc__hold_refs(entry->packed_hold), 2); /* entry, set */
+    cdc_hold_t *held = cdc__hold_retain(cdc__shard_set_hold(set));
 
     w[5] += 1.0f; /* changed in place: the entry is demoted */
     cdc_test_fill_uniform(&rng, x, N * K);
     ck_assert_int_eq(cdc__operand_cache_match(cache, &a, &bt, &side, &entry), CDC_OK);
     ck_assert_int_eq(side, 0);
     cdc__operand_cache_destroy(&cache);
-    ck_assert(cdc_hold_retired(held));
+    ck_assert(cdc__hold_retired(held));
     for (int s = 0; s < set->n; s++)
         ck_assert_int_eq(memcmp(set->blocks[s], old + (size_t) s * set->block_rows * K,
                                 (size_t) cdc__shard_set_valid_rows(set, s) * K *
                                     sizeof(float)),
                          0);
-    cdc_hold_release(held); /* the set, then the copy */
-    cdc_code_destroy(&code);
+    cdc__hold_release(held); /* the set, then the copy */
+    cdc__code_destroy(&code);
 }
 END_TEST
 
@@ -447,7 +447,7 @@ START_TEST(test_cache_shards_follow_lengths)
     }
     ck_assert_int_eq(side, 1);
     cdc_code_t *code = NULL;
-    ck_assert_int_eq(cdc_code_new(NULL, 4, 1, &code), CDC_OK);
+    ck_assert_int_eq(cdc__code_new(NULL, 4, 1, &code), CDC_OK);
     const int64_t unequal[] = {4, 2, 1, 1}, equal[] = {2, 2, 2, 2};
     const cdc_shard_set_t *set = NULL, *again = NULL;
     ck_assert_int_eq(
@@ -461,11 +461,11 @@ START_TEST(test_cache_shards_follow_lengths)
     int entries;
     size_t bytes_unequal, bytes_equal;
     cdc__operand_cache_usage(cache, &entries, &bytes_unequal);
-    cdc_hold_t *held = cdc_hold_retain(cdc__shard_set_hold(set));
+    cdc_hold_t *held = cdc__hold_retain(cdc__shard_set_hold(set));
     ck_assert_int_eq(cdc__operand_entry_shards(cache, entry, 0, code, 4, 0, NULL, &again, &encoded),
                      CDC_OK);
     ck_assert_int_eq(encoded, 1);
-    ck_assert(cdc_hold_retired(held));
+    ck_assert(cdc__hold_retired(held));
     /* One parity block of B rows and B norms per block: B = 4, then 2. */
     cdc__operand_cache_usage(cache, &entries, &bytes_equal);
     ck_assert_uint_eq(bytes_unequal - bytes_equal,
@@ -473,9 +473,9 @@ START_TEST(test_cache_shards_follow_lengths)
     ck_assert_int_eq(cdc__operand_entry_shards(cache, entry, 0, code, 4, 0, equal, &again, &encoded),
                      CDC_OK);
     ck_assert_int_eq(encoded, 0);
-    cdc_hold_release(held);
+    cdc__hold_release(held);
     cdc__operand_cache_destroy(&cache);
-    cdc_code_destroy(&code);
+    cdc__code_destroy(&code);
 }
 END_TEST
 

@@ -67,7 +67,7 @@ static void test_gemm_ref(int64_t m, int64_t nc, int64_t k, const float *a, int6
 static test_coded_t test_coded_rows(const cdc_code_t *code, int64_t mb, int64_t k,
                                     int64_t nc, uint64_t seed)
 {
-    test_coded_t t = {.n = cdc_code_n(code), .r = cdc_code_r(code), .rows = mb, .cols = nc};
+    test_coded_t t = {.n = cdc__code_n(code), .r = cdc__code_r(code), .rows = mb, .cols = nc};
     const int n = t.n, r = t.r;
     const int64_t m = n * mb - (mb > 3 ? 3 : 0); /* a ragged last block */
     cdc_test_rng_t rng;
@@ -84,7 +84,7 @@ static test_coded_t test_coded_rows(const cdc_code_t *code, int64_t mb, int64_t 
         data[i] = a + i * mb * k;
     for (int j = 0; j < r; j++)
         par[j] = parity + j * mb * k;
-    ck_assert_int_eq(cdc_code_encode(code, mb, k, data, k, par, k), CDC_OK);
+    ck_assert_int_eq(cdc__code_encode(code, mb, k, data, k, par, k), CDC_OK);
 
     t.result = cdc_test_alloc(sizeof(float *) * (size_t) (n + r));
     t.reference = cdc_test_alloc(sizeof(double *) * (size_t) n);
@@ -108,7 +108,7 @@ static test_coded_t test_coded_rows(const cdc_code_t *code, int64_t mb, int64_t 
 static test_coded_t test_coded_cols(const cdc_code_t *code, int64_t m, int64_t k,
                                     int64_t nb, uint64_t seed)
 {
-    test_coded_t t = {.n = cdc_code_n(code), .r = cdc_code_r(code), .rows = m, .cols = nb};
+    test_coded_t t = {.n = cdc__code_n(code), .r = cdc__code_r(code), .rows = m, .cols = nb};
     const int n = t.n, r = t.r;
     const int64_t width = n * nb, used = width - (nb > 3 ? 3 : 0);
     cdc_test_rng_t rng;
@@ -127,7 +127,7 @@ static test_coded_t test_coded_cols(const cdc_code_t *code, int64_t m, int64_t k
         data[i] = b + i * nb;
     for (int j = 0; j < r; j++)
         par[j] = parity + j * k * nb;
-    ck_assert_int_eq(cdc_code_encode(code, k, nb, data, width, par, nb), CDC_OK);
+    ck_assert_int_eq(cdc__code_encode(code, k, nb, data, width, par, nb), CDC_OK);
 
     t.result = cdc_test_alloc(sizeof(float *) * (size_t) (n + r));
     t.reference = cdc_test_alloc(sizeof(double *) * (size_t) n);
@@ -176,7 +176,7 @@ static double test_decode_pattern(const cdc_code_t *code, const test_coded_t *t,
             present |= UINT64_C(1) << s;
         }
     }
-    int status = cdc_code_decode(code, t->rows, t->cols, shards, t->cols, present);
+    int status = cdc__code_decode(code, t->rows, t->cols, shards, t->cols, present);
     ck_assert_msg(status == CDC_OK, "decode n=%d r=%d erased=0x%llx: %s (%s)", n, r,
                   (unsigned long long) erased, cdc_err_name(status), cdc_last_error());
     double diff = 0.0, norm = 0.0, diff_all = 0.0, norm_all = 0.0;
@@ -252,7 +252,7 @@ static void test_rows_for_scheme(const cdc_code_ops_t *ops, int assert_bound)
             if (r > n || r > ops->max_parity)
                 continue;
             cdc_code_t *code = NULL;
-            ck_assert_int_eq(cdc_code_new(ops, n, r, &code), CDC_OK);
+            ck_assert_int_eq(cdc__code_new(ops, n, r, &code), CDC_OK);
             test_coded_t t = test_coded_rows(code, 8, 256, 32, 1000 + 10 * n + r);
             int64_t patterns = 0;
             double whole = 0.0;
@@ -260,20 +260,20 @@ static void test_rows_for_scheme(const cdc_code_ops_t *ops, int assert_bound)
             fflush(stdout);
             printf("decode-error split=rows scheme=%s n=%d r=%d patterns=%lld worst_rel_error=%.3e "
                    "worst_whole_rel_error=%.3e worst_cond=%.1f\n",
-                   cdc_code_name(code), n, r, (long long) patterns, worst, whole,
-                   cdc_code_worst_condition(code));
+                   cdc__code_name(code), n, r, (long long) patterns, worst, whole,
+                   cdc__code_worst_condition(code));
             fflush(stdout);
             if (assert_bound) {
                 ck_assert_msg(worst <= test_error_bound(n, r),
-                              "%s n=%d r=%d: worst error %.3e > %.0e", cdc_code_name(code), n,
+                              "%s n=%d r=%d: worst error %.3e > %.0e", cdc__code_name(code), n,
                               r, worst, test_error_bound(n, r));
                 /* The bound on the decoded product as a whole. */
                 ck_assert_msg(whole <= (n <= 8 || r == 1 ? 1e-5 : 1e-4),
-                              "%s n=%d r=%d: whole-result error %.3e", cdc_code_name(code), n,
+                              "%s n=%d r=%d: whole-result error %.3e", cdc__code_name(code), n,
                               r, whole);
             }
             test_coded_free(&t);
-            cdc_code_destroy(&code);
+            cdc__code_destroy(&code);
         }
     fflush(stdout);
 }
@@ -283,7 +283,7 @@ START_TEST(test_rows_default)
     /* The defaults: sum for r = 1, the default structured scheme for r >= 2
        (its r = 1 code is the sum again, a prefix). */
     test_rows_for_scheme(&cdc_code_sum_ops, 1);
-    test_rows_for_scheme(cdc_code_default_ops(2), 1);
+    test_rows_for_scheme(cdc__code_default_ops(2), 1);
 }
 END_TEST
 
@@ -291,9 +291,9 @@ START_TEST(test_rows_other_schemes)
 {
     /* For comparison only: printed, not held to the bound. */
     size_t count = 0;
-    const cdc_code_ops_t *const *all = cdc_code_all_ops(&count);
+    const cdc_code_ops_t *const *all = cdc__code_all_ops(&count);
     for (size_t i = 0; i < count; i++)
-        if (all[i] != &cdc_code_sum_ops && all[i] != cdc_code_default_ops(2))
+        if (all[i] != &cdc_code_sum_ops && all[i] != cdc__code_default_ops(2))
             test_rows_for_scheme(all[i], 0);
 }
 END_TEST
@@ -304,21 +304,21 @@ START_TEST(test_cols_default)
     for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
         const int n = cases[c][0], r = cases[c][1];
         cdc_code_t *code = NULL;
-        ck_assert_int_eq(cdc_code_new(NULL, n, r, &code), CDC_OK);
+        ck_assert_int_eq(cdc__code_new(NULL, n, r, &code), CDC_OK);
         test_coded_t t = test_coded_cols(code, 24, 256, 8, 5000 + 10 * n + r);
         int64_t patterns = 0;
         double whole = 0.0;
         const double worst = test_worst_over_patterns(code, &t, &patterns, &whole);
         printf("decode-error split=cols scheme=%s n=%d r=%d patterns=%lld worst_rel_error=%.3e "
                "worst_whole_rel_error=%.3e\n",
-               cdc_code_name(code), n, r, (long long) patterns, worst, whole);
+               cdc__code_name(code), n, r, (long long) patterns, worst, whole);
         ck_assert_msg(whole <= (n <= 8 || r == 1 ? 1e-5 : 1e-4), "cols n=%d r=%d whole %.3e",
                       n, r, whole);
         fflush(stdout);
         ck_assert_msg(worst <= test_error_bound(n, r), "cols %s n=%d r=%d: %.3e",
-                      cdc_code_name(code), n, r, worst);
+                      cdc__code_name(code), n, r, worst);
         test_coded_free(&t);
-        cdc_code_destroy(&code);
+        cdc__code_destroy(&code);
     }
 }
 END_TEST
@@ -331,7 +331,7 @@ START_TEST(test_layout_strided)
     for (int r = 1; r <= 3; r++) {
         const int n = 5;
         cdc_code_t *code = NULL;
-        ck_assert_int_eq(cdc_code_new(NULL, n, r, &code), CDC_OK);
+        ck_assert_int_eq(cdc__code_new(NULL, n, r, &code), CDC_OK);
         cdc_test_rng_t rng;
         cdc_test_rng_seed(&rng, 42 + r);
         float *buf = cdc_test_alloc(sizeof(float) * (size_t) ((n + r) * rows * ld));
@@ -344,8 +344,8 @@ START_TEST(test_layout_strided)
         for (int s = n; s < n + r; s++) /* padding past cols must stay as is */
             for (int64_t e = 0; e < rows * ld; e++)
                 shards[s][e] = -7.0f;
-        ck_assert_int_eq(cdc_code_encode(code, rows, cols, (const float *const *) shards, ld,
-                                         shards + n, ld),
+        ck_assert_int_eq(cdc__code_encode(code, rows, cols, (const float *const *) shards, ld,
+                                          shards + n, ld),
                          CDC_OK);
         ck_assert(shards[n][cols] == -7.0f && shards[n][ld - 1] == -7.0f);
         /* Erase the first r data shards, poisoning them, and rebuild. */
@@ -356,7 +356,7 @@ START_TEST(test_layout_strided)
                 for (int64_t q = 0; q < cols; q++)
                     shards[i][p * ld + q] = NAN;
         }
-        ck_assert_int_eq(cdc_code_decode(code, rows, cols, shards, ld, present), CDC_OK);
+        ck_assert_int_eq(cdc__code_decode(code, rows, cols, shards, ld, present), CDC_OK);
         double worst = 0.0;
         for (int i = 0; i < r; i++)
             for (int64_t p = 0; p < rows; p++)
@@ -367,7 +367,7 @@ START_TEST(test_layout_strided)
         ck_assert_msg(worst < 1e-5, "r=%d strided round trip error %g", r, worst);
         free(buf);
         free(orig);
-        cdc_code_destroy(&code);
+        cdc__code_destroy(&code);
     }
 }
 END_TEST
@@ -387,7 +387,8 @@ typedef struct {
 static test_check_set_t test_check_set_new(const cdc_code_t *code, int64_t mb, int64_t k,
                                            int64_t nc, cdc_test_rng_t *rng)
 {
-    test_check_set_t t = {.n = cdc_code_n(code), .r = cdc_code_r(code), .mb = mb, .nc = nc, .k = k};
+    test_check_set_t t = {
+        .n = cdc__code_n(code), .r = cdc__code_r(code), .mb = mb, .nc = nc, .k = k};
     const int total = t.n + t.r;
     float *ops = cdc_test_alloc(sizeof(float) * (size_t) (total * mb * k));
     float *b = cdc_test_alloc(sizeof(float) * (size_t) (k * nc));
@@ -399,7 +400,7 @@ static test_check_set_t test_check_set_new(const cdc_code_t *code, int64_t mb, i
         data[i] = ops + i * mb * k;
     for (int j = 0; j < t.r; j++)
         par[j] = ops + (t.n + j) * mb * k;
-    ck_assert_int_eq(cdc_code_encode(code, mb, k, data, k, par, k), CDC_OK);
+    ck_assert_int_eq(cdc__code_encode(code, mb, k, data, k, par, k), CDC_OK);
     t.result = cdc_test_alloc(sizeof(float *) * (size_t) total);
     t.row_norm = cdc_test_alloc(sizeof(double *) * (size_t) total);
     t.col_norm = cdc_test_alloc(sizeof(double) * (size_t) nc);
@@ -442,7 +443,7 @@ static void test_check_set_free(test_check_set_t *t)
 static double test_check_ratio(const cdc_code_t *code, const test_check_set_t *t, int64_t q0,
                                int64_t w)
 {
-    const double *g = cdc_code_generator(code);
+    const double *g = cdc__code_generator(code);
     double worst = 0;
     for (int j = 0; j < t->r; j++)
         for (int64_t p = 0; p < t->mb; p++)
@@ -470,7 +471,7 @@ START_TEST(test_check_corruption)
     for (size_t c = 0; c < sizeof configs / sizeof configs[0]; c++) {
         const int n = configs[c][0], r = configs[c][1];
         cdc_code_t *code = NULL;
-        ck_assert_int_eq(cdc_code_new(NULL, n, r, &code), CDC_OK);
+        ck_assert_int_eq(cdc__code_new(NULL, n, r, &code), CDC_OK);
         cdc_test_rng_t rng;
         cdc_test_rng_seed(&rng, 900 + (uint64_t) c);
         int clean = 0, false_alarms = 0, corrupt = 0, flagged = 0, located = 0;
@@ -496,7 +497,7 @@ START_TEST(test_check_corruption)
                     int bad = -2;
                     clean++;
                     worst_ratio = fmax(worst_ratio, test_check_ratio(code, &t, win * w, w));
-                    if (cdc_code_check(code, mb, w, view, nc, all, scales, k, &bad) != CDC_OK)
+                    if (cdc__code_check(code, mb, w, view, nc, all, scales, k, &bad) != CDC_OK)
                         false_alarms++;
                     if (win % 10 != 0)
                         continue;
@@ -512,7 +513,8 @@ START_TEST(test_check_corruption)
                     copy[s][p * nc + q] += (cdc_test_rng_uniform(&rng, 0, 1) < 0.5 ? -0.01f : 0.01f) * big;
                     corrupt++;
                     bad = -2;
-                    if (cdc_code_check(code, mb, w, view, nc, all, scales, k, &bad) == CDC_ECORRUPT) {
+                    if (cdc__code_check(code, mb, w, view, nc, all, scales, k, &bad) ==
+                        CDC_ECORRUPT) {
                         flagged++;
                         located += bad == s;
                     }
@@ -525,14 +527,14 @@ START_TEST(test_check_corruption)
         }
         printf("check scheme=%s n=%d r=%d clean=%d false_alarms=%d corrupt=%d flagged=%d "
                "located=%d worst_clean_ratio=%.4f\n",
-               cdc_code_name(code), n, r, clean, false_alarms, corrupt, flagged, located,
+               cdc__code_name(code), n, r, clean, false_alarms, corrupt, flagged, located,
                worst_ratio);
         fflush(stdout);
         ck_assert_int_eq(false_alarms, 0);
         ck_assert_msg(flagged >= 0.99 * corrupt, "flagged %d of %d", flagged, corrupt);
         if (r >= 2)
             ck_assert_msg(located >= 0.99 * corrupt, "located %d of %d", located, corrupt);
-        cdc_code_destroy(&code);
+        cdc__code_destroy(&code);
     }
 }
 END_TEST
@@ -542,7 +544,7 @@ START_TEST(test_check_missing_and_parity)
     /* A bad parity is located as itself; with one data shard missing and three
        parities, the remaining two combinations still detect and locate. */
     cdc_code_t *code = NULL;
-    ck_assert_int_eq(cdc_code_new(NULL, 6, 3, &code), CDC_OK);
+    ck_assert_int_eq(cdc__code_new(NULL, 6, 3, &code), CDC_OK);
     cdc_test_rng_t rng;
     cdc_test_rng_seed(&rng, 31);
     test_check_set_t t = test_check_set_new(code, 8, 256, 16, &rng);
@@ -555,23 +557,23 @@ START_TEST(test_check_missing_and_parity)
     }
     int bad = -2;
     const uint64_t all = 0x1ff;
-    ck_assert_int_eq(cdc_code_check(code, 8, 16, view, 16, all, scales, 256, &bad), CDC_OK);
+    ck_assert_int_eq(cdc__code_check(code, 8, 16, view, 16, all, scales, 256, &bad), CDC_OK);
     ck_assert_int_eq(bad, -1);
     t.result[7][20] += 0.5f; /* parity 1 */
-    ck_assert_int_eq(cdc_code_check(code, 8, 16, view, 16, all, scales, 256, &bad), CDC_ECORRUPT);
+    ck_assert_int_eq(cdc__code_check(code, 8, 16, view, 16, all, scales, 256, &bad), CDC_ECORRUPT);
     ck_assert_int_eq(bad, 7);
     t.result[7][20] -= 0.5f;
     t.result[2][5] += 0.5f; /* data 2, with data 4 missing */
-    ck_assert_int_eq(cdc_code_check(code, 8, 16, view, 16, all & ~(UINT64_C(1) << 4), scales,
-                                    256, &bad),
+    ck_assert_int_eq(cdc__code_check(code, 8, 16, view, 16, all & ~(UINT64_C(1) << 4), scales,
+                                     256, &bad),
                      CDC_ECORRUPT);
     ck_assert_int_eq(bad, 2);
     /* One parity and one missing data shard: nothing left to check. */
-    ck_assert_int_eq(cdc_code_check(code, 8, 16, view, 16, (0x3f & ~(UINT64_C(1) << 4)) | 0x40,
-                                    scales, 256, &bad),
+    ck_assert_int_eq(cdc__code_check(code, 8, 16, view, 16, (0x3f & ~(UINT64_C(1) << 4)) | 0x40,
+                                     scales, 256, &bad),
                      CDC_OK);
     test_check_set_free(&t);
-    cdc_code_destroy(&code);
+    cdc__code_destroy(&code);
 }
 END_TEST
 
@@ -581,32 +583,32 @@ START_TEST(test_args_new)
 {
     cdc_code_t *code = (cdc_code_t *) &code; /* sentinel: must stay untouched */
     cdc_code_t *const sentinel = code;
-    ck_assert_int_eq(cdc_code_new(NULL, 0, 0, &code), CDC_EINVAL);
-    ck_assert_int_eq(cdc_code_new(NULL, CDC_CODE_MAX_N + 1, 1, &code), CDC_EINVAL);
-    ck_assert_int_eq(cdc_code_new(NULL, 2, 3, &code), CDC_EINVAL);        /* r > n */
-    ck_assert_int_eq(cdc_code_new(NULL, 8, -1, &code), CDC_EINVAL);
-    ck_assert_int_eq(cdc_code_new(NULL, 8, CDC_CODE_MAX_R + 1, &code), CDC_EINVAL);
-    ck_assert_int_eq(cdc_code_new(&cdc_code_sum_ops, 8, 2, &code), CDC_EINVAL); /* max_parity */
-    ck_assert_int_eq(cdc_code_new(NULL, 63, 2, &code), CDC_EINVAL); /* 65 shards */
+    ck_assert_int_eq(cdc__code_new(NULL, 0, 0, &code), CDC_EINVAL);
+    ck_assert_int_eq(cdc__code_new(NULL, CDC_CODE_MAX_N + 1, 1, &code), CDC_EINVAL);
+    ck_assert_int_eq(cdc__code_new(NULL, 2, 3, &code), CDC_EINVAL);        /* r > n */
+    ck_assert_int_eq(cdc__code_new(NULL, 8, -1, &code), CDC_EINVAL);
+    ck_assert_int_eq(cdc__code_new(NULL, 8, CDC_CODE_MAX_R + 1, &code), CDC_EINVAL);
+    ck_assert_int_eq(cdc__code_new(&cdc_code_sum_ops, 8, 2, &code), CDC_EINVAL); /* max_parity */
+    ck_assert_int_eq(cdc__code_new(NULL, 63, 2, &code), CDC_EINVAL); /* 65 shards */
     ck_assert_ptr_eq(code, sentinel);
-    ck_assert_int_eq(cdc_code_new(NULL, 4, 1, NULL), CDC_EINVAL);
+    ck_assert_int_eq(cdc__code_new(NULL, 4, 1, NULL), CDC_EINVAL);
     ck_assert(strstr(cdc_last_error(), "code_p") != NULL);
-    ck_assert_int_eq(cdc_code_new(NULL, 64, 0, &code), CDC_OK);
-    cdc_code_destroy(&code);
+    ck_assert_int_eq(cdc__code_new(NULL, 64, 0, &code), CDC_OK);
+    cdc__code_destroy(&code);
     ck_assert_ptr_null(code);
-    cdc_code_destroy(&code); /* NULL is fine */
-    cdc_code_destroy(NULL);
-    ck_assert_ptr_null(cdc_code_find_ops("nonesuch"));
-    ck_assert_ptr_null(cdc_code_find_ops(NULL));
-    ck_assert_ptr_eq(cdc_code_find_ops("sum"), &cdc_code_sum_ops);
-    ck_assert_ptr_eq(cdc_code_default_ops(1), &cdc_code_sum_ops);
+    cdc__code_destroy(&code); /* NULL is fine */
+    cdc__code_destroy(NULL);
+    ck_assert_ptr_null(cdc__code_find_ops("nonesuch"));
+    ck_assert_ptr_null(cdc__code_find_ops(NULL));
+    ck_assert_ptr_eq(cdc__code_find_ops("sum"), &cdc_code_sum_ops);
+    ck_assert_ptr_eq(cdc__code_default_ops(1), &cdc_code_sum_ops);
 }
 END_TEST
 
 START_TEST(test_args_blocks)
 {
     cdc_code_t *code = NULL;
-    ck_assert_int_eq(cdc_code_new(NULL, 3, 2, &code), CDC_OK);
+    ck_assert_int_eq(cdc__code_new(NULL, 3, 2, &code), CDC_OK);
     float blocks[5][12];
     for (int s = 0; s < 5; s++)
         for (int e = 0; e < 12; e++)
@@ -618,43 +620,44 @@ START_TEST(test_args_blocks)
     float *shards[5] = {blocks[0], blocks[1], blocks[2], blocks[3], blocks[4]};
     const float *cshards[5] = {blocks[0], blocks[1], blocks[2], blocks[3], blocks[4]};
 
-    ck_assert_int_eq(cdc_code_encode(NULL, 3, 4, data, 4, parity, 4), CDC_EINVAL);
-    ck_assert_int_eq(cdc_code_encode(code, -1, 4, data, 4, parity, 4), CDC_EDIM);
-    ck_assert_int_eq(cdc_code_encode(code, 3, -4, data, 4, parity, 4), CDC_EDIM);
-    ck_assert_int_eq(cdc_code_encode(code, 3, 4, data, 3, parity, 4), CDC_ELD);
+    ck_assert_int_eq(cdc__code_encode(NULL, 3, 4, data, 4, parity, 4), CDC_EINVAL);
+    ck_assert_int_eq(cdc__code_encode(code, -1, 4, data, 4, parity, 4), CDC_EDIM);
+    ck_assert_int_eq(cdc__code_encode(code, 3, -4, data, 4, parity, 4), CDC_EDIM);
+    ck_assert_int_eq(cdc__code_encode(code, 3, 4, data, 3, parity, 4), CDC_ELD);
     ck_assert(strstr(cdc_last_error(), "ld_data") != NULL);
-    ck_assert_int_eq(cdc_code_encode(code, 3, 4, data, 4, parity, 2), CDC_ELD);
-    ck_assert_int_eq(cdc_code_encode(code, 3, 4, NULL, 4, parity, 4), CDC_EINVAL);
+    ck_assert_int_eq(cdc__code_encode(code, 3, 4, data, 4, parity, 2), CDC_ELD);
+    ck_assert_int_eq(cdc__code_encode(code, 3, 4, NULL, 4, parity, 4), CDC_EINVAL);
     const float *hole[3] = {blocks[0], NULL, blocks[2]};
-    ck_assert_int_eq(cdc_code_encode(code, 3, 4, hole, 4, parity, 4), CDC_EINVAL);
+    ck_assert_int_eq(cdc__code_encode(code, 3, 4, hole, 4, parity, 4), CDC_EINVAL);
     ck_assert(strstr(cdc_last_error(), "data[1]") != NULL);
 
-    ck_assert_int_eq(cdc_code_decode(code, 3, 4, shards, 3, 0x1e), CDC_ELD);
-    ck_assert_int_eq(cdc_code_decode(code, 3, 4, NULL, 4, 0x1e), CDC_EINVAL);
-    ck_assert_int_eq(cdc_code_decode(code, 3, 4, shards, 4, 0x3e), CDC_EINVAL); /* bit 5 */
-    ck_assert_int_eq(cdc_code_decode(code, 3, 4, shards, 4, 0x0c), CDC_EDECODE); /* 2 lost, 1 parity */
-    ck_assert_int_eq(cdc_code_decode(code, 3, 4, shards, 4, 0x04 | 0x08), CDC_EDECODE);
+    ck_assert_int_eq(cdc__code_decode(code, 3, 4, shards, 3, 0x1e), CDC_ELD);
+    ck_assert_int_eq(cdc__code_decode(code, 3, 4, NULL, 4, 0x1e), CDC_EINVAL);
+    ck_assert_int_eq(cdc__code_decode(code, 3, 4, shards, 4, 0x3e), CDC_EINVAL); /* bit 5 */
+    /* 2 lost, 1 parity */
+    ck_assert_int_eq(cdc__code_decode(code, 3, 4, shards, 4, 0x0c), CDC_EDECODE);
+    ck_assert_int_eq(cdc__code_decode(code, 3, 4, shards, 4, 0x04 | 0x08), CDC_EDECODE);
 
     cdc_shard_scale_t scales[5];
     double ones[4] = {1, 1, 1, 1};
     for (int s = 0; s < 5; s++)
         scales[s] = (cdc_shard_scale_t){ones, ones};
     int bad = 123;
-    ck_assert_int_eq(cdc_code_check(code, 3, 4, cshards, 4, 0x1f, NULL, 8, &bad), CDC_EINVAL);
-    ck_assert_int_eq(cdc_code_check(code, 3, 4, cshards, 4, 0x1f, scales, 0, &bad), CDC_EDIM);
-    ck_assert_int_eq(cdc_code_check(code, 3, 4, cshards, 2, 0x1f, scales, 8, &bad), CDC_ELD);
-    ck_assert_int_eq(cdc_code_check(code, 3, 4, cshards, 4, 0x1f, scales, 8, NULL), CDC_EINVAL);
+    ck_assert_int_eq(cdc__code_check(code, 3, 4, cshards, 4, 0x1f, NULL, 8, &bad), CDC_EINVAL);
+    ck_assert_int_eq(cdc__code_check(code, 3, 4, cshards, 4, 0x1f, scales, 0, &bad), CDC_EDIM);
+    ck_assert_int_eq(cdc__code_check(code, 3, 4, cshards, 2, 0x1f, scales, 8, &bad), CDC_ELD);
+    ck_assert_int_eq(cdc__code_check(code, 3, 4, cshards, 4, 0x1f, scales, 8, NULL), CDC_EINVAL);
     ck_assert_int_eq(bad, 123);
     ck_assert_int_eq(memcmp(keep, blocks, sizeof keep), 0);
-    cdc_code_destroy(&code);
+    cdc__code_destroy(&code);
 
     /* r = 0: encode is a no-op, any erasure is undecodable. */
-    ck_assert_int_eq(cdc_code_new(NULL, 3, 0, &code), CDC_OK);
-    ck_assert_int_eq(cdc_code_encode(code, 3, 4, data, 4, NULL, 4), CDC_OK);
-    ck_assert_int_eq(cdc_code_decode(code, 3, 4, shards, 4, 0x3), CDC_EDECODE);
-    ck_assert_int_eq(cdc_code_decode(code, 3, 4, shards, 4, 0x7), CDC_OK);
+    ck_assert_int_eq(cdc__code_new(NULL, 3, 0, &code), CDC_OK);
+    ck_assert_int_eq(cdc__code_encode(code, 3, 4, data, 4, NULL, 4), CDC_OK);
+    ck_assert_int_eq(cdc__code_decode(code, 3, 4, shards, 4, 0x3), CDC_EDECODE);
+    ck_assert_int_eq(cdc__code_decode(code, 3, 4, shards, 4, 0x7), CDC_OK);
     ck_assert_int_eq(memcmp(keep, blocks, sizeof keep), 0);
-    cdc_code_destroy(&code);
+    cdc__code_destroy(&code);
 }
 END_TEST
 
@@ -668,23 +671,23 @@ START_TEST(test_generators)
 {
     static const int ns[] = {2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 24, 32, 61};
     size_t count = 0;
-    const cdc_code_ops_t *const *all = cdc_code_all_ops(&count);
+    const cdc_code_ops_t *const *all = cdc__code_all_ops(&count);
     ck_assert_int_ge((int) count, 4);
     for (size_t o = 0; o < count; o++)
         for (size_t ni = 0; ni < sizeof ns / sizeof ns[0]; ni++)
             for (int r = 1; r <= all[o]->max_parity && r <= ns[ni]; r++) {
                 const int n = ns[ni];
                 cdc_code_t *code = NULL;
-                ck_assert_int_eq(cdc_code_new(all[o], n, r, &code), CDC_OK);
-                const double *g = cdc_code_generator(code);
-                const double cond = cdc_code_worst_condition(code);
+                ck_assert_int_eq(cdc__code_new(all[o], n, r, &code), CDC_OK);
+                const double *g = cdc__code_generator(code);
+                const double cond = cdc__code_worst_condition(code);
                 /* Every square submatrix a decode may use is nonsingular. */
                 ck_assert_msg(isfinite(cond) && cond < 1e8, "%s n=%d r=%d cond %g",
                               all[o]->name, n, r, cond);
                 if (all[o] != &cdc_code_gaussian_ops)
                     for (int i = 0; i < n; i++) /* parity 0 is the plain sum */
                         ck_assert(g[i] == 1.0);
-                if (all[o] == cdc_code_default_ops(2) && n <= 16)
+                if (all[o] == cdc__code_default_ops(2) && n <= 16)
                     ck_assert_msg(cond <= TEST_DEFAULT_COND_BOUND, "default n=%d r=%d cond %g",
                                   n, r, cond);
                 if (n <= 16 && (n == 2 || n == 3 || n == 4 || n == 8 || n == 12 || n == 16)) {
@@ -692,16 +695,16 @@ START_TEST(test_generators)
                            r, cond);
                     fflush(stdout);
                 }
-                cdc_code_destroy(&code);
+                cdc__code_destroy(&code);
             }
     /* The structured default is no worse than the Vandermonde one. */
     for (int n = 3; n <= 16; n++) {
         cdc_code_t *a = NULL, *b = NULL;
-        ck_assert_int_eq(cdc_code_new(NULL, n, 3, &a), CDC_OK);
-        ck_assert_int_eq(cdc_code_new(&cdc_code_chebyshev_ops, n, 3, &b), CDC_OK);
-        ck_assert(cdc_code_worst_condition(a) <= cdc_code_worst_condition(b));
-        cdc_code_destroy(&a);
-        cdc_code_destroy(&b);
+        ck_assert_int_eq(cdc__code_new(NULL, n, 3, &a), CDC_OK);
+        ck_assert_int_eq(cdc__code_new(&cdc_code_chebyshev_ops, n, 3, &b), CDC_OK);
+        ck_assert(cdc__code_worst_condition(a) <= cdc__code_worst_condition(b));
+        cdc__code_destroy(&a);
+        cdc__code_destroy(&b);
     }
 }
 END_TEST

@@ -43,7 +43,7 @@ static int pop_all(cdc_device_t *device, double now, int *ids)
 {
     int n = 0;
     void *item;
-    while (cdc_device_pop_due(device, now, &item))
+    while (cdc__device_pop_due(device, now, &item))
         ids[n++] = item ? *(int *) item : -1;
     return n;
 }
@@ -53,26 +53,26 @@ static int pop_all(cdc_device_t *device, double now, int *ids)
 START_TEST(test_back_to_back_cumulative)
 {
     cdc_device_t device;
-    cdc_device_init(&device);
+    cdc__device_init(&device);
     int id[4] = {1, 2, 3, 4}, got[8];
     for (int i = 0; i < 4; i++)
-        ck_assert_int_eq(cdc_device_push(&device, 0.0, 100.0, 0.0, &id[i]), CDC_OK);
+        ck_assert_int_eq(cdc__device_push(&device, 0.0, 100.0, 0.0, &id[i]), CDC_OK);
     for (int i = 0; i < 4; i++)
-        ck_assert_double_eq(cdc_device_finish(&device, (size_t) i), 100.0 * (i + 1));
-    ck_assert_double_eq(cdc_device_next_due(&device), 100.0);
+        ck_assert_double_eq(cdc__device_finish(&device, (size_t) i), 100.0 * (i + 1));
+    ck_assert_double_eq(cdc__device_next_due(&device), 100.0);
     ck_assert_int_eq(pop_all(&device, 99.9, got), 0);
     ck_assert_int_eq(pop_all(&device, 250.0, got), 2);
     ck_assert_int_eq(got[0], 1);
     ck_assert_int_eq(got[1], 2);
-    ck_assert_double_eq(cdc_device_next_due(&device), 300.0);
+    ck_assert_double_eq(cdc__device_next_due(&device), 300.0);
     /* A task arriving after the device went idle starts when it arrives. */
     ck_assert_int_eq(pop_all(&device, 400.0, got), 2);
-    ck_assert(isinf(cdc_device_next_due(&device)));
+    ck_assert(isinf(cdc__device_next_due(&device)));
     int late = 5;
-    ck_assert_int_eq(cdc_device_push(&device, 1000.0, 100.0, 0.0, &late), CDC_OK);
-    ck_assert_double_eq(cdc_device_next_due(&device), 1100.0);
-    ck_assert_uint_eq(cdc_device_queued(&device), 1);
-    cdc_device_release(&device);
+    ck_assert_int_eq(cdc__device_push(&device, 1000.0, 100.0, 0.0, &late), CDC_OK);
+    ck_assert_double_eq(cdc__device_next_due(&device), 1100.0);
+    ck_assert_uint_eq(cdc__device_queued(&device), 1);
+    cdc__device_release(&device);
 }
 END_TEST
 
@@ -81,24 +81,24 @@ END_TEST
 START_TEST(test_delay_holds_next)
 {
     cdc_device_t device;
-    cdc_device_init(&device);
+    cdc__device_init(&device);
     int a = 1, b = 2, c = 3;
-    cdc_device_push(&device, 0.0, 10.0 + 500.0, 0.0, &a); /* 10 ms compute + 500 ms delay */
-    cdc_device_push(&device, 5.0, 10.0, 0.0, &b);
-    ck_assert_double_eq(cdc_device_finish(&device, 0), 510.0);
-    ck_assert_double_eq(cdc_device_finish(&device, 1), 520.0);
+    cdc__device_push(&device, 0.0, 10.0 + 500.0, 0.0, &a); /* 10 ms compute + 500 ms delay */
+    cdc__device_push(&device, 5.0, 10.0, 0.0, &b);
+    ck_assert_double_eq(cdc__device_finish(&device, 0), 510.0);
+    ck_assert_double_eq(cdc__device_finish(&device, 1), 520.0);
     int got[4];
     ck_assert_int_eq(pop_all(&device, 519.0, got), 1);
     ck_assert_int_eq(pop_all(&device, 520.0, got), 1);
     ck_assert_int_eq(got[0], 2);
     /* Latency 50: due at finish + 50, and the next starts at the finish. */
-    cdc_device_push(&device, 1000.0, 10.0, 50.0, &a);
-    cdc_device_push(&device, 1000.0, 10.0, 50.0, &c);
-    ck_assert_double_eq(cdc_device_next_due(&device), 1060.0);
-    ck_assert_double_eq(cdc_device_finish(&device, 1), 1020.0);
+    cdc__device_push(&device, 1000.0, 10.0, 50.0, &a);
+    cdc__device_push(&device, 1000.0, 10.0, 50.0, &c);
+    ck_assert_double_eq(cdc__device_next_due(&device), 1060.0);
+    ck_assert_double_eq(cdc__device_finish(&device, 1), 1020.0);
     ck_assert_int_eq(pop_all(&device, 1060.0, got), 1);
-    ck_assert_double_eq(cdc_device_next_due(&device), 1070.0);
-    cdc_device_release(&device);
+    ck_assert_double_eq(cdc__device_next_due(&device), 1070.0);
+    cdc__device_release(&device);
 }
 END_TEST
 
@@ -108,24 +108,24 @@ END_TEST
 START_TEST(test_cancel_moves_up)
 {
     cdc_device_t device;
-    cdc_device_init(&device);
+    cdc__device_init(&device);
     int id[4] = {1, 2, 3, 4}, got[8];
     for (int i = 0; i < 4; i++)
-        cdc_device_push(&device, 0.0, 100.0, 0.0, &id[i]);
+        cdc__device_push(&device, 0.0, 100.0, 0.0, &id[i]);
     int three = 3;
     /* At 150: task 2 is in service (100..200), 3 and 4 wait. */
-    ck_assert_uint_eq(cdc_device_cancel(&device, 150.0, match_int, count_release, &three), 1);
+    ck_assert_uint_eq(cdc__device_cancel(&device, 150.0, match_int, count_release, &three), 1);
     ck_assert_int_eq(id[2], -3); /* released */
-    ck_assert_uint_eq(cdc_device_queued(&device), 3);
-    ck_assert_double_eq(cdc_device_finish(&device, 2), 300.0); /* task 4 moved up */
+    ck_assert_uint_eq(cdc__device_queued(&device), 3);
+    ck_assert_double_eq(cdc__device_finish(&device, 2), 300.0); /* task 4 moved up */
     int two = 2;
-    ck_assert_uint_eq(cdc_device_cancel(&device, 150.0, match_int, count_release, &two), 1);
-    ck_assert_double_eq(cdc_device_finish(&device, 1), 150.0); /* served until the cancel */
-    ck_assert_double_eq(cdc_device_finish(&device, 2), 250.0); /* task 4 starts at 150 */
+    ck_assert_uint_eq(cdc__device_cancel(&device, 150.0, match_int, count_release, &two), 1);
+    ck_assert_double_eq(cdc__device_finish(&device, 1), 150.0); /* served until the cancel */
+    ck_assert_double_eq(cdc__device_finish(&device, 2), 250.0); /* task 4 starts at 150 */
     int unknown = 99;
-    ck_assert_uint_eq(cdc_device_cancel(&device, 150.0, match_int, count_release, &unknown), 0);
-    ck_assert_uint_eq(cdc_device_cancel(&device, 150.0, match_int, count_release, &two), 0);
-    ck_assert_double_eq(cdc_device_finish(&device, 2), 250.0);
+    ck_assert_uint_eq(cdc__device_cancel(&device, 150.0, match_int, count_release, &unknown), 0);
+    ck_assert_uint_eq(cdc__device_cancel(&device, 150.0, match_int, count_release, &two), 0);
+    ck_assert_double_eq(cdc__device_finish(&device, 2), 250.0);
     /* The in-service slot sends nothing. */
     ck_assert_int_eq(pop_all(&device, 250.0, got), 3);
     ck_assert_int_eq(got[0], 1);
@@ -133,17 +133,17 @@ START_TEST(test_cancel_moves_up)
     ck_assert_int_eq(got[2], 4);
     /* Everything cancelled before it starts: the device is idle again. */
     int x = 7, y = 7;
-    cdc_device_push(&device, 300.0, 100.0, 0.0, &x);
-    cdc_device_push(&device, 300.0, 100.0, 0.0, &y);
+    cdc__device_push(&device, 300.0, 100.0, 0.0, &x);
+    cdc__device_push(&device, 300.0, 100.0, 0.0, &y);
     int seven = 7;
-    ck_assert_uint_eq(cdc_device_cancel(&device, 260.0, match_int, count_release, &seven), 2);
-    ck_assert_uint_eq(cdc_device_queued(&device), 0);
+    ck_assert_uint_eq(cdc__device_cancel(&device, 260.0, match_int, count_release, &seven), 2);
+    ck_assert_uint_eq(cdc__device_queued(&device), 0);
     int z = 8;
-    cdc_device_push(&device, 300.0, 100.0, 0.0, &z);
-    ck_assert_double_eq(cdc_device_next_due(&device), 400.0);
-    ck_assert_uint_eq(cdc_device_drain(&device, count_release, NULL), 1);
+    cdc__device_push(&device, 300.0, 100.0, 0.0, &z);
+    ck_assert_double_eq(cdc__device_next_due(&device), 400.0);
+    ck_assert_uint_eq(cdc__device_drain(&device, count_release, NULL), 1);
     ck_assert_int_eq(z, -8);
-    cdc_device_release(&device);
+    cdc__device_release(&device);
 }
 END_TEST
 
@@ -215,9 +215,9 @@ static void solo_header(solo_t *s, int type, uint64_t id)
 {
     cdc_msg_header_t h;
     uint8_t packed[CDC_PROTO_HEADER_SIZE];
-    cdc_msg_header_init(&h, type);
+    cdc__msg_header_init(&h, type);
     h.request_id = id;
-    cdc_msg_header_pack(&h, packed);
+    cdc__msg_header_pack(&h, packed);
     ck_assert_int_eq(zmq_send(s->socket, packed, sizeof packed, 0), (int) sizeof packed);
 }
 
@@ -226,10 +226,10 @@ static void solo_task(solo_t *s, uint64_t id, const float *m)
 {
     cdc_msg_header_t h;
     uint8_t packed[CDC_PROTO_HEADER_SIZE];
-    cdc_msg_header_init(&h, CDC_MSG_TASK_GEMM);
+    cdc__msg_header_init(&h, CDC_MSG_TASK_GEMM);
     h.request_id = id;
     h.rows = h.k = h.cols = TASK_D;
-    cdc_msg_header_pack(&h, packed);
+    cdc__msg_header_pack(&h, packed);
     size_t bytes = (size_t) TASK_D * TASK_D * sizeof(float);
     zmq_send(s->socket, packed, sizeof packed, ZMQ_SNDMORE);
     zmq_send(s->socket, m, bytes, ZMQ_SNDMORE);
@@ -247,7 +247,7 @@ static cdc_msg_header_t solo_recv(solo_t *s, long timeout_ms)
     zmq_msg_t part;
     zmq_msg_init(&part);
     zmq_msg_recv(&part, s->socket, 0);
-    cdc_msg_header_unpack(zmq_msg_data(&part), zmq_msg_size(&part), &h);
+    cdc__msg_header_unpack(zmq_msg_data(&part), zmq_msg_size(&part), &h);
     while (zmq_msg_more(&part)) {
         zmq_msg_close(&part);
         zmq_msg_init(&part);
@@ -376,26 +376,26 @@ static double send_weights_barrier_task(solo_t *s)
     cdc_test_fill_uniform(&rng, column, LINK_D);
     cdc_msg_header_t h;
     uint8_t packed[CDC_PROTO_HEADER_SIZE];
-    cdc_msg_header_init(&h, CDC_MSG_WEIGHTS);
+    cdc__msg_header_init(&h, CDC_MSG_WEIGHTS);
     h.request_id = 2;
     h.a_key = 1;
     h.rows = h.k = LINK_D;
-    cdc_msg_header_pack(&h, packed);
+    cdc__msg_header_pack(&h, packed);
     double sent = cdc_test_now_s();
     zmq_send(s->socket, packed, sizeof packed, ZMQ_SNDMORE);
     zmq_send(s->socket, w, floats * sizeof(float), 0);
-    cdc_msg_header_init(&h, CDC_MSG_PING);
+    cdc__msg_header_init(&h, CDC_MSG_PING);
     h.request_id = 7;
     h.shard = CDC_PING_BARRIER;
-    cdc_msg_header_pack(&h, packed);
+    cdc__msg_header_pack(&h, packed);
     zmq_send(s->socket, packed, sizeof packed, 0);
     solo_header(s, CDC_MSG_PING, 8); /* a heartbeat: answered at once */
-    cdc_msg_header_init(&h, CDC_MSG_TASK_GEMM);
+    cdc__msg_header_init(&h, CDC_MSG_TASK_GEMM);
     h.request_id = 9;
     h.a_key = 1;
     h.rows = h.k = LINK_D;
     h.cols = 1;
-    cdc_msg_header_pack(&h, packed);
+    cdc__msg_header_pack(&h, packed);
     zmq_send(s->socket, packed, sizeof packed, ZMQ_SNDMORE);
     zmq_send(s->socket, NULL, 0, ZMQ_SNDMORE);
     zmq_send(s->socket, column, sizeof column, 0);

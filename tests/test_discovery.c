@@ -37,8 +37,8 @@ static void keygen(const char *name, cdc_curve_cert_t *cert)
 {
     char path[160];
     snprintf(path, sizeof path, "%s/%s", dir, name);
-    ck_assert_int_eq(cdc_curve_keygen(path, NULL, NULL), CDC_OK);
-    ck_assert_int_eq(cdc_curve_load_public(path, cert), CDC_OK);
+    ck_assert_int_eq(cdc__curve_keygen(path, NULL, NULL), CDC_OK);
+    ck_assert_int_eq(cdc__curve_load_public(path, cert), CDC_OK);
 }
 
 /* A Z85 key no certificate holds. */
@@ -63,12 +63,12 @@ START_TEST(test_trust_lookup_reads_once)
     keygen("workers/a", &a);
     keygen("workers/b", &b);
     cdc_trust_t *trust = NULL;
-    ck_assert_int_eq(cdc_trust_new(trusted, &trust), CDC_OK);
-    ck_assert_int_eq(cdc_trust_reads(trust), 1);
-    ck_assert_int_eq(cdc_trust_find(trust, a.public_txt, 1000, &found), CDC_OK);
+    ck_assert_int_eq(cdc__trust_new(trusted, &trust), CDC_OK);
+    ck_assert_int_eq(cdc__trust_reads(trust), 1);
+    ck_assert_int_eq(cdc__trust_find(trust, a.public_txt, 1000, &found), CDC_OK);
     ck_assert_int_eq(memcmp(found.public_key, a.public_key, CDC_CURVE_KEY_BYTES), 0);
     ck_assert_int_eq(found.has_secret, 0);
-    ck_assert_int_eq(cdc_trust_find(trust, b.public_txt, 1000, &found), CDC_OK);
+    ck_assert_int_eq(cdc__trust_find(trust, b.public_txt, 1000, &found), CDC_OK);
     ck_assert_int_eq(memcmp(found.public_key, b.public_key, CDC_CURVE_KEY_BYTES), 0);
     cdc_test_rng_t rng;
     cdc_test_rng_seed(&rng, 24);
@@ -76,19 +76,19 @@ START_TEST(test_trust_lookup_reads_once)
     for (int i = 0; i < 20000; i++) {
         char key[CDC_CURVE_KEY_TEXT];
         random_key(&rng, key);
-        ck_assert_int_eq(cdc_trust_find(trust, key, 1000 + i / 10, &found), CDC_ECONFIG);
+        ck_assert_int_eq(cdc__trust_find(trust, key, 1000 + i / 10, &found), CDC_ECONFIG);
     }
     double took = cdc_test_now_s() - start;
     ck_assert_ptr_nonnull(strstr(cdc_last_error(), "holds key"));
     ck_assert_ptr_nonnull(strstr(cdc_last_error(), trusted));
     /* Looked at twice in those 2 s of clock (stat), read no more. */
-    ck_assert_int_eq(cdc_trust_reads(trust), 1);
+    ck_assert_int_eq(cdc__trust_reads(trust), 1);
     fprintf(stderr, "20000 unknown keys: %.1f ms, %.2f us each\n", took * 1e3, took * 1e6 / 2e4);
     ck_assert_msg(took < 0.5, "20000 lookups took %.3f s", took);
-    cdc_trust_destroy(&trust);
+    cdc__trust_destroy(&trust);
     ck_assert_ptr_null(trust);
-    cdc_trust_destroy(&trust); /* accepts *NULL */
-    cdc_trust_destroy(NULL);
+    cdc__trust_destroy(&trust); /* accepts *NULL */
+    cdc__trust_destroy(NULL);
     remove_dir();
 }
 END_TEST
@@ -105,30 +105,30 @@ START_TEST(test_trust_reloads_on_change)
     cdc_curve_cert_t a, late, found;
     keygen("workers/a", &a);
     cdc_trust_t *trust = NULL;
-    ck_assert_int_eq(cdc_trust_new(trusted, &trust), CDC_OK);
-    ck_assert_int_eq(cdc_trust_find(trust, a.public_txt, 5000, &found), CDC_OK);
+    ck_assert_int_eq(cdc__trust_new(trusted, &trust), CDC_OK);
+    ck_assert_int_eq(cdc__trust_find(trust, a.public_txt, 5000, &found), CDC_OK);
     keygen("workers/late", &late);
     /* Looked at, at most once per CDC_TRUST_RECHECK_MS: not yet. */
-    ck_assert_int_eq(cdc_trust_find(trust, late.public_txt, 5000 + CDC_TRUST_RECHECK_MS - 1,
-                                    &found), CDC_ECONFIG);
-    ck_assert_int_eq(cdc_trust_reads(trust), 1);
-    ck_assert_int_eq(cdc_trust_find(trust, late.public_txt, 5000 + CDC_TRUST_RECHECK_MS,
-                                    &found), CDC_OK);
+    ck_assert_int_eq(cdc__trust_find(trust, late.public_txt, 5000 + CDC_TRUST_RECHECK_MS - 1,
+                                     &found), CDC_ECONFIG);
+    ck_assert_int_eq(cdc__trust_reads(trust), 1);
+    ck_assert_int_eq(cdc__trust_find(trust, late.public_txt, 5000 + CDC_TRUST_RECHECK_MS,
+                                     &found), CDC_OK);
     ck_assert_int_eq(memcmp(found.public_key, late.public_key, CDC_CURVE_KEY_BYTES), 0);
-    ck_assert_int_eq(cdc_trust_reads(trust), 2);
+    ck_assert_int_eq(cdc__trust_reads(trust), 2);
     /* Unchanged: looked at again, not read. */
-    ck_assert_int_eq(cdc_trust_find(trust, a.public_txt, 9000, &found), CDC_OK);
-    ck_assert_int_eq(cdc_trust_reads(trust), 2);
+    ck_assert_int_eq(cdc__trust_find(trust, a.public_txt, 9000, &found), CDC_OK);
+    ck_assert_int_eq(cdc__trust_reads(trust), 2);
     snprintf(path, sizeof path, "%s/a", trusted);
     ck_assert_int_eq(unlink(path), 0);
-    ck_assert_int_eq(cdc_trust_find(trust, a.public_txt, 11000, &found), CDC_ECONFIG);
-    ck_assert_int_eq(cdc_trust_find(trust, late.public_txt, 11000, &found), CDC_OK);
+    ck_assert_int_eq(cdc__trust_find(trust, a.public_txt, 11000, &found), CDC_ECONFIG);
+    ck_assert_int_eq(cdc__trust_find(trust, late.public_txt, 11000, &found), CDC_OK);
     char command[256];
     snprintf(command, sizeof command, "rm -rf '%s'", trusted);
     ck_assert_int_eq(system(command), 0);
-    ck_assert_int_eq(cdc_trust_find(trust, late.public_txt, 13000, &found), CDC_ECONFIG);
+    ck_assert_int_eq(cdc__trust_find(trust, late.public_txt, 13000, &found), CDC_ECONFIG);
     ck_assert_ptr_nonnull(strstr(cdc_last_error(), "unreadable"));
-    cdc_trust_destroy(&trust);
+    cdc__trust_destroy(&trust);
     remove_dir();
 }
 END_TEST
@@ -144,12 +144,12 @@ START_TEST(test_trust_file_and_missing)
     keygen("b", &b);
     snprintf(path, sizeof path, "%s/a", dir);
     cdc_trust_t *trust = NULL;
-    ck_assert_int_eq(cdc_trust_new(path, &trust), CDC_OK);
-    ck_assert_int_eq(cdc_trust_find(trust, a.public_txt, 1, &found), CDC_OK);
-    ck_assert_int_eq(cdc_trust_find(trust, b.public_txt, 1, &found), CDC_ECONFIG);
-    cdc_trust_destroy(&trust);
+    ck_assert_int_eq(cdc__trust_new(path, &trust), CDC_OK);
+    ck_assert_int_eq(cdc__trust_find(trust, a.public_txt, 1, &found), CDC_OK);
+    ck_assert_int_eq(cdc__trust_find(trust, b.public_txt, 1, &found), CDC_ECONFIG);
+    cdc__trust_destroy(&trust);
     snprintf(path, sizeof path, "%s/none", dir);
-    ck_assert_int_eq(cdc_trust_new(path, &trust), CDC_ECONFIG);
+    ck_assert_int_eq(cdc__trust_new(path, &trust), CDC_ECONFIG);
     ck_assert_ptr_null(trust);
     ck_assert_ptr_nonnull(strstr(cdc_last_error(), path));
     remove_dir();

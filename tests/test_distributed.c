@@ -342,21 +342,21 @@ static void in_flight_finish(cdc_context_t *context, fc_case_t *warm, cdc_layer_
     ck_assert_int_eq(cdc_layer_split(layer), split);
     ck_assert_uint_eq(remote_counters(context).weights_sent, 2 * WORKERS);
     /* Mine: tells when nothing else holds the weights. */
-    cdc_hold_t *weights = cdc_hold_retain(layer->weights_hold);
+    cdc_hold_t *weights = cdc__hold_retain(layer->weights_hold);
     cdc_layer_destroy(&layer);
-    ck_assert(cdc_hold_retired(weights));
+    ck_assert(cdc__hold_retired(weights));
     /* Still in libzmq's hands: the stopped worker's slices hold the retired
        set (which holds the weights once), or the weights themselves. */
     if (split == CDC_SPLIT_ROWS)
-        ck_assert_int_eq(cdc_hold_refs(weights), 2);
+        ck_assert_int_eq(cdc__hold_refs(weights), 2);
     else
-        ck_assert_int_ge(cdc_hold_refs(weights), 2);
+        ck_assert_int_ge(cdc__hold_refs(weights), 2);
     ck_assert_int_eq(kill(worker_pids[1], SIGCONT), 0);
     double deadline = cdc_test_now_s() + 20.0;
-    while (cdc_hold_refs(weights) > 1 && cdc_test_now_s() < deadline)
+    while (cdc__hold_refs(weights) > 1 && cdc_test_now_s() < deadline)
         cdc_test_sleep_ms(5);
-    ck_assert_int_eq(cdc_hold_refs(weights), 1);
-    cdc_hold_release(weights);
+    ck_assert_int_eq(cdc__hold_refs(weights), 1);
+    cdc__hold_release(weights);
     fc_case_free(warm);
     cdc_context_destroy(&context);
 }
@@ -564,7 +564,7 @@ static cdc_msg_header_t raw_exchange(void *socket, const void *const *frames,
         zmq_getsockopt(socket, ZMQ_RCVMORE, &more, &more_size);
     }
     cdc_msg_header_t h;
-    ck_assert_int_eq(cdc_msg_header_unpack(header, CDC_PROTO_HEADER_SIZE, &h), CDC_OK);
+    ck_assert_int_eq(cdc__msg_header_unpack(header, CDC_PROTO_HEADER_SIZE, &h), CDC_OK);
     return h;
 }
 
@@ -588,10 +588,10 @@ START_TEST(test_malformed_to_worker)
     /* Wrong version, request id echoed. */
     uint8_t packed[CDC_PROTO_HEADER_SIZE];
     cdc_msg_header_t h;
-    cdc_msg_header_init(&h, CDC_MSG_PING);
+    cdc__msg_header_init(&h, CDC_MSG_PING);
     h.version = 9;
     h.request_id = 1234;
-    cdc_msg_header_pack(&h, packed);
+    cdc__msg_header_pack(&h, packed);
     frames[0] = packed;
     sizes[0] = sizeof packed;
     reply = raw_exchange(socket, frames, sizes, 1);
@@ -600,12 +600,12 @@ START_TEST(test_malformed_to_worker)
 
     /* Truncated task (header only), then a shape/length mismatch, then huge dims. */
     static float payload[64];
-    cdc_msg_header_init(&h, CDC_MSG_TASK_GEMM);
+    cdc__msg_header_init(&h, CDC_MSG_TASK_GEMM);
     h.request_id = 1235;
     h.rows = 4;
     h.k = 4;
     h.cols = 4;
-    cdc_msg_header_pack(&h, packed);
+    cdc__msg_header_pack(&h, packed);
     reply = raw_exchange(socket, frames, sizes, 1);
     ck_assert_uint_eq(reply.type, CDC_MSG_ERROR);
     frames[1] = payload;
@@ -615,14 +615,14 @@ START_TEST(test_malformed_to_worker)
     reply = raw_exchange(socket, frames, sizes, 3);
     ck_assert_uint_eq(reply.type, CDC_MSG_ERROR);
     h.rows = h.cols = CDC_PROTO_MAX_DIM;
-    cdc_msg_header_pack(&h, packed);
+    cdc__msg_header_pack(&h, packed);
     reply = raw_exchange(socket, frames, sizes, 3);
     ck_assert_uint_eq(reply.type, CDC_MSG_ERROR);
 
     /* An unknown weight key is a MISS, not a crash. */
     h.rows = h.cols = 4;
     h.a_key = 42;
-    cdc_msg_header_pack(&h, packed);
+    cdc__msg_header_pack(&h, packed);
     sizes[1] = 0;
     sizes[2] = 16 * sizeof(float);
     reply = raw_exchange(socket, frames, sizes, 3);
@@ -631,14 +631,14 @@ START_TEST(test_malformed_to_worker)
 
     /* A valid task still gets a result: the worker kept serving. */
     h.a_key = 0;
-    cdc_msg_header_pack(&h, packed);
+    cdc__msg_header_pack(&h, packed);
     sizes[1] = 16 * sizeof(float);
     reply = raw_exchange(socket, frames, sizes, 3);
     ck_assert_uint_eq(reply.type, CDC_MSG_RESULT);
     ck_assert_int_eq(reply.rows, 4);
-    cdc_msg_header_init(&h, CDC_MSG_PING);
+    cdc__msg_header_init(&h, CDC_MSG_PING);
     h.request_id = 99;
-    cdc_msg_header_pack(&h, packed);
+    cdc__msg_header_pack(&h, packed);
     reply = raw_exchange(socket, frames, sizes, 1);
     ck_assert_uint_eq(reply.type, CDC_MSG_PONG);
     ck_assert_uint_eq(reply.request_id, 99);

@@ -763,12 +763,12 @@ static void *fake_worker_main(void *arg)
         }
         cdc_msg_header_t h, reply;
         uint8_t packed[CDC_PROTO_HEADER_SIZE];
-        if (count >= 2 && cdc_msg_header_unpack(zmq_msg_data(&parts[1]),
-                                                zmq_msg_size(&parts[1]), &h) == CDC_OK) {
+        if (count >= 2 && cdc__msg_header_unpack(zmq_msg_data(&parts[1]),
+                                                 zmq_msg_size(&parts[1]), &h) == CDC_OK) {
             if (h.type == CDC_MSG_PING) {
-                cdc_msg_header_init(&reply, CDC_MSG_PONG);
+                cdc__msg_header_init(&reply, CDC_MSG_PONG);
                 reply.request_id = h.request_id;
-                cdc_msg_header_pack(&reply, packed);
+                cdc__msg_header_pack(&reply, packed);
                 const void *frames[] = {packed, ""}; /* an empty status text */
                 size_t sizes[] = {sizeof packed, 0};
                 send_frames(socket, &parts[0], frames, sizes, 2);
@@ -782,28 +782,28 @@ static void *fake_worker_main(void *arg)
                 size_t garbage_size[] = {12};
                 send_frames(socket, &parts[0], garbage, garbage_size, 1);
                 /* 2: a request id never made. */
-                cdc_msg_header_init(&reply, CDC_MSG_RESULT);
+                cdc__msg_header_init(&reply, CDC_MSG_RESULT);
                 reply.request_id = h.request_id + 1000;
                 reply.shard = h.shard;
                 reply.rows = h.rows;
                 reply.cols = h.cols;
-                cdc_msg_header_pack(&reply, packed);
+                cdc__msg_header_pack(&reply, packed);
                 const void *frames[] = {packed, payload};
                 size_t sizes[] = {sizeof packed, bytes};
                 send_frames(socket, &parts[0], frames, sizes, 2);
                 /* 3: a shard it was not sent. */
                 reply.request_id = h.request_id;
                 reply.shard = (h.shard + 1) % 5;
-                cdc_msg_header_pack(&reply, packed);
+                cdc__msg_header_pack(&reply, packed);
                 send_frames(socket, &parts[0], frames, sizes, 2);
                 /* 4: a length that disagrees with the shape. */
                 reply.shard = h.shard;
-                cdc_msg_header_pack(&reply, packed);
+                cdc__msg_header_pack(&reply, packed);
                 sizes[1] = bytes - sizeof(float);
                 send_frames(socket, &parts[0], frames, sizes, 2);
                 /* 5: a valid message of the wrong shape (ends this task). */
                 reply.rows = h.rows + 1;
-                cdc_msg_header_pack(&reply, packed);
+                cdc__msg_header_pack(&reply, packed);
                 sizes[1] = (size_t) (reply.rows * reply.cols) * sizeof(float);
                 if (sizes[1] <= sizeof payload)
                     send_frames(socket, &parts[0], frames, sizes, 2);
@@ -918,9 +918,9 @@ static void solo_ping(solo_t *s, uint64_t id)
 {
     cdc_msg_header_t h;
     uint8_t packed[CDC_PROTO_HEADER_SIZE];
-    cdc_msg_header_init(&h, CDC_MSG_PING);
+    cdc__msg_header_init(&h, CDC_MSG_PING);
     h.request_id = id;
-    cdc_msg_header_pack(&h, packed);
+    cdc__msg_header_pack(&h, packed);
     ck_assert_int_eq(zmq_send(s->socket, packed, sizeof packed, 0), (int) sizeof packed);
 }
 
@@ -944,12 +944,12 @@ static void solo_task(solo_t *s, uint64_t id, int64_t rows, int64_t k, int64_t c
 {
     cdc_msg_header_t h;
     uint8_t packed[CDC_PROTO_HEADER_SIZE];
-    cdc_msg_header_init(&h, CDC_MSG_TASK_GEMM);
+    cdc__msg_header_init(&h, CDC_MSG_TASK_GEMM);
     h.request_id = id;
     h.rows = rows;
     h.k = k;
     h.cols = cols;
-    cdc_msg_header_pack(&h, packed);
+    cdc__msg_header_pack(&h, packed);
     zmq_send(s->socket, packed, sizeof packed, ZMQ_SNDMORE);
     send_chunked(s->socket, a, (size_t) (rows * k) * sizeof(float), 1);
     send_chunked(s->socket, bt, (size_t) (cols * k) * sizeof(float), 0);
@@ -966,7 +966,7 @@ static cdc_msg_header_t solo_recv(solo_t *s, long timeout_ms, float *result, siz
         return h;
     uint8_t header[CDC_PROTO_HEADER_SIZE];
     ck_assert_int_eq(zmq_recv(s->socket, header, sizeof header, 0), CDC_PROTO_HEADER_SIZE);
-    ck_assert_int_eq(cdc_msg_header_unpack(header, sizeof header, &h), CDC_OK);
+    ck_assert_int_eq(cdc__msg_header_unpack(header, sizeof header, &h), CDC_OK);
     int more = 0;
     size_t more_size = sizeof more;
     zmq_getsockopt(s->socket, ZMQ_RCVMORE, &more, &more_size);
@@ -1115,7 +1115,7 @@ END_TEST
 static void solo_send(solo_t *s, const cdc_msg_header_t *h, const void *payload, size_t size)
 {
     uint8_t packed[CDC_PROTO_HEADER_SIZE];
-    cdc_msg_header_pack(h, packed);
+    cdc__msg_header_pack(h, packed);
     zmq_send(s->socket, packed, sizeof packed, payload ? ZMQ_SNDMORE : 0);
     if (payload)
         send_chunked(s->socket, payload, size, 0);
@@ -1124,7 +1124,7 @@ static void solo_send(solo_t *s, const cdc_msg_header_t *h, const void *payload,
 static void solo_weights(solo_t *s, uint64_t key, const float *w, int64_t rows, int64_t k)
 {
     cdc_msg_header_t h;
-    cdc_msg_header_init(&h, CDC_MSG_WEIGHTS);
+    cdc__msg_header_init(&h, CDC_MSG_WEIGHTS);
     h.request_id = 600 + key;
     h.a_key = key;
     h.rows = rows;
@@ -1149,14 +1149,14 @@ START_TEST(test_worker_cache_and_cancel)
     solo_weights(&s, 77, a, 8, 16);
     solo_weights(&s, 77, a, 8, 16); /* identical: kept once, no reply */
     cdc_msg_header_t h;
-    cdc_msg_header_init(&h, CDC_MSG_TASK_GEMM);
+    cdc__msg_header_init(&h, CDC_MSG_TASK_GEMM);
     h.request_id = 2;
     h.rows = 8;
     h.k = 16;
     h.cols = 4;
     h.a_key = 77;
     uint8_t packed[CDC_PROTO_HEADER_SIZE];
-    cdc_msg_header_pack(&h, packed);
+    cdc__msg_header_pack(&h, packed);
     zmq_send(s.socket, packed, sizeof packed, ZMQ_SNDMORE);
     zmq_send(s.socket, "", 0, ZMQ_SNDMORE);
     zmq_send(s.socket, bt, sizeof bt, 0);
@@ -1172,7 +1172,7 @@ START_TEST(test_worker_cache_and_cancel)
     ck_assert_int_eq(r.error_code, CDC_EPROTO);
 
     cdc_msg_header_t cancel;
-    cdc_msg_header_init(&cancel, CDC_MSG_CANCEL);
+    cdc__msg_header_init(&cancel, CDC_MSG_CANCEL);
     cancel.request_id = 3;
     solo_send(&s, &cancel, NULL, 0);
     solo_task(&s, 3, 8, 16, 4, a, bt); /* cancelled before it started */

@@ -11,10 +11,10 @@ START_TEST(test_parse_every_kind)
 {
     cdc_fault_plan_t plan;
     ck_assert_int_eq(
-        cdc_fault_plan_parse("crash@w1:after=3;hang@w0:after=2,for=500;"
-                             "delay@*:dist=exp,mean=20,p=0.5;drop@w2:p=0.1;corrupt@w3:p=0.01;"
-                             "slow@*:gflops=0.2;link@*:mbit=94,lat=0.3;seed=42;slow@w4:x=2.5",
-                             &plan),
+        cdc__fault_plan_parse("crash@w1:after=3;hang@w0:after=2,for=500;"
+                              "delay@*:dist=exp,mean=20,p=0.5;drop@w2:p=0.1;corrupt@w3:p=0.01;"
+                              "slow@*:gflops=0.2;link@*:mbit=94,lat=0.3;seed=42;slow@w4:x=2.5",
+                              &plan),
         CDC_OK);
     ck_assert_int_eq(plan.count, 8);
     ck_assert_uint_eq(plan.seed, 42);
@@ -29,9 +29,9 @@ START_TEST(test_parse_every_kind)
     ck_assert(plan.rules[5].gflops == 0.2);
     ck_assert(plan.rules[6].mbit == 94 && plan.rules[6].lat_ms == 0.3);
     ck_assert(plan.rules[7].x == 2.5);
-    ck_assert_int_eq(cdc_fault_plan_parse("", &plan), CDC_OK);
+    ck_assert_int_eq(cdc__fault_plan_parse("", &plan), CDC_OK);
     ck_assert_int_eq(plan.count, 0);
-    ck_assert(cdc_fault_coordinator_gflops(&plan) == 0.0);
+    ck_assert(cdc__fault_coordinator_gflops(&plan) == 0.0);
 }
 END_TEST
 
@@ -42,22 +42,22 @@ START_TEST(test_misreport)
     cdc_fault_plan_t plan, plain;
     cdc_fault_state_t state, plain_state;
     cdc_fault_misreport_t lie;
-    ck_assert_int_eq(cdc_fault_plan_parse("misreport@w1:memory=1,rate=1e11;drop@*:p=0.5;"
-                                          "misreport@*:flap=1",
-                                          &plan),
+    ck_assert_int_eq(cdc__fault_plan_parse("misreport@w1:memory=1,rate=1e11;drop@*:p=0.5;"
+                                           "misreport@*:flap=1",
+                                           &plan),
                      CDC_OK);
-    ck_assert_int_eq(cdc_fault_plan_parse("drop@*:p=0.5", &plain), CDC_OK);
-    cdc_fault_state_init(&state, &plan, 1);
-    cdc_fault_misreport(&state, &lie);
+    ck_assert_int_eq(cdc__fault_plan_parse("drop@*:p=0.5", &plain), CDC_OK);
+    cdc__fault_state_init(&state, &plan, 1);
+    cdc__fault_misreport(&state, &lie);
     ck_assert(lie.memory == 1.0 && lie.rate == 1e11 && lie.flap == 1);
-    cdc_fault_state_init(&state, &plan, 0);
-    cdc_fault_misreport(&state, &lie);
+    cdc__fault_state_init(&state, &plan, 0);
+    cdc__fault_misreport(&state, &lie);
     ck_assert(lie.memory == 0.0 && lie.rate == 0.0 && lie.flap == 1);
-    cdc_fault_state_init(&plain_state, &plain, 0);
+    cdc__fault_state_init(&plain_state, &plain, 0);
     for (int i = 0; i < 50; i++) {
         cdc_fault_decision_t a, b;
-        cdc_fault_next(&state, 1.0, 1e6, 0, 0, &a);
-        cdc_fault_next(&plain_state, 1.0, 1e6, 0, 0, &b);
+        cdc__fault_next(&state, 1.0, 1e6, 0, 0, &a);
+        cdc__fault_next(&plain_state, 1.0, 1e6, 0, 0, &b);
         ck_assert_int_eq(a.drop, b.drop);
     }
 }
@@ -69,12 +69,12 @@ START_TEST(test_coordinator_target)
     cdc_fault_plan_t plan;
     cdc_fault_state_t state;
     cdc_fault_decision_t d;
-    ck_assert_int_eq(cdc_fault_plan_parse("slow@c:gflops=0.5;slow@*:gflops=1", &plan), CDC_OK);
+    ck_assert_int_eq(cdc__fault_plan_parse("slow@c:gflops=0.5;slow@*:gflops=1", &plan), CDC_OK);
     ck_assert_int_eq(plan.rules[0].target, CDC_FAULT_COORDINATOR);
-    ck_assert(cdc_fault_coordinator_gflops(&plan) == 0.5);
-    cdc_fault_state_init(&state, &plan, 0);
+    ck_assert(cdc__fault_coordinator_gflops(&plan) == 0.5);
+    cdc__fault_state_init(&state, &plan, 0);
     ck_assert_int_eq(state.plan.count, 1); /* the worker keeps slow@* only */
-    cdc_fault_next(&state, 1.0, 1e8, 0, 0, &d);
+    cdc__fault_next(&state, 1.0, 1e8, 0, 0, &d);
     ck_assert_double_eq_tol(d.slow_ms, 99.0, 1e-6); /* 0.1 GFLOP at 1 GFLOP/s */
 }
 END_TEST
@@ -105,7 +105,7 @@ START_TEST(test_parse_rejects)
     cdc_fault_plan_t plan, before;
     memset(&plan, 0x5a, sizeof plan);
     before = plan;
-    ck_assert_int_eq(cdc_fault_plan_parse(bad_plans[_i], &plan), CDC_ECONFIG);
+    ck_assert_int_eq(cdc__fault_plan_parse(bad_plans[_i], &plan), CDC_ECONFIG);
     ck_assert_msg(strstr(cdc_last_error(), "CDCGEMM_FAULTS") != NULL, "%s", cdc_last_error());
     ck_assert(memcmp(&plan, &before, sizeof plan) == 0);
 }
@@ -129,12 +129,12 @@ static double sequence_sum(const char *spec, int worker, int calls)
 {
     cdc_fault_plan_t plan;
     cdc_fault_state_t state;
-    ck_assert_int_eq(cdc_fault_plan_parse(spec, &plan), CDC_OK);
-    cdc_fault_state_init(&state, &plan, worker);
+    ck_assert_int_eq(cdc__fault_plan_parse(spec, &plan), CDC_OK);
+    cdc__fault_state_init(&state, &plan, worker);
     double sum = 0;
     for (int i = 0; i < calls; i++) {
         cdc_fault_decision_t d;
-        cdc_fault_next(&state, 1.0, 0, 0, 0, &d);
+        cdc__fault_next(&state, 1.0, 0, 0, 0, &d);
         sum += d.delay_ms * (i + 1) + d.drop * 1000.0 * i;
     }
     return sum;
@@ -162,13 +162,13 @@ START_TEST(test_distributions)
     for (size_t c = 0; c < sizeof cases / sizeof *cases; c++) {
         cdc_fault_plan_t plan;
         cdc_fault_state_t state;
-        ck_assert_int_eq(cdc_fault_plan_parse(cases[c].spec, &plan), CDC_OK);
-        cdc_fault_state_init(&state, &plan, 0);
+        ck_assert_int_eq(cdc__fault_plan_parse(cases[c].spec, &plan), CDC_OK);
+        cdc__fault_state_init(&state, &plan, 0);
         double sum = 0;
         const int draws = 200000;
         for (int i = 0; i < draws; i++) {
             cdc_fault_decision_t d;
-            cdc_fault_next(&state, 0, 0, 0, 0, &d);
+            cdc__fault_next(&state, 0, 0, 0, 0, &d);
             ck_assert(d.delay_ms >= 0);
             sum += d.delay_ms;
         }
@@ -184,17 +184,17 @@ START_TEST(test_crash_hang_drop_corrupt)
 {
     cdc_fault_plan_t plan;
     cdc_fault_state_t s0, s1;
-    ck_assert_int_eq(cdc_fault_plan_parse("crash@w1:after=3;hang@w0:after=2,for=50;"
-                                          "drop@w0:p=0.3;corrupt@w1:p=1",
-                                          &plan),
+    ck_assert_int_eq(cdc__fault_plan_parse("crash@w1:after=3;hang@w0:after=2,for=50;"
+                                           "drop@w0:p=0.3;corrupt@w1:p=1",
+                                           &plan),
                      CDC_OK);
-    cdc_fault_state_init(&s0, &plan, 0);
-    cdc_fault_state_init(&s1, &plan, 1);
+    cdc__fault_state_init(&s0, &plan, 0);
+    cdc__fault_state_init(&s1, &plan, 1);
     int drops = 0;
     for (int call = 0; call < 10000; call++) {
         cdc_fault_decision_t d0, d1;
-        cdc_fault_next(&s0, 0, 0, 0, 0, &d0);
-        cdc_fault_next(&s1, 0, 0, 0, 0, &d1);
+        cdc__fault_next(&s0, 0, 0, 0, 0, &d0);
+        cdc__fault_next(&s1, 0, 0, 0, 0, &d1);
         ck_assert_int_eq(d0.crash, 0);
         ck_assert_int_eq(d1.crash, call >= 3);
         ck_assert(d0.hang_ms == (call == 2 ? 50.0 : -1.0));
@@ -213,28 +213,28 @@ START_TEST(test_slow_and_link)
     cdc_fault_plan_t plan;
     cdc_fault_state_t state;
     cdc_fault_decision_t d;
-    ck_assert_int_eq(cdc_fault_plan_parse("slow@*:gflops=0.2", &plan), CDC_OK);
-    cdc_fault_state_init(&state, &plan, 3);
-    cdc_fault_next(&state, 1.0, 2e8, 0, 0, &d); /* 0.2 GFLOP at 0.2 GFLOP/s = 1 s */
+    ck_assert_int_eq(cdc__fault_plan_parse("slow@*:gflops=0.2", &plan), CDC_OK);
+    cdc__fault_state_init(&state, &plan, 3);
+    cdc__fault_next(&state, 1.0, 2e8, 0, 0, &d); /* 0.2 GFLOP at 0.2 GFLOP/s = 1 s */
     ck_assert_double_eq_tol(d.delay_ms, 999.0, 1e-6);
     ck_assert_double_eq_tol(d.slow_ms, 999.0, 1e-6); /* all of it compute */
-    cdc_fault_next(&state, 2000.0, 2e8, 0, 0, &d); /* already slower than emulated */
+    cdc__fault_next(&state, 2000.0, 2e8, 0, 0, &d); /* already slower than emulated */
     ck_assert(d.delay_ms == 0.0 && d.slow_ms == 0.0);
-    ck_assert_int_eq(cdc_fault_plan_parse("slow@*:x=3", &plan), CDC_OK);
-    cdc_fault_state_init(&state, &plan, 0);
-    cdc_fault_next(&state, 4.0, 0, 0, 0, &d);
+    ck_assert_int_eq(cdc__fault_plan_parse("slow@*:x=3", &plan), CDC_OK);
+    cdc__fault_state_init(&state, &plan, 0);
+    cdc__fault_next(&state, 4.0, 0, 0, 0, &d);
     ck_assert_double_eq_tol(d.delay_ms, 8.0, 1e-9);
     ck_assert_double_eq_tol(d.slow_ms, 8.0, 1e-9);
     ck_assert(d.latency_ms == 0.0);
-    ck_assert_int_eq(cdc_fault_plan_parse("link@*:mbit=94,lat=0.3", &plan), CDC_OK);
-    cdc_fault_state_init(&state, &plan, 0);
-    cdc_fault_next(&state, 0, 0, 1000000, 175000, &d); /* 1.175 MB at 94 Mbit/s */
+    ck_assert_int_eq(cdc__fault_plan_parse("link@*:mbit=94,lat=0.3", &plan), CDC_OK);
+    cdc__fault_state_init(&state, &plan, 0);
+    cdc__fault_next(&state, 0, 0, 1000000, 175000, &d); /* 1.175 MB at 94 Mbit/s */
     ck_assert_double_eq_tol(d.delay_ms, 0.6 + 1175000.0 * 8 / 94e3, 1e-9);
     ck_assert_double_eq_tol(d.latency_ms, 0.6, 1e-12); /* 2 lat: not on the device */
     ck_assert(d.slow_ms == 0.0); /* link time is not compute */
-    ck_assert_int_eq(cdc_fault_plan_parse("slow@w1:x=3", &plan), CDC_OK);
-    cdc_fault_state_init(&state, &plan, 0); /* not this worker's rule */
-    cdc_fault_next(&state, 4.0, 0, 0, 0, &d);
+    ck_assert_int_eq(cdc__fault_plan_parse("slow@w1:x=3", &plan), CDC_OK);
+    cdc__fault_state_init(&state, &plan, 0); /* not this worker's rule */
+    cdc__fault_next(&state, 4.0, 0, 0, 0, &d);
     ck_assert(d.delay_ms == 0.0);
 }
 END_TEST
@@ -247,25 +247,25 @@ START_TEST(test_slow_from_a_call_on)
     cdc_fault_plan_t plan;
     cdc_fault_state_t state;
     cdc_fault_decision_t d;
-    ck_assert_int_eq(cdc_fault_plan_parse("slow@w0:gflops=1;slow@w0:gflops=0.25,after=2", &plan),
+    ck_assert_int_eq(cdc__fault_plan_parse("slow@w0:gflops=1;slow@w0:gflops=0.25,after=2", &plan),
                      CDC_OK);
-    cdc_fault_state_init(&state, &plan, 0);
+    cdc__fault_state_init(&state, &plan, 0);
     const double expected[] = {99.0, 99.0, 399.0, 399.0}; /* 0.1 GFLOP, 1 ms real */
     for (int call = 0; call < 4; call++) {
-        cdc_fault_next(&state, 1.0, 1e8, 0, 0, &d);
+        cdc__fault_next(&state, 1.0, 1e8, 0, 0, &d);
         ck_assert_msg(fabs(d.slow_ms - expected[call]) < 1e-6, "call %d: slow %.3f ms", call,
                       d.slow_ms);
         ck_assert_int_eq(d.slow_onset, call == 2);
     }
-    cdc_fault_state_init(&state, &plan, 0);
-    cdc_fault_state_set_incarnation(&state, 1);
-    cdc_fault_next(&state, 1.0, 1e8, 0, 0, &d);
+    cdc__fault_state_init(&state, &plan, 0);
+    cdc__fault_state_set_incarnation(&state, 1);
+    cdc__fault_next(&state, 1.0, 1e8, 0, 0, &d);
     ck_assert_double_eq_tol(d.slow_ms, 399.0, 1e-6);
-    ck_assert_int_eq(cdc_fault_plan_parse("slow@*:x=2,after=1", &plan), CDC_OK);
-    cdc_fault_state_init(&state, &plan, 0);
-    cdc_fault_next(&state, 4.0, 0, 0, 0, &d);
+    ck_assert_int_eq(cdc__fault_plan_parse("slow@*:x=2,after=1", &plan), CDC_OK);
+    cdc__fault_state_init(&state, &plan, 0);
+    cdc__fault_next(&state, 4.0, 0, 0, 0, &d);
     ck_assert(d.slow_ms == 0.0); /* not yet */
-    cdc_fault_next(&state, 4.0, 0, 0, 0, &d);
+    cdc__fault_next(&state, 4.0, 0, 0, 0, &d);
     ck_assert_double_eq_tol(d.slow_ms, 4.0, 1e-9);
 }
 END_TEST
@@ -278,23 +278,23 @@ START_TEST(test_link_of_one_message)
     cdc_fault_state_t state, twin;
     cdc_fault_decision_t d;
     double transfer = -1, latency = -1;
-    ck_assert_int_eq(cdc_fault_plan_parse("link@*:mbit=94,lat=0.3;drop@*:p=0.5", &plan),
+    ck_assert_int_eq(cdc__fault_plan_parse("link@*:mbit=94,lat=0.3;drop@*:p=0.5", &plan),
                      CDC_OK);
-    cdc_fault_state_init(&state, &plan, 0);
+    cdc__fault_state_init(&state, &plan, 0);
     twin = state;
-    ck_assert_int_eq(cdc_fault_link(&state, 1175000, &transfer, &latency), 1);
+    ck_assert_int_eq(cdc__fault_link(&state, 1175000, &transfer, &latency), 1);
     ck_assert_double_eq_tol(transfer, 1175000.0 * 8 / 94e3, 1e-9);
     ck_assert_double_eq_tol(latency, 0.3, 1e-12);
     ck_assert_int_eq(state.calls, 0);
-    cdc_fault_next(&state, 0, 0, 1000000, 175000, &d); /* the call's transfer: the same */
+    cdc__fault_next(&state, 0, 0, 1000000, 175000, &d); /* the call's transfer: the same */
     ck_assert_double_eq_tol(d.delay_ms - d.latency_ms, transfer, 1e-9);
     cdc_fault_decision_t e;
-    cdc_fault_next(&twin, 0, 0, 1000000, 175000, &e); /* the draws did not move */
+    cdc__fault_next(&twin, 0, 0, 1000000, 175000, &e); /* the draws did not move */
     ck_assert_int_eq(d.drop, e.drop);
     ck_assert(state.rng == twin.rng);
-    ck_assert_int_eq(cdc_fault_plan_parse("slow@*:x=2;link@w1:mbit=1", &plan), CDC_OK);
-    cdc_fault_state_init(&state, &plan, 0); /* no link for this worker */
-    ck_assert_int_eq(cdc_fault_link(&state, 1000000, &transfer, &latency), 0);
+    ck_assert_int_eq(cdc__fault_plan_parse("slow@*:x=2;link@w1:mbit=1", &plan), CDC_OK);
+    cdc__fault_state_init(&state, &plan, 0); /* no link for this worker */
+    ck_assert_int_eq(cdc__fault_link(&state, 1000000, &transfer, &latency), 0);
     ck_assert(transfer == 0.0 && latency == 0.0);
 }
 END_TEST
@@ -304,17 +304,17 @@ END_TEST
 START_TEST(test_incarnation_skips_one_shot)
 {
     cdc_fault_plan_t plan;
-    ck_assert_int_eq(cdc_fault_plan_parse("crash@w1:after=2;hang@w1:after=1,for=50;"
-                                          "drop@w1:p=1;delay@w1:ms=3", &plan),
+    ck_assert_int_eq(cdc__fault_plan_parse("crash@w1:after=2;hang@w1:after=1,for=50;"
+                                           "drop@w1:p=1;delay@w1:ms=3", &plan),
                      CDC_OK);
     for (int incarnation = 0; incarnation < 3; incarnation++) {
         cdc_fault_state_t state;
-        cdc_fault_state_init(&state, &plan, 1);
-        cdc_fault_state_set_incarnation(&state, incarnation);
+        cdc__fault_state_init(&state, &plan, 1);
+        cdc__fault_state_set_incarnation(&state, incarnation);
         int crashes = 0, hangs = 0, drops = 0;
         for (int call = 0; call < 10; call++) {
             cdc_fault_decision_t d;
-            cdc_fault_next(&state, 1.0, 0, 0, 0, &d);
+            cdc__fault_next(&state, 1.0, 0, 0, 0, &d);
             crashes += d.crash;
             hangs += d.hang_ms >= 0;
             drops += d.drop;

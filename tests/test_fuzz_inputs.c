@@ -109,7 +109,7 @@ static void decodes(const char *path, int target)
     for (int i = 0; i < count; i++)
         frames[i] = (cdc_frame_t){cut[i].data, cut[i].size};
     cdc_msg_t msg;
-    ck_assert_msg(cdc_msg_decode(frames, count, &msg) == CDC_OK,
+    ck_assert_msg(cdc__msg_decode(frames, count, &msg) == CDC_OK,
                   "%s no longer decodes (%s): run fuzz_make_corpus tests/fuzz/corpus", path,
                   cdc_last_error());
     free(data);

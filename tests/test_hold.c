@@ -32,7 +32,7 @@ static void held_free(cdc_hold_t *hold)
 static held_t *held_new(atomic_int *frees, atomic_uintptr_t *freed_on)
 {
     held_t *h = cdc_test_alloc(sizeof *h);
-    cdc_hold_init(&h->hold, held_free);
+    cdc__hold_init(&h->hold, held_free);
     h->frees = frees;
     h->freed_on = freed_on;
     return h;
@@ -42,9 +42,9 @@ START_TEST(test_init_is_one_owner_reference)
 {
     atomic_int frees = 0;
     held_t *h = held_new(&frees, NULL);
-    ck_assert_int_eq(cdc_hold_refs(&h->hold), 1);
-    ck_assert_int_eq(cdc_hold_retired(&h->hold), 0);
-    cdc_hold_release(&h->hold); /* the owner's: the last one */
+    ck_assert_int_eq(cdc__hold_refs(&h->hold), 1);
+    ck_assert_int_eq(cdc__hold_retired(&h->hold), 0);
+    cdc__hold_release(&h->hold); /* the owner's: the last one */
     ck_assert_int_eq(atomic_load(&frees), 1);
 }
 END_TEST
@@ -53,14 +53,14 @@ START_TEST(test_retain_release_free_once)
 {
     atomic_int frees = 0;
     held_t *h = held_new(&frees, NULL);
-    ck_assert_ptr_eq(cdc_hold_retain(&h->hold), &h->hold);
-    ck_assert_ptr_eq(cdc_hold_retain(&h->hold), &h->hold);
-    ck_assert_int_eq(cdc_hold_refs(&h->hold), 3);
-    cdc_hold_release(&h->hold);
-    cdc_hold_release(&h->hold);
+    ck_assert_ptr_eq(cdc__hold_retain(&h->hold), &h->hold);
+    ck_assert_ptr_eq(cdc__hold_retain(&h->hold), &h->hold);
+    ck_assert_int_eq(cdc__hold_refs(&h->hold), 3);
+    cdc__hold_release(&h->hold);
+    cdc__hold_release(&h->hold);
     ck_assert_int_eq(atomic_load(&frees), 0);
-    ck_assert_int_eq(cdc_hold_refs(&h->hold), 1);
-    cdc_hold_release(&h->hold);
+    ck_assert_int_eq(cdc__hold_refs(&h->hold), 1);
+    cdc__hold_release(&h->hold);
     ck_assert_int_eq(atomic_load(&frees), 1);
 }
 END_TEST
@@ -73,14 +73,14 @@ START_TEST(test_retire_then_last_holder_frees)
     held_t *h = held_new(&frees, NULL);
     for (int i = 0; i < 64; i++)
         h->data[i] = (float) i;
-    cdc_hold_t *mine = cdc_hold_retain(&h->hold);
-    cdc_hold_retire(&h->hold);
+    cdc_hold_t *mine = cdc__hold_retain(&h->hold);
+    cdc__hold_retire(&h->hold);
     ck_assert_int_eq(atomic_load(&frees), 0);
-    ck_assert_int_eq(cdc_hold_retired(mine), 1);
-    ck_assert_int_eq(cdc_hold_refs(mine), 1);
+    ck_assert_int_eq(cdc__hold_retired(mine), 1);
+    ck_assert_int_eq(cdc__hold_refs(mine), 1);
     for (int i = 0; i < 64; i++) /* still readable (ASan: no use after free) */
         ck_assert_float_eq(h->data[i], (float) i);
-    cdc_hold_release(mine);
+    cdc__hold_release(mine);
     ck_assert_int_eq(atomic_load(&frees), 1);
 }
 END_TEST
@@ -89,22 +89,22 @@ START_TEST(test_retire_alone_frees)
 {
     atomic_int frees = 0;
     held_t *h = held_new(&frees, NULL);
-    cdc_hold_retire(&h->hold);
+    cdc__hold_retire(&h->hold);
     ck_assert_int_eq(atomic_load(&frees), 1);
 }
 END_TEST
 
 START_TEST(test_null_accepted)
 {
-    ck_assert_ptr_null(cdc_hold_retain(NULL));
-    cdc_hold_release(NULL);
-    cdc_hold_retire(NULL);
+    ck_assert_ptr_null(cdc__hold_retain(NULL));
+    cdc__hold_release(NULL);
+    cdc__hold_retire(NULL);
 }
 END_TEST
 
 static void *release_on_thread(void *arg)
 {
-    cdc_hold_release(arg);
+    cdc__hold_release(arg);
     return NULL;
 }
 
@@ -115,8 +115,8 @@ START_TEST(test_last_release_on_another_thread)
     atomic_int frees = 0;
     atomic_uintptr_t freed_on = 0;
     held_t *h = held_new(&frees, &freed_on);
-    cdc_hold_t *theirs = cdc_hold_retain(&h->hold);
-    cdc_hold_retire(&h->hold);
+    cdc_hold_t *theirs = cdc__hold_retain(&h->hold);
+    cdc__hold_retire(&h->hold);
     ck_assert_int_eq(atomic_load(&frees), 0);
     pthread_t thread;
     ck_assert_int_eq(pthread_create(&thread, NULL, release_on_thread, theirs), 0);
@@ -141,10 +141,10 @@ static void *churn(void *arg)
     while (!atomic_load(c->go))
         ;
     for (int i = 0; i < ROUNDS; i++) {
-        cdc_hold_retain(c->hold);
-        cdc_hold_release(c->hold);
+        cdc__hold_retain(c->hold);
+        cdc__hold_release(c->hold);
     }
-    cdc_hold_release(c->hold);
+    cdc__hold_release(c->hold);
     return NULL;
 }
 
@@ -159,11 +159,11 @@ START_TEST(test_concurrent_holders_free_once)
         pthread_t threads[THREADS];
         churn_t c = {&h->hold, &go};
         for (int t = 0; t < THREADS; t++) {
-            cdc_hold_retain(&h->hold); /* before the thread could drop it */
+            cdc__hold_retain(&h->hold); /* before the thread could drop it */
             ck_assert_int_eq(pthread_create(&threads[t], NULL, churn, &c), 0);
         }
         atomic_store(&go, 1);
-        cdc_hold_retire(&h->hold);
+        cdc__hold_retire(&h->hold);
         for (int t = 0; t < THREADS; t++)
             ck_assert_int_eq(pthread_join(threads[t], NULL), 0);
         ck_assert_int_eq(atomic_load(&frees), 1);
@@ -177,18 +177,18 @@ START_TEST(test_alloc_buffer)
     size_t sizes[] = {0, 1, 63, 64, 65, 4096 + 3, (size_t) 9 << 20};
     for (size_t i = 0; i < sizeof sizes / sizeof *sizes; i++) {
         void *data = NULL;
-        cdc_hold_t *hold = cdc_hold_alloc(sizes[i], &data);
+        cdc_hold_t *hold = cdc__hold_alloc(sizes[i], &data);
         ck_assert_ptr_nonnull(hold);
         ck_assert_ptr_nonnull(data);
         ck_assert_uint_eq((uintptr_t) data % 64, 0);
-        ck_assert_int_eq(cdc_hold_refs(hold), 1);
+        ck_assert_int_eq(cdc__hold_refs(hold), 1);
         memset(data, 0x5a, sizes[i]);
-        cdc_hold_t *holder = cdc_hold_retain(hold);
-        cdc_hold_retire(hold);
-        ck_assert_int_eq(cdc_hold_retired(holder), 1);
+        cdc_hold_t *holder = cdc__hold_retain(hold);
+        cdc__hold_retire(hold);
+        ck_assert_int_eq(cdc__hold_retired(holder), 1);
         for (size_t b = 0; b < sizes[i]; b += 4093)
             ck_assert_uint_eq(((unsigned char *) data)[b], 0x5a);
-        cdc_hold_release(holder); /* LSan: nothing left */
+        cdc__hold_release(holder); /* LSan: nothing left */
     }
 }
 END_TEST
@@ -196,7 +196,7 @@ END_TEST
 START_TEST(test_alloc_too_large)
 {
     void *data = (void *) 1;
-    ck_assert_ptr_null(cdc_hold_alloc(SIZE_MAX - 8, &data));
+    ck_assert_ptr_null(cdc__hold_alloc(SIZE_MAX - 8, &data));
     ck_assert_ptr_null(data);
 }
 END_TEST

@@ -38,7 +38,7 @@ static void conv_by_im2col(const cdc_ref_conv_t *s, int64_t ld, const float *x,
                            const float *weights, const float *bias, float *y)
 {
     cdc_conv_geometry_t g = geometry_of(s);
-    ck_assert_int_eq(cdc_conv_geometry_finish(&g), CDC_OK);
+    ck_assert_int_eq(cdc__conv_geometry_finish(&g), CDC_OK);
     const int64_t k = s->in_channels * s->kernel_h * s->kernel_w;
     const int64_t n = g.out_h * g.out_w;
     ck_assert_int_ge(ld, n);
@@ -46,7 +46,7 @@ static void conv_by_im2col(const cdc_ref_conv_t *s, int64_t ld, const float *x,
     for (int64_t b = 0; b < s->batch; b++) {
         const float *xb = x + (size_t) (b * s->in_channels * s->h * s->w);
         float *yb = y + (size_t) (b * s->out_channels * n);
-        cdc_im2col(&g, xb, cols, ld);
+        cdc__im2col(&g, xb, cols, ld);
         cdc__blas_sgemm_rm(0, 0, s->out_channels, n, k, 1.0f, weights, k, cols, ld, 0.0f,
                            yb, n);
         for (int64_t o = 0; o < s->out_channels; o++) {
@@ -65,7 +65,7 @@ static void check_im2col_elements(const cdc_ref_conv_t *s, int64_t extra_ld,
                                   cdc_test_rng_t *rng)
 {
     cdc_conv_geometry_t g = geometry_of(s);
-    ck_assert_int_eq(cdc_conv_geometry_finish(&g), CDC_OK);
+    ck_assert_int_eq(cdc__conv_geometry_finish(&g), CDC_OK);
     const int64_t rows = g.channels * g.kernel_h * g.kernel_w;
     const int64_t n = g.out_h * g.out_w, ld = n + extra_ld;
     const size_t image = (size_t) (g.channels * g.h * g.w);
@@ -74,7 +74,7 @@ static void check_im2col_elements(const cdc_ref_conv_t *s, int64_t extra_ld,
     cdc_test_fill_uniform(rng, x, image);
     for (int64_t e = 0; e < rows * ld; e++)
         cols[e] = NAN;
-    cdc_im2col(&g, x, cols, ld);
+    cdc__im2col(&g, x, cols, ld);
     for (int64_t c = 0; c < g.channels; c++)
         for (int64_t i = 0; i < g.kernel_h; i++)
             for (int64_t j = 0; j < g.kernel_w; j++) {
@@ -116,7 +116,7 @@ static cdc_conv_geometry_t valid_geometry(void)
 START_TEST(test_geometry_valid)
 {
     cdc_conv_geometry_t g = valid_geometry();
-    ck_assert_int_eq(cdc_conv_geometry_finish(&g), CDC_OK);
+    ck_assert_int_eq(cdc__conv_geometry_finish(&g), CDC_OK);
     ck_assert_int_eq(g.out_h, 55); /* AlexNet conv1 */
     ck_assert_int_eq(g.out_w, 55);
 
@@ -124,7 +124,7 @@ START_TEST(test_geometry_valid)
     cdc_conv_geometry_t h = {.channels = 2, .h = 20, .w = 9, .kernel_h = 3, .kernel_w = 2,
                              .stride_h = 3, .stride_w = 1, .pad_h = 1, .pad_w = 3,
                              .dilation_h = 3, .dilation_w = 1};
-    ck_assert_int_eq(cdc_conv_geometry_finish(&h), CDC_OK);
+    ck_assert_int_eq(cdc__conv_geometry_finish(&h), CDC_OK);
     ck_assert_int_eq(h.out_h, 6);
     ck_assert_int_eq(h.out_w, 14);
 
@@ -133,7 +133,7 @@ START_TEST(test_geometry_valid)
                              .stride_h = 4, .stride_w = 2, .pad_h = 1, .pad_w = 0,
                              .dilation_h = 2, .dilation_w = 1};
     k.w = 5;
-    ck_assert_int_eq(cdc_conv_geometry_finish(&k), CDC_OK);
+    ck_assert_int_eq(cdc__conv_geometry_finish(&k), CDC_OK);
     ck_assert_int_eq(k.out_h, 1);
     ck_assert_int_eq(k.out_w, 1);
 }
@@ -175,7 +175,7 @@ START_TEST(test_geometry_invalid)
         g = valid_geometry();
         g.out_h = g.out_w = -7;
         memcpy((char *) &g + cases[t].offset, &cases[t].value, sizeof(int64_t));
-        int status = cdc_conv_geometry_finish(&g);
+        int status = cdc__conv_geometry_finish(&g);
         ck_assert_msg(status == CDC_EDIM, "%s: got %s, want CDC_EDIM", cases[t].what,
                       cdc_err_name(status));
         ck_assert_msg(strlen(cdc_last_error()) > 0, "%s: no detail recorded",
@@ -183,20 +183,20 @@ START_TEST(test_geometry_invalid)
         ck_assert_msg(g.out_h == -7 && g.out_w == -7, "%s: outputs written on failure",
                       cases[t].what);
     }
-    ck_assert_int_eq(cdc_conv_geometry_finish(NULL), CDC_EDIM);
+    ck_assert_int_eq(cdc__conv_geometry_finish(NULL), CDC_EDIM);
 
     /* Input byte count overflows: 2^62 floats. */
     cdc_conv_geometry_t wide = {.channels = 1, .h = (int64_t) 1 << 31,
                                 .w = (int64_t) 1 << 31, .kernel_h = 1, .kernel_w = 1,
                                 .stride_h = 1, .stride_w = 1, .pad_h = 0, .pad_w = 0,
                                 .dilation_h = 1, .dilation_w = 1};
-    ck_assert_int_eq(cdc_conv_geometry_finish(&wide), CDC_EDIM);
+    ck_assert_int_eq(cdc__conv_geometry_finish(&wide), CDC_EDIM);
     /* The input fits (2^50 floats) but the unfolded matrix, 2^30 x 2^40, does not. */
     cdc_conv_geometry_t tall = {.channels = 1024, .h = (int64_t) 1 << 20,
                                 .w = (int64_t) 1 << 20, .kernel_h = 1025, .kernel_w = 1025,
                                 .stride_h = 1, .stride_w = 1, .pad_h = 512, .pad_w = 512,
                                 .dilation_h = 1, .dilation_w = 1};
-    ck_assert_int_eq(cdc_conv_geometry_finish(&tall), CDC_EDIM);
+    ck_assert_int_eq(cdc__conv_geometry_finish(&tall), CDC_EDIM);
 }
 END_TEST
 
@@ -273,7 +273,7 @@ START_TEST(test_conv_random)
         int64_t oh, ow;
         ck_assert_int_eq(cdc_ref_conv2d_output(&s, &oh, &ow), 0);
         cdc_conv_geometry_t g = geometry_of(&s);
-        ck_assert_int_eq(cdc_conv_geometry_finish(&g), CDC_OK);
+        ck_assert_int_eq(cdc__conv_geometry_finish(&g), CDC_OK);
         ck_assert_int_eq(g.out_h, oh);
         ck_assert_int_eq(g.out_w, ow);
 

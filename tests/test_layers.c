@@ -348,19 +348,19 @@ START_TEST(test_weight_shards_outlive_layer)
     ck_assert_int_eq(set->n, 4);
     ck_assert_int_eq(set->r, 1);
     ck_assert_ptr_eq(set->blocks[0], layer->weights); /* aliases the weights */
-    ck_assert_int_eq(cdc_hold_refs(layer->weights_hold), 2); /* layer, set */
+    ck_assert_int_eq(cdc__hold_refs(layer->weights_hold), 2); /* layer, set */
     size_t block = (size_t) set->block_rows * IN;
     float parity[3 * IN];
     ck_assert_uint_le(block, sizeof parity / sizeof *parity);
     memcpy(parity, set->blocks[4], block * sizeof(float));
-    cdc_hold_t *held = cdc_hold_retain(cdc__shard_set_hold(set));
+    cdc_hold_t *held = cdc__hold_retain(cdc__shard_set_hold(set));
 
     /* A new plan: the old set is retired, not freed. */
     const cdc_shard_set_t *other = NULL;
     ck_assert_int_eq(cdc__layer_weight_shards(layer, NULL, 2, 0, NULL, &other), CDC_OK);
     ck_assert_ptr_ne(other, set);
-    ck_assert(cdc_hold_retired(held));
-    ck_assert_int_eq(cdc_hold_refs(layer->weights_hold), 3); /* layer, both sets */
+    ck_assert(cdc__hold_retired(held));
+    ck_assert_int_eq(cdc__hold_refs(layer->weights_hold), 3); /* layer, both sets */
 
     cdc_layer_destroy(&layer);
     for (int s = 0; s < set->n; s++) {
@@ -370,8 +370,8 @@ START_TEST(test_weight_shards_outlive_layer)
                          0);
     }
     ck_assert_int_eq(memcmp(set->blocks[4], parity, block * sizeof(float)), 0);
-    ck_assert_int_eq(cdc_hold_refs(held), 1);
-    cdc_hold_release(held); /* the set, then the weights */
+    ck_assert_int_eq(cdc__hold_refs(held), 1);
+    cdc__hold_release(held); /* the set, then the weights */
     cdc_context_destroy(&ctx);
 }
 END_TEST

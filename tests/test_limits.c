@@ -190,9 +190,9 @@ static void keygen(const char *name, int allowed, cdc_curve_cert_t *cert)
     char path[160], secret[176], command[400];
     mkdir(in_dir(path, sizeof path, "allow"), 0700);
     in_dir(path, sizeof path, name);
-    ck_assert_int_eq(cdc_curve_keygen(path, NULL, NULL), CDC_OK);
+    ck_assert_int_eq(cdc__curve_keygen(path, NULL, NULL), CDC_OK);
     snprintf(secret, sizeof secret, "%s_secret", path);
-    ck_assert_int_eq(cdc_curve_load_secret(secret, cert), CDC_OK);
+    ck_assert_int_eq(cdc__curve_load_secret(secret, cert), CDC_OK);
     if (allowed) {
         snprintf(command, sizeof command, "cp '%s' '%s/allow/%s'", path, dir, name);
         ck_assert_int_eq(system(command), 0);
@@ -224,7 +224,7 @@ static void send_msg(void *socket, const cdc_msg_header_t *h, const void *a, siz
                      const void *b, size_t b_size, int payloads)
 {
     cdc_frame_t frames[2] = {{a, a_size}, {b, b_size}};
-    ck_assert_int_eq(cdc_wire_send(socket, NULL, h, frames, payloads, 0), CDC_OK);
+    ck_assert_int_eq(cdc__wire_send(socket, NULL, h, frames, payloads, 0), CDC_OK);
 }
 
 typedef struct {
@@ -243,7 +243,7 @@ static int recv_reply(void *socket, long timeout_ms, reply_t *reply)
     zmq_msg_t part;
     zmq_msg_init(&part);
     ck_assert_int_ge(zmq_msg_recv(&part, socket, 0), 0);
-    ck_assert_int_eq(cdc_msg_header_unpack(zmq_msg_data(&part), zmq_msg_size(&part), &reply->h),
+    ck_assert_int_eq(cdc__msg_header_unpack(zmq_msg_data(&part), zmq_msg_size(&part), &reply->h),
                      CDC_OK);
     while (zmq_msg_more(&part)) {
         zmq_msg_close(&part);
@@ -263,7 +263,7 @@ static int recv_reply(void *socket, long timeout_ms, reply_t *reply)
 static void send_ping(void *socket, uint64_t id)
 {
     cdc_msg_header_t h;
-    cdc_msg_header_init(&h, CDC_MSG_PING);
+    cdc__msg_header_init(&h, CDC_MSG_PING);
     h.request_id = id;
     send_msg(socket, &h, NULL, 0, NULL, 0, 0);
 }
@@ -276,7 +276,7 @@ static void send_weights(void *socket, uint64_t key, int64_t rows, int64_t k, fl
     for (size_t i = 0; i < count; i++)
         data[i] = fill;
     cdc_msg_header_t h;
-    cdc_msg_header_init(&h, CDC_MSG_WEIGHTS);
+    cdc__msg_header_init(&h, CDC_MSG_WEIGHTS);
     h.a_key = key;
     h.rows = rows;
     h.k = k;
@@ -290,7 +290,7 @@ static void send_gemm(void *socket, uint64_t id, uint64_t a_key, uint64_t bt_key
                       int64_t k, int64_t cols)
 {
     cdc_msg_header_t h;
-    cdc_msg_header_init(&h, CDC_MSG_TASK_GEMM);
+    cdc__msg_header_init(&h, CDC_MSG_TASK_GEMM);
     h.request_id = id;
     h.rows = rows;
     h.k = k;
@@ -314,13 +314,13 @@ static int admit_header(const cdc_msg_header_t *h, size_t a_size, size_t second_
     static float aligned[16];
     static cdc_frame_t frames[CDC_PROTO_MAX_FRAMES];
     uint8_t packed[CDC_PROTO_HEADER_SIZE];
-    cdc_msg_header_pack(h, packed);
+    cdc__msg_header_pack(h, packed);
     /* The chunk frames a sender would send (decoding reads sizes only). */
     int count = 0;
     frames[count++] = (cdc_frame_t){packed, sizeof packed};
     size_t sizes[2] = {a_size, second_size};
     for (int p = 0; p < 2; p++) {
-        int n = cdc_msg_payload_frames(sizes[p]);
+        int n = cdc__msg_payload_frames(sizes[p]);
         for (int i = 0; i < n; i++) {
             size_t left = sizes[p] - (size_t) i * CDC_PROTO_CHUNK_BYTES;
             frames[count++] = (cdc_frame_t){
@@ -328,7 +328,7 @@ static int admit_header(const cdc_msg_header_t *h, size_t a_size, size_t second_
         }
     }
     cdc_msg_t msg;
-    ck_assert_msg(cdc_msg_decode(frames, count, &msg) == CDC_OK, "%s", cdc_last_error());
+    ck_assert_msg(cdc__msg_decode(frames, count, &msg) == CDC_OK, "%s", cdc_last_error());
     cdc__task_memory(&msg, memory);
     return cdc__worker_admit(&msg, limit);
 }
@@ -341,9 +341,9 @@ static size_t conv_largest(const cdc_model_layer_t *layer, int n)
     cdc_conv_geometry_t g = {layer->in_channels, layer->h, layer->w, layer->kernel,
                              layer->kernel, layer->stride, layer->stride, layer->pad,
                              layer->pad, 1, 1, 0, 0};
-    ck_assert_int_eq(cdc_conv_geometry_finish(&g), CDC_OK);
+    ck_assert_int_eq(cdc__conv_geometry_finish(&g), CDC_OK);
     cdc_msg_header_t h;
-    cdc_msg_header_init(&h, CDC_MSG_TASK_CONV);
+    cdc__msg_header_init(&h, CDC_MSG_TASK_CONV);
     h.rows = (layer->out_channels + n - 1) / n;
     h.k = layer->in_channels * layer->kernel * layer->kernel;
     h.cols = g.out_h * g.out_w;
@@ -361,7 +361,7 @@ static size_t conv_largest(const cdc_model_layer_t *layer, int n)
     cdc_conv_geometry_t band = g;
     band.h = cdc__plan_band_height(&g, band_rows);
     band.pad_h = 0;
-    ck_assert_int_eq(cdc_conv_geometry_finish(&band), CDC_OK);
+    ck_assert_int_eq(cdc__conv_geometry_finish(&band), CDC_OK);
     h.rows = layer->out_channels;
     h.cols = band.out_h * band.out_w;
     h.geometry = band;
@@ -375,7 +375,7 @@ static size_t conv_largest(const cdc_model_layer_t *layer, int n)
 static size_t fc_largest(const cdc_model_layer_t *layer, int n)
 {
     cdc_msg_header_t h;
-    cdc_msg_header_init(&h, CDC_MSG_TASK_GEMM);
+    cdc__msg_header_init(&h, CDC_MSG_TASK_GEMM);
     h.rows = 1;
     h.k = layer->in_channels;
     h.cols = (layer->out_channels + n - 1) / n;
@@ -423,7 +423,7 @@ END_TEST
 static cdc_msg_header_t padding_attack(void)
 {
     cdc_msg_header_t h;
-    cdc_msg_header_init(&h, CDC_MSG_TASK_CONV);
+    cdc__msg_header_init(&h, CDC_MSG_TASK_CONV);
     h.request_id = 1000;
     h.rows = 16;
     h.k = 1;
@@ -593,7 +593,7 @@ START_TEST(test_max_peer_tasks)
     ck_assert_msg(errors >= SENT - 3 && results >= 2, "%d results, %d errors", results, errors);
     ck_assert(recv_reply(other, 60000, &reply));
     ck_assert_msg(reply.h.type == CDC_MSG_RESULT, "other peer got %s: %s",
-                  cdc_msg_type_name(reply.h.type), reply.text);
+                  cdc__msg_type_name(reply.h.type), reply.text);
     send_gemm(busy, 100, 1, 1, D, D, D); /* done: admitted again */
     ck_assert(recv_reply(busy, 30000, &reply) && reply.h.type == CDC_MSG_RESULT);
     zmq_close(busy);
@@ -659,7 +659,7 @@ static float result_of(void *socket, uint64_t id)
     reply_t reply;
     send_gemm(socket, id, 5, 0, 2, 2, 1);
     ck_assert(recv_reply(socket, 5000, &reply));
-    ck_assert_msg(reply.h.type == CDC_MSG_RESULT, "got %s: %s", cdc_msg_type_name(reply.h.type),
+    ck_assert_msg(reply.h.type == CDC_MSG_RESULT, "got %s: %s", cdc__msg_type_name(reply.h.type),
                   reply.text);
     return reply.values[0];
 }

@@ -21,7 +21,7 @@ static void place_range(int count, int workers, uint64_t planned, int *worker_of
     int shards[64];
     for (int t = 0; t < count; t++)
         shards[t] = t;
-    cdc_placement_assign(shards, count, workers, planned, worker_of);
+    cdc__placement_assign(shards, count, workers, planned, worker_of);
 }
 
 /* ---- home: every shard on its own worker when it can be ------------------- */
@@ -50,7 +50,7 @@ END_TEST
 START_TEST(test_task_order_does_not_matter_for_homes)
 {
     int shards[5] = {4, 2, 0, 3, 1}, worker_of[5];
-    cdc_placement_assign(shards, 5, 5, all_of(5), worker_of);
+    cdc__placement_assign(shards, 5, 5, all_of(5), worker_of);
     for (int t = 0; t < 5; t++)
         ck_assert_int_eq(worker_of[t], shards[t]);
 }
@@ -116,9 +116,9 @@ START_TEST(test_placement_is_deterministic)
 {
     int shards[6] = {0, 1, 2, 3, 4, 5}, first[6], again[6];
     uint64_t planned = BIT(1) | BIT(2) | BIT(5) | BIT(7);
-    cdc_placement_assign(shards, 6, 8, planned, first);
+    cdc__placement_assign(shards, 6, 8, planned, first);
     for (int call = 0; call < 10; call++) {
-        cdc_placement_assign(shards, 6, 8, planned, again);
+        cdc__placement_assign(shards, 6, 8, planned, again);
         ck_assert_mem_eq(first, again, sizeof first);
     }
 }
@@ -131,7 +131,7 @@ START_TEST(test_replicas_take_spares)
     /* 2-modular redundancy: shards 0, 1 twice over 4 workers. The first copy
        of each stays home, the second takes a spare in order. */
     int shards[4] = {0, 1, 0, 1}, worker_of[4];
-    cdc_placement_assign(shards, 4, 4, all_of(4), worker_of);
+    cdc__placement_assign(shards, 4, 4, all_of(4), worker_of);
     ck_assert_int_eq(worker_of[0], 0);
     ck_assert_int_eq(worker_of[1], 1);
     ck_assert_int_eq(worker_of[2], 2);
@@ -158,7 +158,7 @@ START_TEST(test_shards_beyond_workers)
 {
     /* Shard indices past the last worker have no home: they take spares. */
     int shards[3] = {5, 6, 0}, worker_of[3];
-    cdc_placement_assign(shards, 3, 3, all_of(3), worker_of);
+    cdc__placement_assign(shards, 3, 3, all_of(3), worker_of);
     ck_assert_int_eq(worker_of[2], 0);
     ck_assert_int_eq(worker_of[0], 1);
     ck_assert_int_eq(worker_of[1], 2);
@@ -178,7 +178,7 @@ END_TEST
 START_TEST(test_no_tasks)
 {
     int worker_of[1] = {123};
-    cdc_placement_assign(NULL, 0, 4, all_of(4), worker_of);
+    cdc__placement_assign(NULL, 0, 4, all_of(4), worker_of);
     ck_assert_int_eq(worker_of[0], 123);
 }
 END_TEST
@@ -226,7 +226,7 @@ static void place_homed(int count, int workers, const int *homes, uint64_t live,
     int shards[64];
     for (int t = 0; t < count; t++)
         shards[t] = t;
-    cdc_placement_slots(shards, count, workers, homes, live, ready, tolerable, worker_of);
+    cdc__placement_slots(shards, count, workers, homes, live, ready, tolerable, worker_of);
 }
 
 /* Ready bits: each slot's home ready for it (and nothing else). */
@@ -249,7 +249,7 @@ START_TEST(test_permuted_homes_live_ready)
     for (int s = 0; s < 5; s++)
         ck_assert_int_eq(worker_of[s], homes[s]);
     int shards[5] = {4, 2, 0, 3, 1};
-    cdc_placement_slots(shards, 5, 5, homes, all_of(5), ready, 1, worker_of);
+    cdc__placement_slots(shards, 5, 5, homes, all_of(5), ready, 1, worker_of);
     for (int t = 0; t < 5; t++)
         ck_assert_int_eq(worker_of[t], homes[shards[t]]);
 }

@@ -30,7 +30,7 @@ static cdc_conv_geometry_t conv_geometry(int64_t channels, int64_t h, int64_t w,
                              .stride_h = stride, .stride_w = stride,
                              .pad_h = pad, .pad_w = pad,
                              .dilation_h = dilation, .dilation_w = dilation};
-    ck_assert_int_eq(cdc_conv_geometry_finish(&g), CDC_OK);
+    ck_assert_int_eq(cdc__conv_geometry_finish(&g), CDC_OK);
     return g;
 }
 

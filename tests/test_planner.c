@@ -44,7 +44,7 @@ static double brute_force(const cdc_shard_cost_t *data, int n, const cdc_shard_c
 {
     if (i == n - 1) {
         len[i] = rows;
-        return within_caps(data, n, parity, r, len) ? cdc_planner_latency(data, n, parity, r, len)
+        return within_caps(data, n, parity, r, len) ? cdc__planner_latency(data, n, parity, r, len)
                                                     : INFINITY;
     }
     double best = INFINITY;
@@ -61,7 +61,7 @@ START_TEST(test_equal_devices_equal_blocks)
     cdc_shard_cost_t same[4] = {{0.5, 2.0, 0}, {0.5, 2.0, 0}, {0.5, 2.0, 0}, {0.5, 2.0, 0}};
     int64_t len[3];
     double t;
-    ck_assert_int_eq(cdc_planner_block_lengths(same, 3, same + 3, 1, 100, len, &t), CDC_OK);
+    ck_assert_int_eq(cdc__planner_block_lengths(same, 3, same + 3, 1, 100, len, &t), CDC_OK);
     ck_assert_int_eq(sum_of(len, 3), 100);
     for (int i = 0; i < 3; i++)
         ck_assert(len[i] == 33 || len[i] == 34);
@@ -75,7 +75,7 @@ START_TEST(test_lengths_follow_speed)
     const cdc_shard_cost_t data[4] = {mix[1], mix[2], mix[3], mix[4]};
     int64_t len[4];
     double t;
-    ck_assert_int_eq(cdc_planner_block_lengths(data, 4, mix, 1, 1300, len, &t), CDC_OK);
+    ck_assert_int_eq(cdc__planner_block_lengths(data, 4, mix, 1, 1300, len, &t), CDC_OK);
     ck_assert_int_eq(sum_of(len, 4), 1300);
     /* 8 : 2 : 2 : 1 of 1300 rows: 800, 200, 200, 100. */
     ck_assert_int_eq(len[0], 800);
@@ -94,13 +94,13 @@ START_TEST(test_parity_home_caps_blocks)
     cdc_shard_cost_t parity[1] = {{0.0, 4.0, 0}};
     int64_t len[2];
     double t;
-    ck_assert_int_eq(cdc_planner_block_lengths(data, 2, parity, 1, 100, len, &t), CDC_OK);
+    ck_assert_int_eq(cdc__planner_block_lengths(data, 2, parity, 1, 100, len, &t), CDC_OK);
     ck_assert_int_eq(len[0], 50);
     ck_assert_int_eq(len[1], 50);
     ck_assert_double_eq_tol(t, 200.0, 1e-9);
     /* With one fast, one slow data home, the slow parity still caps. */
     data[1].per_row_ms = 8.0;
-    ck_assert_int_eq(cdc_planner_block_lengths(data, 2, parity, 1, 90, len, &t), CDC_OK);
+    ck_assert_int_eq(cdc__planner_block_lengths(data, 2, parity, 1, 90, len, &t), CDC_OK);
     ck_assert_int_eq(sum_of(len, 2), 90);
     ck_assert_double_eq_tol(t, brute_force(data, 2, parity, 1, 90, (int64_t[2]){0}, 0), 1e-9);
 }
@@ -115,23 +115,23 @@ START_TEST(test_fixed_cost_past_latency_gets_none)
     cdc_shard_cost_t data[3] = {{0.0, 1.0, 0}, {0.0, 1.0, 0}, {500.0, 1.0, 0}};
     int64_t len[3];
     double t;
-    ck_assert_int_eq(cdc_planner_block_lengths(data, 3, NULL, 0, 200, len, &t), CDC_OK);
+    ck_assert_int_eq(cdc__planner_block_lengths(data, 3, NULL, 0, 200, len, &t), CDC_OK);
     ck_assert_int_eq(len[2], 0);
     ck_assert_int_eq(len[0], 100);
     ck_assert_int_eq(len[1], 100);
     ck_assert_double_eq_tol(t, 100.0, 1e-12); /* one row on it: 501 */
     const cdc_shard_cost_t parity[1] = {{0.0, 1.0, 0}};
-    ck_assert_int_eq(cdc_planner_block_lengths(data, 3, parity, 1, 200, len, &t), CDC_OK);
+    ck_assert_int_eq(cdc__planner_block_lengths(data, 3, parity, 1, 200, len, &t), CDC_OK);
     ck_assert_int_eq(len[2], 0);
     ck_assert_double_eq_tol(t, 100.0, 1e-12);
-    ck_assert_double_eq_tol(cdc_planner_latency_first_n(data, 3, parity, 1, len), 100.0, 1e-12);
+    ck_assert_double_eq_tol(cdc__planner_latency_first_n(data, 3, parity, 1, len), 100.0, 1e-12);
     /* A home near the others' finish takes what it can by then. */
     data[2].fixed_ms = 60.0;
-    ck_assert_int_eq(cdc_planner_block_lengths(data, 3, NULL, 0, 200, len, &t), CDC_OK);
+    ck_assert_int_eq(cdc__planner_block_lengths(data, 3, NULL, 0, 200, len, &t), CDC_OK);
     ck_assert(len[2] == 26 || len[2] == 27); /* (T - 60) rows by T = 86.67 */
     ck_assert_int_eq(sum_of(len, 3), 200);
     ck_assert_double_eq_tol(t, 87.0, 1e-12);
-    ck_assert_int_eq(cdc_planner_block_lengths(data, 3, NULL, 0, 2, len, &t), CDC_OK);
+    ck_assert_int_eq(cdc__planner_block_lengths(data, 3, NULL, 0, 2, len, &t), CDC_OK);
     ck_assert_int_eq(len[0], 1);
     ck_assert_int_eq(len[1], 1);
     ck_assert_int_eq(len[2], 0);
@@ -153,7 +153,7 @@ START_TEST(test_optimal_against_brute_force)
         }
         int64_t len[4], scratch[4];
         double t;
-        ck_assert_int_eq(cdc_planner_block_lengths(cost, n, cost + n, r, rows, len, &t), CDC_OK);
+        ck_assert_int_eq(cdc__planner_block_lengths(cost, n, cost + n, r, rows, len, &t), CDC_OK);
         ck_assert_int_eq(sum_of(len, n), rows);
         for (int i = 0; i < n; i++)
             ck_assert_int_ge(len[i], 0);
@@ -163,7 +163,7 @@ START_TEST(test_optimal_against_brute_force)
         for (int i = 0; i < n + r; i++)
             slowest = cost[i].per_row_ms > slowest ? cost[i].per_row_ms : slowest;
         ck_assert_msg(t <= best + slowest + 1e-9, "trial %d: %g vs best %g", trial, t, best);
-        ck_assert_double_eq_tol(t, cdc_planner_latency(cost, n, cost + n, r, len), 1e-12);
+        ck_assert_double_eq_tol(t, cdc__planner_latency(cost, n, cost + n, r, len), 1e-12);
     }
 }
 END_TEST
@@ -191,7 +191,7 @@ START_TEST(test_caps_against_brute_force)
         int64_t len[4] = {-1, -1, -1, -1}, scratch[4];
         double t = -1.0;
         double best = brute_force(cost, n, cost + n, r, rows, scratch, 0);
-        int rc = cdc_planner_block_lengths(cost, n, cost + n, r, rows, len, &t);
+        int rc = cdc__planner_block_lengths(cost, n, cost + n, r, rows, len, &t);
         if (!isfinite(best)) {
             ck_assert_msg(rc == CDC_ENOMEM, "trial %d: fitted what does not fit", trial);
             ck_assert_int_eq(len[0], -1);
@@ -217,14 +217,14 @@ START_TEST(test_homes_skip_parity_over_budget)
     capped[1].max_rows = 300;
     int homes[5];
     double t;
-    ck_assert_int_eq(cdc_planner_homes(capped, 5, 4, 1, 1300, homes, &t), CDC_OK);
+    ck_assert_int_eq(cdc__planner_homes(capped, 5, 4, 1, 1300, homes, &t), CDC_OK);
     ck_assert(homes[4] != 0 && homes[4] != 1);
     int64_t longest = 0;
     cdc_shard_cost_t data[4], parity[1] = {capped[homes[4]]};
     for (int s = 0; s < 4; s++)
         data[s] = capped[homes[s]];
     int64_t len[4];
-    ck_assert_int_eq(cdc_planner_block_lengths(data, 4, parity, 1, 1300, len, NULL), CDC_OK);
+    ck_assert_int_eq(cdc__planner_block_lengths(data, 4, parity, 1, 1300, len, NULL), CDC_OK);
     for (int s = 0; s < 4; s++) {
         ck_assert(data[s].max_rows == 0 || (double) len[s] <= data[s].max_rows);
         longest = len[s] > longest ? len[s] : longest;
@@ -232,7 +232,7 @@ START_TEST(test_homes_skip_parity_over_budget)
     /* Every home capped below a quarter: nothing fits. */
     for (int w = 0; w < 5; w++)
         capped[w].max_rows = 320;
-    ck_assert_int_eq(cdc_planner_homes(capped, 5, 4, 1, 1300, homes, &t), CDC_ENOMEM);
+    ck_assert_int_eq(cdc__planner_homes(capped, 5, 4, 1, 1300, homes, &t), CDC_ENOMEM);
 }
 END_TEST
 
@@ -240,7 +240,7 @@ START_TEST(test_homes_put_parity_on_fast_device)
 {
     int homes[5];
     double t;
-    ck_assert_int_eq(cdc_planner_homes(mix, 5, 4, 1, 1300, homes, &t), CDC_OK);
+    ck_assert_int_eq(cdc__planner_homes(mix, 5, 4, 1, 1300, homes, &t), CDC_OK);
     /* Parity on one of the two fast devices; data on the other four. */
     ck_assert(homes[4] == 0 || homes[4] == 1);
     int seen = 0;
@@ -250,7 +250,7 @@ START_TEST(test_homes_put_parity_on_fast_device)
     ck_assert_double_eq_tol(t, 800.0, 1e-9);
     /* Equal blocks with the parity on the slowest device (today's plan). */
     int64_t equal[4] = {325, 325, 325, 325};
-    double equal_t = cdc_planner_latency(mix, 4, mix + 4, 1, equal);
+    double equal_t = cdc__planner_latency(mix, 4, mix + 4, 1, equal);
     ck_assert_double_eq_tol(equal_t, 2600.0, 1e-9);
     ck_assert(t < 0.65 * (325.0 * 4)); /* below the fast-path equal plan too */
 }
@@ -261,12 +261,12 @@ START_TEST(test_homes_leave_slowest_as_spare)
     /* Six workers, five slots: the slowest is the spare. */
     cdc_shard_cost_t six[6] = {mix[0], mix[1], mix[2], mix[3], {0.0, 20.0, 0}, mix[4]};
     int homes[5];
-    ck_assert_int_eq(cdc_planner_homes(six, 6, 4, 1, 1000, homes, NULL), CDC_OK);
+    ck_assert_int_eq(cdc__planner_homes(six, 6, 4, 1, 1000, homes, NULL), CDC_OK);
     for (int s = 0; s < 5; s++)
         ck_assert_int_ne(homes[s], 4);
     /* Same devices, same answer: deterministic. */
     int again[5];
-    ck_assert_int_eq(cdc_planner_homes(six, 6, 4, 1, 1000, again, NULL), CDC_OK);
+    ck_assert_int_eq(cdc__planner_homes(six, 6, 4, 1, 1000, again, NULL), CDC_OK);
     for (int s = 0; s < 5; s++)
         ck_assert_int_eq(homes[s], again[s]);
 }
@@ -276,7 +276,7 @@ START_TEST(test_homes_homogeneous_identity)
 {
     cdc_shard_cost_t same[5] = {{1, 1, 0}, {1, 1, 0}, {1, 1, 0}, {1, 1, 0}, {1, 1, 0}};
     int homes[5];
-    ck_assert_int_eq(cdc_planner_homes(same, 5, 3, 2, 600, homes, NULL), CDC_OK);
+    ck_assert_int_eq(cdc__planner_homes(same, 5, 3, 2, 600, homes, NULL), CDC_OK);
     for (int s = 0; s < 5; s++)
         ck_assert_int_eq(homes[s], s);
 }
@@ -289,15 +289,15 @@ START_TEST(test_latency_first_n)
     const cdc_shard_cost_t data[4] = {{1, 1, 0}, {1, 1, 0}, {1, 4, 0}, {1, 4, 0}};
     const cdc_shard_cost_t parity[1] = {{1, 8, 0}};
     const int64_t len[4] = {10, 10, 10, 10};
-    ck_assert_double_eq_tol(cdc_planner_latency(data, 4, parity, 1, len), 81.0, 1e-12);
-    ck_assert_double_eq_tol(cdc_planner_latency_first_n(data, 4, parity, 1, len), 41.0, 1e-12);
+    ck_assert_double_eq_tol(cdc__planner_latency(data, 4, parity, 1, len), 81.0, 1e-12);
+    ck_assert_double_eq_tol(cdc__planner_latency_first_n(data, 4, parity, 1, len), 41.0, 1e-12);
     /* No parity: every data block. */
-    ck_assert_double_eq_tol(cdc_planner_latency_first_n(data, 4, NULL, 0, len), 41.0, 1e-12);
+    ck_assert_double_eq_tol(cdc__planner_latency_first_n(data, 4, NULL, 0, len), 41.0, 1e-12);
     const cdc_shard_cost_t fast_parity[1] = {{1, 1, 0}};
-    ck_assert_double_eq_tol(cdc_planner_latency_first_n(data, 4, fast_parity, 1, len), 41.0,
+    ck_assert_double_eq_tol(cdc__planner_latency_first_n(data, 4, fast_parity, 1, len), 41.0,
                             1e-12);
     const int64_t sized[4] = {16, 16, 4, 4};
-    ck_assert_double_eq_tol(cdc_planner_latency_first_n(data, 4, fast_parity, 1, sized), 17.0,
+    ck_assert_double_eq_tol(cdc__planner_latency_first_n(data, 4, fast_parity, 1, sized), 17.0,
                             1e-12);
 }
 END_TEST
@@ -306,12 +306,12 @@ START_TEST(test_bad_arguments)
 {
     int64_t len[4];
     int homes[4];
-    ck_assert_int_eq(cdc_planner_block_lengths(mix, 4, mix + 4, 1, 0, len, NULL), CDC_EINVAL);
-    ck_assert_int_eq(cdc_planner_block_lengths(mix, 0, NULL, 0, 3, len, NULL), CDC_EINVAL);
+    ck_assert_int_eq(cdc__planner_block_lengths(mix, 4, mix + 4, 1, 0, len, NULL), CDC_EINVAL);
+    ck_assert_int_eq(cdc__planner_block_lengths(mix, 0, NULL, 0, 3, len, NULL), CDC_EINVAL);
     cdc_shard_cost_t bad[2] = {{0.0, 0.0, 0}, {NAN, 1.0, 0}};
-    ck_assert_int_eq(cdc_planner_block_lengths(bad, 1, NULL, 0, 3, len, NULL), CDC_EINVAL);
-    ck_assert_int_eq(cdc_planner_block_lengths(bad + 1, 1, NULL, 0, 3, len, NULL), CDC_EINVAL);
-    ck_assert_int_eq(cdc_planner_homes(mix, 3, 3, 1, 10, homes, NULL), CDC_EINVAL);
+    ck_assert_int_eq(cdc__planner_block_lengths(bad, 1, NULL, 0, 3, len, NULL), CDC_EINVAL);
+    ck_assert_int_eq(cdc__planner_block_lengths(bad + 1, 1, NULL, 0, 3, len, NULL), CDC_EINVAL);
+    ck_assert_int_eq(cdc__planner_homes(mix, 3, 3, 1, 10, homes, NULL), CDC_EINVAL);
 }
 END_TEST
 

@@ -39,33 +39,33 @@ START_TEST(test_rate_from_deltas)
 {
     cdc_profile_state_t s;
     cdc_worker_profile_t view;
-    cdc_profile_state_init(&s);
-    cdc_profile_state_view(&s, &view);
+    cdc__profile_state_init(&s);
+    cdc__profile_state_view(&s, &view);
     ck_assert(view.gflops == 0.0 && view.mbit == 0.0 && view.rtt_ms < 0);
     cdc_status_report_t st = counters(7, 1000000, 500); /* work from before: the baseline */
-    cdc_profile_note_pong(&s, 0.4, &st);
+    cdc__profile_note_pong(&s, 0.4, &st);
     ck_assert_uint_eq(s.rate_samples, 0);
     st = counters(7, 1000000 + 2000000, 500 + 1000); /* 1 ms busy: not enough yet */
-    cdc_profile_note_pong(&s, 0.4, &st);
+    cdc__profile_note_pong(&s, 0.4, &st);
     ck_assert_uint_eq(s.rate_samples, 0);
     st = counters(7, 1000000 + 4000000, 500 + 2000); /* 2 ms, 4 MFLOP: 2 GFLOP/s */
-    cdc_profile_note_pong(&s, 0.4, &st);
-    cdc_profile_state_view(&s, &view);
+    cdc__profile_note_pong(&s, 0.4, &st);
+    cdc__profile_state_view(&s, &view);
     ck_assert_uint_eq(view.rate_samples, 1);
     ck_assert_double_eq_tol(view.gflops, 2.0, 1e-12);
     ck_assert_double_eq_tol(view.rtt_ms, 0.4, 1e-12);
     ck_assert_uint_eq(view.max_memory, 1 << 20);
     ck_assert_uint_eq(view.cache_bytes, 4096);
     st = counters(7, 5000000 + 6000000, 2500 + 3000); /* 2 GFLOP/s -> 2 + 0.25 (2 - 2) */
-    cdc_profile_note_pong(&s, 0.4, &st);
+    cdc__profile_note_pong(&s, 0.4, &st);
     st = counters(7, 11000000 + 18000000, 5500 + 3000); /* 6 GFLOP/s */
-    cdc_profile_note_pong(&s, 0.4, &st);
-    cdc_profile_state_view(&s, &view);
+    cdc__profile_note_pong(&s, 0.4, &st);
+    cdc__profile_state_view(&s, &view);
     ck_assert_uint_eq(view.rate_samples, 3);
     ck_assert_double_eq_tol(view.gflops, 2.0 + CDC_PROFILE_ALPHA * (6.0 - 2.0), 1e-12);
     /* A PONG without a status (malformed) or a stale round trip (-1) is no sample. */
-    cdc_profile_note_pong(&s, -1.0, NULL);
-    cdc_profile_state_view(&s, &view);
+    cdc__profile_note_pong(&s, -1.0, NULL);
+    cdc__profile_state_view(&s, &view);
     ck_assert_uint_eq(view.rate_samples, 3);
     ck_assert_double_eq_tol(view.rtt_ms, 0.4, 1e-12);
 }
@@ -78,26 +78,26 @@ START_TEST(test_respawn_resets_baseline)
 {
     cdc_profile_state_t s;
     cdc_worker_profile_t view;
-    cdc_profile_state_init(&s);
+    cdc__profile_state_init(&s);
     cdc_status_report_t st = counters(1, 0, 0);
-    cdc_profile_note_pong(&s, 1.0, &st);
+    cdc__profile_note_pong(&s, 1.0, &st);
     st = counters(1, 40000000, 10000); /* 4 GFLOP/s */
-    cdc_profile_note_pong(&s, 1.0, &st);
+    cdc__profile_note_pong(&s, 1.0, &st);
     st = counters(2, 1000, 5); /* another process: small counters, no sample */
-    cdc_profile_note_pong(&s, 1.0, &st);
-    cdc_profile_state_view(&s, &view);
+    cdc__profile_note_pong(&s, 1.0, &st);
+    cdc__profile_state_view(&s, &view);
     ck_assert_uint_eq(view.rate_samples, 1);
     ck_assert_double_eq_tol(view.gflops, 4.0, 1e-12);
     st = counters(2, 1000 + 40000000, 5 + 10000); /* 4 GFLOP/s from its own baseline */
-    cdc_profile_note_pong(&s, 1.0, &st);
-    cdc_profile_state_view(&s, &view);
+    cdc__profile_note_pong(&s, 1.0, &st);
+    cdc__profile_state_view(&s, &view);
     ck_assert_uint_eq(view.rate_samples, 2);
     ck_assert_double_eq_tol(view.gflops, 4.0, 1e-12);
-    cdc_profile_state_init(&s); /* instance 0: not reported */
-    cdc_profile_note_counters(&s, 0, 50000000, 20000);
-    cdc_profile_note_counters(&s, 0, 70000000, 30000); /* 2 GFLOP/s */
-    cdc_profile_note_counters(&s, 0, 10, 1);           /* went back: restarted */
-    cdc_profile_note_counters(&s, 0, 10 + 8000000, 1 + 2000); /* 4 GFLOP/s */
+    cdc__profile_state_init(&s); /* instance 0: not reported */
+    cdc__profile_note_counters(&s, 0, 50000000, 20000);
+    cdc__profile_note_counters(&s, 0, 70000000, 30000); /* 2 GFLOP/s */
+    cdc__profile_note_counters(&s, 0, 10, 1);           /* went back: restarted */
+    cdc__profile_note_counters(&s, 0, 10 + 8000000, 1 + 2000); /* 4 GFLOP/s */
     ck_assert_uint_eq(s.rate_samples, 2);
     ck_assert_double_eq_tol(s.rate.value, 2.0 + CDC_PROFILE_ALPHA * 2.0, 1e-12);
 }
@@ -108,7 +108,7 @@ static void feed_rate(cdc_profile_state_t *s, double gflops, int samples)
 {
     for (int i = 0; i < samples; i++) {
         uint64_t flops = s->base_flops + (uint64_t) (gflops * 3e6);
-        cdc_profile_note_counters(s, 1, flops, s->base_busy_us + 3000);
+        cdc__profile_note_counters(s, 1, flops, s->base_busy_us + 3000);
     }
 }
 
@@ -119,8 +119,8 @@ static void feed_rate(cdc_profile_state_t *s, double gflops, int samples)
 START_TEST(test_generation_hysteresis)
 {
     cdc_profile_state_t s;
-    cdc_profile_state_init(&s);
-    cdc_profile_note_counters(&s, 1, 0, 0);
+    cdc__profile_state_init(&s);
+    cdc__profile_note_counters(&s, 1, 0, 0);
     feed_rate(&s, 10.0, 1);
     ck_assert_uint_eq(s.generation, 1); /* first measured */
     feed_rate(&s, 10.0, 5);
@@ -142,12 +142,12 @@ START_TEST(test_generation_hysteresis)
     ck_assert_double_eq_tol(s.rate.value, 2.5, 1e-12);
     /* A round trip must also move by 1 ms: 0.1 -> 0.8 ms is noise. */
     cdc_profile_state_t r;
-    cdc_profile_state_init(&r);
+    cdc__profile_state_init(&r);
     for (int i = 0; i < 10; i++)
-        cdc_profile_note_pong(&r, i ? 0.8 : 0.1, NULL);
+        cdc__profile_note_pong(&r, i ? 0.8 : 0.1, NULL);
     ck_assert_uint_eq(r.generation, 1);
     for (int i = 0; i < 10; i++)
-        cdc_profile_note_pong(&r, 5.0, NULL);
+        cdc__profile_note_pong(&r, 5.0, NULL);
     ck_assert_uint_eq(r.generation, 2);
     ck_assert_double_eq_tol(r.rtt.value, 5.0, 1e-12);
 }
@@ -159,22 +159,22 @@ START_TEST(test_link_estimate)
 {
     cdc_profile_state_t s;
     cdc_worker_profile_t view;
-    cdc_profile_state_init(&s);
-    cdc_profile_note_transfer(&s, 100.0, 1e6, 1e6); /* no rate yet: no sample */
+    cdc__profile_state_init(&s);
+    cdc__profile_note_transfer(&s, 100.0, 1e6, 1e6); /* no rate yet: no sample */
     ck_assert_uint_eq(s.link_samples, 0);
-    cdc_profile_note_counters(&s, 1, 0, 0);
-    cdc_profile_note_counters(&s, 1, 4000000, 4000); /* 1 GFLOP/s */
-    cdc_profile_note_pong(&s, 2.0, NULL);            /* rtt 2 ms */
+    cdc__profile_note_counters(&s, 1, 0, 0);
+    cdc__profile_note_counters(&s, 1, 4000000, 4000); /* 1 GFLOP/s */
+    cdc__profile_note_pong(&s, 2.0, NULL);            /* rtt 2 ms */
     /* 20 MFLOP: 20 ms of compute; 2 ms round trip; 80 ms for 1 MB: 100 Mbit/s. */
-    cdc_profile_note_transfer(&s, 102.0, 20e6, 1e6);
-    cdc_profile_state_view(&s, &view);
+    cdc__profile_note_transfer(&s, 102.0, 20e6, 1e6);
+    cdc__profile_state_view(&s, &view);
     ck_assert_uint_eq(view.link_samples, 1);
     ck_assert_double_eq_tol(view.mbit, 100.0, 1e-9);
     /* Compute explains nearly all of it: noise, not a sample. */
-    cdc_profile_note_transfer(&s, 22.5, 20e6, 1e6);
-    cdc_profile_note_transfer(&s, 10.0, 1e6, 32768); /* too few bytes to say anything */
-    cdc_profile_note_transfer(&s, 10.0, 1e6, 1e6); /* 7 ms of 10: a sample, 8 Mbit / 7 ms */
-    cdc_profile_state_view(&s, &view);
+    cdc__profile_note_transfer(&s, 22.5, 20e6, 1e6);
+    cdc__profile_note_transfer(&s, 10.0, 1e6, 32768); /* too few bytes to say anything */
+    cdc__profile_note_transfer(&s, 10.0, 1e6, 1e6); /* 7 ms of 10: a sample, 8 Mbit / 7 ms */
+    cdc__profile_state_view(&s, &view);
     ck_assert_uint_eq(view.link_samples, 2);
     ck_assert_double_eq_tol(view.mbit, 100.0 + CDC_PROFILE_ALPHA * (8e6 / 7e3 - 100.0), 1e-9);
 }
@@ -187,19 +187,19 @@ START_TEST(test_link_window_max)
 {
     cdc_profile_state_t s;
     cdc_worker_profile_t view;
-    cdc_profile_state_init(&s);
-    cdc_profile_note_counters(&s, 1, 0, 0);
-    cdc_profile_note_counters(&s, 1, 4000000, 4000); /* 1 GFLOP/s */
-    cdc_profile_note_pong(&s, 2.0, NULL);
-    cdc_profile_note_transfer(&s, 102.0, 20e6, 1e6); /* 100 Mbit/s */
+    cdc__profile_state_init(&s);
+    cdc__profile_note_counters(&s, 1, 0, 0);
+    cdc__profile_note_counters(&s, 1, 4000000, 4000); /* 1 GFLOP/s */
+    cdc__profile_note_pong(&s, 2.0, NULL);
+    cdc__profile_note_transfer(&s, 102.0, 20e6, 1e6); /* 100 Mbit/s */
     for (int i = 0; i < 3; i++)
-        cdc_profile_note_transfer(&s, 822.0, 20e6, 1e6); /* 10 Mbit/s: queued */
-    cdc_profile_state_view(&s, &view);
+        cdc__profile_note_transfer(&s, 822.0, 20e6, 1e6); /* 10 Mbit/s: queued */
+    cdc__profile_state_view(&s, &view);
     ck_assert_double_eq_tol(view.mbit, 100.0, 1e-9);
     uint64_t generation = view.generation;
     for (int i = 0; i < CDC_PROFILE_LINK_WINDOW; i++)
-        cdc_profile_note_transfer(&s, 822.0, 20e6, 1e6);
-    cdc_profile_state_view(&s, &view);
+        cdc__profile_note_transfer(&s, 822.0, 20e6, 1e6);
+    cdc__profile_state_view(&s, &view);
     ck_assert_double_eq_tol(view.mbit, 10.0, 1e-9); /* the new level, at once */
     ck_assert_uint_eq(view.generation, generation + 1);
 }
@@ -210,19 +210,19 @@ START_TEST(test_predict_defaults)
 {
     cdc_worker_profile_t p = {.gflops = 2.0, .mbit = 80.0, .rtt_ms = 0.5, .rate_samples = 3};
     /* 0.5 + 8 * 1e6 / 80e6 * 1e3 (100) + 4e9 / 2e9 * 1e3 (2000) */
-    ck_assert_double_eq_tol(cdc_profile_predict_ms(&p, 4e9, 6e5, 4e5), 2100.5, 1e-9);
+    ck_assert_double_eq_tol(cdc__profile_predict_ms(&p, 4e9, 6e5, 4e5), 2100.5, 1e-9);
     cdc_worker_profile_t unknown = {.gflops = 0.0, .mbit = 0.0, .rtt_ms = -1.0};
     /* Free link, no round trip, the nominal rate. */
-    ck_assert_double_eq_tol(cdc_profile_predict_ms(&unknown, 3e9, 1e9, 1e9),
+    ck_assert_double_eq_tol(cdc__profile_predict_ms(&unknown, 3e9, 1e9, 1e9),
                             3e9 / (CDC_PROFILE_NOMINAL_GFLOPS * 1e9) * 1e3, 1e-9);
     cdc_worker_profile_t set[3] = {p, unknown, p};
     set[2].gflops = 4.0;
-    cdc_profile_assume_rates(set, 3);
+    cdc__profile_assume_rates(set, 3);
     ck_assert_double_eq_tol(set[1].gflops, 3.0, 1e-12); /* the mean of those measured */
     ck_assert_uint_eq(set[1].rate_samples, 0);          /* still tells it apart */
     ck_assert_double_eq_tol(set[0].gflops, 2.0, 1e-12);
     cdc_worker_profile_t none[2] = {unknown, unknown};
-    cdc_profile_assume_rates(none, 2);
+    cdc__profile_assume_rates(none, 2);
     ck_assert_double_eq_tol(none[0].gflops, CDC_PROFILE_NOMINAL_GFLOPS, 1e-12);
 }
 END_TEST
@@ -231,25 +231,25 @@ END_TEST
 START_TEST(test_table)
 {
     cdc_profile_t *table = NULL;
-    ck_assert_int_eq(cdc_profile_new(&table), CDC_OK);
+    ck_assert_int_eq(cdc__profile_new(&table), CDC_OK);
     cdc_status_report_t st = counters(3, 0, 0);
-    cdc_profile_pong(table, 2, 0.25, &st);
-    cdc_profile_pong(table, -1, 0.25, &st);
-    cdc_profile_pong(table, CDC_MAX_WORKERS, 0.25, &st);
+    cdc__profile_pong(table, 2, 0.25, &st);
+    cdc__profile_pong(table, -1, 0.25, &st);
+    cdc__profile_pong(table, CDC_MAX_WORKERS, 0.25, &st);
     st = counters(3, 6000000, 3000);
-    cdc_profile_pong(table, 2, 0.25, &st);
-    cdc_profile_self(table, 100, 10);
-    cdc_profile_self(table, 100 + 30000000, 10 + 10000); /* 3 GFLOP/s */
+    cdc__profile_pong(table, 2, 0.25, &st);
+    cdc__profile_self(table, 100, 10);
+    cdc__profile_self(table, 100 + 30000000, 10 + 10000); /* 3 GFLOP/s */
     cdc_worker_profile_t out[4], self;
-    cdc_profile_snapshot(table, out, 4, &self);
+    cdc__profile_snapshot(table, out, 4, &self);
     ck_assert(out[0].rtt_ms < 0 && out[0].rate_samples == 0);
     ck_assert_double_eq_tol(out[2].gflops, 2.0, 1e-12);
     ck_assert_double_eq_tol(out[2].rtt_ms, 0.25, 1e-12);
     ck_assert_double_eq_tol(self.gflops, 3.0, 1e-12);
     ck_assert(self.live && self.rtt_ms == 0.0 && self.mbit == 0.0);
-    cdc_profile_destroy(&table);
+    cdc__profile_destroy(&table);
     ck_assert_ptr_null(table);
-    cdc_profile_destroy(&table);
+    cdc__profile_destroy(&table);
 }
 END_TEST
 
@@ -307,13 +307,13 @@ static cdc_msg_header_t solo_recv(solo_t *s, cdc_status_report_t *status)
     zmq_msg_t part;
     zmq_msg_init(&part);
     zmq_msg_recv(&part, s->socket, 0);
-    cdc_msg_header_unpack(zmq_msg_data(&part), zmq_msg_size(&part), &h);
+    cdc__msg_header_unpack(zmq_msg_data(&part), zmq_msg_size(&part), &h);
     for (int frame = 1; zmq_msg_more(&part); frame++) {
         zmq_msg_close(&part);
         zmq_msg_init(&part);
         zmq_msg_recv(&part, s->socket, 0);
         if (frame == 1 && h.type == CDC_MSG_PONG && status)
-            ck_assert_int_eq(cdc_status_parse(zmq_msg_data(&part), zmq_msg_size(&part), status),
+            ck_assert_int_eq(cdc__status_parse(zmq_msg_data(&part), zmq_msg_size(&part), status),
                              CDC_OK);
     }
     zmq_msg_close(&part);
@@ -325,9 +325,9 @@ static cdc_status_report_t solo_status(solo_t *s)
 {
     uint8_t packed[CDC_PROTO_HEADER_SIZE];
     cdc_msg_header_t h;
-    cdc_msg_header_init(&h, CDC_MSG_PING);
+    cdc__msg_header_init(&h, CDC_MSG_PING);
     h.request_id = 1;
-    cdc_msg_header_pack(&h, packed);
+    cdc__msg_header_pack(&h, packed);
     ck_assert_int_eq(zmq_send(s->socket, packed, sizeof packed, 0), (int) sizeof packed);
     cdc_status_report_t status;
     memset(&status, 0, sizeof status);
@@ -347,10 +347,10 @@ static void solo_tasks(solo_t *s)
     for (int i = 0; i < TASKS; i++) {
         cdc_msg_header_t h;
         uint8_t packed[CDC_PROTO_HEADER_SIZE];
-        cdc_msg_header_init(&h, CDC_MSG_TASK_GEMM);
+        cdc__msg_header_init(&h, CDC_MSG_TASK_GEMM);
         h.request_id = 10 + (uint64_t) i;
         h.rows = h.k = h.cols = TASK_D;
-        cdc_msg_header_pack(&h, packed);
+        cdc__msg_header_pack(&h, packed);
         zmq_send(s->socket, packed, sizeof packed, ZMQ_SNDMORE);
         zmq_send(s->socket, m, floats * sizeof(float), ZMQ_SNDMORE);
         zmq_send(s->socket, m, floats * sizeof(float), 0);

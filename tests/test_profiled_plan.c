@@ -224,7 +224,7 @@ START_TEST(test_conv_split_by_latency)
     cdc_conv_geometry_t g = {.channels = 64, .h = 13, .w = 13, .kernel_h = 3, .kernel_w = 3,
                              .stride_h = 1, .stride_w = 1, .pad_h = 1, .pad_w = 1,
                              .dilation_h = 1, .dilation_w = 1};
-    ck_assert_int_eq(cdc_conv_geometry_finish(&g), CDC_OK);
+    ck_assert_int_eq(cdc__conv_geometry_finish(&g), CDC_OK);
     ck_assert_int_eq(cdc__plan_conv_split(&g, 128, 1, 4, 1), CDC_SPLIT_COLUMNS);
 
     cdc_layer_t *layer = NULL;

@@ -15,7 +15,7 @@ static float a_data[6], bt_data[12];
 
 static void gemm_header(cdc_msg_header_t *h)
 {
-    cdc_msg_header_init(h, CDC_MSG_TASK_GEMM);
+    cdc__msg_header_init(h, CDC_MSG_TASK_GEMM);
     h->request_id = 77;
     h->shard = 3;
     h->rows = 2;
@@ -25,15 +25,15 @@ static void gemm_header(cdc_msg_header_t *h)
 
 static int decode_gemm(const cdc_msg_header_t *h, size_t a_bytes, size_t bt_bytes)
 {
-    cdc_msg_header_pack(h, packed);
+    cdc__msg_header_pack(h, packed);
     cdc_frame_t frames[3] = {{packed, sizeof packed}, {a_data, a_bytes}, {bt_data, bt_bytes}};
     cdc_msg_t msg;
-    return cdc_msg_decode(frames, 3, &msg);
+    return cdc__msg_decode(frames, 3, &msg);
 }
 
 static void conv_header(cdc_msg_header_t *h)
 {
-    cdc_msg_header_init(h, CDC_MSG_TASK_CONV);
+    cdc__msg_header_init(h, CDC_MSG_TASK_CONV);
     h->request_id = 5;
     h->rows = 4;
     h->batch = 2;
@@ -49,11 +49,11 @@ static float conv_a[4 * 27], conv_input[2 * 3 * 8 * 8];
 
 static int decode_conv(const cdc_msg_header_t *h, size_t input_bytes)
 {
-    cdc_msg_header_pack(h, packed);
+    cdc__msg_header_pack(h, packed);
     cdc_frame_t frames[3] = {
         {packed, sizeof packed}, {conv_a, sizeof conv_a}, {conv_input, input_bytes}};
     cdc_msg_t msg;
-    return cdc_msg_decode(frames, 3, &msg);
+    return cdc__msg_decode(frames, 3, &msg);
 }
 
 START_TEST(test_header_round_trip)
@@ -65,8 +65,8 @@ START_TEST(test_header_round_trip)
     h.a_key = UINT64_C(0xfedcba9876543210);
     h.error_code = -10;
     h.geometry.pad_w = 2;
-    cdc_msg_header_pack(&h, packed);
-    ck_assert_int_eq(cdc_msg_header_unpack(packed, sizeof packed, &back), CDC_OK);
+    cdc__msg_header_pack(&h, packed);
+    ck_assert_int_eq(cdc__msg_header_unpack(packed, sizeof packed, &back), CDC_OK);
     ck_assert_uint_eq(back.magic, CDC_PROTO_MAGIC);
     ck_assert_uint_eq(back.version, CDC_PROTO_VERSION);
     ck_assert_uint_eq(back.type, CDC_MSG_TASK_CONV);
@@ -102,28 +102,28 @@ START_TEST(test_valid_messages_decode)
     ck_assert_int_eq(decode_conv(&h, sizeof conv_input), CDC_OK);
 
     cdc_msg_t msg;
-    cdc_msg_header_init(&h, CDC_MSG_RESULT);
+    cdc__msg_header_init(&h, CDC_MSG_RESULT);
     h.request_id = 4;
     h.rows = 2;
     h.cols = 3;
-    cdc_msg_header_pack(&h, packed);
+    cdc__msg_header_pack(&h, packed);
     cdc_frame_t frames[2] = {{packed, sizeof packed}, {a_data, sizeof a_data}};
-    ck_assert_int_eq(cdc_msg_decode(frames, 2, &msg), CDC_OK);
+    ck_assert_int_eq(cdc__msg_decode(frames, 2, &msg), CDC_OK);
     ck_assert_int_eq(msg.payload_count, 1);
     ck_assert_int_eq(msg.payload[0].count, 1);
     ck_assert_ptr_eq(msg.payload[0].frames[0].data, a_data);
     ck_assert_uint_eq(msg.header.request_id, 4);
 
-    cdc_msg_header_init(&h, CDC_MSG_PING);
-    cdc_msg_header_pack(&h, packed);
-    ck_assert_int_eq(cdc_msg_decode(frames, 1, &msg), CDC_OK);
+    cdc__msg_header_init(&h, CDC_MSG_PING);
+    cdc__msg_header_pack(&h, packed);
+    ck_assert_int_eq(cdc__msg_decode(frames, 1, &msg), CDC_OK);
     ck_assert_int_eq(msg.payload_count, 0);
 
-    cdc_msg_header_init(&h, CDC_MSG_ERROR);
+    cdc__msg_header_init(&h, CDC_MSG_ERROR);
     h.error_code = CDC_EPROTO;
-    cdc_msg_header_pack(&h, packed);
+    cdc__msg_header_pack(&h, packed);
     frames[1] = (cdc_frame_t){"bad", 3};
-    ck_assert_int_eq(cdc_msg_decode(frames, 2, &msg), CDC_OK);
+    ck_assert_int_eq(cdc__msg_decode(frames, 2, &msg), CDC_OK);
     ck_assert_int_eq(msg.header.error_code, CDC_EPROTO);
 }
 END_TEST
@@ -191,14 +191,14 @@ static void sample_message(cdc_msg_type_t type, sample_msg_t *m)
         m->payload[1] = (cdc_frame_t){conv_input, sizeof conv_input};
         break;
     case CDC_MSG_WEIGHTS:
-        cdc_msg_header_init(h, type);
+        cdc__msg_header_init(h, type);
         h->a_key = UINT64_MAX;
         h->rows = 4;
         h->k = 3;
         m->payload[0] = (cdc_frame_t){bt_data, sizeof bt_data};
         break;
     case CDC_MSG_RESULT:
-        cdc_msg_header_init(h, type);
+        cdc__msg_header_init(h, type);
         h->request_id = UINT64_MAX;
         h->shard = 5;
         h->rows = 3;
@@ -206,36 +206,36 @@ static void sample_message(cdc_msg_type_t type, sample_msg_t *m)
         m->payload[0] = (cdc_frame_t){bt_data, sizeof bt_data};
         break;
     case CDC_MSG_ERROR:
-        cdc_msg_header_init(h, type);
+        cdc__msg_header_init(h, type);
         h->request_id = 12;
         h->shard = 1;
         h->error_code = CDC_ENOMEM;
         m->payload[0] = (cdc_frame_t){error_text, sizeof error_text - 1};
         break;
     case CDC_MSG_MISS:
-        cdc_msg_header_init(h, type);
+        cdc__msg_header_init(h, type);
         h->request_id = 13;
         h->shard = 2;
         h->a_key = 42;
         break;
     case CDC_MSG_PING:
-        cdc_msg_header_init(h, type);
+        cdc__msg_header_init(h, type);
         h->request_id = UINT64_C(1) << 63;
         break;
     case CDC_MSG_PONG:
-        cdc_msg_header_init(h, type);
+        cdc__msg_header_init(h, type);
         h->request_id = UINT64_C(1) << 63;
         m->payload[0] = (cdc_frame_t){status_text, sizeof status_text - 1};
         break;
     case CDC_MSG_CANCEL:
-        cdc_msg_header_init(h, type);
+        cdc__msg_header_init(h, type);
         h->request_id = 77;
         break;
     case CDC_MSG_GOODBYE:
-        cdc_msg_header_init(h, type);
+        cdc__msg_header_init(h, type);
         break;
     }
-    m->payload_count = cdc_msg_payload_count(type);
+    m->payload_count = cdc__msg_payload_count(type);
 }
 
 static const cdc_msg_type_t every_type[] = {
@@ -250,13 +250,13 @@ START_TEST(test_every_type_decodes_to_same_header)
     cdc_msg_type_t type = every_type[_i];
     sample_msg_t m;
     sample_message(type, &m);
-    cdc_msg_header_pack(&m.header, packed);
+    cdc__msg_header_pack(&m.header, packed);
     cdc_frame_t frames[1 + CDC_PROTO_MAX_PAYLOADS] = {{packed, sizeof packed}};
     for (int i = 0; i < m.payload_count; i++)
         frames[1 + i] = m.payload[i];
     cdc_msg_t msg;
-    ck_assert_msg(cdc_msg_decode(frames, 1 + m.payload_count, &msg) == CDC_OK, "%s: %s",
-                  cdc_msg_type_name(type), cdc_last_error());
+    ck_assert_msg(cdc__msg_decode(frames, 1 + m.payload_count, &msg) == CDC_OK, "%s: %s",
+                  cdc__msg_type_name(type), cdc_last_error());
     assert_header_eq(&msg.header, &m.header);
     ck_assert_int_eq(msg.payload_count, m.payload_count);
     for (int i = 0; i < m.payload_count; i++) {
@@ -278,13 +278,13 @@ START_TEST(test_every_type_named)
                                         "CANCEL",    "GOODBYE"};
     static const int payloads[] = {2, 2, 1, 1, 1, 0, 0, 1, 0, 0};
     for (int i = 0; i < TYPE_COUNT; i++) {
-        ck_assert_str_eq(cdc_msg_type_name(every_type[i]), names[i]);
-        ck_assert_int_eq(cdc_msg_payload_count(every_type[i]), payloads[i]);
+        ck_assert_str_eq(cdc__msg_type_name(every_type[i]), names[i]);
+        ck_assert_int_eq(cdc__msg_payload_count(every_type[i]), payloads[i]);
     }
-    ck_assert_str_eq(cdc_msg_type_name(0), "UNKNOWN");
-    ck_assert_str_eq(cdc_msg_type_name(11), "UNKNOWN");
-    ck_assert_int_eq(cdc_msg_payload_count((cdc_msg_type_t) 0), -1);
-    ck_assert_int_eq(cdc_msg_payload_count((cdc_msg_type_t) 11), -1);
+    ck_assert_str_eq(cdc__msg_type_name(0), "UNKNOWN");
+    ck_assert_str_eq(cdc__msg_type_name(11), "UNKNOWN");
+    ck_assert_int_eq(cdc__msg_payload_count((cdc_msg_type_t) 0), -1);
+    ck_assert_int_eq(cdc__msg_payload_count((cdc_msg_type_t) 11), -1);
 }
 END_TEST
 
@@ -296,7 +296,7 @@ START_TEST(test_random_headers_round_trip)
     cdc_test_rng_seed(&rng, 7);
     for (int round = 0; round < 2000; round++) {
         cdc_msg_header_t h, back;
-        cdc_msg_header_init(&h, every_type[round % TYPE_COUNT]);
+        cdc__msg_header_init(&h, every_type[round % TYPE_COUNT]);
         h.request_id = cdc_test_rng_next(&rng);
         h.shard = (int32_t) (uint32_t) cdc_test_rng_next(&rng);
         h.rows = (int64_t) cdc_test_rng_next(&rng);
@@ -315,8 +315,8 @@ START_TEST(test_random_headers_round_trip)
         h.lead_rows = (int64_t) cdc_test_rng_next(&rng);
         h.part_rows = (int64_t) cdc_test_rng_next(&rng);
         h.row_offset = (int64_t) cdc_test_rng_next(&rng);
-        cdc_msg_header_pack(&h, packed);
-        ck_assert_int_eq(cdc_msg_header_unpack(packed, sizeof packed, &back), CDC_OK);
+        cdc__msg_header_pack(&h, packed);
+        ck_assert_int_eq(cdc__msg_header_unpack(packed, sizeof packed, &back), CDC_OK);
         assert_header_eq(&back, &h);
         ck_assert_int_eq(back.geometry.out_h, 0);
         ck_assert_int_eq(back.geometry.out_w, 0);
@@ -326,7 +326,7 @@ END_TEST
 
 START_TEST(test_every_type_over_zmq)
 {
-    /* Through cdc_wire_send / cdc_wire_recv on an inproc pair: the header
+    /* Through cdc__wire_send / cdc__wire_recv on an inproc pair: the header
        and the payload bytes (copied) arrive as sent. */
     void *zmq = zmq_ctx_new();
     void *out = zmq_socket(zmq, ZMQ_PAIR), *in = zmq_socket(zmq, ZMQ_PAIR);
@@ -335,13 +335,13 @@ START_TEST(test_every_type_over_zmq)
     for (int i = 0; i < TYPE_COUNT; i++) {
         sample_msg_t m;
         sample_message(every_type[i], &m);
-        ck_assert_int_eq(cdc_wire_send(out, NULL, &m.header, m.payload, m.payload_count, 0),
+        ck_assert_int_eq(cdc__wire_send(out, NULL, &m.header, m.payload, m.payload_count, 0),
                          CDC_OK);
         cdc_wire_msg_t wire;
-        ck_assert_int_eq(cdc_wire_recv(in, &wire, 0), CDC_OK);
+        ck_assert_int_eq(cdc__wire_recv(in, &wire, 0), CDC_OK);
         cdc_msg_t msg;
-        ck_assert_msg(cdc_wire_decode(&wire, 0, &msg) == CDC_OK, "%s: %s",
-                      cdc_msg_type_name(every_type[i]), cdc_last_error());
+        ck_assert_msg(cdc__wire_decode(&wire, 0, &msg) == CDC_OK, "%s: %s",
+                      cdc__msg_type_name(every_type[i]), cdc_last_error());
         assert_header_eq(&msg.header, &m.header);
         ck_assert_int_eq(msg.payload_count, m.payload_count);
         for (int p = 0; p < m.payload_count; p++) {
@@ -351,7 +351,7 @@ START_TEST(test_every_type_over_zmq)
                 ck_assert_mem_eq(msg.payload[p].frames[0].data, m.payload[p].data,
                                  m.payload[p].size);
         }
-        cdc_wire_msg_close(&wire);
+        cdc__wire_msg_close(&wire);
     }
     zmq_close(out);
     zmq_close(in);
@@ -363,18 +363,18 @@ START_TEST(test_bad_header)
 {
     cdc_msg_header_t h;
     gemm_header(&h);
-    cdc_msg_header_pack(&h, packed);
+    cdc__msg_header_pack(&h, packed);
     cdc_msg_t msg;
     cdc_frame_t frames[3] = {{packed, sizeof packed - 1}, {a_data, sizeof a_data},
                              {bt_data, sizeof bt_data}};
     /* Truncated header frame. */
-    ck_assert_int_eq(cdc_msg_decode(frames, 3, &msg), CDC_EPROTO);
+    ck_assert_int_eq(cdc__msg_decode(frames, 3, &msg), CDC_EPROTO);
     ck_assert_ptr_nonnull(strstr(cdc_last_error(), "header"));
     /* Too long. */
     uint8_t longer[CDC_PROTO_HEADER_SIZE + 8] = {0};
     memcpy(longer, packed, sizeof packed);
     frames[0] = (cdc_frame_t){longer, sizeof longer};
-    ck_assert_int_eq(cdc_msg_decode(frames, 3, &msg), CDC_EPROTO);
+    ck_assert_int_eq(cdc__msg_decode(frames, 3, &msg), CDC_EPROTO);
 
     gemm_header(&h);
     h.magic = 0xdeadbeef;
@@ -408,18 +408,18 @@ START_TEST(test_frame_count)
 {
     cdc_msg_header_t h;
     gemm_header(&h);
-    cdc_msg_header_pack(&h, packed);
+    cdc__msg_header_pack(&h, packed);
     cdc_frame_t frames[4] = {{packed, sizeof packed}, {a_data, sizeof a_data},
                              {bt_data, sizeof bt_data}, {bt_data, 4}};
     cdc_msg_t msg;
-    ck_assert_int_eq(cdc_msg_decode(frames, 2, &msg), CDC_EPROTO); /* truncated */
+    ck_assert_int_eq(cdc__msg_decode(frames, 2, &msg), CDC_EPROTO); /* truncated */
     ck_assert_ptr_nonnull(strstr(cdc_last_error(), "frames"));
-    ck_assert_int_eq(cdc_msg_decode(frames, 4, &msg), CDC_EPROTO); /* extra */
-    ck_assert_int_eq(cdc_msg_decode(frames, 0, &msg), CDC_EPROTO);
-    ck_assert_int_eq(cdc_msg_decode(NULL, 3, &msg), CDC_EPROTO);
-    cdc_msg_header_init(&h, CDC_MSG_PING);
-    cdc_msg_header_pack(&h, packed);
-    ck_assert_int_eq(cdc_msg_decode(frames, 2, &msg), CDC_EPROTO);
+    ck_assert_int_eq(cdc__msg_decode(frames, 4, &msg), CDC_EPROTO); /* extra */
+    ck_assert_int_eq(cdc__msg_decode(frames, 0, &msg), CDC_EPROTO);
+    ck_assert_int_eq(cdc__msg_decode(NULL, 3, &msg), CDC_EPROTO);
+    cdc__msg_header_init(&h, CDC_MSG_PING);
+    cdc__msg_header_pack(&h, packed);
+    ck_assert_int_eq(cdc__msg_decode(frames, 2, &msg), CDC_EPROTO);
 }
 END_TEST
 
@@ -427,22 +427,22 @@ END_TEST
 START_TEST(test_cancel_decodes)
 {
     cdc_msg_header_t h;
-    cdc_msg_header_init(&h, CDC_MSG_CANCEL);
+    cdc__msg_header_init(&h, CDC_MSG_CANCEL);
     h.request_id = 41;
-    cdc_msg_header_pack(&h, packed);
+    cdc__msg_header_pack(&h, packed);
     cdc_frame_t frames[2] = {{packed, sizeof packed}, {a_data, sizeof a_data}};
     cdc_msg_t msg;
-    ck_assert_int_eq(cdc_msg_decode(frames, 1, &msg), CDC_OK);
+    ck_assert_int_eq(cdc__msg_decode(frames, 1, &msg), CDC_OK);
     ck_assert_uint_eq(msg.header.type, CDC_MSG_CANCEL);
     ck_assert_uint_eq(msg.header.request_id, 41);
     ck_assert_int_eq(msg.payload_count, 0);
     ck_assert_uint_eq(msg.header.dtype, 0);
-    ck_assert_str_eq(cdc_msg_type_name(CDC_MSG_CANCEL), "CANCEL");
-    ck_assert_int_eq(cdc_msg_payload_count(CDC_MSG_CANCEL), 0);
-    ck_assert_int_eq(cdc_msg_decode(frames, 2, &msg), CDC_EPROTO); /* no payload */
+    ck_assert_str_eq(cdc__msg_type_name(CDC_MSG_CANCEL), "CANCEL");
+    ck_assert_int_eq(cdc__msg_payload_count(CDC_MSG_CANCEL), 0);
+    ck_assert_int_eq(cdc__msg_decode(frames, 2, &msg), CDC_EPROTO); /* no payload */
     h.shard = 64;
-    cdc_msg_header_pack(&h, packed);
-    ck_assert_int_eq(cdc_msg_decode(frames, 1, &msg), CDC_EPROTO);
+    cdc__msg_header_pack(&h, packed);
+    ck_assert_int_eq(cdc__msg_decode(frames, 1, &msg), CDC_EPROTO);
 }
 END_TEST
 
@@ -506,32 +506,32 @@ START_TEST(test_huge_dims)
     h.geometry.h = h.geometry.w = INT64_C(1) << 20;
     ck_assert_int_eq(decode_conv(&h, sizeof conv_input), CDC_EPROTO);
 
-    cdc_msg_header_init(&h, CDC_MSG_WEIGHTS);
+    cdc__msg_header_init(&h, CDC_MSG_WEIGHTS);
     h.a_key = 1;
     h.rows = INT64_C(1) << 20;
     h.k = INT64_C(1) << 20;
-    cdc_msg_header_pack(&h, packed);
+    cdc__msg_header_pack(&h, packed);
     cdc_frame_t frames[2] = {{packed, sizeof packed}, {a_data, sizeof a_data}};
     cdc_msg_t msg;
-    ck_assert_int_eq(cdc_msg_decode(frames, 2, &msg), CDC_EPROTO);
+    ck_assert_int_eq(cdc__msg_decode(frames, 2, &msg), CDC_EPROTO);
     /* WEIGHTS and MISS need a key. */
     h.rows = 2;
     h.k = 3;
     h.a_key = 0;
-    cdc_msg_header_pack(&h, packed);
-    ck_assert_int_eq(cdc_msg_decode(frames, 2, &msg), CDC_EPROTO);
+    cdc__msg_header_pack(&h, packed);
+    ck_assert_int_eq(cdc__msg_decode(frames, 2, &msg), CDC_EPROTO);
     h.a_key = 1;
-    cdc_msg_header_pack(&h, packed);
-    ck_assert_int_eq(cdc_msg_decode(frames, 2, &msg), CDC_OK);
-    cdc_msg_header_init(&h, CDC_MSG_MISS);
-    cdc_msg_header_pack(&h, packed);
-    ck_assert_int_eq(cdc_msg_decode(frames, 1, &msg), CDC_EPROTO);
+    cdc__msg_header_pack(&h, packed);
+    ck_assert_int_eq(cdc__msg_decode(frames, 2, &msg), CDC_OK);
+    cdc__msg_header_init(&h, CDC_MSG_MISS);
+    cdc__msg_header_pack(&h, packed);
+    ck_assert_int_eq(cdc__msg_decode(frames, 1, &msg), CDC_EPROTO);
     /* Over-long error text. */
     static char text[CDC_PROTO_MAX_TEXT + 1];
-    cdc_msg_header_init(&h, CDC_MSG_ERROR);
-    cdc_msg_header_pack(&h, packed);
+    cdc__msg_header_init(&h, CDC_MSG_ERROR);
+    cdc__msg_header_pack(&h, packed);
     frames[1] = (cdc_frame_t){text, sizeof text};
-    ck_assert_int_eq(cdc_msg_decode(frames, 2, &msg), CDC_EPROTO);
+    ck_assert_int_eq(cdc__msg_decode(frames, 2, &msg), CDC_EPROTO);
 }
 END_TEST
 
@@ -560,7 +560,7 @@ START_TEST(test_garbage)
             frames[f] = (cdc_frame_t){bytes[f], size};
         }
         cdc_msg_t msg;
-        int rc = cdc_msg_decode(frames, (int) cdc_test_rng_int(&rng, 1, 3), &msg);
+        int rc = cdc__msg_decode(frames, (int) cdc_test_rng_int(&rng, 1, 3), &msg);
         ck_assert(rc == CDC_OK || rc == CDC_EPROTO);
         accepted += rc == CDC_OK;
     }
@@ -593,12 +593,12 @@ static uint8_t *big_bytes(void)
 START_TEST(test_payload_frames_rule)
 {
     ck_assert_int_eq(CHUNK, 4194304);
-    ck_assert_int_eq(cdc_msg_payload_frames(0), 1); /* a cached operand: one empty frame */
-    ck_assert_int_eq(cdc_msg_payload_frames(1), 1);
-    ck_assert_int_eq(cdc_msg_payload_frames(CHUNK), 1);
-    ck_assert_int_eq(cdc_msg_payload_frames(CHUNK + 1), 2);
-    ck_assert_int_eq(cdc_msg_payload_frames(BIG_BYTES), 3);
-    ck_assert_int_eq(cdc_msg_payload_frames((size_t) CDC_PROTO_MAX_FLOATS * 4),
+    ck_assert_int_eq(cdc__msg_payload_frames(0), 1); /* a cached operand: one empty frame */
+    ck_assert_int_eq(cdc__msg_payload_frames(1), 1);
+    ck_assert_int_eq(cdc__msg_payload_frames(CHUNK), 1);
+    ck_assert_int_eq(cdc__msg_payload_frames(CHUNK + 1), 2);
+    ck_assert_int_eq(cdc__msg_payload_frames(BIG_BYTES), 3);
+    ck_assert_int_eq(cdc__msg_payload_frames((size_t) CDC_PROTO_MAX_FLOATS * 4),
                      CDC_PROTO_MAX_PAYLOAD_FRAMES);
     ck_assert_int_eq(CDC_PROTO_MAX_PAYLOAD_FRAMES, 256);
     ck_assert_int_eq(CDC_PROTO_MAX_FRAMES, 1 + 2 * 256);
@@ -606,7 +606,7 @@ START_TEST(test_payload_frames_rule)
 END_TEST
 
 /* A 10 MB TASK_GEMM operand, WEIGHTS matrix and RESULT through
-   cdc_wire_send / cdc_wire_recv: three frames each, the bytes identical
+   cdc__wire_send / cdc__wire_recv: three frames each, the bytes identical
    after gathering. */
 START_TEST(test_chunked_round_trip)
 {
@@ -614,7 +614,7 @@ START_TEST(test_chunked_round_trip)
     cdc_msg_type_t type = types[_i];
     const uint8_t *bytes = big_bytes();
     cdc_msg_header_t h;
-    cdc_msg_header_init(&h, type);
+    cdc__msg_header_init(&h, type);
     h.request_id = 31;
     h.rows = BIG_ROWS;
     h.k = BIG_K;
@@ -625,27 +625,27 @@ START_TEST(test_chunked_round_trip)
     void *out = zmq_socket(zmq, ZMQ_PAIR), *in = zmq_socket(zmq, ZMQ_PAIR);
     ck_assert_int_eq(zmq_bind(in, "inproc://test-chunks"), 0);
     ck_assert_int_eq(zmq_connect(out, "inproc://test-chunks"), 0);
-    int payload_count = cdc_msg_payload_count(type);
-    ck_assert_int_eq(cdc_wire_send(out, NULL, &h, payloads, payload_count, 0), CDC_OK);
+    int payload_count = cdc__msg_payload_count(type);
+    ck_assert_int_eq(cdc__wire_send(out, NULL, &h, payloads, payload_count, 0), CDC_OK);
     cdc_wire_msg_t wire;
-    ck_assert_int_eq(cdc_wire_recv(in, &wire, 0), CDC_OK);
+    ck_assert_int_eq(cdc__wire_recv(in, &wire, 0), CDC_OK);
     ck_assert_int_eq(wire.count, 1 + 3 + (payload_count - 1));
     ck_assert_uint_eq(zmq_msg_size(&wire.parts[1]), CHUNK);
     ck_assert_uint_eq(zmq_msg_size(&wire.parts[2]), CHUNK);
     ck_assert_uint_eq(zmq_msg_size(&wire.parts[3]), BIG_BYTES - 2 * CHUNK);
     cdc_msg_t msg;
-    ck_assert_msg(cdc_wire_decode(&wire, 0, &msg) == CDC_OK, "%s", cdc_last_error());
+    ck_assert_msg(cdc__wire_decode(&wire, 0, &msg) == CDC_OK, "%s", cdc_last_error());
     ck_assert_int_eq(msg.payload[0].count, 3);
     ck_assert_uint_eq(msg.payload[0].size, BIG_BYTES);
     uint8_t *gathered = cdc_test_alloc(BIG_BYTES);
-    cdc_msg_payload_gather(&msg.payload[0], gathered);
+    cdc__msg_payload_gather(&msg.payload[0], gathered);
     ck_assert_int_eq(memcmp(gathered, bytes, BIG_BYTES), 0);
     if (payload_count == 2) {
         ck_assert_int_eq(msg.payload[1].count, 1);
         ck_assert_mem_eq(msg.payload[1].frames[0].data, bytes + 1, payloads[1].size);
     }
     free(gathered);
-    cdc_wire_msg_close(&wire);
+    cdc__wire_msg_close(&wire);
     zmq_close(out);
     zmq_close(in);
     zmq_ctx_term(zmq);
@@ -658,15 +658,15 @@ static void expect_result_rejected(const cdc_frame_t *payload_frames, int count,
                                    const char *want)
 {
     cdc_msg_header_t h;
-    cdc_msg_header_init(&h, CDC_MSG_RESULT);
+    cdc__msg_header_init(&h, CDC_MSG_RESULT);
     h.rows = BIG_ROWS;
     h.cols = BIG_K;
-    cdc_msg_header_pack(&h, packed);
+    cdc__msg_header_pack(&h, packed);
     cdc_frame_t frames[8] = {{packed, sizeof packed}};
     for (int i = 0; i < count; i++)
         frames[1 + i] = payload_frames[i];
     cdc_msg_t msg;
-    ck_assert_int_eq(cdc_msg_decode(frames, 1 + count, &msg), CDC_EPROTO);
+    ck_assert_int_eq(cdc__msg_decode(frames, 1 + count, &msg), CDC_EPROTO);
     ck_assert_msg(strstr(cdc_last_error(), want) != NULL, "'%s' does not name '%s'",
                   cdc_last_error(), want);
 }
@@ -677,13 +677,13 @@ START_TEST(test_chunk_layout_rejected)
     size_t last = BIG_BYTES - 2 * CHUNK;
     /* The right layout decodes. */
     cdc_msg_header_t h;
-    cdc_msg_header_init(&h, CDC_MSG_RESULT);
+    cdc__msg_header_init(&h, CDC_MSG_RESULT);
     h.rows = BIG_ROWS;
     h.cols = BIG_K;
-    cdc_msg_header_pack(&h, packed);
+    cdc__msg_header_pack(&h, packed);
     cdc_frame_t good[4] = {{packed, sizeof packed}, {b, CHUNK}, {b, CHUNK}, {b, last}};
     cdc_msg_t msg;
-    ck_assert_msg(cdc_msg_decode(good, 4, &msg) == CDC_OK, "%s", cdc_last_error());
+    ck_assert_msg(cdc__msg_decode(good, 4, &msg) == CDC_OK, "%s", cdc_last_error());
     /* A first chunk short, a middle one long, the last one wrong. */
     expect_result_rejected((cdc_frame_t[]){{b, CHUNK - 4}, {b, CHUNK + 4}, {b, last}}, 3,
                            "result chunk 1 of 3 is 4194300 bytes, expected 4194304");
@@ -703,9 +703,9 @@ START_TEST(test_chunk_layout_rejected)
        must be a full chunk and 4 bytes, not 4 MiB + 4 and nothing. */
     h.rows = (int64_t) (CHUNK / sizeof(float)) + 1;
     h.cols = 1;
-    cdc_msg_header_pack(&h, packed);
+    cdc__msg_header_pack(&h, packed);
     cdc_frame_t over[3] = {{packed, sizeof packed}, {b, CHUNK + 4}, {b, 0}};
-    ck_assert_int_eq(cdc_msg_decode(over, 3, &msg), CDC_EPROTO);
+    ck_assert_int_eq(cdc__msg_decode(over, 3, &msg), CDC_EPROTO);
     ck_assert_ptr_nonnull(strstr(cdc_last_error(), "chunk 1 of 2 is 4194308 bytes"));
 }
 END_TEST
@@ -716,25 +716,25 @@ START_TEST(test_chunked_task_layout)
     const uint8_t *b = big_bytes();
     size_t last = BIG_BYTES - 2 * CHUNK;
     cdc_msg_header_t h;
-    cdc_msg_header_init(&h, CDC_MSG_TASK_GEMM);
+    cdc__msg_header_init(&h, CDC_MSG_TASK_GEMM);
     h.rows = BIG_ROWS;
     h.k = BIG_K;
     h.cols = 3;
     h.bt_key = 8;
-    cdc_msg_header_pack(&h, packed);
+    cdc__msg_header_pack(&h, packed);
     cdc_frame_t frames[6] = {{packed, sizeof packed}, {b, CHUNK}, {b, CHUNK}, {b, last},
                              {b, 0},                  {b, 0}};
     cdc_msg_t msg;
-    ck_assert_msg(cdc_msg_decode(frames, 5, &msg) == CDC_OK, "%s", cdc_last_error());
+    ck_assert_msg(cdc__msg_decode(frames, 5, &msg) == CDC_OK, "%s", cdc_last_error());
     ck_assert_int_eq(msg.payload[0].count, 3);
     ck_assert_ptr_eq(msg.payload[0].frames, &frames[1]);
     ck_assert_int_eq(msg.payload[1].count, 1);
     ck_assert_uint_eq(msg.payload[1].size, 0);
     /* A keyed operand still travels as one empty frame, never chunks. */
-    ck_assert_int_eq(cdc_msg_decode(frames, 6, &msg), CDC_EPROTO);
+    ck_assert_int_eq(cdc__msg_decode(frames, 6, &msg), CDC_EPROTO);
     ck_assert_ptr_nonnull(strstr(cdc_last_error(), "6 frames, expected 5 (header, a: 3, bt: 1)"));
     frames[4] = (cdc_frame_t){b, 4};
-    ck_assert_int_eq(cdc_msg_decode(frames, 5, &msg), CDC_EPROTO);
+    ck_assert_int_eq(cdc__msg_decode(frames, 5, &msg), CDC_EPROTO);
     ck_assert_ptr_nonnull(strstr(cdc_last_error(), "bt has key"));
 }
 END_TEST
@@ -747,19 +747,19 @@ START_TEST(test_too_many_frames)
     for (int i = 0; i < CDC_PROTO_MAX_FRAMES + 1; i++)
         frames[i] = (cdc_frame_t){"", 0};
     cdc_msg_t msg;
-    ck_assert_int_eq(cdc_msg_decode(frames, CDC_PROTO_MAX_FRAMES + 1, &msg), CDC_EPROTO);
+    ck_assert_int_eq(cdc__msg_decode(frames, CDC_PROTO_MAX_FRAMES + 1, &msg), CDC_EPROTO);
     ck_assert_ptr_nonnull(strstr(cdc_last_error(), "514 frames, at most 513"));
     /* The largest valid message is exactly at the limit: two 1 GiB operands. */
     cdc_msg_header_t h;
-    cdc_msg_header_init(&h, CDC_MSG_TASK_GEMM);
+    cdc__msg_header_init(&h, CDC_MSG_TASK_GEMM);
     h.rows = 1 << 14;
     h.k = 1 << 14;
     h.cols = 1 << 14;
-    cdc_msg_header_pack(&h, packed);
+    cdc__msg_header_pack(&h, packed);
     frames[0] = (cdc_frame_t){packed, sizeof packed};
     for (int i = 1; i < CDC_PROTO_MAX_FRAMES; i++)
         frames[i] = (cdc_frame_t){big_bytes(), CHUNK};
-    ck_assert_msg(cdc_msg_decode(frames, CDC_PROTO_MAX_FRAMES, &msg) == CDC_OK, "%s",
+    ck_assert_msg(cdc__msg_decode(frames, CDC_PROTO_MAX_FRAMES, &msg) == CDC_OK, "%s",
                   cdc_last_error());
     ck_assert_int_eq(msg.payload[0].count, 256);
     ck_assert_int_eq(msg.payload[1].count, 256);
@@ -774,26 +774,26 @@ START_TEST(test_status_text)
                               .max_memory = (uint64_t) 1 << 30, .tasks = 123456789, .load = 0,
                               .instance = 42, .busy_us = 987654321, .flops = UINT64_MAX - 1};
     char text[CDC_PROTO_MAX_TEXT];
-    size_t len = cdc_status_format(&in, text, sizeof text);
+    size_t len = cdc__status_format(&in, text, sizeof text);
     ck_assert_uint_eq(len, strlen(text));
     cdc_status_report_t out;
-    ck_assert_int_eq(cdc_status_parse(text, len, &out), CDC_OK);
+    ck_assert_int_eq(cdc__status_parse(text, len, &out), CDC_OK);
     ck_assert_int_eq(memcmp(&in, &out, sizeof in), 0);
     const char newer[] = "gflops=12\ntasks=5\n\nrtt_us=300";
-    ck_assert_int_eq(cdc_status_parse(newer, sizeof newer - 1, &out), CDC_OK);
+    ck_assert_int_eq(cdc__status_parse(newer, sizeof newer - 1, &out), CDC_OK);
     ck_assert_uint_eq(out.tasks, 5);
     ck_assert_uint_eq(out.cache_bytes, 0);
     static const char *const bad[] = {"tasks", "=5", "tasks=", "tasks=-1", "tasks=5x",
                                       "Tasks=5", "tasks=18446744073709551616", "a b=1"};
     for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
-        ck_assert_msg(cdc_status_parse(bad[i], strlen(bad[i]), &out) == CDC_EPROTO, "%s",
+        ck_assert_msg(cdc__status_parse(bad[i], strlen(bad[i]), &out) == CDC_EPROTO, "%s",
                       bad[i]);
         ck_assert_ptr_nonnull(strstr(cdc_last_error(), "line 1"));
     }
     /* Cut short: whole lines only. */
-    len = cdc_status_format(&in, text, 30);
+    len = cdc__status_format(&in, text, 30);
     ck_assert_uint_lt(len, 30);
-    ck_assert_int_eq(cdc_status_parse(text, len, &out), CDC_OK);
+    ck_assert_int_eq(cdc__status_parse(text, len, &out), CDC_OK);
 }
 END_TEST
 
@@ -825,25 +825,25 @@ START_TEST(test_stream_fields)
     h.lead_rows = 1;
     h.part_rows = 1;
     float big_a[41 * 3] = {0};
-    cdc_msg_header_pack(&h, packed);
+    cdc__msg_header_pack(&h, packed);
     cdc_frame_t frames[3] = {{packed, sizeof packed}, {big_a, sizeof big_a}, {bt_data, bt_bytes}};
     cdc_msg_t msg;
-    ck_assert_int_eq(cdc_msg_decode(frames, 3, &msg), CDC_EPROTO);
+    ck_assert_int_eq(cdc__msg_decode(frames, 3, &msg), CDC_EPROTO);
     ck_assert_ptr_nonnull(strstr(cdc_last_error(), "part_rows"));
     /* row_offset: a RESULT's only. */
     cdc_msg_header_t r;
-    cdc_msg_header_init(&r, CDC_MSG_RESULT);
+    cdc__msg_header_init(&r, CDC_MSG_RESULT);
     r.rows = 2;
     r.cols = 4;
     r.row_offset = 7;
     float result[8] = {0};
-    cdc_msg_header_pack(&r, packed);
+    cdc__msg_header_pack(&r, packed);
     cdc_frame_t result_frames[2] = {{packed, sizeof packed}, {result, sizeof result}};
-    ck_assert_int_eq(cdc_msg_decode(result_frames, 2, &msg), CDC_OK);
+    ck_assert_int_eq(cdc__msg_decode(result_frames, 2, &msg), CDC_OK);
     ck_assert_int_eq(msg.header.row_offset, 7);
     r.row_offset = -1;
-    cdc_msg_header_pack(&r, packed);
-    ck_assert_int_eq(cdc_msg_decode(result_frames, 2, &msg), CDC_EPROTO);
+    cdc__msg_header_pack(&r, packed);
+    ck_assert_int_eq(cdc__msg_decode(result_frames, 2, &msg), CDC_EPROTO);
     gemm_header(&h);
     h.row_offset = 1;
     ck_assert_int_eq(decode_gemm(&h, 2 * 3 * 4, bt_bytes), CDC_EPROTO);

@@ -57,7 +57,7 @@ static cdc_stats_t stats_of(cdc_context_t *ctx)
 static void check_set(int n, int r, int64_t rows, int64_t k)
 {
     cdc_code_t *code = NULL;
-    ck_assert_int_eq(cdc_code_new(NULL, n, r, &code), CDC_OK);
+    ck_assert_int_eq(cdc__code_new(NULL, n, r, &code), CDC_OK);
     cdc_test_rng_t rng;
     cdc_test_rng_seed(&rng, (uint64_t) (rows * 31 + n * 7 + r));
     float *src = cdc_test_alloc((size_t) (rows * k) * sizeof(float));
@@ -75,7 +75,7 @@ static void check_set(int n, int r, int64_t rows, int64_t k)
     }
     ck_assert_int_eq(next, rows);
     for (int s = 0; s < W && r == 1; s++) {
-        int w = cdc_stripes_worker(&set->layout, s, n);
+        int w = cdc__stripes_worker(&set->layout, s, n);
         const float *parity = set->operand[w] + (set->data_rows[w] +
                                                  cdc__rotated_parity_index(set, w, s, 0) *
                                                      set->block_rows) * k;
@@ -94,7 +94,7 @@ static void check_set(int n, int r, int64_t rows, int64_t k)
     }
     cdc__rotated_set_retire(&set);
     free(src);
-    cdc_code_destroy(&code);
+    cdc__code_destroy(&code);
 }
 
 START_TEST(test_set_layout)
@@ -105,11 +105,11 @@ START_TEST(test_set_layout)
     check_set(3, 3, 200, 2);
     cdc_rotated_set_t *set = NULL;
     cdc_code_t *code = NULL;
-    ck_assert_int_eq(cdc_code_new(NULL, 4, 1, &code), CDC_OK);
+    ck_assert_int_eq(cdc__code_new(NULL, 4, 1, &code), CDC_OK);
     float src[19 * 2] = {0};
     ck_assert_int_eq(cdc__rotated_set_new(code, src, 19, 2, &set), CDC_EINVAL);
     ck_assert_ptr_null(set);
-    cdc_code_destroy(&code);
+    cdc__code_destroy(&code);
 }
 END_TEST
 

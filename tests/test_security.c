@@ -52,9 +52,9 @@ static void keygen(const char *name, const char *endpoint, cdc_curve_cert_t *cer
 {
     char path[160], secret[176];
     in_dir(path, sizeof path, name);
-    ck_assert_int_eq(cdc_curve_keygen(path, endpoint, NULL), CDC_OK);
+    ck_assert_int_eq(cdc__curve_keygen(path, endpoint, NULL), CDC_OK);
     snprintf(secret, sizeof secret, "%s_secret", path);
-    ck_assert_int_eq(cdc_curve_load_secret(secret, cert), CDC_OK);
+    ck_assert_int_eq(cdc__curve_load_secret(secret, cert), CDC_OK);
 }
 
 /* An unused tcp port on 127.0.0.1 (the kernel's choice). */
@@ -168,7 +168,7 @@ static void send_frames(void *socket, const cdc_msg_header_t *h, const void *a, 
                         const void *b, size_t b_size, int payloads)
 {
     uint8_t packed[CDC_PROTO_HEADER_SIZE];
-    cdc_msg_header_pack(h, packed);
+    cdc__msg_header_pack(h, packed);
     ck_assert_int_ge(zmq_send(socket, packed, sizeof packed, payloads ? ZMQ_SNDMORE : 0), 0);
     if (payloads >= 1)
         ck_assert_int_ge(zmq_send(socket, a, a_size, payloads == 2 ? ZMQ_SNDMORE : 0), 0);
@@ -179,7 +179,7 @@ static void send_frames(void *socket, const cdc_msg_header_t *h, const void *a, 
 static void send_ping(void *socket, uint64_t id)
 {
     cdc_msg_header_t h;
-    cdc_msg_header_init(&h, CDC_MSG_PING);
+    cdc__msg_header_init(&h, CDC_MSG_PING);
     h.request_id = id;
     send_frames(socket, &h, NULL, 0, NULL, 0, 0);
 }
@@ -190,12 +190,12 @@ static void send_each_type(void *socket)
     static float data[16];
     send_ping(socket, 7);
     cdc_msg_header_t h;
-    cdc_msg_header_init(&h, CDC_MSG_WEIGHTS);
+    cdc__msg_header_init(&h, CDC_MSG_WEIGHTS);
     h.a_key = 77;
     h.rows = 4;
     h.k = 4;
     send_frames(socket, &h, data, sizeof data, NULL, 0, 1);
-    cdc_msg_header_init(&h, CDC_MSG_TASK_GEMM);
+    cdc__msg_header_init(&h, CDC_MSG_TASK_GEMM);
     h.request_id = 8;
     h.rows = h.k = h.cols = 4;
     send_frames(socket, &h, data, sizeof data, data, sizeof data, 2);
@@ -241,16 +241,16 @@ START_TEST(test_keygen_writes_loadable_pair)
     ck_assert_int_eq(stat(path, &st), 0);
 
     cdc_curve_cert_t pub, sec, found;
-    ck_assert_int_eq(cdc_curve_load_public(path, &pub), CDC_OK);
-    ck_assert_int_eq(cdc_curve_load_secret(secret, &sec), CDC_OK);
+    ck_assert_int_eq(cdc__curve_load_public(path, &pub), CDC_OK);
+    ck_assert_int_eq(cdc__curve_load_secret(secret, &sec), CDC_OK);
     ck_assert_int_eq(sec.has_secret, 1);
     ck_assert_int_eq(memcmp(pub.public_key, sec.public_key, 32), 0);
     ck_assert_int_eq(strlen(pub.public_txt), 40);
     ck_assert_str_eq(pub.endpoint, "tcp://10.0.0.7:7001");
     /* A directory of certificates: found by the endpoint it names. */
-    ck_assert_int_eq(cdc_curve_server_cert(dir, "tcp://10.0.0.7:7001", &found), CDC_OK);
+    ck_assert_int_eq(cdc__curve_server_cert(dir, "tcp://10.0.0.7:7001", &found), CDC_OK);
     ck_assert_int_eq(memcmp(found.public_key, pub.public_key, 32), 0);
-    ck_assert_int_eq(cdc_curve_server_cert(dir, "tcp://10.0.0.8:7001", &found), CDC_ECONFIG);
+    ck_assert_int_eq(cdc__curve_server_cert(dir, "tcp://10.0.0.8:7001", &found), CDC_ECONFIG);
     ck_assert_ptr_nonnull(strstr(cdc_last_error(), "tcp://10.0.0.8:7001"));
     /* The key pair actually works: a fresh pair's keys differ. */
     cdc_curve_cert_t other;
@@ -259,14 +259,14 @@ START_TEST(test_keygen_writes_loadable_pair)
     /* Never overwritten. */
     ck_assert_int_ne(system(command), 0);
     cdc_curve_cert_t again;
-    ck_assert_int_eq(cdc_curve_load_public(path, &again), CDC_OK);
+    ck_assert_int_eq(cdc__curve_load_public(path, &again), CDC_OK);
     ck_assert_int_eq(memcmp(again.public_key, pub.public_key, 32), 0);
-    ck_assert_int_eq(cdc_curve_load_secret("/nonexistent/cert_secret", &again), CDC_ECONFIG);
+    ck_assert_int_eq(cdc__curve_load_secret("/nonexistent/cert_secret", &again), CDC_ECONFIG);
     remove_dir();
 }
 END_TEST
 
-/* Discovery admits a worker by the key it announces (cdc_curve_trusted_key). */
+/* Discovery admits a worker by the key it announces (cdc__curve_trusted_key). */
 START_TEST(test_trusted_key_lookup)
 {
     make_dir();
@@ -277,19 +277,19 @@ START_TEST(test_trusted_key_lookup)
     keygen("trusted/a", NULL, &a);
     keygen("trusted/b", "tcp://10.0.0.9:7001", &b);
     keygen("stranger", NULL, &stranger);
-    ck_assert_int_eq(cdc_curve_trusted_key(trusted, b.public_txt, &found), CDC_OK);
+    ck_assert_int_eq(cdc__curve_trusted_key(trusted, b.public_txt, &found), CDC_OK);
     ck_assert_int_eq(memcmp(found.public_key, b.public_key, 32), 0);
     ck_assert_int_eq(found.has_secret, 0);
-    ck_assert_int_eq(cdc_curve_trusted_key(trusted, a.public_txt, &found), CDC_OK);
+    ck_assert_int_eq(cdc__curve_trusted_key(trusted, a.public_txt, &found), CDC_OK);
     ck_assert_int_eq(memcmp(found.public_key, a.public_key, 32), 0);
     /* The stranger's key is nowhere in the directory: not admitted (its
        _secret files there are never read as trust). */
-    ck_assert_int_eq(cdc_curve_trusted_key(trusted, stranger.public_txt, &found), CDC_ECONFIG);
+    ck_assert_int_eq(cdc__curve_trusted_key(trusted, stranger.public_txt, &found), CDC_ECONFIG);
     ck_assert_ptr_nonnull(strstr(cdc_last_error(), stranger.public_txt));
     /* One certificate file: that key only. */
-    ck_assert_int_eq(cdc_curve_trusted_key(in_dir(path, sizeof path, "trusted/a"),
-                                           a.public_txt, &found), CDC_OK);
-    ck_assert_int_eq(cdc_curve_trusted_key(path, b.public_txt, &found), CDC_ECONFIG);
+    ck_assert_int_eq(cdc__curve_trusted_key(in_dir(path, sizeof path, "trusted/a"),
+                                            a.public_txt, &found), CDC_OK);
+    ck_assert_int_eq(cdc__curve_trusted_key(path, b.public_txt, &found), CDC_ECONFIG);
     remove_dir();
 }
 END_TEST
@@ -304,21 +304,21 @@ START_TEST(test_user_id_is_client_key)
     mkdir(in_dir((char[160]){0}, 160, "allow"), 0700);
     char path[160], endpoint[200], allow[160], secret[176];
     in_dir(path, sizeof path, "allow/coordinator");
-    ck_assert_int_eq(cdc_curve_keygen(path, NULL, NULL), CDC_OK);
+    ck_assert_int_eq(cdc__curve_keygen(path, NULL, NULL), CDC_OK);
     snprintf(secret, sizeof secret, "%s_secret", path);
-    ck_assert_int_eq(cdc_curve_load_secret(secret, &coordinator), CDC_OK);
+    ck_assert_int_eq(cdc__curve_load_secret(secret, &coordinator), CDC_OK);
     unlink(secret); /* only public certificates in the allow directory */
     keygen("stranger", NULL, &stranger);
 
     snprintf(endpoint, sizeof endpoint, "ipc://%s/s", dir);
     in_dir(secret, sizeof secret, "worker_secret");
     cdc_server_options_t options;
-    cdc_server_options_init(&options);
+    cdc__server_options_init(&options);
     options.bind = endpoint;
     options.curve_secret = secret;
     options.curve_allow = in_dir(allow, sizeof allow, "allow");
     cdc_server_t *server = NULL;
-    ck_assert_int_eq(cdc_server_new(&options, &server), CDC_OK);
+    ck_assert_int_eq(cdc__server_new(&options, &server), CDC_OK);
 
     void *zmq = zmq_ctx_new();
     void *bad = raw_dealer(zmq, endpoint, &stranger, worker.public_key);
@@ -328,47 +328,47 @@ START_TEST(test_user_id_is_client_key)
     send_ping(plain, 2);
     /* A CANCEL from the first connection... */
     cdc_msg_header_t cancel;
-    cdc_msg_header_init(&cancel, CDC_MSG_CANCEL);
+    cdc__msg_header_init(&cancel, CDC_MSG_CANCEL);
     cancel.request_id = 41;
     send_frames(first, &cancel, NULL, 0, NULL, 0, 0);
     send_ping(first, 3);
     cdc_request_t *request = NULL;
     double deadline = cdc_test_now_s() + 5.0;
     while (!request && cdc_test_now_s() < deadline) {
-        cdc_server_wait(server, 100);
-        int rc = cdc_server_recv(server, &request);
+        cdc__server_wait(server, 100);
+        int rc = cdc__server_recv(server, &request);
         ck_assert_msg(rc == CDC_OK || rc == CDC_ETIMEDOUT, "recv: %s", cdc_last_error());
     }
     ck_assert_ptr_nonnull(request);
     /* Only the allowed key's PING came through, and it names that key. */
-    ck_assert_uint_eq(cdc_request_msg(request)->header.request_id, 3);
-    ck_assert_str_eq(cdc_request_peer(request)->user_id, coordinator.public_txt);
-    uint64_t first_connection = cdc_request_peer(request)->connection;
-    cdc_request_destroy(&request);
+    ck_assert_uint_eq(cdc__request_msg(request)->header.request_id, 3);
+    ck_assert_str_eq(cdc__request_peer(request)->user_id, coordinator.public_txt);
+    uint64_t first_connection = cdc__request_peer(request)->connection;
+    cdc__request_destroy(&request);
 
     /* ...applies to the same key's second connection (a reconnection). */
     void *second = raw_dealer(zmq, endpoint, &coordinator, worker.public_key);
     send_ping(second, 4);
     deadline = cdc_test_now_s() + 5.0;
     while (!request && cdc_test_now_s() < deadline) {
-        cdc_server_wait(server, 100);
-        cdc_server_recv(server, &request);
+        cdc__server_wait(server, 100);
+        cdc__server_recv(server, &request);
     }
     ck_assert_ptr_nonnull(request);
-    ck_assert_uint_eq(cdc_request_msg(request)->header.request_id, 4);
-    ck_assert_uint_ne(cdc_request_peer(request)->connection, first_connection);
-    ck_assert_str_eq(cdc_request_peer(request)->user_id, coordinator.public_txt);
-    ck_assert_int_eq(cdc_server_cancelled(server, request, 41), 1);
-    cdc_request_destroy(&request);
+    ck_assert_uint_eq(cdc__request_msg(request)->header.request_id, 4);
+    ck_assert_uint_ne(cdc__request_peer(request)->connection, first_connection);
+    ck_assert_str_eq(cdc__request_peer(request)->user_id, coordinator.public_txt);
+    ck_assert_int_eq(cdc__server_cancelled(server, request, 41), 1);
+    cdc__request_destroy(&request);
 
     /* Nothing more: the stranger's and the plaintext PINGs never arrive. */
     deadline = cdc_test_now_s() + SILENCE_MS / 1000.0;
     while (cdc_test_now_s() < deadline) {
-        cdc_server_wait(server, 50);
-        ck_assert_int_eq(cdc_server_recv(server, &request), CDC_ETIMEDOUT);
+        cdc__server_wait(server, 50);
+        ck_assert_int_eq(cdc__server_recv(server, &request), CDC_ETIMEDOUT);
     }
     cdc_server_counters_t counters;
-    cdc_server_counters(server, &counters);
+    cdc__server_counters(server, &counters);
     ck_assert_uint_eq(counters.received, 3); /* CANCEL and two PINGs */
     ck_assert_int_eq(replies_within(bad, 1) + replies_within(plain, 1), 0);
 
@@ -377,7 +377,7 @@ START_TEST(test_user_id_is_client_key)
     zmq_close(first);
     zmq_close(second);
     zmq_ctx_term(zmq);
-    cdc_server_destroy(&server);
+    cdc__server_destroy(&server);
     remove_dir();
 }
 END_TEST
@@ -548,7 +548,7 @@ START_TEST(test_cancelled_ids_not_reused)
         void *socket = raw_dealer(zmq, trio.endpoints[i], &coordinator, trio.certs[i].public_key);
         for (uint64_t id = 1; id <= 64; id++) {
             cdc_msg_header_t h;
-            cdc_msg_header_init(&h, CDC_MSG_CANCEL);
+            cdc__msg_header_init(&h, CDC_MSG_CANCEL);
             h.request_id = id;
             send_frames(socket, &h, NULL, 0, NULL, 0, 0);
         }
@@ -849,25 +849,25 @@ END_TEST
 
 START_TEST(test_endpoint_rule)
 {
-    ck_assert_int_eq(cdc_endpoint_needs_curve("ipc:///tmp/w0"), 0);
-    ck_assert_int_eq(cdc_endpoint_needs_curve("inproc://w"), 0);
-    ck_assert_int_eq(cdc_endpoint_needs_curve("tcp://127.0.0.1:7001"), 0);
-    ck_assert_int_eq(cdc_endpoint_needs_curve("tcp://127.3.2.1:7001"), 0);
-    ck_assert_int_eq(cdc_endpoint_needs_curve("tcp://localhost:7001"), 0);
-    ck_assert_int_eq(cdc_endpoint_needs_curve("tcp://[::1]:7001"), 0);
-    ck_assert_int_eq(cdc_endpoint_needs_curve("tcp://*:7001"), 1);
-    ck_assert_int_eq(cdc_endpoint_needs_curve("tcp://0.0.0.0:7001"), 1);
-    ck_assert_int_eq(cdc_endpoint_needs_curve("tcp://10.0.0.7:7001"), 1);
-    ck_assert_int_eq(cdc_endpoint_needs_curve("tcp://127.0.0.1.evil.example:7001"), 1);
-    ck_assert_int_eq(cdc_endpoint_needs_curve("tcp://eth0:7001"), 1);
+    ck_assert_int_eq(cdc__endpoint_needs_curve("ipc:///tmp/w0"), 0);
+    ck_assert_int_eq(cdc__endpoint_needs_curve("inproc://w"), 0);
+    ck_assert_int_eq(cdc__endpoint_needs_curve("tcp://127.0.0.1:7001"), 0);
+    ck_assert_int_eq(cdc__endpoint_needs_curve("tcp://127.3.2.1:7001"), 0);
+    ck_assert_int_eq(cdc__endpoint_needs_curve("tcp://localhost:7001"), 0);
+    ck_assert_int_eq(cdc__endpoint_needs_curve("tcp://[::1]:7001"), 0);
+    ck_assert_int_eq(cdc__endpoint_needs_curve("tcp://*:7001"), 1);
+    ck_assert_int_eq(cdc__endpoint_needs_curve("tcp://0.0.0.0:7001"), 1);
+    ck_assert_int_eq(cdc__endpoint_needs_curve("tcp://10.0.0.7:7001"), 1);
+    ck_assert_int_eq(cdc__endpoint_needs_curve("tcp://127.0.0.1.evil.example:7001"), 1);
+    ck_assert_int_eq(cdc__endpoint_needs_curve("tcp://eth0:7001"), 1);
     /* Connecting, libzmq resolves 'lo' as a host name: anyone's (issue 24);
        binding, it is the loopback interface. */
-    ck_assert_int_eq(cdc_endpoint_needs_curve("tcp://lo:7001"), 1);
-    ck_assert_int_eq(cdc_bind_needs_curve("tcp://lo:7001"), 0);
-    ck_assert_int_eq(cdc_bind_needs_curve("tcp://127.0.0.1:7001"), 0);
-    ck_assert_int_eq(cdc_bind_needs_curve("tcp://*:7001"), 1);
-    ck_assert_int_eq(cdc_bind_needs_curve("tcp://lo.evil.example:7001"), 1);
-    ck_assert_int_eq(cdc_endpoint_needs_curve("tcp://127.0.0.1;10.0.0.7:7001"), 1);
+    ck_assert_int_eq(cdc__endpoint_needs_curve("tcp://lo:7001"), 1);
+    ck_assert_int_eq(cdc__bind_needs_curve("tcp://lo:7001"), 0);
+    ck_assert_int_eq(cdc__bind_needs_curve("tcp://127.0.0.1:7001"), 0);
+    ck_assert_int_eq(cdc__bind_needs_curve("tcp://*:7001"), 1);
+    ck_assert_int_eq(cdc__bind_needs_curve("tcp://lo.evil.example:7001"), 1);
+    ck_assert_int_eq(cdc__endpoint_needs_curve("tcp://127.0.0.1;10.0.0.7:7001"), 1);
 }
 END_TEST
 
@@ -905,13 +905,13 @@ static void flood_worker(const char *endpoint)
         }
         cdc_msg_header_t h, reply;
         uint8_t packed[CDC_PROTO_HEADER_SIZE];
-        if (cdc_msg_header_unpack(zmq_msg_data(&head), zmq_msg_size(&head), &h) == CDC_OK) {
+        if (cdc__msg_header_unpack(zmq_msg_data(&head), zmq_msg_size(&head), &h) == CDC_OK) {
             int ping = h.type == CDC_MSG_PING, task = h.type == CDC_MSG_TASK_GEMM;
-            cdc_msg_header_init(&reply, ping ? CDC_MSG_PONG : CDC_MSG_RESULT);
+            cdc__msg_header_init(&reply, ping ? CDC_MSG_PONG : CDC_MSG_RESULT);
             reply.request_id = ping ? h.request_id : h.request_id + 1000;
             reply.rows = ping ? 0 : FLOOD_ROWS;
             reply.cols = ping ? 0 : FLOOD_COLS;
-            cdc_msg_header_pack(&reply, packed);
+            cdc__msg_header_pack(&reply, packed);
             for (int i = 0; i < (ping ? 1 : task ? FLOOD : 0); i++) {
                 zmq_send(socket, zmq_msg_data(&route), zmq_msg_size(&route), ZMQ_SNDMORE);
                 zmq_send(socket, packed, sizeof packed, ping ? 0 : ZMQ_SNDMORE);
@@ -1022,7 +1022,7 @@ static void expect_pong(void *zmq, const char *endpoint, uint64_t id)
     uint8_t packed[CDC_PROTO_HEADER_SIZE];
     ck_assert_int_eq(zmq_recv(socket, packed, sizeof packed, 0), CDC_PROTO_HEADER_SIZE);
     cdc_msg_header_t h;
-    ck_assert_int_eq(cdc_msg_header_unpack(packed, sizeof packed, &h), CDC_OK);
+    ck_assert_int_eq(cdc__msg_header_unpack(packed, sizeof packed, &h), CDC_OK);
     ck_assert_uint_eq(h.type, CDC_MSG_PONG);
     ck_assert_uint_eq(h.request_id, id);
     zmq_close(socket);
@@ -1146,15 +1146,15 @@ START_TEST(test_frames_past_header_refused)
     int timeout = 10000;
     zmq_setsockopt(socket, ZMQ_RCVTIMEO, &timeout, sizeof timeout);
     cdc_msg_header_t h;
-    cdc_msg_header_init(&h, CDC_MSG_PING);
+    cdc__msg_header_init(&h, CDC_MSG_PING);
     h.request_id = 41;
     uint8_t packed[CDC_PROTO_HEADER_SIZE];
-    cdc_msg_header_pack(&h, packed);
+    cdc__msg_header_pack(&h, packed);
     ck_assert_int_ge(zmq_send(socket, packed, sizeof packed, ZMQ_SNDMORE), 0);
     for (int i = 0; i < EXTRA_FRAMES; i++)
         ck_assert_int_ge(zmq_send(socket, "", 0, i + 1 < EXTRA_FRAMES ? ZMQ_SNDMORE : 0), 0);
     ck_assert_int_eq(zmq_recv(socket, packed, sizeof packed, 0), CDC_PROTO_HEADER_SIZE);
-    ck_assert_int_eq(cdc_msg_header_unpack(packed, sizeof packed, &h), CDC_OK);
+    ck_assert_int_eq(cdc__msg_header_unpack(packed, sizeof packed, &h), CDC_OK);
     char text[CDC_PROTO_MAX_TEXT + 1] = "";
     int size = zmq_recv(socket, text, CDC_PROTO_MAX_TEXT, 0);
     text[size > 0 ? size : 0] = '\0';

@@ -23,16 +23,16 @@ static void start_server(size_t peer_budget)
     ck_assert_ptr_nonnull(mkdtemp(dir));
     snprintf(endpoint, sizeof endpoint, "ipc://%s/s", dir);
     cdc_server_options_t options;
-    cdc_server_options_init(&options);
+    cdc__server_options_init(&options);
     options.bind = endpoint;
     options.peer_budget = peer_budget;
-    ck_assert_int_eq(cdc_server_new(&options, &server), CDC_OK);
+    ck_assert_int_eq(cdc__server_new(&options, &server), CDC_OK);
     zmq_context = zmq_ctx_new();
 }
 
 static void stop_server(void)
 {
-    cdc_server_destroy(&server);
+    cdc__server_destroy(&server);
     ck_assert_ptr_null(server);
     zmq_ctx_term(zmq_context);
     char path[160];
@@ -55,7 +55,7 @@ static void send_msg(void *socket, const cdc_msg_header_t *h, const void *payloa
                      int with_payload)
 {
     uint8_t packed[CDC_PROTO_HEADER_SIZE];
-    cdc_msg_header_pack(h, packed);
+    cdc__msg_header_pack(h, packed);
     ck_assert_int_ge(zmq_send(socket, packed, sizeof packed, with_payload ? ZMQ_SNDMORE : 0), 0);
     if (with_payload)
         ck_assert_int_ge(zmq_send(socket, payload, size, 0), 0);
@@ -68,7 +68,7 @@ static cdc_msg_header_t recv_msg(void *socket, size_t *payload_size)
     uint8_t packed[CDC_PROTO_HEADER_SIZE];
     ck_assert_int_eq(zmq_recv(socket, packed, sizeof packed, 0), CDC_PROTO_HEADER_SIZE);
     cdc_msg_header_t h;
-    ck_assert_int_eq(cdc_msg_header_unpack(packed, sizeof packed, &h), CDC_OK);
+    ck_assert_int_eq(cdc__msg_header_unpack(packed, sizeof packed, &h), CDC_OK);
     *payload_size = 0;
     int more = 0;
     size_t more_size = sizeof more;
@@ -89,19 +89,19 @@ static cdc_request_t *next_request(void)
     double deadline = cdc_test_now_s() + 5.0;
     for (;;) {
         cdc_request_t *request = NULL;
-        int rc = cdc_server_recv(server, &request);
+        int rc = cdc__server_recv(server, &request);
         if (rc == CDC_OK)
             return request;
         ck_assert_int_eq(rc, CDC_ETIMEDOUT);
         ck_assert_msg(cdc_test_now_s() < deadline, "no request within 5 s");
-        cdc_server_wait(server, 100);
+        cdc__server_wait(server, 100);
     }
 }
 
 static void send_ping(void *socket, uint64_t id)
 {
     cdc_msg_header_t h;
-    cdc_msg_header_init(&h, CDC_MSG_PING);
+    cdc__msg_header_init(&h, CDC_MSG_PING);
     h.request_id = id;
     send_msg(socket, &h, NULL, 0, 0);
 }
@@ -112,25 +112,25 @@ START_TEST(test_request_and_identity)
     void *a = dealer(), *b = dealer();
     send_ping(a, 11);
     cdc_request_t *from_a = next_request();
-    ck_assert_uint_eq(cdc_request_msg(from_a)->header.type, CDC_MSG_PING);
-    ck_assert_uint_eq(cdc_request_msg(from_a)->header.request_id, 11);
-    const cdc_peer_identity_t *id_a = cdc_request_peer(from_a);
+    ck_assert_uint_eq(cdc__request_msg(from_a)->header.type, CDC_MSG_PING);
+    ck_assert_uint_eq(cdc__request_msg(from_a)->header.request_id, 11);
+    const cdc_peer_identity_t *id_a = cdc__request_peer(from_a);
     ck_assert_uint_ne(id_a->connection, 0);
     ck_assert_str_eq(id_a->user_id, ""); /* no security mechanism yet */
     send_ping(b, 12);
     cdc_request_t *from_b = next_request();
-    ck_assert_uint_ne(cdc_request_peer(from_b)->connection, id_a->connection);
+    ck_assert_uint_ne(cdc__request_peer(from_b)->connection, id_a->connection);
     send_ping(a, 13);
     cdc_request_t *again = next_request();
-    ck_assert_uint_eq(cdc_request_peer(again)->connection, id_a->connection);
+    ck_assert_uint_eq(cdc__request_peer(again)->connection, id_a->connection);
 
     /* The reply goes to the request's sender only. */
     cdc_msg_header_t pong;
-    cdc_msg_header_init(&pong, CDC_MSG_PONG);
+    cdc__msg_header_init(&pong, CDC_MSG_PONG);
     pong.request_id = 12;
     cdc_reply_t *reply = NULL;
-    ck_assert_int_eq(cdc_server_reply_new(server, from_b, &pong, NULL, &reply), CDC_OK);
-    ck_assert_int_eq(cdc_server_send(server, &reply), CDC_OK);
+    ck_assert_int_eq(cdc__server_reply_new(server, from_b, &pong, NULL, &reply), CDC_OK);
+    ck_assert_int_eq(cdc__server_send(server, &reply), CDC_OK);
     ck_assert_ptr_null(reply);
     size_t size;
     cdc_msg_header_t got = recv_msg(b, &size);
@@ -138,13 +138,13 @@ START_TEST(test_request_and_identity)
     ck_assert_uint_eq(got.request_id, 12);
     ck_assert_uint_eq(size, 0);
     cdc_server_counters_t counters;
-    cdc_server_counters(server, &counters);
+    cdc__server_counters(server, &counters);
     ck_assert_uint_eq(counters.received, 3);
     ck_assert_uint_eq(counters.peers, 2);
     ck_assert_uint_eq(counters.replies_sent, 1);
-    cdc_request_destroy(&from_a);
-    cdc_request_destroy(&from_b);
-    cdc_request_destroy(&again);
+    cdc__request_destroy(&from_a);
+    cdc__request_destroy(&from_b);
+    cdc__request_destroy(&again);
     ck_assert_ptr_null(again);
     zmq_close(a);
     zmq_close(b);
@@ -157,15 +157,15 @@ START_TEST(test_invalid_answered)
     start_server(0);
     void *a = dealer();
     cdc_msg_header_t h;
-    cdc_msg_header_init(&h, CDC_MSG_WEIGHTS); /* key 0 and no shape: invalid */
+    cdc__msg_header_init(&h, CDC_MSG_WEIGHTS); /* key 0 and no shape: invalid */
     h.request_id = 99;
     send_msg(a, &h, "abcd", 4, 1);
     double deadline = cdc_test_now_s() + 5.0;
     cdc_request_t *request = NULL;
     int rc;
-    while ((rc = cdc_server_recv(server, &request)) == CDC_ETIMEDOUT &&
+    while ((rc = cdc__server_recv(server, &request)) == CDC_ETIMEDOUT &&
            cdc_test_now_s() < deadline)
-        cdc_server_wait(server, 100);
+        cdc__server_wait(server, 100);
     ck_assert_int_eq(rc, CDC_EPROTO);
     ck_assert_ptr_null(request);
     size_t size;
@@ -176,18 +176,18 @@ START_TEST(test_invalid_answered)
     ck_assert_uint_gt(size, 0);
 
     /* A valid message the caller does not accept: rejected on request. */
-    cdc_msg_header_init(&h, CDC_MSG_PONG);
+    cdc__msg_header_init(&h, CDC_MSG_PONG);
     h.request_id = 5;
     send_msg(a, &h, "", 0, 1); /* an empty status text */
     request = next_request();
-    cdc_server_reject(server, request, CDC_EPROTO, "no PONG here");
-    cdc_request_destroy(&request);
+    cdc__server_reject(server, request, CDC_EPROTO, "no PONG here");
+    cdc__request_destroy(&request);
     got = recv_msg(a, &size);
     ck_assert_uint_eq(got.type, CDC_MSG_ERROR);
     ck_assert_uint_eq(got.request_id, 5);
     ck_assert_uint_eq(size, strlen("no PONG here"));
     cdc_server_counters_t counters;
-    cdc_server_counters(server, &counters);
+    cdc__server_counters(server, &counters);
     ck_assert_uint_eq(counters.invalid, 2);
     zmq_close(a);
     stop_server();
@@ -203,18 +203,18 @@ START_TEST(test_several_replies)
     cdc_request_t *request = next_request();
     for (int part = 0; part < 3; part++) {
         cdc_msg_header_t h;
-        cdc_msg_header_init(&h, CDC_MSG_RESULT);
+        cdc__msg_header_init(&h, CDC_MSG_RESULT);
         h.request_id = 21;
         h.rows = part + 1;
         h.cols = 2;
         size_t bytes = (size_t) h.rows * 2 * sizeof(float);
-        cdc_payload_t *payload = cdc_payload_adopt(calloc(1, bytes), bytes);
+        cdc_payload_t *payload = cdc__payload_adopt(calloc(1, bytes), bytes);
         cdc_reply_t *reply = NULL;
-        ck_assert_int_eq(cdc_server_reply_new(server, request, &h, &payload, &reply), CDC_OK);
+        ck_assert_int_eq(cdc__server_reply_new(server, request, &h, &payload, &reply), CDC_OK);
         ck_assert_ptr_null(payload); /* adopted */
-        ck_assert_int_eq(cdc_server_send(server, &reply), CDC_OK);
+        ck_assert_int_eq(cdc__server_send(server, &reply), CDC_OK);
     }
-    cdc_request_destroy(&request);
+    cdc__request_destroy(&request);
     for (int part = 0; part < 3; part++) {
         size_t size;
         cdc_msg_header_t got = recv_msg(a, &size);
@@ -233,22 +233,22 @@ START_TEST(test_cancel_recorded)
     start_server(0);
     void *a = dealer(), *b = dealer();
     cdc_msg_header_t h;
-    cdc_msg_header_init(&h, CDC_MSG_CANCEL);
+    cdc__msg_header_init(&h, CDC_MSG_CANCEL);
     h.request_id = 5;
     send_msg(a, &h, NULL, 0, 0);
     send_ping(a, 6);
     cdc_request_t *from_a = next_request(); /* the CANCEL is not returned */
-    ck_assert_uint_eq(cdc_request_msg(from_a)->header.type, CDC_MSG_PING);
-    ck_assert(cdc_server_cancelled(server, from_a, 5));
-    ck_assert(!cdc_server_cancelled(server, from_a, 6));
+    ck_assert_uint_eq(cdc__request_msg(from_a)->header.type, CDC_MSG_PING);
+    ck_assert(cdc__server_cancelled(server, from_a, 5));
+    ck_assert(!cdc__server_cancelled(server, from_a, 6));
     send_ping(b, 7);
     cdc_request_t *from_b = next_request();
-    ck_assert(!cdc_server_cancelled(server, from_b, 5)); /* another peer's request 5 */
+    ck_assert(!cdc__server_cancelled(server, from_b, 5)); /* another peer's request 5 */
     cdc_server_counters_t counters;
-    cdc_server_counters(server, &counters);
+    cdc__server_counters(server, &counters);
     ck_assert_uint_eq(counters.cancels, 1);
-    cdc_request_destroy(&from_a);
-    cdc_request_destroy(&from_b);
+    cdc__request_destroy(&from_a);
+    cdc__request_destroy(&from_b);
     zmq_close(a);
     zmq_close(b);
     stop_server();
@@ -263,7 +263,7 @@ START_TEST(test_cancel_bounded)
     start_server(0);
     void *a = dealer();
     cdc_msg_header_t h;
-    cdc_msg_header_init(&h, CDC_MSG_CANCEL);
+    cdc__msg_header_init(&h, CDC_MSG_CANCEL);
     h.request_id = 1;
     for (int i = 0; i < 200; i++)
         send_msg(a, &h, NULL, 0, 0); /* the same id 200 times */
@@ -273,34 +273,34 @@ START_TEST(test_cancel_bounded)
     }
     send_ping(a, 2);
     cdc_request_t *request = next_request();
-    ck_assert(cdc_server_cancelled(server, request, 1)); /* not pushed out by repeats */
-    ck_assert(cdc_server_cancelled(server, request, 1062));
-    cdc_msg_header_init(&h, CDC_MSG_RESULT);
+    ck_assert(cdc__server_cancelled(server, request, 1)); /* not pushed out by repeats */
+    ck_assert(cdc__server_cancelled(server, request, 1062));
+    cdc__msg_header_init(&h, CDC_MSG_RESULT);
     h.request_id = 1;
     h.rows = h.cols = 1;
-    cdc_payload_t *payload = cdc_payload_adopt(calloc(1, sizeof(float)), sizeof(float));
+    cdc_payload_t *payload = cdc__payload_adopt(calloc(1, sizeof(float)), sizeof(float));
     cdc_reply_t *reply = NULL;
-    ck_assert_int_eq(cdc_server_reply_new(server, request, &h, &payload, &reply), CDC_OK);
-    ck_assert(cdc_server_reply_cancelled(server, reply));
-    cdc_reply_destroy(&reply);
-    cdc_request_destroy(&request);
-    cdc_msg_header_init(&h, CDC_MSG_CANCEL);
+    ck_assert_int_eq(cdc__server_reply_new(server, request, &h, &payload, &reply), CDC_OK);
+    ck_assert(cdc__server_reply_cancelled(server, reply));
+    cdc__reply_destroy(&reply);
+    cdc__request_destroy(&request);
+    cdc__msg_header_init(&h, CDC_MSG_CANCEL);
     h.request_id = 5000; /* a 65th distinct id: the oldest (1) is forgotten */
     send_msg(a, &h, NULL, 0, 0);
     send_ping(a, 3);
     request = next_request();
-    ck_assert(!cdc_server_cancelled(server, request, 1));
-    ck_assert(cdc_server_cancelled(server, request, 1000));
-    ck_assert(cdc_server_cancelled(server, request, 5000));
+    ck_assert(!cdc__server_cancelled(server, request, 1));
+    ck_assert(cdc__server_cancelled(server, request, 1000));
+    ck_assert(cdc__server_cancelled(server, request, 5000));
     payload = NULL;
-    cdc_msg_header_init(&h, CDC_MSG_PONG);
+    cdc__msg_header_init(&h, CDC_MSG_PONG);
     h.request_id = 3;
-    ck_assert_int_eq(cdc_server_reply_new(server, request, &h, &payload, &reply), CDC_OK);
-    ck_assert(!cdc_server_reply_cancelled(server, reply));
-    cdc_reply_destroy(&reply);
-    cdc_request_destroy(&request);
+    ck_assert_int_eq(cdc__server_reply_new(server, request, &h, &payload, &reply), CDC_OK);
+    ck_assert(!cdc__server_reply_cancelled(server, reply));
+    cdc__reply_destroy(&reply);
+    cdc__request_destroy(&request);
     cdc_server_counters_t counters;
-    cdc_server_counters(server, &counters);
+    cdc__server_counters(server, &counters);
     ck_assert_uint_eq(counters.cancels, 200 + 63 + 1);
     zmq_close(a);
     stop_server();
@@ -310,13 +310,13 @@ END_TEST
 static int result_reply(const cdc_request_t *request, size_t floats, cdc_reply_t **reply)
 {
     cdc_msg_header_t h;
-    cdc_msg_header_init(&h, CDC_MSG_RESULT);
+    cdc__msg_header_init(&h, CDC_MSG_RESULT);
     h.request_id = 1;
     h.rows = (int64_t) floats;
     h.cols = 1;
-    cdc_payload_t *payload = cdc_payload_adopt(calloc(floats, sizeof(float)),
-                                               floats * sizeof(float));
-    return cdc_server_reply_new(server, request, &h, &payload, reply);
+    cdc_payload_t *payload = cdc__payload_adopt(calloc(floats, sizeof(float)),
+                                                floats * sizeof(float));
+    return cdc__server_reply_new(server, request, &h, &payload, reply);
 }
 
 START_TEST(test_peer_budget)
@@ -335,15 +335,15 @@ START_TEST(test_peer_budget)
     ck_assert_ptr_null(r3);
     ck_assert_int_eq(result_reply(from_b, 1000, &other), CDC_OK); /* per peer */
     cdc_server_counters_t counters;
-    cdc_server_counters(server, &counters);
+    cdc__server_counters(server, &counters);
     ck_assert_uint_eq(counters.over_budget, 1);
     /* A destroyed reply gives its bytes back. */
-    cdc_reply_destroy(&r2);
+    cdc__reply_destroy(&r2);
     ck_assert_ptr_null(r2);
     ck_assert_int_eq(result_reply(from_a, 1000, &r2), CDC_OK);
     /* Sent replies give them back once the socket is done with them. */
-    ck_assert_int_eq(cdc_server_send(server, &r1), CDC_OK);
-    ck_assert_int_eq(cdc_server_send(server, &r2), CDC_OK);
+    ck_assert_int_eq(cdc__server_send(server, &r1), CDC_OK);
+    ck_assert_int_eq(cdc__server_send(server, &r2), CDC_OK);
     size_t size;
     recv_msg(a, &size);
     recv_msg(a, &size);
@@ -353,11 +353,11 @@ START_TEST(test_peer_budget)
         cdc_test_sleep_ms(5);
     ck_assert_int_eq(rc, CDC_OK);
     ck_assert_int_eq(result_reply(from_a, 1000, &r2), CDC_OK);
-    cdc_reply_destroy(&r1);
-    cdc_reply_destroy(&r2);
-    cdc_reply_destroy(&other);
-    cdc_request_destroy(&from_a);
-    cdc_request_destroy(&from_b);
+    cdc__reply_destroy(&r1);
+    cdc__reply_destroy(&r2);
+    cdc__reply_destroy(&other);
+    cdc__request_destroy(&from_a);
+    cdc__request_destroy(&from_b);
     zmq_close(a);
     zmq_close(b);
     stop_server();
@@ -377,29 +377,29 @@ START_TEST(test_payload_taken)
         for (size_t f = 0; f < floats; f++)
             data[f] = (float) f;
         cdc_msg_header_t h;
-        cdc_msg_header_init(&h, CDC_MSG_WEIGHTS);
+        cdc__msg_header_init(&h, CDC_MSG_WEIGHTS);
         h.a_key = 77;
         h.rows = (int64_t) floats;
         h.k = 1;
         send_msg(a, &h, data, sizes[i], 1);
         cdc_request_t *request = next_request();
-        ck_assert_int_eq(cdc_request_msg(request)->payload[0].count, 1);
-        const void *frame = cdc_request_msg(request)->payload[0].frames[0].data;
-        cdc_payload_t *payload = cdc_request_take_payload(request, 0);
+        ck_assert_int_eq(cdc__request_msg(request)->payload[0].count, 1);
+        const void *frame = cdc__request_msg(request)->payload[0].frames[0].data;
+        cdc_payload_t *payload = cdc__request_take_payload(request, 0);
         ck_assert_ptr_nonnull(payload);
-        ck_assert_ptr_null(cdc_request_take_payload(request, 0)); /* taken once */
-        ck_assert_ptr_null(cdc_request_take_payload(request, 1)); /* not a payload */
-        ck_assert_uint_eq(cdc_request_msg(request)->payload[0].size, 0);
-        cdc_request_destroy(&request); /* the payload outlives its request */
+        ck_assert_ptr_null(cdc__request_take_payload(request, 0)); /* taken once */
+        ck_assert_ptr_null(cdc__request_take_payload(request, 1)); /* not a payload */
+        ck_assert_uint_eq(cdc__request_msg(request)->payload[0].size, 0);
+        cdc__request_destroy(&request); /* the payload outlives its request */
         if (i == 0)
-            ck_assert_ptr_eq(cdc_payload_data(payload), frame); /* zero copy */
+            ck_assert_ptr_eq(cdc__payload_data(payload), frame); /* zero copy */
         else
-            ck_assert_ptr_ne(cdc_payload_data(payload), frame);
-        ck_assert_uint_eq(cdc_payload_size(payload), sizes[i]);
-        ck_assert_uint_gt(cdc_payload_footprint(payload), sizes[i]);
-        ck_assert_uint_eq((uintptr_t) cdc_payload_data(payload) % 8, 0);
-        ck_assert_int_eq(memcmp(cdc_payload_data(payload), data, sizes[i]), 0);
-        cdc_payload_destroy(&payload);
+            ck_assert_ptr_ne(cdc__payload_data(payload), frame);
+        ck_assert_uint_eq(cdc__payload_size(payload), sizes[i]);
+        ck_assert_uint_gt(cdc__payload_footprint(payload), sizes[i]);
+        ck_assert_uint_eq((uintptr_t) cdc__payload_data(payload) % 8, 0);
+        ck_assert_int_eq(memcmp(cdc__payload_data(payload), data, sizes[i]), 0);
+        cdc__payload_destroy(&payload);
         ck_assert_ptr_null(payload);
         free(data);
     }
@@ -429,30 +429,30 @@ START_TEST(test_chunked_payload_gathered)
     void *a = dealer();
     float *data = ramp(BIG_FLOATS, 0.5f);
     cdc_msg_header_t h;
-    cdc_msg_header_init(&h, CDC_MSG_WEIGHTS);
+    cdc__msg_header_init(&h, CDC_MSG_WEIGHTS);
     h.a_key = 78;
     h.rows = 2500;
     h.k = 1000;
     cdc_frame_t payload = {data, BIG_FLOATS * sizeof(float)};
-    ck_assert_int_eq(cdc_wire_send(a, NULL, &h, &payload, 1, 0), CDC_OK);
+    ck_assert_int_eq(cdc__wire_send(a, NULL, &h, &payload, 1, 0), CDC_OK);
     cdc_request_t *request = next_request();
-    const cdc_msg_payload_t *view = &cdc_request_msg(request)->payload[0];
+    const cdc_msg_payload_t *view = &cdc__request_msg(request)->payload[0];
     ck_assert_int_eq(view->count, 3);
     ck_assert_uint_eq(view->size, payload.size);
     const void *chunks[3];
     for (int j = 0; j < 3; j++)
         chunks[j] = view->frames[j].data;
-    cdc_payload_t *taken = cdc_request_take_payload(request, 0);
+    cdc_payload_t *taken = cdc__request_take_payload(request, 0);
     ck_assert_ptr_nonnull(taken);
     ck_assert_int_eq(view->count, 0); /* reads as empty now */
-    ck_assert_ptr_null(cdc_request_take_payload(request, 0));
-    cdc_request_destroy(&request);
+    ck_assert_ptr_null(cdc__request_take_payload(request, 0));
+    cdc__request_destroy(&request);
     for (int j = 0; j < 3; j++)
-        ck_assert_ptr_ne(cdc_payload_data(taken), chunks[j]);
-    ck_assert_uint_eq(cdc_payload_size(taken), payload.size);
-    ck_assert_uint_eq((uintptr_t) cdc_payload_data(taken) % 8, 0);
-    ck_assert_int_eq(memcmp(cdc_payload_data(taken), data, payload.size), 0);
-    cdc_payload_destroy(&taken);
+        ck_assert_ptr_ne(cdc__payload_data(taken), chunks[j]);
+    ck_assert_uint_eq(cdc__payload_size(taken), payload.size);
+    ck_assert_uint_eq((uintptr_t) cdc__payload_data(taken) % 8, 0);
+    ck_assert_int_eq(memcmp(cdc__payload_data(taken), data, payload.size), 0);
+    cdc__payload_destroy(&taken);
     free(data);
     zmq_close(a);
     stop_server();
@@ -463,12 +463,12 @@ END_TEST
 static int big_result(const cdc_request_t *request, uint64_t id, cdc_reply_t **reply)
 {
     cdc_msg_header_t h;
-    cdc_msg_header_init(&h, CDC_MSG_RESULT);
+    cdc__msg_header_init(&h, CDC_MSG_RESULT);
     h.request_id = id;
     h.rows = 2500;
     h.cols = 1000;
-    cdc_payload_t *payload = cdc_payload_adopt(ramp(BIG_FLOATS, 0.25f), BIG_FLOATS * 4);
-    return cdc_server_reply_new(server, request, &h, &payload, reply);
+    cdc_payload_t *payload = cdc__payload_adopt(ramp(BIG_FLOATS, 0.25f), BIG_FLOATS * 4);
+    return cdc__server_reply_new(server, request, &h, &payload, reply);
 }
 
 /* The whole message at the dealer: a RESULT in three chunks, the bytes as
@@ -476,18 +476,18 @@ static int big_result(const cdc_request_t *request, uint64_t id, cdc_reply_t **r
 static void expect_big_result(void *socket, uint64_t id)
 {
     cdc_wire_msg_t wire;
-    ck_assert_int_eq(cdc_wire_recv(socket, &wire, 0), CDC_OK);
+    ck_assert_int_eq(cdc__wire_recv(socket, &wire, 0), CDC_OK);
     ck_assert_int_eq(wire.count, 4);
     cdc_msg_t msg;
-    ck_assert_msg(cdc_wire_decode(&wire, 0, &msg) == CDC_OK, "%s", cdc_last_error());
+    ck_assert_msg(cdc__wire_decode(&wire, 0, &msg) == CDC_OK, "%s", cdc_last_error());
     ck_assert_uint_eq(msg.header.request_id, id);
     ck_assert_int_eq(msg.payload[0].count, 3);
     float *want = ramp(BIG_FLOATS, 0.25f), *got = cdc_test_alloc(BIG_FLOATS * 4);
-    cdc_msg_payload_gather(&msg.payload[0], got);
+    cdc__msg_payload_gather(&msg.payload[0], got);
     ck_assert_int_eq(memcmp(got, want, BIG_FLOATS * 4), 0);
     free(want);
     free(got);
-    cdc_wire_msg_close(&wire);
+    cdc__wire_msg_close(&wire);
 }
 
 START_TEST(test_chunked_result_sent)
@@ -498,9 +498,9 @@ START_TEST(test_chunked_result_sent)
     cdc_request_t *request = next_request();
     cdc_reply_t *reply = NULL;
     ck_assert_int_eq(big_result(request, 41, &reply), CDC_OK);
-    ck_assert_int_eq(cdc_server_send(server, &reply), CDC_OK);
+    ck_assert_int_eq(cdc__server_send(server, &reply), CDC_OK);
     ck_assert_ptr_null(reply);
-    cdc_request_destroy(&request);
+    cdc__request_destroy(&request);
     expect_big_result(a, 41);
     zmq_close(a);
     stop_server();
@@ -526,8 +526,8 @@ START_TEST(test_chunked_budget_held_until_last_slice)
     cdc_reply_t *r1 = NULL, *r2 = NULL, *r3 = NULL, *r4 = NULL;
     ck_assert_int_eq(big_result(request, 1, &r1), CDC_OK);
     ck_assert_int_eq(big_result(request, 2, &r2), CDC_OK);
-    ck_assert_int_eq(cdc_server_send(server, &r1), CDC_OK);
-    ck_assert_int_eq(cdc_server_send(server, &r2), CDC_OK);
+    ck_assert_int_eq(cdc__server_send(server, &r1), CDC_OK);
+    ck_assert_int_eq(cdc__server_send(server, &r2), CDC_OK);
     /* Reply 1 fits the peer's queue and is released; reply 2 waits behind it. */
     double deadline = cdc_test_now_s() + 5.0;
     int rc;
@@ -543,9 +543,9 @@ START_TEST(test_chunked_budget_held_until_last_slice)
     while ((rc = big_result(request, 4, &r4)) != CDC_OK && cdc_test_now_s() < deadline)
         cdc_test_sleep_ms(5);
     ck_assert_int_eq(rc, CDC_OK);
-    cdc_reply_destroy(&r3);
-    cdc_reply_destroy(&r4);
-    cdc_request_destroy(&request);
+    cdc__reply_destroy(&r3);
+    cdc__reply_destroy(&r4);
+    cdc__request_destroy(&request);
     zmq_close(a);
     stop_server();
 }
@@ -561,7 +561,7 @@ START_TEST(test_frame_over_limit_dropped)
     size_t size = CDC_PROTO_CHUNK_BYTES + 8192;
     float *data = ramp(size / sizeof(float), 1.0f);
     cdc_msg_header_t h;
-    cdc_msg_header_init(&h, CDC_MSG_WEIGHTS);
+    cdc__msg_header_init(&h, CDC_MSG_WEIGHTS);
     h.a_key = 79;
     h.rows = (int64_t) (size / sizeof(float));
     h.k = 1;
@@ -569,16 +569,16 @@ START_TEST(test_frame_over_limit_dropped)
     cdc_request_t *request = NULL;
     double until = cdc_test_now_s() + 0.5;
     while (cdc_test_now_s() < until) {
-        ck_assert_int_eq(cdc_server_recv(server, &request), CDC_ETIMEDOUT);
-        cdc_server_wait(server, 50);
+        ck_assert_int_eq(cdc__server_recv(server, &request), CDC_ETIMEDOUT);
+        cdc__server_wait(server, 50);
     }
     cdc_server_counters_t counters;
-    cdc_server_counters(server, &counters);
+    cdc__server_counters(server, &counters);
     ck_assert_uint_eq(counters.received, 0);
     send_ping(a, 61); /* on the connection libzmq makes again */
     request = next_request();
-    ck_assert_uint_eq(cdc_request_msg(request)->header.request_id, 61);
-    cdc_request_destroy(&request);
+    ck_assert_uint_eq(cdc__request_msg(request)->header.request_id, 61);
+    cdc__request_destroy(&request);
     free(data);
     zmq_close(a);
     stop_server();
@@ -588,20 +588,20 @@ END_TEST
 START_TEST(test_wake)
 {
     start_server(0);
-    ck_assert_int_eq(cdc_server_wait(server, 0), CDC_ETIMEDOUT);
-    cdc_server_wake(server);
+    ck_assert_int_eq(cdc__server_wait(server, 0), CDC_ETIMEDOUT);
+    cdc__server_wake(server);
     double start = cdc_test_now_s();
-    ck_assert_int_eq(cdc_server_wait(server, 5000), CDC_OK);
+    ck_assert_int_eq(cdc__server_wait(server, 5000), CDC_OK);
     ck_assert_double_lt(cdc_test_now_s() - start, 1.0);
-    ck_assert_int_eq(cdc_server_wait(server, 10), CDC_ETIMEDOUT); /* drained */
+    ck_assert_int_eq(cdc__server_wait(server, 10), CDC_ETIMEDOUT); /* drained */
     stop_server();
     cdc_server_options_t options;
-    cdc_server_options_init(&options);
+    cdc__server_options_init(&options);
     options.bind = "ipc:///nonexistent-dir/x";
     cdc_server_t *bad = NULL;
-    ck_assert_int_eq(cdc_server_new(&options, &bad), CDC_ETRANSPORT);
+    ck_assert_int_eq(cdc__server_new(&options, &bad), CDC_ETRANSPORT);
     ck_assert_ptr_null(bad);
-    cdc_server_destroy(&bad);
+    cdc__server_destroy(&bad);
 }
 END_TEST
 
@@ -620,17 +620,17 @@ START_TEST(test_refused_reply_counted)
     while (rc == CDC_OK && cdc_test_now_s() < deadline) {
         cdc_test_sleep_ms(10); /* until the server has seen the peer go */
         cdc_msg_header_t h;
-        cdc_msg_header_init(&h, CDC_MSG_PONG);
+        cdc__msg_header_init(&h, CDC_MSG_PONG);
         cdc_reply_t *reply = NULL;
-        ck_assert_int_eq(cdc_server_reply_new(server, request, &h, NULL, &reply), CDC_OK);
-        rc = cdc_server_send(server, &reply);
+        ck_assert_int_eq(cdc__server_reply_new(server, request, &h, NULL, &reply), CDC_OK);
+        rc = cdc__server_send(server, &reply);
         ck_assert_ptr_null(reply);
     }
     ck_assert_int_eq(rc, CDC_ETIMEDOUT);
     cdc_server_counters_t counters;
-    cdc_server_counters(server, &counters);
+    cdc__server_counters(server, &counters);
     ck_assert_uint_eq(counters.send_failures, 1);
-    cdc_request_destroy(&request);
+    cdc__request_destroy(&request);
     stop_server();
 }
 END_TEST

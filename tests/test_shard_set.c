@@ -31,7 +31,7 @@ static cdc_code_t *code_for(int n, int r)
 {
     cdc_code_t *code = NULL;
     if (r > 0)
-        ck_assert_int_eq(cdc_code_new(NULL, n, r, &code), CDC_OK);
+        ck_assert_int_eq(cdc__code_new(NULL, n, r, &code), CDC_OK);
     return code;
 }
 
@@ -154,11 +154,11 @@ END_TEST
 
 /* Parity block j is G[j] · data (the data blocks zero-padded to B rows),
    element by element: within rounding of a double sum to float, and bit for
-   bit what cdc_code_encode gives for padded copies of the blocks. */
+   bit what cdc__code_encode gives for padded copies of the blocks. */
 static void check_parity(const cdc_code_t *code, const cdc_shard_set_t *set)
 {
     const int n = set->n, r = set->r;
-    const double *g = cdc_code_generator(code);
+    const double *g = cdc__code_generator(code);
     const int64_t elements = set->block_rows * set->k;
     float *padded[MAX_N];
     for (int i = 0; i < n; i++)
@@ -177,8 +177,8 @@ static void check_parity(const cdc_code_t *code, const cdc_shard_set_t *set)
     float *parity[CDC_CODE_MAX_R];
     for (int j = 0; j < r; j++)
         parity[j] = cdc_test_alloc((size_t) elements * sizeof(float));
-    ck_assert_int_eq(cdc_code_encode(code, set->block_rows, set->k,
-                                     (const float *const *) padded, set->k, parity, set->k),
+    ck_assert_int_eq(cdc__code_encode(code, set->block_rows, set->k,
+                                      (const float *const *) padded, set->k, parity, set->k),
                      CDC_OK);
     for (int j = 0; j < r; j++) {
         ck_assert_int_eq(memcmp(parity[j], set->blocks[n + j],
@@ -206,7 +206,7 @@ START_TEST(test_parity_every_small_code)
                 }
                 check_parity(code, set);
                 cdc__shard_set_retire(&set);
-                cdc_code_destroy(&code);
+                cdc__code_destroy(&code);
                 free(src);
             }
 }
@@ -215,18 +215,18 @@ END_TEST
 START_TEST(test_parity_every_scheme)
 {
     size_t count;
-    const cdc_code_ops_t *const *schemes = cdc_code_all_ops(&count);
+    const cdc_code_ops_t *const *schemes = cdc__code_all_ops(&count);
     for (size_t s = 0; s < count; s++)
         for (int r = 1; r <= schemes[s]->max_parity && r <= CDC_CODE_MAX_R; r++) {
             const int n = 5;
             const int64_t rows = 13, k = 6; /* blocks of 3, the last one 1 row */
             cdc_code_t *code = NULL;
-            ck_assert_int_eq(cdc_code_new(schemes[s], n, r, &code), CDC_OK);
+            ck_assert_int_eq(cdc__code_new(schemes[s], n, r, &code), CDC_OK);
             float *src = random_matrix(rows, k, 99 + s);
             cdc_shard_set_t *set = set_new(code, n, src, rows, k);
             check_parity(code, set);
             cdc__shard_set_retire(&set);
-            cdc_code_destroy(&code);
+            cdc__code_destroy(&code);
             free(src);
         }
 }
@@ -253,7 +253,7 @@ START_TEST(test_erased_block_decodes)
         float *want = padded_block(set, lost);
         memset(shards[lost], 0, (size_t) elements * sizeof(float));
         uint64_t present = ((UINT64_C(1) << (n + r)) - 1) & ~(UINT64_C(1) << lost);
-        ck_assert_int_eq(cdc_code_decode(code, set->block_rows, k, shards, k, present), CDC_OK);
+        ck_assert_int_eq(cdc__code_decode(code, set->block_rows, k, shards, k, present), CDC_OK);
         double error = 0, norm = 0;
         for (int64_t e = 0; e < elements; e++) {
             error += fabs(shards[lost][e] - want[e]);
@@ -265,7 +265,7 @@ START_TEST(test_erased_block_decodes)
             free(shards[s]);
     }
     cdc__shard_set_retire(&set);
-    cdc_code_destroy(&code);
+    cdc__code_destroy(&code);
     free(src);
 }
 END_TEST
@@ -296,7 +296,7 @@ START_TEST(test_row_norms)
                         ck_assert(set->row_norms[s][p] == 0.0);
             }
             cdc__shard_set_retire(&set);
-            cdc_code_destroy(&code);
+            cdc__code_destroy(&code);
             free(src);
         }
 }
@@ -386,7 +386,7 @@ START_TEST(test_blocks_from_a_first_row)
         cdc__shard_set_new_from(code, 3, 2, short_lengths, src, rows, k, NULL, &set),
         CDC_EINVAL);
     ck_assert_ptr_null(set);
-    cdc_code_destroy(&code);
+    cdc__code_destroy(&code);
     free(src);
 }
 END_TEST
@@ -413,7 +413,7 @@ START_TEST(test_unequal_parity_every_small_code)
                     ck_assert(!inside(set->blocks[n + j], src, rows, k));
                 check_parity(code, set);
                 cdc__shard_set_retire(&set);
-                cdc_code_destroy(&code);
+                cdc__code_destroy(&code);
                 free(src);
             }
 }
@@ -452,7 +452,7 @@ START_TEST(test_unequal_decode_and_norms)
                     memset(shards[s], 0xff, (size_t) elements * sizeof(float));
             }
             uint64_t present = ((UINT64_C(1) << (n + r)) - 1) & ~lost;
-            ck_assert_int_eq(cdc_code_decode(code, set->block_rows, k, shards, k, present),
+            ck_assert_int_eq(cdc__code_decode(code, set->block_rows, k, shards, k, present),
                              CDC_OK);
             for (int s = 0; s < n; s++) {
                 float *want = padded_block(set, s);
@@ -467,7 +467,7 @@ START_TEST(test_unequal_decode_and_norms)
                 free(shards[s]);
         }
         cdc__shard_set_retire(&set);
-        cdc_code_destroy(&code);
+        cdc__code_destroy(&code);
     }
     free(src);
 }
@@ -504,7 +504,7 @@ START_TEST(test_bad_arguments)
     cdc_code_t *code = code_for(3, 1);
     ck_assert_int_eq(cdc__shard_set_new(code, 2, NULL, src, 4, 3, NULL, &set), CDC_EINVAL);
     ck_assert_ptr_null(set);
-    cdc_code_destroy(&code);
+    cdc__code_destroy(&code);
 }
 END_TEST
 
@@ -540,7 +540,7 @@ static void source_free(cdc_hold_t *hold)
 static source_t *source_new(int64_t rows, int64_t k, atomic_int *frees)
 {
     source_t *src = cdc_test_alloc(sizeof *src);
-    cdc_hold_init(&src->hold, source_free);
+    cdc__hold_init(&src->hold, source_free);
     src->m = random_matrix(rows, k, 77);
     src->frees = frees;
     return src;
@@ -559,7 +559,7 @@ START_TEST(test_set_outlives_source_owner)
     cdc_shard_set_t *set = NULL;
     ck_assert_int_eq(cdc__shard_set_new(code, N, NULL, src->m, ROWS, K, &src->hold, &set),
                      CDC_OK);
-    ck_assert_int_eq(cdc_hold_refs(&src->hold), 2); /* the owner's and the set's */
+    ck_assert_int_eq(cdc__hold_refs(&src->hold), 2); /* the owner's and the set's */
     ck_assert_ptr_eq(set->blocks[0], src->m);        /* aliased, not copied */
     size_t block = (size_t) set->block_rows * K, size[N + R];
     float *want = cdc_test_alloc((size_t) (N + R) * block * sizeof(float));
@@ -568,19 +568,19 @@ START_TEST(test_set_outlives_source_owner)
         memcpy(want + (size_t) s * block, set->blocks[s], size[s]);
     }
 
-    cdc_hold_t *holder = cdc_hold_retain(cdc__shard_set_hold(set));
+    cdc_hold_t *holder = cdc__hold_retain(cdc__shard_set_hold(set));
     const cdc_shard_set_t *kept = set;
-    cdc_hold_retire(&src->hold); /* the layer or cache drops its weights */
+    cdc__hold_retire(&src->hold); /* the layer or cache drops its weights */
     cdc__shard_set_retire(&set); /* and its set */
     ck_assert_ptr_null(set);
     ck_assert_int_eq(atomic_load(&frees), 0);
-    ck_assert(cdc_hold_retired(holder));
+    ck_assert(cdc__hold_retired(holder));
     for (int s = 0; s < N + R; s++)
         ck_assert_int_eq(memcmp(kept->blocks[s], want + (size_t) s * block, size[s]), 0);
-    cdc_hold_release(holder); /* the last: the set, then the source */
+    cdc__hold_release(holder); /* the last: the set, then the source */
     ck_assert_int_eq(atomic_load(&frees), 1);
     free(want);
-    cdc_code_destroy(&code);
+    cdc__code_destroy(&code);
 }
 END_TEST
 
@@ -594,8 +594,8 @@ START_TEST(test_set_released_before_source)
     ck_assert_int_eq(cdc__shard_set_new(NULL, 3, NULL, src->m, 6, 3, &src->hold, &set), CDC_OK);
     cdc__shard_set_retire(&set);
     ck_assert_int_eq(atomic_load(&frees), 0);
-    ck_assert_int_eq(cdc_hold_refs(&src->hold), 1);
-    cdc_hold_retire(&src->hold);
+    ck_assert_int_eq(cdc__hold_refs(&src->hold), 1);
+    cdc__hold_retire(&src->hold);
     ck_assert_int_eq(atomic_load(&frees), 1);
 }
 END_TEST
@@ -607,7 +607,7 @@ START_TEST(test_per_call_set_and_refusals_hold_nothing)
     float src[12] = {0};
     cdc_shard_set_t *set = set_new(NULL, 2, src, 4, 3);
     ck_assert_ptr_null(set->src_hold);
-    ck_assert_int_eq(cdc_hold_refs(cdc__shard_set_hold(set)), 1);
+    ck_assert_int_eq(cdc__hold_refs(cdc__shard_set_hold(set)), 1);
     cdc__shard_set_retire(&set);
 
     atomic_int frees = 0;
@@ -617,10 +617,10 @@ START_TEST(test_per_call_set_and_refusals_hold_nothing)
     cdc_code_t *code = code_for(3, 1);
     ck_assert_int_eq(cdc__shard_set_new(code, 2, NULL, held->m, 4, 3, &held->hold, &set),
                      CDC_EINVAL);
-    ck_assert_int_eq(cdc_hold_refs(&held->hold), 1);
-    cdc_hold_retire(&held->hold);
+    ck_assert_int_eq(cdc__hold_refs(&held->hold), 1);
+    cdc__hold_retire(&held->hold);
     ck_assert_int_eq(atomic_load(&frees), 1);
-    cdc_code_destroy(&code);
+    cdc__code_destroy(&code);
 }
 END_TEST
 

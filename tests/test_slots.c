@@ -28,7 +28,7 @@ static held_block_t *held_block_new(int *freed)
 {
     held_block_t *block = calloc(1, sizeof *block);
     ck_assert_ptr_nonnull(block);
-    cdc_hold_init(&block->hold, held_block_free);
+    cdc__hold_init(&block->hold, held_block_free);
     block->freed = freed;
     return block;
 }
@@ -80,12 +80,12 @@ static int fake_send_ping(void *ctx, int w, uint64_t token)
 static void slots_start(cdc_slots_t *slots, int workers, int count, fake_io_t *fake,
                         cdc_slot_io_t *io)
 {
-    cdc_slots_init(slots);
+    cdc__slots_init(slots);
     slots->worker_count = workers;
     memset(fake, 0, sizeof *fake);
     *io = (cdc_slot_io_t){fake_send_weights, fake_send_ping, fake};
-    cdc_slots_call(slots, count);
-    cdc_slots_restore(slots, BIT(workers) - 1, io);
+    cdc__slots_call(slots, count);
+    cdc__slots_restore(slots, BIT(workers) - 1, io);
 }
 
 /* ---- tests ------------------------------------------------------------------ */
@@ -98,9 +98,9 @@ START_TEST(test_homes_ready_without_weights)
     slots_start(slots, 5, 5, &fake, &io);
     for (int w = 0; w < 5; w++)
         ck_assert_uint_eq(slots->workers[w].ready, BIT(w));
-    ck_assert(cdc_slots_full(slots, BIT(5) - 1));
-    ck_assert(!cdc_slots_full(slots, (BIT(5) - 1) & ~BIT(2)));
-    cdc_slots_fini(slots);
+    ck_assert(cdc__slots_full(slots, BIT(5) - 1));
+    ck_assert(!cdc__slots_full(slots, (BIT(5) - 1) & ~BIT(2)));
+    cdc__slots_fini(slots);
     free(slots);
 }
 END_TEST
@@ -118,27 +118,27 @@ START_TEST(test_new_instance_restored_in_background)
     held_block_t *blocks[5];
     for (int s = 0; s < 5; s++) {
         blocks[s] = held_block_new(&freed);
-        cdc_slots_sent(slots, s, 100 + s); /* the call path */
-        cdc_slots_instance(slots, s, 1000 + s);
+        cdc__slots_sent(slots, s, 100 + s); /* the call path */
+        cdc__slots_instance(slots, s, 1000 + s);
         cdc_slot_weight_t weight = weight_of(blocks[s], 100 + s);
-        cdc_slots_note(slots, s, &weight, s);
+        cdc__slots_note(slots, s, &weight, s);
     }
-    cdc_slots_restore(slots, BIT(5) - 1, &io);
+    cdc__slots_restore(slots, BIT(5) - 1, &io);
     for (int w = 0; w < 5; w++)
         ck_assert_uint_eq(slots->workers[w].ready, BIT(w)); /* sticky */
     ck_assert_int_eq(fake.weights_sent[1], 0);
     /* Another instance on a connection that never dropped: not believed
        (a worker that lies would be re-sent its weights every heartbeat). */
-    ck_assert_int_eq(cdc_slots_instance(slots, 1, 2001), 1);
+    ck_assert_int_eq(cdc__slots_instance(slots, 1, 2001), 1);
     ck_assert_uint_eq(slots->workers[1].ready, BIT(1));
     ck_assert_uint_eq(slots->workers[1].instance, 1001);
     /* Worker 1's connection dropped, and a new process answered: it holds
        nothing. */
-    cdc_slots_connection_lost(slots, 1);
-    ck_assert_int_eq(cdc_slots_instance(slots, 1, 2001), 0);
+    cdc__slots_connection_lost(slots, 1);
+    ck_assert_int_eq(cdc__slots_instance(slots, 1, 2001), 0);
     ck_assert_uint_eq(slots->workers[1].ready, 0);
-    ck_assert(!cdc_slots_full(slots, BIT(5) - 1));
-    cdc_slots_restore(slots, BIT(5) - 1, &io);
+    ck_assert(!cdc__slots_full(slots, BIT(5) - 1));
+    cdc__slots_restore(slots, BIT(5) - 1, &io);
     ck_assert_int_eq(fake.weights_sent[1], 1);
     ck_assert_uint_eq(fake.last_key[1], 101);
     /* The ack PING behind it (an earlier one acknowledged the call path's). */
@@ -146,21 +146,21 @@ START_TEST(test_new_instance_restored_in_background)
     ck_assert_uint_eq(slots->background_sent, 1);
     ck_assert_uint_eq(slots->background_bytes, 4 * 4 * sizeof(float));
     ck_assert_uint_eq(slots->workers[1].ready, 0); /* sent, not acknowledged */
-    cdc_slots_restore(slots, BIT(5) - 1, &io);
+    cdc__slots_restore(slots, BIT(5) - 1, &io);
     ck_assert_int_eq(fake.weights_sent[1], 1); /* not again */
-    cdc_slots_acked(slots, 1, fake.last_token[1]);
-    cdc_slots_restore(slots, BIT(5) - 1, &io);
+    cdc__slots_acked(slots, 1, fake.last_token[1]);
+    cdc__slots_restore(slots, BIT(5) - 1, &io);
     ck_assert_uint_eq(slots->workers[1].ready, BIT(1));
-    ck_assert(cdc_slots_full(slots, BIT(5) - 1));
+    ck_assert(cdc__slots_full(slots, BIT(5) - 1));
     /* The layers go: the manifest lets go of their weights at the next pass. */
     for (int s = 0; s < 5; s++)
-        cdc_hold_retire(&blocks[s]->hold);
+        cdc__hold_retire(&blocks[s]->hold);
     ck_assert_int_eq(freed, 0);
-    cdc_slots_restore(slots, BIT(5) - 1, &io);
+    cdc__slots_restore(slots, BIT(5) - 1, &io);
     ck_assert_int_eq(freed, 5);
     for (int s = 0; s < 5; s++)
         ck_assert_int_eq(slots->manifest_count[s], 0);
-    cdc_slots_fini(slots);
+    cdc__slots_fini(slots);
     free(slots);
 }
 END_TEST
@@ -175,12 +175,12 @@ START_TEST(test_fini_releases_holds)
     slots_start(slots, 3, 3, &fake, &io);
     held_block_t *block = held_block_new(&freed);
     cdc_slot_weight_t weight = weight_of(block, 7);
-    cdc_slots_note(slots, 0, &weight, 0);
-    cdc_slots_note(slots, 0, &weight, 0); /* touched, not added twice */
+    cdc__slots_note(slots, 0, &weight, 0);
+    cdc__slots_note(slots, 0, &weight, 0); /* touched, not added twice */
     ck_assert_int_eq(slots->manifest_count[0], 1);
-    cdc_hold_release(&block->hold); /* the owner's reference, not retired */
+    cdc__hold_release(&block->hold); /* the owner's reference, not retired */
     ck_assert_int_eq(freed, 0);
-    cdc_slots_fini(slots);
+    cdc__slots_fini(slots);
     ck_assert_int_eq(freed, 1);
     free(slots);
 }
@@ -197,29 +197,29 @@ START_TEST(test_spare_holds_every_slot)
     ck_assert_uint_eq(slots->workers[5].ready, BIT(5) - 1); /* nothing to hold yet */
     held_block_t *block = held_block_new(&freed);
     for (int s = 0; s < 5; s++) {
-        cdc_slots_sent(slots, s, 10 + s);
+        cdc__slots_sent(slots, s, 10 + s);
         cdc_slot_weight_t weight = weight_of(block, 10 + s);
-        cdc_slots_note(slots, s, &weight, s);
+        cdc__slots_note(slots, s, &weight, s);
     }
     ck_assert_uint_eq(slots->workers[5].ready, 0); /* it lacks them now */
-    cdc_slots_restore(slots, BIT(6) - 1, &io);
+    cdc__slots_restore(slots, BIT(6) - 1, &io);
     ck_assert_int_eq(fake.weights_sent[5], 5);
     ck_assert_int_eq(fake.pings[5], 2); /* one proved its connection, one follows the weights */
     uint64_t ready[6];
-    cdc_slots_ready(slots, ready);
+    cdc__slots_ready(slots, ready);
     ck_assert_uint_eq(ready[5], 0); /* busy: weights not yet acknowledged */
     ck_assert_uint_eq(ready[0], BIT(0));
-    cdc_slots_acked(slots, 5, fake.last_token[5]);
-    cdc_slots_restore(slots, BIT(6) - 1, &io);
+    cdc__slots_acked(slots, 5, fake.last_token[5]);
+    cdc__slots_restore(slots, BIT(6) - 1, &io);
     ck_assert_uint_eq(slots->workers[5].ready, BIT(5) - 1);
-    cdc_slots_ready(slots, ready);
+    cdc__slots_ready(slots, ready);
     ck_assert_uint_eq(ready[5], BIT(5) - 1);
     /* Home 3 dies: the spare covers it, redundancy stays full. */
-    ck_assert(cdc_slots_full(slots, (BIT(6) - 1) & ~BIT(3)));
+    ck_assert(cdc__slots_full(slots, (BIT(6) - 1) & ~BIT(3)));
     /* Two homes die: one spare cannot cover both. */
-    ck_assert(!cdc_slots_full(slots, (BIT(6) - 1) & ~BIT(3) & ~BIT(1)));
-    cdc_hold_release(&block->hold);
-    cdc_slots_fini(slots);
+    ck_assert(!cdc__slots_full(slots, (BIT(6) - 1) & ~BIT(3) & ~BIT(1)));
+    cdc__hold_release(&block->hold);
+    cdc__slots_fini(slots);
     ck_assert_int_eq(freed, 1);
     free(slots);
 }
@@ -236,22 +236,22 @@ START_TEST(test_standing_in_left_alone)
     slots_start(slots, 3, 2, &fake, &io); /* worker 2 is the spare */
     held_block_t *block = held_block_new(&freed);
     int shards[2] = {0, 1}, placed[2] = {0, 2}; /* home 1 out, the spare stands in */
-    cdc_slots_placed(slots, shards, placed, 2);
+    cdc__slots_placed(slots, shards, placed, 2);
     for (int s = 0; s < 2; s++) {
-        cdc_slots_sent(slots, placed[s], 30 + s);
+        cdc__slots_sent(slots, placed[s], 30 + s);
         cdc_slot_weight_t weight = weight_of(block, 30 + (uint64_t) s);
-        cdc_slots_note(slots, s, &weight, placed[s]);
+        cdc__slots_note(slots, s, &weight, placed[s]);
     }
     int before = fake.weights_sent[2];
-    cdc_slots_restore(slots, BIT(0) | BIT(2), &io);
+    cdc__slots_restore(slots, BIT(0) | BIT(2), &io);
     ck_assert_int_eq(fake.weights_sent[2], before); /* slot 0's weights: not now */
     int home_back[2] = {0, 1};
-    cdc_slots_placed(slots, shards, home_back, 2);
-    cdc_slots_restore(slots, BIT(3) - 1, &io);
+    cdc__slots_placed(slots, shards, home_back, 2);
+    cdc__slots_restore(slots, BIT(3) - 1, &io);
     ck_assert_int_eq(fake.weights_sent[2], before + 1);
     ck_assert_uint_eq(fake.last_key[2], 30);
-    cdc_hold_release(&block->hold);
-    cdc_slots_fini(slots);
+    cdc__hold_release(&block->hold);
+    cdc__slots_fini(slots);
     free(slots);
 }
 END_TEST
@@ -268,23 +268,23 @@ START_TEST(test_unacknowledged_window)
     held_block_t *block = held_block_new(&freed);
     const int layers = CDC_SLOT_UNACKED + 4;
     for (int i = 0; i < layers; i++) {
-        cdc_slots_sent(slots, 0, 500 + (uint64_t) i);
+        cdc__slots_sent(slots, 0, 500 + (uint64_t) i);
         cdc_slot_weight_t weight = weight_of(block, 500 + (uint64_t) i);
-        cdc_slots_note(slots, 0, &weight, 0);
+        cdc__slots_note(slots, 0, &weight, 0);
     }
-    cdc_slots_restore(slots, BIT(2) - 1, &io);
+    cdc__slots_restore(slots, BIT(2) - 1, &io);
     ck_assert_int_eq(fake.weights_sent[1], CDC_SLOT_UNACKED);
-    cdc_slots_restore(slots, BIT(2) - 1, &io);
+    cdc__slots_restore(slots, BIT(2) - 1, &io);
     ck_assert_int_eq(fake.weights_sent[1], CDC_SLOT_UNACKED);
-    cdc_slots_acked(slots, 1, fake.last_token[1]);
-    cdc_slots_restore(slots, BIT(2) - 1, &io);
+    cdc__slots_acked(slots, 1, fake.last_token[1]);
+    cdc__slots_restore(slots, BIT(2) - 1, &io);
     ck_assert_int_eq(fake.weights_sent[1], layers);
     ck_assert_uint_eq(slots->workers[1].ready, 0);
-    cdc_slots_acked(slots, 1, fake.last_token[1]);
-    cdc_slots_restore(slots, BIT(2) - 1, &io);
+    cdc__slots_acked(slots, 1, fake.last_token[1]);
+    cdc__slots_restore(slots, BIT(2) - 1, &io);
     ck_assert_uint_eq(slots->workers[1].ready, BIT(0));
-    cdc_hold_release(&block->hold);
-    cdc_slots_fini(slots);
+    cdc__hold_release(&block->hold);
+    cdc__slots_fini(slots);
     free(slots);
 }
 END_TEST
@@ -300,38 +300,38 @@ START_TEST(test_connection_lost_resends)
     int freed = 0;
     slots_start(slots, 2, 1, &fake, &io);
     held_block_t *block = held_block_new(&freed);
-    cdc_slots_sent(slots, 0, 42);
+    cdc__slots_sent(slots, 0, 42);
     cdc_slot_weight_t weight = weight_of(block, 42);
-    cdc_slots_note(slots, 0, &weight, 0);
+    cdc__slots_note(slots, 0, &weight, 0);
     fake.refuse = 1;
-    cdc_slots_connection_lost(slots, 0);
-    cdc_slots_restore(slots, BIT(2) - 1, &io);
-    ck_assert(!cdc_slots_has(slots, 1, 42));
-    cdc_slots_forget(slots, 0, 42);
+    cdc__slots_connection_lost(slots, 0);
+    cdc__slots_restore(slots, BIT(2) - 1, &io);
+    ck_assert(!cdc__slots_has(slots, 1, 42));
+    cdc__slots_forget(slots, 0, 42);
     ck_assert_uint_eq(slots->workers[0].ready, 0);
-    cdc_slots_restore(slots, BIT(2) - 1, &io);
+    cdc__slots_restore(slots, BIT(2) - 1, &io);
     ck_assert_uint_eq(slots->workers[0].ready, 0); /* no connection proven */
     fake.refuse = 0;
-    cdc_slots_restore(slots, BIT(2) - 1, &io);
-    ck_assert(cdc_slots_has(slots, 1, 42));
+    cdc__slots_restore(slots, BIT(2) - 1, &io);
+    ck_assert(cdc__slots_has(slots, 1, 42));
     ck_assert_int_eq(fake.weights_sent[1], 1);
-    cdc_slots_connection_lost(slots, 1);
-    ck_assert(!cdc_slots_has(slots, 1, 42));
-    cdc_slots_restore(slots, BIT(2) - 1, &io);
+    cdc__slots_connection_lost(slots, 1);
+    ck_assert(!cdc__slots_has(slots, 1, 42));
+    cdc__slots_restore(slots, BIT(2) - 1, &io);
     ck_assert_int_eq(fake.weights_sent[1], 2);
-    cdc_slots_acked(slots, 1, fake.last_token[1]);
-    cdc_slots_connection_lost(slots, 1); /* acknowledged: kept */
-    ck_assert(cdc_slots_has(slots, 1, 42));
+    cdc__slots_acked(slots, 1, fake.last_token[1]);
+    cdc__slots_connection_lost(slots, 1); /* acknowledged: kept */
+    ck_assert(cdc__slots_has(slots, 1, 42));
     /* A stale token (from before) never acknowledges newer sends. */
-    cdc_slots_acked(slots, 1, 0);
+    cdc__slots_acked(slots, 1, 0);
     ck_assert_uint_eq(slots->workers[1].acked_seq, slots->workers[1].sent_seq);
     /* MISS: forgotten, and not ready for the slot that needs it. */
-    cdc_slots_restore(slots, BIT(2) - 1, &io);
+    cdc__slots_restore(slots, BIT(2) - 1, &io);
     ck_assert_uint_eq(slots->workers[1].ready, BIT(0));
-    cdc_slots_forget(slots, 1, 42);
+    cdc__slots_forget(slots, 1, 42);
     ck_assert_uint_eq(slots->workers[1].ready, 0);
-    cdc_hold_release(&block->hold);
-    cdc_slots_fini(slots);
+    cdc__hold_release(&block->hold);
+    cdc__slots_fini(slots);
     free(slots);
 }
 END_TEST
@@ -345,9 +345,9 @@ START_TEST(test_unheld_weights_not_kept)
     slots_start(slots, 3, 3, &fake, &io);
     float data[16] = {0};
     cdc_slot_weight_t weight = {9, 4, 4, data, NULL, 0};
-    cdc_slots_note(slots, 1, &weight, 1);
+    cdc__slots_note(slots, 1, &weight, 1);
     ck_assert_int_eq(slots->manifest_count[1], 0);
-    cdc_slots_fini(slots);
+    cdc__slots_fini(slots);
     free(slots);
 }
 END_TEST
@@ -360,31 +360,31 @@ END_TEST
 START_TEST(test_set_homes_validates)
 {
     cdc_slots_t *slots = malloc(sizeof *slots);
-    cdc_slots_init(slots);
+    cdc__slots_init(slots);
     slots->worker_count = 6;
     for (int s = 0; s < 6; s++)
-        ck_assert_int_eq(cdc_slots_home(slots, s), s);
-    ck_assert_int_eq(cdc_slots_home(slots, 6), -1); /* no such worker */
+        ck_assert_int_eq(cdc__slots_home(slots, s), s);
+    ck_assert_int_eq(cdc__slots_home(slots, 6), -1); /* no such worker */
     const int parity_first[2] = {4, 0};
-    ck_assert_int_eq(cdc_slots_set_homes(slots, parity_first, 2, 6), CDC_OK);
+    ck_assert_int_eq(cdc__slots_set_homes(slots, parity_first, 2, 6), CDC_OK);
     const int want[6] = {4, 0, 1, 2, 3, 5};
     for (int s = 0; s < 6; s++)
-        ck_assert_int_eq(cdc_slots_home(slots, s), want[s]);
+        ck_assert_int_eq(cdc__slots_home(slots, s), want[s]);
     const int twice[3] = {1, 2, 1}, outside[2] = {0, 6}, negative[1] = {-1};
-    ck_assert_int_eq(cdc_slots_set_homes(slots, twice, 3, 6), CDC_EINVAL);
+    ck_assert_int_eq(cdc__slots_set_homes(slots, twice, 3, 6), CDC_EINVAL);
     ck_assert_ptr_nonnull(strstr(cdc_last_error(), "worker 1 is home of slots 0 and 2"));
-    ck_assert_int_eq(cdc_slots_set_homes(slots, outside, 2, 6), CDC_EINVAL);
+    ck_assert_int_eq(cdc__slots_set_homes(slots, outside, 2, 6), CDC_EINVAL);
     ck_assert_ptr_nonnull(strstr(cdc_last_error(), "slot 1's home 6 is no worker (0..5)"));
-    ck_assert_int_eq(cdc_slots_set_homes(slots, negative, 1, 6), CDC_EINVAL);
-    ck_assert_int_eq(cdc_slots_set_homes(slots, want, 7, 6), CDC_EINVAL);
+    ck_assert_int_eq(cdc__slots_set_homes(slots, negative, 1, 6), CDC_EINVAL);
+    ck_assert_int_eq(cdc__slots_set_homes(slots, want, 7, 6), CDC_EINVAL);
     ck_assert_ptr_nonnull(strstr(cdc_last_error(), "7 slots given, there are 6 workers"));
-    ck_assert_int_eq(cdc_slots_set_homes(slots, NULL, 2, 6), CDC_EINVAL);
+    ck_assert_int_eq(cdc__slots_set_homes(slots, NULL, 2, 6), CDC_EINVAL);
     for (int s = 0; s < 6; s++)
-        ck_assert_int_eq(cdc_slots_home(slots, s), want[s]); /* unchanged */
-    ck_assert_int_eq(cdc_slots_set_homes(slots, NULL, 0, 6), CDC_OK);
+        ck_assert_int_eq(cdc__slots_home(slots, s), want[s]); /* unchanged */
+    ck_assert_int_eq(cdc__slots_set_homes(slots, NULL, 0, 6), CDC_OK);
     for (int s = 0; s < 6; s++)
-        ck_assert_int_eq(cdc_slots_home(slots, s), s);
-    cdc_slots_fini(slots);
+        ck_assert_int_eq(cdc__slots_home(slots, s), s);
+    cdc__slots_fini(slots);
     free(slots);
 }
 END_TEST
@@ -402,44 +402,44 @@ START_TEST(test_moved_home_restored)
     slots_start(slots, 5, 5, &fake, &io);
     held_block_t *block = held_block_new(&freed);
     for (int s = 0; s < 5; s++) {
-        cdc_slots_sent(slots, s, 60 + (uint64_t) s);
+        cdc__slots_sent(slots, s, 60 + (uint64_t) s);
         cdc_slot_weight_t weight = weight_of(block, 60 + (uint64_t) s);
-        cdc_slots_note(slots, s, &weight, s);
+        cdc__slots_note(slots, s, &weight, s);
     }
-    cdc_slots_restore(slots, BIT(5) - 1, &io);
+    cdc__slots_restore(slots, BIT(5) - 1, &io);
     for (int w = 0; w < 5; w++)
         ck_assert_uint_eq(slots->workers[w].ready, BIT(w));
     const int swapped[5] = {4, 1, 2, 3, 0};
-    ck_assert_int_eq(cdc_slots_set_homes(slots, swapped, 5, 5), CDC_OK);
-    ck_assert(cdc_slots_full(slots, BIT(5) - 1)); /* the old holders */
+    ck_assert_int_eq(cdc__slots_set_homes(slots, swapped, 5, 5), CDC_OK);
+    ck_assert(cdc__slots_full(slots, BIT(5) - 1)); /* the old holders */
     int sent_before[5];
     memcpy(sent_before, fake.weights_sent, sizeof sent_before);
-    cdc_slots_restore(slots, BIT(5) - 1, &io);
+    cdc__slots_restore(slots, BIT(5) - 1, &io);
     ck_assert_int_eq(fake.weights_sent[0] - sent_before[0], 1);
     ck_assert_uint_eq(fake.last_key[0], 64); /* slot 4's */
     ck_assert_int_eq(fake.weights_sent[4] - sent_before[4], 1);
     ck_assert_uint_eq(fake.last_key[4], 60); /* slot 0's */
     for (int w = 1; w < 4; w++)
         ck_assert_int_eq(fake.weights_sent[w], sent_before[w]); /* at home already */
-    ck_assert(cdc_slots_busy(slots, BIT(5) - 1));
+    ck_assert(cdc__slots_busy(slots, BIT(5) - 1));
     ck_assert_uint_eq(slots->workers[0].ready, BIT(0)); /* not yet acknowledged */
-    cdc_slots_acked(slots, 0, fake.last_token[0]);
-    cdc_slots_acked(slots, 4, fake.last_token[4]);
-    cdc_slots_restore(slots, BIT(5) - 1, &io);
+    cdc__slots_acked(slots, 0, fake.last_token[0]);
+    cdc__slots_acked(slots, 4, fake.last_token[4]);
+    cdc__slots_restore(slots, BIT(5) - 1, &io);
     ck_assert_uint_eq(slots->workers[0].ready, BIT(0) | BIT(4));
     ck_assert_uint_eq(slots->workers[4].ready, BIT(4) | BIT(0));
     /* Worker 0 dies: worker 4 holds slots 0 and 4 but serves one. */
-    ck_assert(!cdc_slots_full(slots, (BIT(5) - 1) & ~BIT(0)));
+    ck_assert(!cdc__slots_full(slots, (BIT(5) - 1) & ~BIT(0)));
     /* Placed at the new homes: nobody stands in. */
     int shards[5] = {0, 1, 2, 3, 4}, placed[5] = {4, 1, 2, 3, 0};
-    cdc_slots_placed(slots, shards, placed, 5);
+    cdc__slots_placed(slots, shards, placed, 5);
     ck_assert_uint_eq(slots->standing_in, 0);
     /* The old placement is standing in now. */
     int old_placed[5] = {0, 1, 2, 3, 4};
-    cdc_slots_placed(slots, shards, old_placed, 5);
+    cdc__slots_placed(slots, shards, old_placed, 5);
     ck_assert_uint_eq(slots->standing_in, BIT(0) | BIT(4));
-    cdc_hold_release(&block->hold);
-    cdc_slots_fini(slots);
+    cdc__hold_release(&block->hold);
+    cdc__slots_fini(slots);
     free(slots);
 }
 END_TEST
@@ -454,30 +454,30 @@ START_TEST(test_spares_are_homeless_workers)
     int freed = 0;
     slots_start(slots, 6, 4, &fake, &io);
     const int homes[4] = {5, 0, 1, 2};
-    ck_assert_int_eq(cdc_slots_set_homes(slots, homes, 4, 6), CDC_OK);
+    ck_assert_int_eq(cdc__slots_set_homes(slots, homes, 4, 6), CDC_OK);
     held_block_t *block = held_block_new(&freed);
     for (int s = 0; s < 4; s++) {
         cdc_slot_weight_t weight = weight_of(block, 80 + (uint64_t) s);
-        cdc_slots_note(slots, s, &weight, -1);
+        cdc__slots_note(slots, s, &weight, -1);
     }
     memset(fake.weights_sent, 0, sizeof fake.weights_sent);
-    cdc_slots_restore(slots, BIT(6) - 1, &io);
+    cdc__slots_restore(slots, BIT(6) - 1, &io);
     const int want[6] = {1, 1, 1, 4, 4, 1};
     for (int w = 0; w < 6; w++)
         ck_assert_int_eq(fake.weights_sent[w], want[w]);
     ck_assert_uint_eq(fake.last_key[5], 80);
     uint64_t ready[6];
-    cdc_slots_ready(slots, ready);
+    cdc__slots_ready(slots, ready);
     ck_assert_uint_eq(ready[3], 0); /* a busy spare */
     for (int w = 0; w < 6; w++)
-        cdc_slots_acked(slots, w, fake.last_token[w]);
-    cdc_slots_restore(slots, BIT(6) - 1, &io);
+        cdc__slots_acked(slots, w, fake.last_token[w]);
+    cdc__slots_restore(slots, BIT(6) - 1, &io);
     ck_assert_uint_eq(slots->workers[5].ready, BIT(0));
     ck_assert_uint_eq(slots->workers[3].ready, BIT(4) - 1);
-    ck_assert(cdc_slots_full(slots, (BIT(6) - 1) & ~BIT(5) & ~BIT(0)));
-    ck_assert(!cdc_slots_full(slots, (BIT(6) - 1) & ~BIT(5) & ~BIT(0) & ~BIT(3)));
-    cdc_hold_release(&block->hold);
-    cdc_slots_fini(slots);
+    ck_assert(cdc__slots_full(slots, (BIT(6) - 1) & ~BIT(5) & ~BIT(0)));
+    ck_assert(!cdc__slots_full(slots, (BIT(6) - 1) & ~BIT(5) & ~BIT(0) & ~BIT(3)));
+    cdc__hold_release(&block->hold);
+    cdc__slots_fini(slots);
     free(slots);
 }
 END_TEST
@@ -489,8 +489,8 @@ static void ack_all_and_pass(cdc_slots_t *slots, fake_io_t *fake, cdc_slot_io_t 
                              int workers, uint64_t live)
 {
     for (int w = 0; w < workers; w++)
-        cdc_slots_acked(slots, w, fake->last_token[w]);
-    cdc_slots_restore(slots, live, io);
+        cdc__slots_acked(slots, w, fake->last_token[w]);
+    cdc__slots_restore(slots, live, io);
 }
 
 /* Five homes hold their old blocks (keys 100 + s). New blocks (200 + s)
@@ -510,39 +510,39 @@ START_TEST(test_staged_one_slot_at_a_time)
     held_block_t *old = held_block_new(&freed), *fresh = held_block_new(&freed);
     cdc_slot_weight_t staged[5];
     for (int s = 0; s < 5; s++) {
-        cdc_slots_sent(slots, s, 100 + (uint64_t) s); /* the call path */
+        cdc__slots_sent(slots, s, 100 + (uint64_t) s); /* the call path */
         cdc_slot_weight_t weight = weight_of(old, 100 + (uint64_t) s);
-        cdc_slots_note(slots, s, &weight, s);
+        cdc__slots_note(slots, s, &weight, s);
         staged[s] = weight_of(fresh, 200 + (uint64_t) s);
     }
     ack_all_and_pass(slots, &fake, &io, 5, all);
-    ck_assert(cdc_slots_full(slots, all));
-    ck_assert_int_eq(cdc_slots_staged(slots, 7), -1);
+    ck_assert(cdc__slots_full(slots, all));
+    ck_assert_int_eq(cdc__slots_staged(slots, 7), -1);
     const int order[5] = {3, 0, 4, 1, 2};
-    cdc_slots_stage(slots, 7, staged, 5, order);
-    cdc_slots_stage(slots, 7, staged, 5, order); /* again: only asks */
+    cdc__slots_stage(slots, 7, staged, 5, order);
+    cdc__slots_stage(slots, 7, staged, 5, order); /* again: only asks */
     ck_assert_int_eq(slots->staging_count, 1);
-    ck_assert(cdc_slots_staging(slots));
+    ck_assert(cdc__slots_staging(slots));
 
     for (int step = 0; step < 5; step++) {
         int s = order[step];
         memset(fake.weights_sent, 0, sizeof fake.weights_sent);
-        cdc_slots_restore(slots, all, &io);
+        cdc__slots_restore(slots, all, &io);
         ck_assert_int_eq(slots->staging_slot, s);
         for (int w = 0; w < 5; w++) /* only its home is sent anything */
             ck_assert_int_eq(fake.weights_sent[w], w == s);
         ck_assert_uint_eq(fake.last_key[s], 200 + (uint64_t) s);
         ck_assert_uint_eq(slots->workers[s].ready, 0); /* an erasure meanwhile */
-        ck_assert(!cdc_slots_full(slots, all));
-        ck_assert_int_eq(cdc_slots_staged(slots, 7), 0);
-        cdc_slots_restore(slots, all, &io); /* unacknowledged: nothing new */
+        ck_assert(!cdc__slots_full(slots, all));
+        ck_assert_int_eq(cdc__slots_staged(slots, 7), 0);
+        cdc__slots_restore(slots, all, &io); /* unacknowledged: nothing new */
         ck_assert_int_eq(slots->staging_slot, s);
         ck_assert_int_eq(fake.weights_sent[s], 1);
         if (step == 1) {
             /* Worker 4 dies after slot 0 is staged: no slot starts while its
                slot is lost too; once it is back, staging goes on. */
             ack_all_and_pass(slots, &fake, &io, 5, all & ~BIT(4));
-            cdc_slots_restore(slots, all & ~BIT(4), &io);
+            cdc__slots_restore(slots, all & ~BIT(4), &io);
             ck_assert_int_eq(slots->staging_slot, -1);
             for (int w = 0; w < 5; w++)
                 ck_assert_int_eq(fake.weights_sent[w], w == s);
@@ -551,14 +551,14 @@ START_TEST(test_staged_one_slot_at_a_time)
         ack_all_and_pass(slots, &fake, &io, 5, all);
         ck_assert_uint_eq(slots->workers[s].ready, BIT(s)); /* both blocks held */
     }
-    ck_assert_int_eq(cdc_slots_staged(slots, 7), 1);
-    ck_assert(!cdc_slots_staging(slots));
-    ck_assert_int_eq(cdc_slots_staged(slots, 7), -1); /* forgotten */
-    cdc_slots_restore(slots, all, &io);
-    ck_assert(cdc_slots_full(slots, all));
-    cdc_hold_release(&old->hold);
-    cdc_hold_release(&fresh->hold);
-    cdc_slots_fini(slots);
+    ck_assert_int_eq(cdc__slots_staged(slots, 7), 1);
+    ck_assert(!cdc__slots_staging(slots));
+    ck_assert_int_eq(cdc__slots_staged(slots, 7), -1); /* forgotten */
+    cdc__slots_restore(slots, all, &io);
+    ck_assert(cdc__slots_full(slots, all));
+    cdc__hold_release(&old->hold);
+    cdc__hold_release(&fresh->hold);
+    cdc__slots_fini(slots);
     ck_assert_int_eq(freed, 2);
     free(slots);
 }
@@ -577,19 +577,19 @@ START_TEST(test_staging_dropped_with_its_blocks)
     cdc_slot_weight_t a[3], b[3];
     staged_blocks(first, 300, 3, a);
     staged_blocks(second, 400, 3, b);
-    cdc_slots_stage(slots, 1, a, 3, NULL);
-    cdc_slots_stage(slots, 2, b, 3, NULL);
+    cdc__slots_stage(slots, 1, a, 3, NULL);
+    cdc__slots_stage(slots, 2, b, 3, NULL);
     ck_assert_int_eq(slots->staging_count, 2);
-    cdc_hold_retire(&first->hold);
+    cdc__hold_retire(&first->hold);
     ck_assert_int_eq(freed, 0); /* the stagings hold it */
-    cdc_slots_restore(slots, BIT(3) - 1, &io);
+    cdc__slots_restore(slots, BIT(3) - 1, &io);
     ck_assert_int_eq(slots->staging_count, 1);
-    ck_assert_int_eq(cdc_slots_staged(slots, 1), -1);
-    ck_assert_int_eq(cdc_slots_staged(slots, 2), 0);
+    ck_assert_int_eq(cdc__slots_staged(slots, 1), -1);
+    ck_assert_int_eq(cdc__slots_staged(slots, 2), 0);
     ck_assert_int_eq(slots->staging_slot, 0); /* the order given: NULL, slot order */
-    cdc_slots_fini(slots);
+    cdc__slots_fini(slots);
     ck_assert_int_eq(freed, 1);
-    cdc_hold_release(&second->hold);
+    cdc__hold_release(&second->hold);
     ck_assert_int_eq(freed, 2);
     free(slots);
 }
@@ -610,26 +610,26 @@ START_TEST(test_dropped_staging_drains_first)
     held_block_t *block = held_block_new(&freed);
     cdc_slot_weight_t staged[3];
     staged_blocks(block, 500, 3, staged);
-    cdc_slots_stage(slots, 9, staged, 3, NULL);
-    cdc_slots_restore(slots, all, &io);
+    cdc__slots_stage(slots, 9, staged, 3, NULL);
+    cdc__slots_restore(slots, all, &io);
     ck_assert_int_eq(slots->staging_slot, 0);
     ck_assert_int_eq(fake.weights_sent[0], 1);
-    cdc_hold_retire(&block->hold);
-    cdc_slots_restore(slots, all, &io);
-    ck_assert_int_eq(cdc_slots_staged(slots, 9), -1); /* dropped */
+    cdc__hold_retire(&block->hold);
+    cdc__slots_restore(slots, all, &io);
+    ck_assert_int_eq(cdc__slots_staged(slots, 9), -1); /* dropped */
     uint64_t ready[3];
-    cdc_slots_ready(slots, ready);
+    cdc__slots_ready(slots, ready);
     ck_assert_uint_eq(ready[0], 0);
-    ck_assert(!cdc_slots_full(slots, all));
-    ck_assert(cdc_slots_staging(slots)); /* the passes go on until it drained */
+    ck_assert(!cdc__slots_full(slots, all));
+    ck_assert(cdc__slots_staging(slots)); /* the passes go on until it drained */
     ack_all_and_pass(slots, &fake, &io, 3, all);
-    cdc_slots_restore(slots, all, &io);
+    cdc__slots_restore(slots, all, &io);
     ck_assert_int_eq(slots->staging_slot, -1);
-    cdc_slots_ready(slots, ready);
+    cdc__slots_ready(slots, ready);
     ck_assert_uint_eq(ready[0], BIT(0));
-    ck_assert(cdc_slots_full(slots, all));
-    ck_assert(!cdc_slots_staging(slots));
-    cdc_slots_fini(slots);
+    ck_assert(cdc__slots_full(slots, all));
+    ck_assert(!cdc__slots_staging(slots));
+    cdc__slots_fini(slots);
     ck_assert_int_eq(freed, 1);
     free(slots);
 }
@@ -652,24 +652,24 @@ START_TEST(test_staging_added_while_a_slot_stages)
     cdc_slot_weight_t a[3], b[3];
     staged_blocks(first, 600, 3, a);
     staged_blocks(second, 700, 3, b);
-    cdc_slots_stage(slots, 1, a, 3, NULL);
-    cdc_slots_restore(slots, all, &io);
+    cdc__slots_stage(slots, 1, a, 3, NULL);
+    cdc__slots_restore(slots, all, &io);
     ck_assert_int_eq(slots->staging_slot, 0);
     ck_assert_uint_eq(fake.last_key[0], 600);
-    cdc_slots_stage(slots, 2, b, 3, NULL);
+    cdc__slots_stage(slots, 2, b, 3, NULL);
     ack_all_and_pass(slots, &fake, &io, 3, all);
     ck_assert_int_eq(slots->staging_slot, 0); /* still slot 0: the second block */
     ck_assert_uint_eq(fake.last_key[0], 700);
-    for (int pass = 0; pass < 8 && cdc_slots_staging(slots); pass++)
+    for (int pass = 0; pass < 8 && cdc__slots_staging(slots); pass++)
         ack_all_and_pass(slots, &fake, &io, 3, all);
-    ck_assert_int_eq(cdc_slots_staged(slots, 1), 1);
-    ck_assert_int_eq(cdc_slots_staged(slots, 2), 1);
+    ck_assert_int_eq(cdc__slots_staged(slots, 1), 1);
+    ck_assert_int_eq(cdc__slots_staged(slots, 2), 1);
     for (int w = 0; w < 3; w++)
         ck_assert_int_eq(fake.weights_sent[w], 2); /* each block once */
-    ck_assert(cdc_slots_full(slots, all));
-    cdc_slots_fini(slots);
-    cdc_hold_release(&first->hold);
-    cdc_hold_release(&second->hold);
+    ck_assert(cdc__slots_full(slots, all));
+    cdc__slots_fini(slots);
+    cdc__hold_release(&first->hold);
+    cdc__hold_release(&second->hold);
     ck_assert_int_eq(freed, 2);
     free(slots);
 }

@@ -24,24 +24,24 @@ START_TEST(test_every_worker_holds_the_same)
     for (int w = 2; w <= MAX_W; w++)
         for (int r = 1; r <= 3 && 2 * r <= w; r++) {
             cdc_stripes_t l;
-            ck_assert_int_eq(cdc_stripes_init(&l, w, r), CDC_OK);
+            ck_assert_int_eq(cdc__stripes_init(&l, w, r), CDC_OK);
             ck_assert_int_eq(l.n + l.r, w);
             for (int s = 0; s < w; s++) {
                 uint64_t seen = 0;
                 for (int b = 0; b < w; b++) {
-                    int worker = cdc_stripes_worker(&l, s, b);
-                    ck_assert_int_eq(cdc_stripes_block(&l, s, worker), b);
+                    int worker = cdc__stripes_worker(&l, s, b);
+                    ck_assert_int_eq(cdc__stripes_block(&l, s, worker), b);
                     seen |= UINT64_C(1) << worker;
                 }
                 ck_assert_int_eq(cdc__popcount64(seen), w);
             }
             for (int worker = 0; worker < w; worker++) {
                 cdc_stripe_block_t order[MAX_W];
-                cdc_stripes_order(&l, worker, order);
+                cdc__stripes_order(&l, worker, order);
                 uint64_t stripes = 0;
                 for (int i = 0; i < w; i++) {
                     ck_assert_int_eq(order[i].block >= l.n, i >= l.n); /* data first */
-                    ck_assert_int_eq(cdc_stripes_worker(&l, order[i].stripe, order[i].block),
+                    ck_assert_int_eq(cdc__stripes_worker(&l, order[i].stripe, order[i].block),
                                      worker);
                     stripes |= UINT64_C(1) << order[i].stripe;
                 }
@@ -60,10 +60,10 @@ START_TEST(test_every_loss_of_up_to_r_is_covered)
     for (int w = 2; w <= MAX_W; w++)
         for (int r = 1; r <= 3 && 2 * r <= w; r++) {
             cdc_stripes_t l;
-            ck_assert_int_eq(cdc_stripes_init(&l, w, r), CDC_OK);
+            ck_assert_int_eq(cdc__stripes_init(&l, w, r), CDC_OK);
             for (uint64_t lost = 0; lost < (UINT64_C(1) << w); lost++) {
                 uint64_t parity[MAX_W];
-                int rc = cdc_stripes_parity_needed(&l, lost, parity);
+                int rc = cdc__stripes_parity_needed(&l, lost, parity);
                 if (cdc__popcount64(lost) > r) {
                     ck_assert_int_eq(rc, CDC_EDECODE);
                     continue;
@@ -71,13 +71,13 @@ START_TEST(test_every_loss_of_up_to_r_is_covered)
                 ck_assert_int_eq(rc, CDC_OK);
                 int extra[MAX_W] = {0};
                 for (int s = 0; s < w; s++) {
-                    uint64_t present = cdc_stripes_present(&l, s, ~lost);
+                    uint64_t present = cdc__stripes_present(&l, s, ~lost);
                     uint64_t data = present & ((UINT64_C(1) << l.n) - 1);
                     ck_assert_int_eq(cdc__popcount64(data) + cdc__popcount64(parity[s]), l.n);
                     ck_assert_uint_eq(parity[s] & ~(present >> l.n), 0);
                     for (int j = 0; j < r; j++)
                         if (parity[s] & (UINT64_C(1) << j))
-                            extra[cdc_stripes_worker(&l, s, l.n + j)]++;
+                            extra[cdc__stripes_worker(&l, s, l.n + j)]++;
                 }
                 for (int worker = 0; worker < w; worker++)
                     ck_assert_int_le(extra[worker], cdc__popcount64(lost));
@@ -99,9 +99,9 @@ START_TEST(test_every_pattern_decodes)
     for (int w = 3; w <= MAX_W; w++)
         for (int r = 1; r <= 3 && 2 * r <= w; r++) {
             cdc_stripes_t l;
-            ck_assert_int_eq(cdc_stripes_init(&l, w, r), CDC_OK);
+            ck_assert_int_eq(cdc__stripes_init(&l, w, r), CDC_OK);
             cdc_code_t *code = NULL;
-            ck_assert_int_eq(cdc_code_new(cdc_code_default_ops(r), l.n, r, &code), CDC_OK);
+            ck_assert_int_eq(cdc__code_new(cdc__code_default_ops(r), l.n, r, &code), CDC_OK);
             for (int s = 0; s < w; s++) { /* stripe s: blocks s * w .. s * w + w - 1 */
                 float *first = storage + (size_t) s * w * block;
                 const float *data[MAX_W];
@@ -111,7 +111,7 @@ START_TEST(test_every_pattern_decodes)
                     data[b] = first + (size_t) b * block;
                     par[b] = first + (size_t) (l.n + b) * block;
                 }
-                ck_assert_int_eq(cdc_code_encode(code, ROWS, COLS, data, COLS, par, COLS),
+                ck_assert_int_eq(cdc__code_encode(code, ROWS, COLS, data, COLS, par, COLS),
                                  CDC_OK);
             }
             double bound = r <= 1 || l.n <= 4 ? 1e-5 : 1.5e-5;
@@ -119,10 +119,10 @@ START_TEST(test_every_pattern_decodes)
                 uint64_t parity[MAX_W];
                 if (cdc__popcount64(lost) > r)
                     continue;
-                ck_assert_int_eq(cdc_stripes_parity_needed(&l, lost, parity), CDC_OK);
+                ck_assert_int_eq(cdc__stripes_parity_needed(&l, lost, parity), CDC_OK);
                 for (int s = 0; s < w; s++) {
                     const float *first = storage + (size_t) s * w * block;
-                    uint64_t in = cdc_stripes_present(&l, s, ~lost);
+                    uint64_t in = cdc__stripes_present(&l, s, ~lost);
                     /* Only the parity blocks asked for were computed. */
                     uint64_t present = (in & ((UINT64_C(1) << l.n) - 1)) | (parity[s] << l.n);
                     float *shards[MAX_W];
@@ -133,7 +133,7 @@ START_TEST(test_every_pattern_decodes)
                         else
                             memset(shards[b], 0, block * sizeof(float));
                     }
-                    ck_assert_int_eq(cdc_code_decode(code, ROWS, COLS, shards, COLS, present),
+                    ck_assert_int_eq(cdc__code_decode(code, ROWS, COLS, shards, COLS, present),
                                      CDC_OK);
                     double worst = 0.0, scale = 0.0;
                     for (int b = 0; b < l.n; b++)
@@ -147,7 +147,7 @@ START_TEST(test_every_pattern_decodes)
                                   r, (unsigned long long) lost, s, worst, scale);
                 }
             }
-            cdc_code_destroy(&code);
+            cdc__code_destroy(&code);
         }
     free(storage);
     free(work);
@@ -157,11 +157,11 @@ END_TEST
 START_TEST(test_bad_arguments)
 {
     cdc_stripes_t l;
-    ck_assert_int_eq(cdc_stripes_init(&l, 1, 1), CDC_EINVAL);
-    ck_assert_int_eq(cdc_stripes_init(&l, 4, 0), CDC_EINVAL);
-    ck_assert_int_eq(cdc_stripes_init(&l, 4, 3), CDC_EINVAL); /* r > n */
-    ck_assert_int_eq(cdc_stripes_init(&l, 4, 2), CDC_OK);
-    ck_assert_int_eq(cdc_stripes_init(&l, 65, 1), CDC_EINVAL);
+    ck_assert_int_eq(cdc__stripes_init(&l, 1, 1), CDC_EINVAL);
+    ck_assert_int_eq(cdc__stripes_init(&l, 4, 0), CDC_EINVAL);
+    ck_assert_int_eq(cdc__stripes_init(&l, 4, 3), CDC_EINVAL); /* r > n */
+    ck_assert_int_eq(cdc__stripes_init(&l, 4, 2), CDC_OK);
+    ck_assert_int_eq(cdc__stripes_init(&l, 65, 1), CDC_EINVAL);
 }
 END_TEST
 

@@ -36,7 +36,7 @@ static void pair_close(void *zmq, void *out, void *in)
 /* A GEMM task of 2 x 3 x 4 with both operands inline. */
 static void task_header(cdc_msg_header_t *h, uint64_t id)
 {
-    cdc_msg_header_init(h, CDC_MSG_TASK_GEMM);
+    cdc__msg_header_init(h, CDC_MSG_TASK_GEMM);
     h->request_id = id;
     h->rows = 2;
     h->k = 3;
@@ -48,15 +48,15 @@ static void task_header(cdc_msg_header_t *h, uint64_t id)
 static void expect_ping_alone(void *in)
 {
     cdc_wire_msg_t wire;
-    ck_assert_int_eq(cdc_wire_recv(in, &wire, 0), CDC_OK);
+    ck_assert_int_eq(cdc__wire_recv(in, &wire, 0), CDC_OK);
     ck_assert_int_eq(wire.count, 1);
     cdc_msg_t msg;
-    ck_assert_msg(cdc_wire_decode(&wire, 0, &msg) == CDC_OK, "%s", cdc_last_error());
+    ck_assert_msg(cdc__wire_decode(&wire, 0, &msg) == CDC_OK, "%s", cdc_last_error());
     ck_assert_int_eq(msg.header.type, CDC_MSG_PING);
     ck_assert_uint_eq(msg.header.request_id, 7);
-    cdc_wire_msg_close(&wire);
-    ck_assert_int_eq(cdc_wire_recv(in, &wire, ZMQ_DONTWAIT), CDC_ETIMEDOUT);
-    cdc_wire_msg_close(&wire);
+    cdc__wire_msg_close(&wire);
+    ck_assert_int_eq(cdc__wire_recv(in, &wire, ZMQ_DONTWAIT), CDC_ETIMEDOUT);
+    cdc__wire_msg_close(&wire);
 }
 
 /* Part _i (header, a, bt) of a task cannot be allocated: nothing is sent,
@@ -70,24 +70,24 @@ START_TEST(test_failed_part_sends_nothing)
     cdc_frame_t payloads[2] = {{a, sizeof a}, {bt, sizeof bt}};
     cdc_msg_header_t task, ping;
     task_header(&task, 5);
-    cdc_msg_header_init(&ping, CDC_MSG_PING);
+    cdc__msg_header_init(&ping, CDC_MSG_PING);
     ping.request_id = 7;
 
     cdc__wire_fail_alloc_at = _i;
-    ck_assert_int_eq(cdc_wire_send(out, NULL, &task, payloads, 2, 0), CDC_ENOMEM);
+    ck_assert_int_eq(cdc__wire_send(out, NULL, &task, payloads, 2, 0), CDC_ENOMEM);
     cdc__wire_fail_alloc_at = -1;
-    ck_assert_int_eq(cdc_wire_send(out, NULL, &ping, NULL, 0, 0), CDC_OK);
+    ck_assert_int_eq(cdc__wire_send(out, NULL, &ping, NULL, 0, 0), CDC_OK);
     expect_ping_alone(in);
 
     /* And a whole task still goes through afterwards. */
-    ck_assert_int_eq(cdc_wire_send(out, NULL, &task, payloads, 2, 0), CDC_OK);
+    ck_assert_int_eq(cdc__wire_send(out, NULL, &task, payloads, 2, 0), CDC_OK);
     cdc_wire_msg_t wire;
-    ck_assert_int_eq(cdc_wire_recv(in, &wire, 0), CDC_OK);
+    ck_assert_int_eq(cdc__wire_recv(in, &wire, 0), CDC_OK);
     cdc_msg_t msg;
-    ck_assert_msg(cdc_wire_decode(&wire, 0, &msg) == CDC_OK, "%s", cdc_last_error());
+    ck_assert_msg(cdc__wire_decode(&wire, 0, &msg) == CDC_OK, "%s", cdc_last_error());
     ck_assert_uint_eq(msg.header.request_id, 5);
     ck_assert_mem_eq(msg.payload[0].frames[0].data, a, sizeof a);
-    cdc_wire_msg_close(&wire);
+    cdc__wire_msg_close(&wire);
     pair_close(zmq, out, in);
 }
 END_TEST
@@ -99,11 +99,11 @@ START_TEST(test_failed_part_after_routing_id)
     void *out, *in;
     void *zmq = pair_open(&out, &in, 1);
     cdc_msg_header_t ping;
-    cdc_msg_header_init(&ping, CDC_MSG_PING);
+    cdc__msg_header_init(&ping, CDC_MSG_PING);
     ping.request_id = 1;
-    ck_assert_int_eq(cdc_wire_send(in, NULL, &ping, NULL, 0, 0), CDC_OK);
+    ck_assert_int_eq(cdc__wire_send(in, NULL, &ping, NULL, 0, 0), CDC_OK);
     cdc_wire_msg_t request;
-    ck_assert_int_eq(cdc_wire_recv(out, &request, 0), CDC_OK);
+    ck_assert_int_eq(cdc__wire_recv(out, &request, 0), CDC_OK);
     ck_assert_int_eq(request.count, 2); /* routing id + header */
 
     float a[6] = {0}, bt[12] = {0};
@@ -112,14 +112,14 @@ START_TEST(test_failed_part_after_routing_id)
     task_header(&task, 5);
     for (int part = 1; part <= 3; part++) { /* header, a, bt */
         cdc__wire_fail_alloc_at = part;
-        ck_assert_int_eq(cdc_wire_send(out, &request.parts[0], &task, payloads, 2, 0),
+        ck_assert_int_eq(cdc__wire_send(out, &request.parts[0], &task, payloads, 2, 0),
                          CDC_ENOMEM);
     }
     cdc__wire_fail_alloc_at = -1;
     ping.request_id = 7;
-    ck_assert_int_eq(cdc_wire_send(out, &request.parts[0], &ping, NULL, 0, 0), CDC_OK);
+    ck_assert_int_eq(cdc__wire_send(out, &request.parts[0], &ping, NULL, 0, 0), CDC_OK);
     expect_ping_alone(in);
-    cdc_wire_msg_close(&request);
+    cdc__wire_msg_close(&request);
     pair_close(zmq, out, in);
 }
 END_TEST
@@ -130,11 +130,11 @@ START_TEST(test_too_many_payloads_refused)
     void *zmq = pair_open(&out, &in, 0);
     cdc_frame_t payloads[CDC_WIRE_MAX_PARTS] = {{NULL, 0}};
     cdc_msg_header_t ping;
-    cdc_msg_header_init(&ping, CDC_MSG_PING);
-    ck_assert_int_eq(cdc_wire_send(out, NULL, &ping, payloads, CDC_WIRE_MAX_PARTS, 0),
+    cdc__msg_header_init(&ping, CDC_MSG_PING);
+    ck_assert_int_eq(cdc__wire_send(out, NULL, &ping, payloads, CDC_WIRE_MAX_PARTS, 0),
                      CDC_EINVAL);
     ping.request_id = 7;
-    ck_assert_int_eq(cdc_wire_send(out, NULL, &ping, NULL, 0, 0), CDC_OK);
+    ck_assert_int_eq(cdc__wire_send(out, NULL, &ping, NULL, 0, 0), CDC_OK);
     expect_ping_alone(in);
     pair_close(zmq, out, in);
 }
@@ -151,11 +151,11 @@ START_TEST(test_oversized_payloads_refused)
     cdc_frame_t payloads[2] = {{NULL, half}, {NULL, half}};
     cdc_msg_header_t task, ping;
     task_header(&task, 5);
-    ck_assert_int_eq(cdc_wire_send(out, NULL, &task, payloads, 2, 0), CDC_EINVAL);
+    ck_assert_int_eq(cdc__wire_send(out, NULL, &task, payloads, 2, 0), CDC_EINVAL);
     ck_assert_ptr_nonnull(strstr(cdc_last_error(), "more than"));
-    cdc_msg_header_init(&ping, CDC_MSG_PING);
+    cdc__msg_header_init(&ping, CDC_MSG_PING);
     ping.request_id = 7;
-    ck_assert_int_eq(cdc_wire_send(out, NULL, &ping, NULL, 0, 0), CDC_OK);
+    ck_assert_int_eq(cdc__wire_send(out, NULL, &ping, NULL, 0, 0), CDC_OK);
     expect_ping_alone(in);
     pair_close(zmq, out, in);
 }
@@ -172,16 +172,16 @@ START_TEST(test_failed_chunk_sends_nothing)
     float bt[1000] = {0};
     cdc_frame_t payloads[2] = {{a, bytes}, {bt, sizeof bt}};
     cdc_msg_header_t task, ping;
-    cdc_msg_header_init(&task, CDC_MSG_TASK_GEMM);
+    cdc__msg_header_init(&task, CDC_MSG_TASK_GEMM);
     task.rows = 2500;
     task.k = 1000;
     task.cols = 1;
     cdc__wire_fail_alloc_at = 2 + _i; /* chunk 2, chunk 3, bt */
-    ck_assert_int_eq(cdc_wire_send(out, NULL, &task, payloads, 2, 0), CDC_ENOMEM);
+    ck_assert_int_eq(cdc__wire_send(out, NULL, &task, payloads, 2, 0), CDC_ENOMEM);
     cdc__wire_fail_alloc_at = -1;
-    cdc_msg_header_init(&ping, CDC_MSG_PING);
+    cdc__msg_header_init(&ping, CDC_MSG_PING);
     ping.request_id = 7;
-    ck_assert_int_eq(cdc_wire_send(out, NULL, &ping, NULL, 0, 0), CDC_OK);
+    ck_assert_int_eq(cdc__wire_send(out, NULL, &ping, NULL, 0, 0), CDC_OK);
     expect_ping_alone(in);
     free(a);
     pair_close(zmq, out, in);
@@ -199,18 +199,18 @@ START_TEST(test_over_long_message_read_to_end)
     for (int i = 0; i < parts; i++)
         ck_assert_int_ge(zmq_send(out, "x", 1, i + 1 < parts ? ZMQ_SNDMORE : 0), 0);
     cdc_msg_header_t ping;
-    cdc_msg_header_init(&ping, CDC_MSG_PING);
+    cdc__msg_header_init(&ping, CDC_MSG_PING);
     ping.request_id = 7;
-    ck_assert_int_eq(cdc_wire_send(out, NULL, &ping, NULL, 0, 0), CDC_OK);
+    ck_assert_int_eq(cdc__wire_send(out, NULL, &ping, NULL, 0, 0), CDC_OK);
     cdc_wire_msg_t wire;
-    ck_assert_int_eq(cdc_wire_recv(in, &wire, 0), CDC_OK);
+    ck_assert_int_eq(cdc__wire_recv(in, &wire, 0), CDC_OK);
     ck_assert(wire.truncated);
     ck_assert_int_eq(wire.count, CDC_WIRE_MAX_PARTS);
     ck_assert_int_eq(wire.count + wire.dropped, parts);
     cdc_msg_t msg;
-    ck_assert_int_eq(cdc_wire_decode(&wire, 0, &msg), CDC_EPROTO);
+    ck_assert_int_eq(cdc__wire_decode(&wire, 0, &msg), CDC_EPROTO);
     ck_assert_ptr_nonnull(strstr(cdc_last_error(), "frames, at most"));
-    cdc_wire_msg_close(&wire);
+    cdc__wire_msg_close(&wire);
     expect_ping_alone(in);
     pair_close(zmq, out, in);
 }
@@ -224,16 +224,16 @@ static void send_bad_task_then_ping(void *out, const void *route, size_t route_s
     float a[6] = {0};
     cdc_msg_header_t h;
     task_header(&h, 9);
-    cdc_msg_header_pack(&h, packed);
+    cdc__msg_header_pack(&h, packed);
     if (route_size)
         ck_assert_int_ge(zmq_send(out, route, route_size, ZMQ_SNDMORE), 0);
     ck_assert_int_ge(zmq_send(out, packed, sizeof packed, ZMQ_SNDMORE), 0);
     ck_assert_int_ge(zmq_send(out, a, sizeof a, ZMQ_SNDMORE), 0);
     for (int i = 0; i < 11; i++)
         ck_assert_int_ge(zmq_send(out, "", 0, i + 1 < 11 ? ZMQ_SNDMORE : 0), 0);
-    cdc_msg_header_init(&h, CDC_MSG_PING);
+    cdc__msg_header_init(&h, CDC_MSG_PING);
     h.request_id = 7;
-    cdc_msg_header_pack(&h, packed);
+    cdc__msg_header_pack(&h, packed);
     if (route_size)
         ck_assert_int_ge(zmq_send(out, route, route_size, ZMQ_SNDMORE), 0);
     ck_assert_int_ge(zmq_send(out, packed, sizeof packed, 0), 0);
@@ -245,21 +245,21 @@ static void send_bad_task_then_ping(void *out, const void *route, size_t route_s
 static void expect_refused_then_ping(void *in, int first)
 {
     cdc_wire_msg_t wire;
-    ck_assert_int_eq(cdc_wire_recv(in, &wire, 0), CDC_OK);
+    ck_assert_int_eq(cdc__wire_recv(in, &wire, 0), CDC_OK);
     ck_assert(wire.refused);
     ck_assert_int_eq(wire.count, first + 2); /* header and a: bt broke it */
     ck_assert_int_eq(wire.dropped, 11);
     cdc_msg_t msg;
-    ck_assert_int_eq(cdc_wire_decode(&wire, first, &msg), CDC_EPROTO);
+    ck_assert_int_eq(cdc__wire_decode(&wire, first, &msg), CDC_EPROTO);
     ck_assert_msg(strstr(cdc_last_error(), "TASK_GEMM: bt frame is 0 bytes, expected 48 "
                                            "(13 frames in all)"),
                   "%s", cdc_last_error());
-    cdc_wire_msg_close(&wire);
-    ck_assert_int_eq(cdc_wire_recv(in, &wire, 0), CDC_OK);
+    cdc__wire_msg_close(&wire);
+    ck_assert_int_eq(cdc__wire_recv(in, &wire, 0), CDC_OK);
     ck_assert(!wire.refused);
-    ck_assert_msg(cdc_wire_decode(&wire, first, &msg) == CDC_OK, "%s", cdc_last_error());
+    ck_assert_msg(cdc__wire_decode(&wire, first, &msg) == CDC_OK, "%s", cdc_last_error());
     ck_assert_int_eq(msg.header.type, CDC_MSG_PING);
-    cdc_wire_msg_close(&wire);
+    cdc__wire_msg_close(&wire);
 }
 
 /* Issue 24: each part is checked as it arrives, on a ROUTER (the worker)
@@ -272,14 +272,14 @@ START_TEST(test_frames_checked_as_they_arrive)
     ck_assert_int_eq(zmq_bind(router, "inproc://test-wire-arrive"), 0);
     ck_assert_int_eq(zmq_connect(dealer, "inproc://test-wire-arrive"), 0);
     cdc_msg_header_t ping;
-    cdc_msg_header_init(&ping, CDC_MSG_PING);
-    ck_assert_int_eq(cdc_wire_send(dealer, NULL, &ping, NULL, 0, 0), CDC_OK);
+    cdc__msg_header_init(&ping, CDC_MSG_PING);
+    ck_assert_int_eq(cdc__wire_send(dealer, NULL, &ping, NULL, 0, 0), CDC_OK);
     cdc_wire_msg_t hello; /* the dealer's routing id, for the way back */
-    ck_assert_int_eq(cdc_wire_recv(router, &hello, 0), CDC_OK);
+    ck_assert_int_eq(cdc__wire_recv(router, &hello, 0), CDC_OK);
     uint8_t route[256];
     size_t route_size = zmq_msg_size(&hello.parts[0]);
     memcpy(route, zmq_msg_data(&hello.parts[0]), route_size);
-    cdc_wire_msg_close(&hello);
+    cdc__wire_msg_close(&hello);
     send_bad_task_then_ping(dealer, NULL, 0);
     expect_refused_then_ping(router, 1);
     send_bad_task_then_ping(router, route, route_size);
@@ -296,7 +296,7 @@ enum { HELD_ROWS = 2304, HELD_K = 1024 };
 static cdc_hold_t *held_weights(float **data_p)
 {
     void *data = NULL;
-    cdc_hold_t *hold = cdc_hold_alloc((size_t) HELD_ROWS * HELD_K * sizeof(float), &data);
+    cdc_hold_t *hold = cdc__hold_alloc((size_t) HELD_ROWS * HELD_K * sizeof(float), &data);
     ck_assert_ptr_nonnull(hold);
     float *w = data;
     for (size_t i = 0; i < (size_t) HELD_ROWS * HELD_K; i++)
@@ -307,7 +307,7 @@ static cdc_hold_t *held_weights(float **data_p)
 
 static void weights_header(cdc_msg_header_t *h)
 {
-    cdc_msg_header_init(h, CDC_MSG_WEIGHTS);
+    cdc__msg_header_init(h, CDC_MSG_WEIGHTS);
     h->a_key = 0x5eed;
     h->rows = HELD_ROWS;
     h->k = HELD_K;
@@ -317,13 +317,13 @@ static void weights_header(cdc_msg_header_t *h)
    check it holds exactly w, in three chunks. The message is left open. */
 static void expect_weights(void *in, int first, const float *w, cdc_wire_msg_t *wire)
 {
-    ck_assert_int_eq(cdc_wire_recv(in, wire, 0), CDC_OK);
+    ck_assert_int_eq(cdc__wire_recv(in, wire, 0), CDC_OK);
     ck_assert_int_eq(wire->count, first + 4); /* header + 3 chunks */
     ck_assert_uint_eq(zmq_msg_size(&wire->parts[first + 1]), CDC_PROTO_CHUNK_BYTES);
     ck_assert_uint_eq(zmq_msg_size(&wire->parts[first + 2]), CDC_PROTO_CHUNK_BYTES);
     ck_assert_uint_eq(zmq_msg_size(&wire->parts[first + 3]), (size_t) 1 << 20);
     cdc_msg_t msg;
-    ck_assert_msg(cdc_wire_decode(wire, first, &msg) == CDC_OK, "%s", cdc_last_error());
+    ck_assert_msg(cdc__wire_decode(wire, first, &msg) == CDC_OK, "%s", cdc_last_error());
     ck_assert_int_eq(msg.header.type, CDC_MSG_WEIGHTS);
     ck_assert_uint_eq(msg.payload[0].size, (size_t) HELD_ROWS * HELD_K * sizeof(float));
     const uint8_t *want = (const uint8_t *) w;
@@ -350,10 +350,10 @@ START_TEST(test_held_send_without_copy)
     cdc_msg_header_t h;
     weights_header(&h);
     cdc_frame_t payload = {w, (size_t) HELD_ROWS * HELD_K * sizeof(float)};
-    ck_assert_int_eq(cdc_hold_refs(hold), 1);
-    ck_assert_msg(cdc_wire_send_held(sender, NULL, &h, &payload, &hold, 1, 0) == CDC_OK, "%s",
+    ck_assert_int_eq(cdc__hold_refs(hold), 1);
+    ck_assert_msg(cdc__wire_send_held(sender, NULL, &h, &payload, &hold, 1, 0) == CDC_OK, "%s",
                   cdc_last_error());
-    ck_assert_int_eq(cdc_hold_refs(hold), 4); /* the owner's + one per slice */
+    ck_assert_int_eq(cdc__hold_refs(hold), 4); /* the owner's + one per slice */
 
     cdc_wire_msg_t wire;
     int first = routed ? 1 : 0;
@@ -361,10 +361,10 @@ START_TEST(test_held_send_without_copy)
     for (int c = 0; c < 3; c++)
         ck_assert_ptr_eq(zmq_msg_data(&wire.parts[first + 1 + c]),
                          (uint8_t *) w + (size_t) c * CDC_PROTO_CHUNK_BYTES);
-    ck_assert_int_eq(cdc_hold_refs(hold), 4);
-    cdc_wire_msg_close(&wire);
-    ck_assert_int_eq(cdc_hold_refs(hold), 1);
-    cdc_hold_retire(hold);
+    ck_assert_int_eq(cdc__hold_refs(hold), 4);
+    cdc__wire_msg_close(&wire);
+    ck_assert_int_eq(cdc__hold_refs(hold), 1);
+    cdc__hold_retire(hold);
     pair_close(zmq, out, in);
 }
 END_TEST
@@ -384,18 +384,18 @@ START_TEST(test_held_send_released_by_io_thread)
     cdc_msg_header_t h;
     weights_header(&h);
     cdc_frame_t payload = {w, (size_t) HELD_ROWS * HELD_K * sizeof(float)};
-    ck_assert_int_eq(cdc_wire_send_held(dealer, NULL, &h, &payload, &hold, 1, 0), CDC_OK);
+    ck_assert_int_eq(cdc__wire_send_held(dealer, NULL, &h, &payload, &hold, 1, 0), CDC_OK);
     /* The owner lets go at once: the slices keep the memory. */
-    cdc_hold_t *mine = cdc_hold_retain(hold);
-    cdc_hold_retire(hold);
+    cdc_hold_t *mine = cdc__hold_retain(hold);
+    cdc__hold_retire(hold);
     cdc_wire_msg_t wire;
     expect_weights(router, 1, w, &wire);
-    cdc_wire_msg_close(&wire);
+    cdc__wire_msg_close(&wire);
     double deadline = cdc_test_now_s() + 10.0;
-    while (cdc_hold_refs(mine) > 1 && cdc_test_now_s() < deadline)
+    while (cdc__hold_refs(mine) > 1 && cdc_test_now_s() < deadline)
         cdc_test_sleep_ms(1);
-    ck_assert_int_eq(cdc_hold_refs(mine), 1);
-    cdc_hold_release(mine);
+    ck_assert_int_eq(cdc__hold_refs(mine), 1);
+    cdc__hold_release(mine);
     int linger = 0;
     zmq_setsockopt(router, ZMQ_LINGER, &linger, sizeof linger);
     zmq_setsockopt(dealer, ZMQ_LINGER, &linger, sizeof linger);
@@ -415,7 +415,7 @@ START_TEST(test_held_send_failure_releases)
     float *w, bt[4] = {1, 2, 3, 4};
     cdc_hold_t *hold = held_weights(&w);
     cdc_msg_header_t task, ping;
-    cdc_msg_header_init(&task, CDC_MSG_TASK_GEMM);
+    cdc__msg_header_init(&task, CDC_MSG_TASK_GEMM);
     task.rows = HELD_ROWS;
     task.k = HELD_K;
     task.cols = 1;
@@ -423,14 +423,14 @@ START_TEST(test_held_send_failure_releases)
                                {bt, sizeof bt}};
     cdc_hold_t *holds[2] = {hold, NULL};
     cdc__wire_fail_alloc_at = 1 + _i; /* chunk 1, 2, 3, then bt */
-    ck_assert_int_eq(cdc_wire_send_held(out, NULL, &task, payloads, holds, 2, 0), CDC_ENOMEM);
+    ck_assert_int_eq(cdc__wire_send_held(out, NULL, &task, payloads, holds, 2, 0), CDC_ENOMEM);
     cdc__wire_fail_alloc_at = -1;
-    ck_assert_int_eq(cdc_hold_refs(hold), 1);
-    cdc_msg_header_init(&ping, CDC_MSG_PING);
+    ck_assert_int_eq(cdc__hold_refs(hold), 1);
+    cdc__msg_header_init(&ping, CDC_MSG_PING);
     ping.request_id = 7;
-    ck_assert_int_eq(cdc_wire_send(out, NULL, &ping, NULL, 0, 0), CDC_OK);
+    ck_assert_int_eq(cdc__wire_send(out, NULL, &ping, NULL, 0, 0), CDC_OK);
     expect_ping_alone(in);
-    cdc_hold_retire(hold);
+    cdc__hold_retire(hold);
     pair_close(zmq, out, in);
 }
 END_TEST
@@ -445,10 +445,10 @@ START_TEST(test_held_send_refused_releases)
     cdc_msg_header_t h;
     weights_header(&h);
     cdc_frame_t payload = {w, (size_t) HELD_ROWS * HELD_K * sizeof(float)};
-    ck_assert_int_eq(cdc_wire_send_held(dealer, NULL, &h, &payload, &hold, 1, ZMQ_DONTWAIT),
+    ck_assert_int_eq(cdc__wire_send_held(dealer, NULL, &h, &payload, &hold, 1, ZMQ_DONTWAIT),
                      CDC_ETIMEDOUT);
-    ck_assert_int_eq(cdc_hold_refs(hold), 1);
-    cdc_hold_retire(hold);
+    ck_assert_int_eq(cdc__hold_refs(hold), 1);
+    cdc__hold_retire(hold);
     zmq_close(dealer);
     zmq_ctx_term(zmq);
 }
@@ -461,7 +461,7 @@ START_TEST(test_held_beside_copied)
     void *out, *in;
     void *zmq = pair_open(&out, &in, 0);
     void *data = NULL;
-    cdc_hold_t *hold = cdc_hold_alloc(6 * sizeof(float), &data);
+    cdc_hold_t *hold = cdc__hold_alloc(6 * sizeof(float), &data);
     float *a = data, bt[12];
     for (int i = 0; i < 6; i++)
         a[i] = (float) i;
@@ -471,18 +471,18 @@ START_TEST(test_held_beside_copied)
     cdc_hold_t *holds[2] = {hold, NULL};
     cdc_msg_header_t task;
     task_header(&task, 5);
-    ck_assert_int_eq(cdc_wire_send_held(out, NULL, &task, payloads, holds, 2, 0), CDC_OK);
-    ck_assert_int_eq(cdc_hold_refs(hold), 2);
+    ck_assert_int_eq(cdc__wire_send_held(out, NULL, &task, payloads, holds, 2, 0), CDC_OK);
+    ck_assert_int_eq(cdc__hold_refs(hold), 2);
     cdc_wire_msg_t wire;
-    ck_assert_int_eq(cdc_wire_recv(in, &wire, 0), CDC_OK);
+    ck_assert_int_eq(cdc__wire_recv(in, &wire, 0), CDC_OK);
     cdc_msg_t msg;
-    ck_assert_msg(cdc_wire_decode(&wire, 0, &msg) == CDC_OK, "%s", cdc_last_error());
+    ck_assert_msg(cdc__wire_decode(&wire, 0, &msg) == CDC_OK, "%s", cdc_last_error());
     ck_assert_ptr_eq(msg.payload[0].frames[0].data, a);
     ck_assert_ptr_ne(msg.payload[1].frames[0].data, bt);
     ck_assert_mem_eq(msg.payload[1].frames[0].data, bt, sizeof bt);
-    cdc_wire_msg_close(&wire);
-    ck_assert_int_eq(cdc_hold_refs(hold), 1);
-    cdc_hold_retire(hold);
+    cdc__wire_msg_close(&wire);
+    ck_assert_int_eq(cdc__hold_refs(hold), 1);
+    cdc__hold_retire(hold);
     pair_close(zmq, out, in);
 }
 END_TEST

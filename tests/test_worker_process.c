@@ -129,7 +129,7 @@ static void send_frames(void *socket, const cdc_msg_header_t *h, const void *pay
                         size_t size, int frames)
 {
     uint8_t packed[CDC_PROTO_HEADER_SIZE];
-    cdc_msg_header_pack(h, packed);
+    cdc__msg_header_pack(h, packed);
     zmq_send(socket, packed, sizeof packed, frames > 1 ? ZMQ_SNDMORE : 0);
     for (int i = 1; i < frames; i++) {
         /* The first payload in protocol chunks (version 2), the rest empty. */
@@ -155,7 +155,7 @@ static cdc_msg_header_t recv_header(void *socket, long timeout_ms)
     zmq_msg_t part;
     zmq_msg_init(&part);
     zmq_msg_recv(&part, socket, 0);
-    cdc_msg_header_unpack(zmq_msg_data(&part), zmq_msg_size(&part), &h);
+    cdc__msg_header_unpack(zmq_msg_data(&part), zmq_msg_size(&part), &h);
     while (zmq_msg_more(&part)) {
         zmq_msg_close(&part);
         zmq_msg_init(&part);
@@ -169,7 +169,7 @@ static cdc_msg_header_t recv_header(void *socket, long timeout_ms)
 static void send_task(void *socket, uint64_t id, int64_t d)
 {
     cdc_msg_header_t h;
-    cdc_msg_header_init(&h, CDC_MSG_TASK_GEMM);
+    cdc__msg_header_init(&h, CDC_MSG_TASK_GEMM);
     h.request_id = id;
     h.rows = h.k = h.cols = d;
     h.a_key = h.bt_key = 1;
@@ -203,7 +203,7 @@ START_TEST(test_sigterm_drops_queue)
     zmq_setsockopt(socket, ZMQ_LINGER, &linger, sizeof linger);
     ck_assert_int_eq(zmq_connect(socket, endpoint), 0);
     cdc_msg_header_t h;
-    cdc_msg_header_init(&h, CDC_MSG_PING);
+    cdc__msg_header_init(&h, CDC_MSG_PING);
     h.request_id = 1;
     send_frames(socket, &h, NULL, 0, 1);
     ck_assert_uint_eq(recv_header(socket, 5000).type, CDC_MSG_PONG);
@@ -213,7 +213,7 @@ START_TEST(test_sigterm_drops_queue)
     cdc_test_rng_t rng;
     cdc_test_rng_seed(&rng, 9);
     cdc_test_fill_uniform(&rng, w, floats);
-    cdc_msg_header_init(&h, CDC_MSG_WEIGHTS);
+    cdc__msg_header_init(&h, CDC_MSG_WEIGHTS);
     h.request_id = 2;
     h.a_key = 1;
     h.rows = h.k = d;
@@ -270,7 +270,7 @@ START_TEST(test_version_refused_and_goodbye)
     zmq_setsockopt(socket, ZMQ_LINGER, &linger, sizeof linger);
     ck_assert_int_eq(zmq_connect(socket, endpoint), 0);
     cdc_msg_header_t h;
-    cdc_msg_header_init(&h, CDC_MSG_PING);
+    cdc__msg_header_init(&h, CDC_MSG_PING);
     h.request_id = 1;
     send_frames(socket, &h, NULL, 0, 1);
     ck_assert_uint_eq(recv_header(socket, 5000).type, CDC_MSG_PONG);
@@ -283,7 +283,7 @@ START_TEST(test_version_refused_and_goodbye)
     uint8_t packed[CDC_PROTO_HEADER_SIZE];
     ck_assert_int_eq(zmq_recv(socket, packed, sizeof packed, 0), CDC_PROTO_HEADER_SIZE);
     cdc_msg_header_t reply;
-    cdc_msg_header_unpack(packed, sizeof packed, &reply);
+    cdc__msg_header_unpack(packed, sizeof packed, &reply);
     ck_assert_uint_eq(reply.type, CDC_MSG_ERROR);
     ck_assert_uint_eq(reply.version, CDC_PROTO_VERSION); /* in its own version */
     int n = zmq_recv(socket, text, sizeof text - 1, 0);

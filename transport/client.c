@@ -13,7 +13,7 @@
  * dead when its connection drops (ZMQ_EVENT_DISCONNECTED, at once) or when
  * it has been silent for CDC_HEARTBEAT_DEAD_MS, and live again when it
  * answers. Nothing is sent to a dead worker. A worker respawned at a new
- * endpoint (cdc_client_move) gets new sockets: the data one from whoever holds
+ * endpoint (cdc__client_move) gets new sockets: the data one from whoever holds
  * the call lock next, the heartbeat one from that thread; the old ones are
  * closed with what they held. The plan (which workers the
  * shards are spread over) drops a crashed worker at once, a silent one only
@@ -23,7 +23,7 @@
  * shard is simply erased and decoded from parity.
  *
  * Placement: shard s of a call runs on its slot's home (worker s unless
- * cdc_client_set_homes moved it) while that worker is live and holds the
+ * cdc__client_set_homes moved it) while that worker is live and holds the
  * slot's weights (placement.c, slots.c). Weight shards are cached per worker
  * under keys that name the shard and n, so when a worker leaves and the
  * re-plan keeps n (the default keep-shards re-plan drops parity instead),
@@ -36,7 +36,7 @@
  * growing ids, so a reply with an older id is a late answer to an earlier
  * call and is dropped, never mistaken for this call's.
  *
- * Profile: an observer (cdc_client_observe) hears every heartbeat PONG (the
+ * Profile: an observer (cdc__client_observe) hears every heartbeat PONG (the
  * round trip of the latest PING and the worker's status: busy_us, flops,
  * memory) and, at the end of each call, each worker's completed tasks
  * (elapsed, flops, bytes): the coordinator's live profile of its workers
@@ -111,7 +111,7 @@ typedef struct {
     int ever_live;
     int version_warned; /* its protocol version differs: said once           */
     uint64_t last_ping; /* the latest PING's id: its send time in us         */
-    /* From its last PONG (read by cdc_client_status under state_lock): */
+    /* From its last PONG (read by cdc__client_status under state_lock): */
     double rtt_ms;              /* PING to PONG; < 0 before the first      */
     cdc_status_report_t status; /* what it said about itself               */
     int has_status;
@@ -146,7 +146,7 @@ struct cdc_client {
     uint64_t failed[DISCOVERY_FAILED]; /* (key, host) that never answered     */
     int64_t failed_ms[DISCOVERY_FAILED];
     int failed_next;
-    int homes_given;          /* cdc_client_set_homes was called (under lock) */
+    int homes_given;          /* cdc__client_set_homes was called (under lock) */
     uint64_t homes_answered;  /* the entries discovery_homes placed slots on */
     uint64_t first_request;   /* request ids start past it: a random point, not 0 */
     uint64_t next_request;
@@ -171,12 +171,12 @@ struct cdc_client {
 
     pthread_mutex_t state_lock; /* guards live, the heartbeat counters and
                                    the observer                          */
-    cdc_client_observer_t observer; /* the profile's feed (cdc_client_observe) */
+    cdc_client_observer_t observer; /* the profile's feed (cdc__client_observe) */
     uint64_t live;              /* bit w: worker w is live               */
     uint64_t silent;            /* bit w: dead by silence, not by a drop */
     uint64_t left;              /* bit w: said GOODBYE since it was last live */
     uint64_t moved_data;        /* bit w: worker w is a new process at a new
-                                   endpoint (cdc_client_move); its data socket
+                                   endpoint (cdc__client_move); its data socket
                                    is to be replaced (under lock)           */
     uint64_t moved_heartbeat;   /* and its heartbeat socket (by that thread) */
     int64_t dead_since[CDC_MAX_WORKERS]; /* ms, for the plan's grace   */
@@ -252,10 +252,10 @@ static void heartbeat_ping(cdc_client_t *self, int w, int64_t now)
         pthread_mutex_unlock(&self->state_lock);
     }
     cdc_msg_header_t ping;
-    cdc_msg_header_init(&ping, CDC_MSG_PING);
+    cdc__msg_header_init(&ping, CDC_MSG_PING);
     /* In us: a round trip on loopback is well under a ms. */
     ping.request_id = (uint64_t) (cdc__clock_ms() * 1000.0);
-    if (cdc_wire_send(peer->socket, NULL, &ping, NULL, 0, ZMQ_DONTWAIT) == CDC_OK) {
+    if (cdc__wire_send(peer->socket, NULL, &ping, NULL, 0, ZMQ_DONTWAIT) == CDC_OK) {
         peer->outstanding = 1;
         peer->last_ping = ping.request_id;
     }
@@ -291,7 +291,7 @@ static void heartbeat_monitor(cdc_client_t *self, int w, int64_t now)
 {
     heartbeat_peer_t *peer = &self->peers[w];
     cdc_wire_msg_t event;
-    if (cdc_wire_recv(peer->monitor, &event, ZMQ_DONTWAIT) == CDC_OK && event.count >= 1 &&
+    if (cdc__wire_recv(peer->monitor, &event, ZMQ_DONTWAIT) == CDC_OK && event.count >= 1 &&
         zmq_msg_size(&event.parts[0]) >= 2) {
         uint16_t id;
         memcpy(&id, zmq_msg_data(&event.parts[0]), sizeof id);
@@ -301,7 +301,7 @@ static void heartbeat_monitor(cdc_client_t *self, int w, int64_t now)
             set_live(self, w, 0, 0, "connection dropped");
         }
     }
-    cdc_wire_msg_close(&event);
+    cdc__wire_msg_close(&event);
 }
 
 /* Worker w said GOODBYE (it stops on purpose): out of the plan at once,
@@ -334,13 +334,13 @@ static void version_mismatch(cdc_client_t *self, int w, const cdc_wire_msg_t *wi
 {
     cdc_msg_header_t h;
     if (self->peers[w].version_warned || wire->count < 1 ||
-        cdc_msg_header_unpack(zmq_msg_data((zmq_msg_t *) &wire->parts[0]),
-                              zmq_msg_size((zmq_msg_t *) &wire->parts[0]), &h) != CDC_OK ||
+        cdc__msg_header_unpack(zmq_msg_data((zmq_msg_t *) &wire->parts[0]),
+                               zmq_msg_size((zmq_msg_t *) &wire->parts[0]), &h) != CDC_OK ||
         h.magic != CDC_PROTO_MAGIC || h.version == CDC_PROTO_VERSION)
         return;
     self->peers[w].version_warned = 1;
     char endpoint[CDC_CURVE_ENDPOINT_MAX];
-    pthread_mutex_lock(&self->state_lock); /* cdc_client_move writes it */
+    pthread_mutex_lock(&self->state_lock); /* cdc__client_move writes it */
     snprintf(endpoint, sizeof endpoint, "%s", self->endpoints[w]);
     pthread_mutex_unlock(&self->state_lock);
     CDC_LOG_ERRORF("worker %d (%s) speaks wire protocol version %u, this coordinator version "
@@ -354,7 +354,7 @@ static void record_status(cdc_client_t *self, int w, const cdc_msg_t *pong)
 {
     cdc_status_report_t status; /* text: one frame of at most 1024 bytes */
     const cdc_frame_t *text = &pong->payload[0].frames[0];
-    int parsed = cdc_status_parse(text->data, text->size, &status) == CDC_OK;
+    int parsed = cdc__status_parse(text->data, text->size, &status) == CDC_OK;
     heartbeat_peer_t *peer = &self->peers[w];
     double rtt_ms = cdc__clock_ms() - (double) pong->header.request_id / 1000.0;
     pthread_mutex_lock(&self->state_lock);
@@ -377,9 +377,9 @@ static void heartbeat_pongs(cdc_client_t *self, int w, int64_t now)
 {
     heartbeat_peer_t *peer = &self->peers[w];
     cdc_wire_msg_t wire;
-    while (cdc_wire_recv(peer->socket, &wire, ZMQ_DONTWAIT) == CDC_OK) {
+    while (cdc__wire_recv(peer->socket, &wire, ZMQ_DONTWAIT) == CDC_OK) {
         cdc_msg_t msg;
-        int valid = cdc_wire_decode(&wire, 0, &msg) == CDC_OK;
+        int valid = cdc__wire_decode(&wire, 0, &msg) == CDC_OK;
         if (valid && msg.header.type == CDC_MSG_PONG) {
             peer->last_pong = now;
             peer->outstanding = 0;
@@ -397,9 +397,9 @@ static void heartbeat_pongs(cdc_client_t *self, int w, int64_t now)
             self->heartbeat_invalid++;
             pthread_mutex_unlock(&self->state_lock);
         }
-        cdc_wire_msg_close(&wire);
+        cdc__wire_msg_close(&wire);
     }
-    cdc_wire_msg_close(&wire);
+    cdc__wire_msg_close(&wire);
 }
 
 static void discovery_poll(cdc_client_t *self, int64_t now);
@@ -444,7 +444,7 @@ static int heartbeat_items(cdc_client_t *self, zmq_pollitem_t *items, int *count
     }
     int n = 1 + 2 * *count;
     if (self->listener)
-        items[n++] = (zmq_pollitem_t){cdc_listener_socket(self->listener), 0, ZMQ_POLLIN, 0};
+        items[n++] = (zmq_pollitem_t){cdc__listener_socket(self->listener), 0, ZMQ_POLLIN, 0};
     return n;
 }
 
@@ -715,7 +715,7 @@ static void wait_for_workers(cdc_client_t *self, int connect_wait_ms)
     uint64_t connected = 0;
     while ((int64_t) cdc__clock_ms() < deadline) {
         uint64_t mask;
-        cdc_client_live(self, &mask);
+        cdc__client_live(self, &mask);
         pthread_mutex_lock(&self->lock); /* the data sockets */
         for (int w = 0; w < self->count; w++)
             if ((mask & (UINT64_C(1) << w)) && !(connected & (UINT64_C(1) << w)) &&
@@ -726,15 +726,15 @@ static void wait_for_workers(cdc_client_t *self, int connect_wait_ms)
             break;
         cdc__sleep_ms(2);
     }
-    int live = cdc_client_live(self, NULL);
+    int live = cdc__client_live(self, NULL);
     if (live < self->count)
         CDC_LOG_WARNF("%d of %d workers answered within %d ms", live, self->count,
                       connect_wait_ms);
 }
 
-int cdc_client_new(const char *endpoints, int connect_wait_ms, cdc_client_t **client_p)
+int cdc__client_new(const char *endpoints, int connect_wait_ms, cdc_client_t **client_p)
 {
-    return cdc_client_new_curve(endpoints, connect_wait_ms, NULL, NULL, client_p);
+    return cdc__client_new_curve(endpoints, connect_wait_ms, NULL, NULL, client_p);
 }
 
 /* Everything a client owns; safe on a half-built one. */
@@ -744,8 +744,8 @@ static void client_free(cdc_client_t *self)
         zmq_send(self->stop_pipe, "", 0, 0);
         pthread_join(self->thread, NULL);
     }
-    cdc_listener_destroy(&self->listener);
-    cdc_trust_destroy(&self->trust);
+    cdc__listener_destroy(&self->listener);
+    cdc__trust_destroy(&self->trust);
     free(self->trusted);
     if (self->zmq) {
         close_sockets(self);
@@ -753,12 +753,12 @@ static void client_free(cdc_client_t *self)
     }
     /* After the context: libzmq has let go of every weight sent. */
     if (self->slots) {
-        cdc_slots_fini(self->slots);
+        cdc__slots_fini(self->slots);
         free(self->slots);
     }
     pthread_mutex_destroy(&self->state_lock);
     pthread_mutex_destroy(&self->lock);
-    cdc_curve_cert_clear(&self->curve_client);
+    cdc__curve_cert_clear(&self->curve_client);
     free(self);
 }
 
@@ -775,7 +775,7 @@ static int client_alloc(const cdc_curve_cert_t *client_cert, cdc_client_t **self
     }
     if (!self)
         return cdc__fail(CDC_ENOMEM, "client");
-    cdc_slots_init(self->slots);
+    cdc__slots_init(self->slots);
     for (int s = 0; s < 64; s++)
         self->last_sent_to[s] = self->last_answered_by[s] = -1;
     self->degraded_since_us = -1;
@@ -813,12 +813,12 @@ static int client_alloc(const cdc_curve_cert_t *client_cert, cdc_client_t **self
     return CDC_OK;
 }
 
-int cdc_client_new_curve(const char *endpoints, int connect_wait_ms,
-                         const cdc_curve_cert_t *client_cert,
-                         const cdc_curve_cert_t *server_certs, cdc_client_t **client_p)
+int cdc__client_new_curve(const char *endpoints, int connect_wait_ms,
+                          const cdc_curve_cert_t *client_cert,
+                          const cdc_curve_cert_t *server_certs, cdc_client_t **client_p)
 {
     if (!endpoints || !*endpoints || !client_p)
-        return cdc__fail(CDC_EINVAL, "cdc_client_new: no endpoints");
+        return cdc__fail(CDC_EINVAL, "cdc__client_new: no endpoints");
     if (client_cert && !server_certs)
         return cdc__fail(CDC_EINVAL, "CURVE: every worker needs a certificate");
     cdc_client_t *self = NULL;
@@ -835,7 +835,7 @@ int cdc_client_new_curve(const char *endpoints, int connect_wait_ms,
     return CDC_OK;
 }
 
-void cdc_client_destroy(cdc_client_t **client_p)
+void cdc__client_destroy(cdc_client_t **client_p)
 {
     if (!client_p || !*client_p)
         return;
@@ -845,12 +845,12 @@ void cdc_client_destroy(cdc_client_t **client_p)
 
 /* ---- a worker at a new endpoint -------------------------------------------- */
 
-int cdc_client_move(cdc_client_t *self, int w, const char *endpoint)
+int cdc__client_move(cdc_client_t *self, int w, const char *endpoint)
 {
     if (!self || !endpoint || w < 0 || w >= self->count)
-        return cdc__fail(CDC_EINVAL, "cdc_client_move: no worker %d", w);
+        return cdc__fail(CDC_EINVAL, "cdc__client_move: no worker %d", w);
     if (strlen(endpoint) >= CDC_CURVE_ENDPOINT_MAX)
-        return cdc__fail(CDC_EINVAL, "cdc_client_move: endpoint '%s' too long", endpoint);
+        return cdc__fail(CDC_EINVAL, "cdc__client_move: endpoint '%s' too long", endpoint);
     uint64_t bit = UINT64_C(1) << w;
     pthread_mutex_lock(&self->state_lock);
     snprintf(self->endpoints[w], sizeof self->endpoints[w], "%s", endpoint);
@@ -910,7 +910,7 @@ static void data_moves(cdc_client_t *self)
         }
         zmq_close(self->workers[w].socket);
         self->workers[w].socket = socket;
-        cdc_slots_new_process(self->slots, w);
+        cdc__slots_new_process(self->slots, w);
     }
 }
 
@@ -955,12 +955,12 @@ static int heartbeat_moves(cdc_client_t *self, int64_t now)
      moves there only once its entry has not been live for longer than the
      death verdict (CDC_HEARTBEAT_DEAD_MS); a replay of a live worker's
      beacon elsewhere is ignored;
-   - an entry that never answered a PING is not planned (cdc_client_admitted)
+   - an entry that never answered a PING is not planned (cdc__client_admitted)
      and is set free after DISCOVERY_NEVER_LIVE_MS, its sockets replaced by
      unconnected ones (no more connection attempts); a new key reuses a free
      entry, and a full table the never-live entry admitted longest ago, in
      place (the slot tables are indexed by worker);
-   - trusted keys are looked up in memory (cdc_trust_find); a pass reads at
+   - trusted keys are looked up in memory (cdc__trust_find); a pass reads at
      most DISCOVERY_BEACONS_PER_PASS beacons, drops the rest unread, and the
      listener then rests for DISCOVERY_REST_MS (a flood costs a pass per
      rest, not a heartbeat loop per beacon); each refusal is logged once. */
@@ -1003,7 +1003,7 @@ static int entry_of(const cdc_client_t *self, const char *text, int by_key)
 
 /* Entry w (counted) to the key of cert at endpoint, or (cert NULL) free with
    no connection: its sockets are replaced as for a moved worker
-   (cdc_client_move), keeping its index. */
+   (cdc__client_move), keeping its index. */
 static void entry_retarget(cdc_client_t *self, int w, const char *endpoint,
                            const cdc_curve_cert_t *cert, int64_t now)
 {
@@ -1077,7 +1077,7 @@ static void discovery_move(cdc_client_t *self, int w, const char *endpoint, int6
         return;
     }
     self->entry_since[w] = now;
-    cdc_client_move(self, w, endpoint);
+    cdc__client_move(self, w, endpoint);
 }
 
 static void close_worker(cdc_client_t *self, int w)
@@ -1179,7 +1179,7 @@ static void discovery_take(cdc_client_t *self, const cdc_discovered_t *found, in
         return;
     }
     cdc_curve_cert_t cert;
-    if (cdc_trust_find(self->trust, found->public_txt, now, &cert) != CDC_OK) {
+    if (cdc__trust_find(self->trust, found->public_txt, now, &cert) != CDC_OK) {
         discovery_refuse(self, found->endpoint, "not trusted", cdc_last_error(), now);
         return;
     }
@@ -1225,10 +1225,10 @@ static void discovery_publish(cdc_client_t *self)
                       self->endpoints[self->count - 1]);
 }
 
-/* Under self->lock, with discovery and no homes given (cdc_client_set_homes):
+/* Under self->lock, with discovery and no homes given (cdc__client_set_homes):
    the plan's slots go to the entries that have answered a PING, in index
    order, so a never-live entry below them (a replayed beacon heard first)
-   is home of no slot; the others come after (cdc_slots_set_homes). */
+   is home of no slot; the others come after (cdc__slots_set_homes). */
 static void discovery_homes(cdc_client_t *self)
 {
     if (!self->listener || self->homes_given)
@@ -1246,7 +1246,7 @@ static void discovery_homes(cdc_client_t *self)
     for (int w = 0; w < self->count; w++)
         if (answered & (UINT64_C(1) << w))
             homes[k++] = w;
-    if (cdc_slots_set_homes(self->slots, homes, k, self->count) == CDC_OK)
+    if (cdc__slots_set_homes(self->slots, homes, k, self->count) == CDC_OK)
         atomic_store(&self->restoring, 1); /* the new homes' weights, soon */
 }
 
@@ -1261,12 +1261,12 @@ static void discovery_poll(cdc_client_t *self, int64_t now)
     cdc_discovered_t found;
     int heard = 0;
     while (now >= self->discovery_rest_ms && heard < DISCOVERY_BEACONS_PER_PASS &&
-           cdc_listener_next(self->listener, 0, &found) == CDC_OK) {
+           cdc__listener_next(self->listener, 0, &found) == CDC_OK) {
         heard++;
         discovery_take(self, &found, now);
     }
     if (heard == DISCOVERY_BEACONS_PER_PASS) {
-        int dropped = cdc_listener_drain(self->listener, DISCOVERY_DRAIN_MAX);
+        int dropped = cdc__listener_drain(self->listener, DISCOVERY_DRAIN_MAX);
         if (dropped > 0 && self->beacons_dropped == 0)
             CDC_LOG_WARNF("discovery: more than %d beacons in %d ms: the rest dropped unread "
                           "(logged once)", DISCOVERY_BEACONS_PER_PASS, DISCOVERY_REST_MS);
@@ -1302,11 +1302,11 @@ static void discovery_first_set(cdc_client_t *self, int wait_ms)
             window = now;
             heard = 0;
         } else if (heard == DISCOVERY_BEACONS_PER_PASS) { /* a flood: as the thread does */
-            cdc_listener_drain(self->listener, DISCOVERY_DRAIN_MAX);
+            cdc__listener_drain(self->listener, DISCOVERY_DRAIN_MAX);
             cdc__sleep_ms(DISCOVERY_REST_MS);
             continue;
         }
-        if (cdc_listener_next(self->listener, slice, &found) != CDC_OK)
+        if (cdc__listener_next(self->listener, slice, &found) != CDC_OK)
             continue;
         heard++;
         int before = self->count;
@@ -1320,9 +1320,9 @@ static void discovery_first_set(cdc_client_t *self, int wait_ms)
                       "run locally until one does", wait_ms);
 }
 
-int cdc_client_new_discover(const cdc_discovery_where_t *where, int wait_ms,
-                            int connect_wait_ms, const cdc_curve_cert_t *client_cert,
-                            const char *trusted, cdc_client_t **client_p)
+int cdc__client_new_discover(const cdc_discovery_where_t *where, int wait_ms,
+                             int connect_wait_ms, const cdc_curve_cert_t *client_cert,
+                             const char *trusted, cdc_client_t **client_p)
 {
     if (!where || !client_cert || !trusted || !*trusted || !client_p)
         return cdc__fail(CDC_EINVAL, "discovery needs CURVE: a client certificate and the "
@@ -1334,9 +1334,9 @@ int cdc_client_new_discover(const cdc_discovery_where_t *where, int wait_ms,
     if (!(self->trusted = strdup(trusted)))
         rc = cdc__fail(CDC_ENOMEM, "client");
     if (rc == CDC_OK)
-        rc = cdc_trust_new(trusted, &self->trust);
+        rc = cdc__trust_new(trusted, &self->trust);
     if (rc == CDC_OK)
-        rc = cdc_listener_new(where, &self->listener);
+        rc = cdc__listener_new(where, &self->listener);
     if (rc == CDC_OK) {
         discovery_first_set(self, wait_ms);
         /* No PING before the heartbeat thread: the first set's never-live
@@ -1354,7 +1354,7 @@ int cdc_client_new_discover(const cdc_discovery_where_t *where, int wait_ms,
     return CDC_OK;
 }
 
-int cdc_client_admitted(cdc_client_t *self)
+int cdc__client_admitted(cdc_client_t *self)
 {
     if (!self)
         return 0;
@@ -1368,7 +1368,7 @@ int cdc_client_admitted(cdc_client_t *self)
     return admitted;
 }
 
-int cdc_client_planned(cdc_client_t *self, uint64_t *mask)
+int cdc__client_planned(cdc_client_t *self, uint64_t *mask)
 {
     int64_t now = (int64_t) cdc__clock_ms();
     pthread_mutex_lock(&self->state_lock);
@@ -1382,7 +1382,7 @@ int cdc_client_planned(cdc_client_t *self, uint64_t *mask)
     return cdc__popcount64(planned);
 }
 
-int cdc_client_live(cdc_client_t *self, uint64_t *mask)
+int cdc__client_live(cdc_client_t *self, uint64_t *mask)
 {
     pthread_mutex_lock(&self->state_lock);
     uint64_t live = self->live;
@@ -1392,7 +1392,7 @@ int cdc_client_live(cdc_client_t *self, uint64_t *mask)
     return cdc__popcount64(live);
 }
 
-int cdc_client_status(cdc_client_t *self, cdc_worker_status_t *out, int max)
+int cdc__client_status(cdc_client_t *self, cdc_worker_status_t *out, int max)
 {
     pthread_mutex_lock(&self->state_lock);
     int count = self->count < max ? self->count : max;
@@ -1411,12 +1411,12 @@ int cdc_client_status(cdc_client_t *self, cdc_worker_status_t *out, int max)
     return count;
 }
 
-int cdc_client_worker_count(const cdc_client_t *self)
+int cdc__client_worker_count(const cdc_client_t *self)
 {
     return self ? self->count : 0;
 }
 
-void cdc_client_counters(cdc_client_t *self, cdc_remote_counters_t *counters)
+void cdc__client_counters(cdc_client_t *self, cdc_remote_counters_t *counters)
 {
     pthread_mutex_lock(&self->lock);
     *counters = self->counters;
@@ -1433,19 +1433,19 @@ void cdc_client_counters(cdc_client_t *self, cdc_remote_counters_t *counters)
 
 /* WEIGHTS for key to worker w. With a hold (the task's a_hold/bt_hold, a
    manifest's) the payload goes without a copy: libzmq reads data after this
-   returns, each chunk holding a reference to hold (cdc_wire_send_held);
+   returns, each chunk holding a reference to hold (cdc__wire_send_held);
    NULL copies it. The caller remembers it as sent (slots.h). */
 static int send_weights(cdc_client_t *self, int w, uint64_t key, int64_t rows, int64_t k,
                         const float *data, cdc_hold_t *hold)
 {
     cdc_msg_header_t h;
-    cdc_msg_header_init(&h, CDC_MSG_WEIGHTS);
+    cdc__msg_header_init(&h, CDC_MSG_WEIGHTS);
     h.a_key = key;
     h.rows = rows;
     h.k = k;
     cdc_frame_t payload = {data, (size_t) rows * (size_t) k * sizeof(float)};
-    int rc = cdc_wire_send_held(self->workers[w].socket, NULL, &h, &payload, &hold, 1,
-                                ZMQ_DONTWAIT);
+    int rc = cdc__wire_send_held(self->workers[w].socket, NULL, &h, &payload, &hold, 1,
+                                 ZMQ_DONTWAIT);
     if (rc != CDC_OK)
         return rc;
     self->counters.weights_sent++;
@@ -1458,11 +1458,11 @@ static int send_weights(cdc_client_t *self, int w, uint64_t key, int64_t rows, i
 static int ensure_weights(cdc_client_t *self, int w, uint64_t key, int64_t rows, int64_t k,
                           const float *data, cdc_hold_t *hold)
 {
-    if (cdc_slots_has(self->slots, w, key))
+    if (cdc__slots_has(self->slots, w, key))
         return CDC_OK;
     int rc = send_weights(self, w, key, rows, k, data, hold);
     if (rc == CDC_OK)
-        cdc_slots_sent(self->slots, w, key);
+        cdc__slots_sent(self->slots, w, key);
     return rc;
 }
 
@@ -1483,10 +1483,10 @@ static int send_data_ping(void *ctx, int w, uint64_t token)
 {
     cdc_client_t *self = ctx;
     cdc_msg_header_t ping;
-    cdc_msg_header_init(&ping, CDC_MSG_PING);
+    cdc__msg_header_init(&ping, CDC_MSG_PING);
     ping.request_id = token;
     ping.shard = CDC_PING_BARRIER;
-    return cdc_wire_send(self->workers[w].socket, NULL, &ping, NULL, 0, ZMQ_DONTWAIT);
+    return cdc__wire_send(self->workers[w].socket, NULL, &ping, NULL, 0, ZMQ_DONTWAIT);
 }
 
 /* A task's operands' wire keys (0: sent inline), computed once per call. */
@@ -1509,7 +1509,7 @@ static int send_task(cdc_client_t *self, int w, const cdc_shard_task_t *task,
 {
     cdc_msg_header_t h;
     int is_conv = task->kind == CDC_TASK_CONV;
-    cdc_msg_header_init(&h, is_conv ? CDC_MSG_TASK_CONV : CDC_MSG_TASK_GEMM);
+    cdc__msg_header_init(&h, is_conv ? CDC_MSG_TASK_CONV : CDC_MSG_TASK_GEMM);
     h.request_id = request_id;
     h.shard = task->shard;
     h.rows = task->a_rows;
@@ -1543,7 +1543,7 @@ static int send_task(cdc_client_t *self, int w, const cdc_shard_task_t *task,
     } else {
         payloads[1] = (cdc_frame_t){task->bt, (size_t) task->cols * (size_t) task->k * 4};
     }
-    rc = cdc_wire_send(self->workers[w].socket, NULL, &h, payloads, 2, ZMQ_DONTWAIT);
+    rc = cdc__wire_send(self->workers[w].socket, NULL, &h, payloads, 2, ZMQ_DONTWAIT);
     if (rc != CDC_OK)
         return rc;
     self->counters.tasks_sent++;
@@ -1603,19 +1603,19 @@ static void call_begin(cdc_client_t *self, client_call_t *call, cdc_shard_task_t
    slot s's weights; else on another ready worker (a spare, or the slot's
    previous home after the homes moved); else an erasure while the
    background restores the home, unless the call could not be decoded
-   without it. The homes are read once here: cdc_client_set_homes waits for
+   without it. The homes are read once here: cdc__client_set_homes waits for
    the call lock, so a call in flight keeps its map. */
 static void call_place(cdc_client_t *self, client_call_t *call)
 {
     uint64_t live, ready[CDC_MAX_WORKERS];
     int shards[64];
-    cdc_client_live(self, &live);
-    cdc_slots_ready(self->slots, ready);
+    cdc__client_live(self, &live);
+    cdc__slots_ready(self->slots, ready);
     for (int t = 0; t < call->count; t++)
         shards[t] = call->tasks[t].shard;
-    cdc_placement_slots(shards, call->count, self->count, self->slots->home_of_slot, live,
-                        ready, call->count - call->needed, call->worker_of);
-    cdc_slots_placed(self->slots, shards, call->worker_of, call->count);
+    cdc__placement_slots(shards, call->count, self->count, self->slots->home_of_slot, live,
+                         ready, call->count - call->needed, call->worker_of);
+    cdc__slots_placed(self->slots, shards, call->worker_of, call->count);
 }
 
 /* Remember the weights each slot used (slots.h), so a worker that returns
@@ -1628,18 +1628,18 @@ static void call_note_weights(cdc_client_t *self, const client_call_t *call)
         if (call->keys[t].a) {
             cdc_slot_weight_t weight = {call->keys[t].a, task->a_rows, task->k, task->a,
                                         task->a_hold, 0};
-            cdc_slots_note(self->slots, task->shard, &weight, served_by);
+            cdc__slots_note(self->slots, task->shard, &weight, served_by);
         }
         if (call->keys[t].bt) {
             cdc_slot_weight_t weight = {call->keys[t].bt, task->cols, task->k, task->bt,
                                         task->bt_hold, 0};
-            cdc_slots_note(self->slots, task->shard, &weight, served_by);
+            cdc__slots_note(self->slots, task->shard, &weight, served_by);
         }
     }
 }
 
 /* Shard s of the call went to (or came back from) worker w: the record
-   cdc_client_last_call reads. */
+   cdc__client_last_call reads. */
 static void call_note_worker(int *worker_of_shard, int s, int w)
 {
     if (s >= 0 && s < 64)
@@ -1651,7 +1651,7 @@ static void call_note_worker(int *worker_of_shard, int s, int w)
 static void call_dispatch(cdc_client_t *self, client_call_t *call)
 {
     uint64_t live_mask;
-    cdc_client_live(self, &live_mask);
+    cdc__client_live(self, &live_mask);
     for (int s = 0; s < 64; s++)
         self->last_sent_to[s] = self->last_answered_by[s] = -1;
     for (int t = 0; t < call->count; t++) {
@@ -1796,7 +1796,7 @@ static int result_part(const cdc_shard_task_t *task, const cdc_msg_header_t *h)
         return -1;
     for (int p = 0; p < cdc_task_parts(task); p++) {
         int64_t first;
-        cdc_shard_task_t piece = cdc_task_part(task, p, &first);
+        cdc_shard_task_t piece = cdc__task_part(task, p, &first);
         if (h->row_offset == first && h->rows == piece.a_rows)
             return task->parts_in & (UINT32_C(1) << p) ? -1 : p;
     }
@@ -1810,8 +1810,8 @@ static void call_take_result(cdc_client_t *self, client_call_t *call, int t, int
 {
     cdc_shard_task_t *task = &call->tasks[t];
     int64_t first;
-    cdc_shard_task_t piece = cdc_task_part(task, p, &first);
-    cdc_msg_payload_gather(&msg->payload[0], piece.result); /* the one copy, chunk by chunk */
+    cdc_shard_task_t piece = cdc__task_part(task, p, &first);
+    cdc__msg_payload_gather(&msg->payload[0], piece.result); /* the one copy, chunk by chunk */
     self->counters.results++;
     self->counters.bytes_in += msg->payload[0].size;
     if (!task->parts_in) {
@@ -1845,7 +1845,7 @@ static void call_apply_reply(cdc_client_t *self, client_call_t *call, int t, int
     if (h->type == CDC_MSG_MISS && call->retries[t] < MAX_MISS_RETRIES) {
         self->counters.misses++;
         call->retries[t]++;
-        cdc_slots_forget(self->slots, w, h->a_key);
+        cdc__slots_forget(self->slots, w, h->a_key);
         if (send_task(self, w, &call->tasks[t], call->keys[t], call->request_id) != CDC_OK) {
             call->state[t] = TASK_IDLE;
             call->pending--;
@@ -1868,22 +1868,22 @@ static void call_apply_reply(cdc_client_t *self, client_call_t *call, int t, int
 static void call_receive(cdc_client_t *self, client_call_t *call, int w)
 {
     cdc_wire_msg_t wire;
-    while (cdc_wire_recv(self->workers[w].socket, &wire, ZMQ_DONTWAIT) == CDC_OK) {
+    while (cdc__wire_recv(self->workers[w].socket, &wire, ZMQ_DONTWAIT) == CDC_OK) {
         cdc_msg_t msg;
-        if (cdc_wire_decode(&wire, 0, &msg) != CDC_OK) {
+        if (cdc__wire_decode(&wire, 0, &msg) != CDC_OK) {
             self->counters.invalid_replies++;
             CDC_LOG_WARNF("worker %d: invalid reply: %s", w, cdc_last_error());
         } else if (msg.header.type == CDC_MSG_PONG) {
-            cdc_slots_acked(self->slots, w, msg.header.request_id); /* send_data_ping */
+            cdc__slots_acked(self->slots, w, msg.header.request_id); /* send_data_ping */
         } else if (msg.header.type != CDC_MSG_GOODBYE) {
             /* (A GOODBYE reaches the heartbeat thread too, which acts on it.) */
             int t = call_match_reply(self, call, w, &msg.header);
             if (t >= 0)
                 call_apply_reply(self, call, t, w, &msg);
         }
-        cdc_wire_msg_close(&wire);
+        cdc__wire_msg_close(&wire);
     }
-    cdc_wire_msg_close(&wire);
+    cdc__wire_msg_close(&wire);
 }
 
 /* Before a call: read what waits on the data sockets (answers to calls
@@ -1895,12 +1895,12 @@ static void drain_stale(cdc_client_t *self)
     for (int w = 0; w < self->count; w++) {
         cdc_wire_msg_t wire;
         for (int n = 0; n < DRAIN_MAX &&
-                        cdc_wire_recv(self->workers[w].socket, &wire, ZMQ_DONTWAIT) == CDC_OK;
+                        cdc__wire_recv(self->workers[w].socket, &wire, ZMQ_DONTWAIT) == CDC_OK;
              n++) {
             cdc_msg_t msg;
-            int valid = cdc_wire_decode(&wire, 0, &msg) == CDC_OK;
+            int valid = cdc__wire_decode(&wire, 0, &msg) == CDC_OK;
             if (valid && msg.header.type == CDC_MSG_PONG)
-                cdc_slots_acked(self->slots, w, msg.header.request_id); /* send_data_ping */
+                cdc__slots_acked(self->slots, w, msg.header.request_id); /* send_data_ping */
             else if (valid && msg.header.type == CDC_MSG_GOODBYE)
                 ; /* harmless: the heartbeat thread acts on it */
             else if (valid && msg.header.request_id > self->first_request &&
@@ -1908,9 +1908,9 @@ static void drain_stale(cdc_client_t *self)
                 count_late(self, &msg.header);
             else
                 self->counters.invalid_replies++;
-            cdc_wire_msg_close(&wire);
+            cdc__wire_msg_close(&wire);
         }
-        cdc_wire_msg_close(&wire);
+        cdc__wire_msg_close(&wire);
     }
 }
 
@@ -1918,7 +1918,7 @@ static void drain_stale(cdc_client_t *self)
    and regained: the repair's time, from the departure that began it. */
 static void track_redundancy(cdc_client_t *self, uint64_t live, int64_t last_departure_us)
 {
-    int full = cdc_slots_full(self->slots, live);
+    int full = cdc__slots_full(self->slots, live);
     int64_t now_us = (int64_t) (cdc__clock_ms() * 1000.0);
     /* A slot erased while its home takes in a re-sized layout's blocks
        (staging) is planned, not a loss to repair. */
@@ -1936,12 +1936,12 @@ static void track_redundancy(cdc_client_t *self, uint64_t live, int64_t last_dep
         self->degraded_since_us = -1;
         CDC_LOG_INFOF("full redundancy again after %.1f ms", (double) took / 1000.0);
     }
-    atomic_store(&self->restoring, !full || cdc_slots_busy(self->slots, live) ||
-                                       cdc_slots_staging(self->slots));
+    atomic_store(&self->restoring, !full || cdc__slots_busy(self->slots, live) ||
+                                       cdc__slots_staging(self->slots));
 }
 
 /* Worker w's status named instance: a new process is taken only once the
-   old one is gone (cdc_slots_instance; refused changes logged once per
+   old one is gone (cdc__slots_instance; refused changes logged once per
    worker). Each one that comes back empty within a minute of its last
    return waits longer before it is sent its weights again: 0, then 1, 2,
    4 ... 30 s, so a process in a crash loop (or a worker that lies about
@@ -1950,7 +1950,7 @@ static void note_instance(cdc_client_t *self, int w, uint64_t instance)
 {
     cdc_slot_worker_t *worker = &self->slots->workers[w];
     uint64_t was = worker->instance;
-    if (cdc_slots_instance(self->slots, w, instance) && worker->instances_refused == 1)
+    if (cdc__slots_instance(self->slots, w, instance) && worker->instances_refused == 1)
         CDC_LOG_WARNF("worker %d names another process (instance) on a connection that "
                       "never dropped: ignored, its weights are not sent again (a bug or a "
                       "lie; logged once)", w);
@@ -1992,7 +1992,7 @@ static void restore_pass(cdc_client_t *self)
     int64_t now_ms = (int64_t) cdc__clock_ms();
     for (int w = 0; w < count; w++) {
         if (departures[w] != self->deaths_seen[w]) {
-            cdc_slots_connection_lost(slots, w);
+            cdc__slots_connection_lost(slots, w);
             self->deaths_seen[w] = departures[w];
         }
         note_instance(self, w, instance[w]);
@@ -2001,7 +2001,7 @@ static void restore_pass(cdc_client_t *self)
     }
     uint64_t before = slots->background_bytes;
     cdc_slot_io_t io = {restore_send_weights, send_data_ping, self};
-    cdc_slots_restore(slots, restorable, &io);
+    cdc__slots_restore(slots, restorable, &io);
     self->counters.background_weight_bytes += slots->background_bytes - before;
     track_redundancy(self, live, last_departure_us);
     self->last_pass_ms = (int64_t) cdc__clock_ms();
@@ -2011,7 +2011,7 @@ static void restore_pass(cdc_client_t *self)
 static void call_drop_dead(cdc_client_t *self, client_call_t *call)
 {
     uint64_t now_live;
-    cdc_client_live(self, &now_live);
+    cdc__client_live(self, &now_live);
     for (int t = 0; t < call->count && call->pending > 0; t++)
         if (call->state[t] == TASK_PENDING &&
             !(now_live & (UINT64_C(1) << call->worker_of[t]))) {
@@ -2046,7 +2046,7 @@ static int call_poll(cdc_client_t *self, zmq_pollitem_t *items, int64_t timeout_
 static void call_cancel_pending(cdc_client_t *self, const client_call_t *call)
 {
     uint64_t live_mask, cancel_mask = 0;
-    cdc_client_live(self, &live_mask);
+    cdc__client_live(self, &live_mask);
     for (int t = 0; t < call->count; t++)
         if (call->state[t] == TASK_PENDING && call->worker_of[t] >= 0)
             cancel_mask |= UINT64_C(1) << call->worker_of[t];
@@ -2055,14 +2055,14 @@ static void call_cancel_pending(cdc_client_t *self, const client_call_t *call)
         if (!(cancel_mask & (UINT64_C(1) << w)))
             continue;
         cdc_msg_header_t h;
-        cdc_msg_header_init(&h, CDC_MSG_CANCEL);
+        cdc__msg_header_init(&h, CDC_MSG_CANCEL);
         h.request_id = call->request_id;
-        if (cdc_wire_send(self->workers[w].socket, NULL, &h, NULL, 0, ZMQ_DONTWAIT) == CDC_OK)
+        if (cdc__wire_send(self->workers[w].socket, NULL, &h, NULL, 0, ZMQ_DONTWAIT) == CDC_OK)
             self->counters.cancels_sent++;
     }
 }
 
-void cdc_client_observe(cdc_client_t *self, const cdc_client_observer_t *observer)
+void cdc__client_observe(cdc_client_t *self, const cdc_client_observer_t *observer)
 {
     pthread_mutex_lock(&self->state_lock);
     self->observer = *observer;
@@ -2105,16 +2105,16 @@ static void call_observe(cdc_client_t *self, const client_call_t *call)
             observer.call_done(observer.ctx, w, elapsed[w], flops[w], bytes[w]);
 }
 
-int cdc_client_run(cdc_client_t *self, cdc_shard_task_t *tasks, int count, int n, int needed,
-                   int wait_ms, int timeout_ms, uint64_t *arrived)
+int cdc__client_run(cdc_client_t *self, cdc_shard_task_t *tasks, int count, int n, int needed,
+                    int wait_ms, int timeout_ms, uint64_t *arrived)
 {
-    return cdc_client_run_goal(self, tasks, count, n, needed, NULL, wait_ms, timeout_ms,
-                               arrived);
+    return cdc__client_run_goal(self, tasks, count, n, needed, NULL, wait_ms, timeout_ms,
+                                arrived);
 }
 
-int cdc_client_run_goal(cdc_client_t *self, cdc_shard_task_t *tasks, int count, int n,
-                        int needed, const cdc_call_goal_t *goal, int wait_ms, int timeout_ms,
-                        uint64_t *arrived)
+int cdc__client_run_goal(cdc_client_t *self, cdc_shard_task_t *tasks, int count, int n,
+                         int needed, const cdc_call_goal_t *goal, int wait_ms, int timeout_ms,
+                         uint64_t *arrived)
 {
     *arrived = 0;
     if (count < 1 || count > 64)
@@ -2124,7 +2124,7 @@ int cdc_client_run_goal(cdc_client_t *self, cdc_shard_task_t *tasks, int count, 
         discovery_publish(self); /* a worker discovered since the last call */
     discovery_homes(self);       /* none on a discovered entry never live */
     data_moves(self);            /* a respawned worker's new endpoint */
-    cdc_slots_call(self->slots, count);
+    cdc__slots_call(self->slots, count);
     restore_pass(self);
     client_call_t call;
     call_begin(self, &call, tasks, count, n, needed, goal, wait_ms, timeout_ms, arrived);
@@ -2153,10 +2153,10 @@ int cdc_client_run_goal(cdc_client_t *self, cdc_shard_task_t *tasks, int count, 
     return rc;
 }
 
-int cdc_client_set_homes(cdc_client_t *self, const int *home_of_slot, int slots)
+int cdc__client_set_homes(cdc_client_t *self, const int *home_of_slot, int slots)
 {
     pthread_mutex_lock(&self->lock);
-    int rc = cdc_slots_set_homes(self->slots, home_of_slot, slots, self->count);
+    int rc = cdc__slots_set_homes(self->slots, home_of_slot, slots, self->count);
     if (rc == CDC_OK) {
         self->homes_given = 1; /* discovery_homes leaves them alone */
         /* The new homes' weights go in the next restore pass, soon. */
@@ -2167,8 +2167,8 @@ int cdc_client_set_homes(cdc_client_t *self, const int *home_of_slot, int slots)
     return rc;
 }
 
-int cdc_client_stage(cdc_client_t *self, uint64_t token, int needed,
-                     const cdc_slot_weight_t *block, int count, const int *order)
+int cdc__client_stage(cdc_client_t *self, uint64_t token, int needed,
+                      const cdc_slot_weight_t *block, int count, const int *order)
 {
     if (count < 1 || count > CDC_MAX_WORKERS)
         return 0;
@@ -2179,15 +2179,15 @@ int cdc_client_stage(cdc_client_t *self, uint64_t token, int needed,
                                  block[s].data);
     }
     pthread_mutex_lock(&self->lock);
-    cdc_slots_stage(self->slots, token, weight, count, order);
-    int staged = cdc_slots_staged(self->slots, token) == 1;
+    cdc__slots_stage(self->slots, token, weight, count, order);
+    int staged = cdc__slots_staged(self->slots, token) == 1;
     if (!staged)
         atomic_store(&self->restoring, 1); /* the heartbeat thread moves it on */
     pthread_mutex_unlock(&self->lock);
     return staged;
 }
 
-void cdc_client_last_call(cdc_client_t *self, int *sent_to, int *answered_by, int max)
+void cdc__client_last_call(cdc_client_t *self, int *sent_to, int *answered_by, int max)
 {
     pthread_mutex_lock(&self->lock);
     for (int s = 0; s < max; s++) {

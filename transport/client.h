@@ -48,18 +48,18 @@ typedef struct cdc_client cdc_client_t;
    the heartbeat thread, and wait up to connect_wait_ms for each worker to
    answer a PING. Unanswered workers are kept (libzmq reconnects in the
    background) and join when they answer. Caller owns *client_p and must
-   destroy it with cdc_client_destroy. */
-int cdc_client_new(const char *endpoints, int connect_wait_ms, cdc_client_t **client_p);
+   destroy it with cdc__client_destroy. */
+int cdc__client_new(const char *endpoints, int connect_wait_ms, cdc_client_t **client_p);
 
 /* Same over CURVE: every DEALER (data and heartbeat) is a CURVE client with
    client_cert's keys (it must hold the secret one) that expects
    server_certs[w]'s public key from endpoint w (one certificate per endpoint,
    in order). A worker whose key differs never completes the handshake, so it
    never turns live and is never sent anything. client_cert NULL: plaintext,
-   as cdc_client_new. The certificates are copied. */
-int cdc_client_new_curve(const char *endpoints, int connect_wait_ms,
-                         const cdc_curve_cert_t *client_cert,
-                         const cdc_curve_cert_t *server_certs, cdc_client_t **client_p);
+   as cdc__client_new. The certificates are copied. */
+int cdc__client_new_curve(const char *endpoints, int connect_wait_ms,
+                          const cdc_curve_cert_t *client_cert,
+                          const cdc_curve_cert_t *server_certs, cdc_client_t **client_p);
 
 /* Workers found by their beacons (discovery.h) instead of an endpoint list,
    over CURVE with client_cert's keys: a beacon's worker is added when it
@@ -71,24 +71,24 @@ int cdc_client_new_curve(const char *endpoints, int connect_wait_ms,
    answers a PING. With none found, calls run locally until one is. Returns
    CDC_OK, CDC_EINVAL (no certificate or trusted path) or CDC_ETRANSPORT (no
    broadcast interface). */
-int cdc_client_new_discover(const cdc_discovery_where_t *where, int wait_ms,
-                            int connect_wait_ms, const cdc_curve_cert_t *client_cert,
-                            const char *trusted, cdc_client_t **client_p);
+int cdc__client_new_discover(const cdc_discovery_where_t *where, int wait_ms,
+                             int connect_wait_ms, const cdc_curve_cert_t *client_cert,
+                             const char *trusted, cdc_client_t **client_p);
 
 /* Close every socket; accepts NULL and *NULL; nulls *client_p. */
-void cdc_client_destroy(cdc_client_t **client_p);
+void cdc__client_destroy(cdc_client_t **client_p);
 
 /* W, the number of endpoints. */
-int cdc_client_worker_count(const cdc_client_t *self);
+int cdc__client_worker_count(const cdc_client_t *self);
 
 /* The workers the plan may count: W with an endpoint list; with discovery,
    the entries that have answered a PING at least once (an entry that never
    did, such as a replayed beacon's, takes no slot). Thread-safe. */
-int cdc_client_admitted(cdc_client_t *self);
+int cdc__client_admitted(cdc_client_t *self);
 
-/* Send tasks[t] to a worker of the plan (cdc_client_planned) by stable
+/* Send tasks[t] to a worker of the plan (cdc__client_planned) by stable
    placement (placement.h): shard s goes to its slot's home (worker s unless
-   cdc_client_set_homes moved it) while that worker is live and ready, so a
+   cdc__client_set_homes moved it) while that worker is live and ready, so a
    re-plan moves only the shards of workers that left, to workers that hold
    their weights and no shard of the call. A planned worker that is
    not live now gets nothing (its shard is an erasure); with no live worker
@@ -104,17 +104,17 @@ int cdc_client_admitted(cdc_client_t *self);
    dropped and counted. CDC_OK even when results are missing (the caller
    decodes or computes them); another status only for a broken socket or OOM.
    Thread-safe (calls are serialised). */
-int cdc_client_run(cdc_client_t *self, cdc_shard_task_t *tasks, int count, int n, int needed,
-                   int wait_ms, int timeout_ms, uint64_t *arrived);
+int cdc__client_run(cdc_client_t *self, cdc_shard_task_t *tasks, int count, int n, int needed,
+                    int wait_ms, int timeout_ms, uint64_t *arrived);
 
 /* The same for a call of streamed tasks (task.h): each task's parts come
    back into result and tail as they are computed (parts_in says which),
    and the call waits for goal->enough (not needed results) before it
    cancels the parts still due; wait_ms then runs while lead rows are
-   pending. goal NULL: cdc_client_run. */
-int cdc_client_run_goal(cdc_client_t *self, cdc_shard_task_t *tasks, int count, int n,
-                        int needed, const cdc_call_goal_t *goal, int wait_ms, int timeout_ms,
-                        uint64_t *arrived);
+   pending. goal NULL: cdc__client_run. */
+int cdc__client_run_goal(cdc_client_t *self, cdc_shard_task_t *tasks, int count, int n,
+                         int needed, const cdc_call_goal_t *goal, int wait_ms, int timeout_ms,
+                         uint64_t *arrived);
 
 /* Where the plan's slots live: slot s's home is worker home_of_slot[s] for
    s < slots (distinct workers; the slots after them take the other workers
@@ -125,10 +125,10 @@ int cdc_client_run_goal(cdc_client_t *self, cdc_shard_task_t *tasks, int count, 
    that holds them (the slot's previous home) serves it. CDC_EINVAL naming
    what is wrong (a worker out of range, one given twice, more slots than
    workers), the map unchanged. Thread-safe. */
-int cdc_client_set_homes(cdc_client_t *self, const int *home_of_slot, int slots);
+int cdc__client_set_homes(cdc_client_t *self, const int *home_of_slot, int slots);
 
 /* New blocks of a cached operand, for a re-sized layout, sent to the slots'
-   homes in the background (cdc_slots_stage: one slot at a time, its home an
+   homes in the background (cdc__slots_stage: one slot at a time, its home an
    erasure meanwhile; order[0..count-1] the slots, the most urgent first)
    while the calls go on with the blocks the homes hold. block[s] is slot
    s's: key as a task names it (a_key or bt_key), rows x k at data, kept
@@ -136,14 +136,14 @@ int cdc_client_set_homes(cdc_client_t *self, const int *home_of_slot, int slots)
    keys mix it in, as for tasks). Staging the same token again only asks.
    1 when every slot's home holds its block, acknowledged (the next call may
    use them), else 0. Thread-safe. */
-int cdc_client_stage(cdc_client_t *self, uint64_t token, int needed,
-                     const cdc_slot_weight_t *block, int count, const int *order);
+int cdc__client_stage(cdc_client_t *self, uint64_t token, int needed,
+                      const cdc_slot_weight_t *block, int count, const int *order);
 
 /* The last call, per shard s < max: the worker its task was sent to
    (sent_to[s]) and the one whose result was taken (answered_by[s]); -1 for
    none (not in the call, not sent, no result). Either may be NULL. Waits
    for a call in progress. Thread-safe. */
-void cdc_client_last_call(cdc_client_t *self, int *sent_to, int *answered_by, int max);
+void cdc__client_last_call(cdc_client_t *self, int *sent_to, int *answered_by, int max);
 
 /* Worker w is a new process listening at endpoint (an embedded worker
    respawned on a fresh ipc path): every socket the client has for it is
@@ -153,17 +153,17 @@ void cdc_client_last_call(cdc_client_t *self, int *sent_to, int *answered_by, in
    its slots state is that of an empty process; w keeps its place in the
    plan. Returns at once. CDC_EINVAL for an unknown worker or an endpoint
    too long. Thread-safe. */
-int cdc_client_move(cdc_client_t *self, int w, const char *endpoint);
+int cdc__client_move(cdc_client_t *self, int w, const char *endpoint);
 
 /* Live workers now (bit w of *mask, which may be NULL): answering heartbeats.
    Returns their count. Thread-safe; never waits for a call in progress. */
-int cdc_client_live(cdc_client_t *self, uint64_t *mask);
+int cdc__client_live(cdc_client_t *self, uint64_t *mask);
 
 /* Workers in the plan (bit w of *mask, may be NULL): the live ones, plus
    those dead by silence for less than the grace period (1 s; a crashed
    worker leaves the plan at once). Calls spread their shards over these.
    Returns their count. Thread-safe. */
-int cdc_client_planned(cdc_client_t *self, uint64_t *mask);
+int cdc__client_planned(cdc_client_t *self, uint64_t *mask);
 
 /* One worker as the heartbeats see it. */
 typedef struct {
@@ -178,10 +178,10 @@ typedef struct {
 
 /* Up to max workers' status into out[0..]; returns how many were written.
    Thread-safe; never waits for a call. */
-int cdc_client_status(cdc_client_t *self, cdc_worker_status_t *out, int max);
+int cdc__client_status(cdc_client_t *self, cdc_worker_status_t *out, int max);
 
 /* Copy the counters. Thread-safe. */
-void cdc_client_counters(cdc_client_t *self, cdc_remote_counters_t *counters);
+void cdc__client_counters(cdc_client_t *self, cdc_remote_counters_t *counters);
 
 /* What the client learns about each worker's speed as it learns it, for a
    profile (src/coordinator/profile.h). pong: on the heartbeat thread, for
@@ -200,6 +200,6 @@ typedef struct {
 } cdc_client_observer_t;
 
 /* Report to *observer (copied) from now on. Thread-safe. */
-void cdc_client_observe(cdc_client_t *self, const cdc_client_observer_t *observer);
+void cdc__client_observe(cdc_client_t *self, const cdc_client_observer_t *observer);
 
 #endif

@@ -53,8 +53,8 @@ static zactor_t *beacon_open(const cdc_discovery_where_t *where)
     return beacon;
 }
 
-int cdc_announcer_new(const cdc_discovery_where_t *where, int tcp_port, const char *public_txt,
-                      int interval_ms, cdc_announcer_t **announcer_p)
+int cdc__announcer_new(const cdc_discovery_where_t *where, int tcp_port, const char *public_txt,
+                       int interval_ms, cdc_announcer_t **announcer_p)
 {
     *announcer_p = NULL;
     if (tcp_port < 1 || tcp_port > 65535 || !public_txt ||
@@ -80,7 +80,7 @@ int cdc_announcer_new(const cdc_discovery_where_t *where, int tcp_port, const ch
     return CDC_OK;
 }
 
-void cdc_announcer_destroy(cdc_announcer_t **announcer_p)
+void cdc__announcer_destroy(cdc_announcer_t **announcer_p)
 {
     if (!announcer_p || !*announcer_p)
         return;
@@ -89,7 +89,7 @@ void cdc_announcer_destroy(cdc_announcer_t **announcer_p)
     *announcer_p = NULL;
 }
 
-int cdc_listener_new(const cdc_discovery_where_t *where, cdc_listener_t **listener_p)
+int cdc__listener_new(const cdc_discovery_where_t *where, cdc_listener_t **listener_p)
 {
     *listener_p = NULL;
     cdc_listener_t *self = calloc(1, sizeof *self);
@@ -104,7 +104,7 @@ int cdc_listener_new(const cdc_discovery_where_t *where, cdc_listener_t **listen
     return CDC_OK;
 }
 
-void cdc_listener_destroy(cdc_listener_t **listener_p)
+void cdc__listener_destroy(cdc_listener_t **listener_p)
 {
     if (!listener_p || !*listener_p)
         return;
@@ -140,7 +140,7 @@ static int beacon_parse(const char *address, const uint8_t *data, size_t size,
     return 1;
 }
 
-int cdc_listener_next(cdc_listener_t *self, int timeout_ms, cdc_discovered_t *found)
+int cdc__listener_next(cdc_listener_t *self, int timeout_ms, cdc_discovered_t *found)
 {
     zsock_set_rcvtimeo(self->beacon, timeout_ms);
     /* Bounded: a flood of malformed beacons arriving as fast as they are
@@ -161,7 +161,7 @@ int cdc_listener_next(cdc_listener_t *self, int timeout_ms, cdc_discovered_t *fo
     return CDC_ETIMEDOUT;
 }
 
-int cdc_listener_drain(cdc_listener_t *self, int max)
+int cdc__listener_drain(cdc_listener_t *self, int max)
 {
     void *socket = zsock_resolve(self->beacon);
     int dropped = 0;
@@ -179,12 +179,12 @@ int cdc_listener_drain(cdc_listener_t *self, int max)
     return dropped;
 }
 
-void *cdc_listener_socket(const cdc_listener_t *self)
+void *cdc__listener_socket(const cdc_listener_t *self)
 {
     return zsock_resolve(self->beacon);
 }
 
-int cdc_discovery_parse(const char *text, int *udp_port)
+int cdc__discovery_parse(const char *text, int *udp_port)
 {
     *udp_port = 0;
     if (strncmp(text, "discover", 8) != 0)

@@ -46,7 +46,7 @@ static void cert_copy(zcert_t *zc, int with_secret, cdc_curve_cert_t *cert)
         snprintf(cert->endpoint, sizeof cert->endpoint, "%s", endpoint);
 }
 
-int cdc_curve_path_is_dir(const char *path)
+int cdc__curve_path_is_dir(const char *path)
 {
     struct stat st;
     if (!path || stat(path, &st) != 0)
@@ -154,7 +154,7 @@ static zcert_t *load_file(const char *path)
     return zc;
 }
 
-int cdc_curve_load_secret(const char *path, cdc_curve_cert_t *cert)
+int cdc__curve_load_secret(const char *path, cdc_curve_cert_t *cert)
 {
     zcert_t *zc = load_file(path);
     if (!zc)
@@ -168,7 +168,7 @@ int cdc_curve_load_secret(const char *path, cdc_curve_cert_t *cert)
     return CDC_OK;
 }
 
-int cdc_curve_load_public(const char *path, cdc_curve_cert_t *cert)
+int cdc__curve_load_public(const char *path, cdc_curve_cert_t *cert)
 {
     zcert_t *zc = load_file(path);
     if (!zc)
@@ -235,29 +235,29 @@ static int server_cert_in_dir(const char *dir, match_t match, const char *value,
                      dir, value, certs, value);
 }
 
-int cdc_curve_trusted_key(const char *path, const char *public_txt, cdc_curve_cert_t *cert)
+int cdc__curve_trusted_key(const char *path, const char *public_txt, cdc_curve_cert_t *cert)
 {
-    int is_dir = cdc_curve_path_is_dir(path);
+    int is_dir = cdc__curve_path_is_dir(path);
     if (is_dir < 0)
         return cdc__fail(CDC_ECONFIG, "worker certificate '%s': %s", path ? path : "(null)",
                          strerror(errno));
     if (is_dir)
         return server_cert_in_dir(path, MATCH_KEY, public_txt, cert);
-    int rc = cdc_curve_load_public(path, cert);
+    int rc = cdc__curve_load_public(path, cert);
     if (rc == CDC_OK && strcmp(cert->public_txt, public_txt) != 0)
         rc = cdc__fail(CDC_ECONFIG, "certificate '%s' does not hold key %s", path, public_txt);
     return rc;
 }
 
-int cdc_curve_server_cert(const char *path, const char *endpoint, cdc_curve_cert_t *cert)
+int cdc__curve_server_cert(const char *path, const char *endpoint, cdc_curve_cert_t *cert)
 {
-    int is_dir = cdc_curve_path_is_dir(path);
+    int is_dir = cdc__curve_path_is_dir(path);
     if (is_dir < 0)
         return cdc__fail(CDC_ECONFIG, "worker certificate '%s': %s", path ? path : "(null)",
                          strerror(errno));
     if (is_dir)
         return server_cert_in_dir(path, MATCH_ENDPOINT, endpoint, cert);
-    return cdc_curve_load_public(path, cert);
+    return cdc__curve_load_public(path, cert);
 }
 
 /* ---- trusted keys in memory (discovery) ---------------------------------------- */
@@ -354,7 +354,7 @@ static int stat_same(const struct stat *a, const struct stat *b)
            a->st_ctim.tv_sec == b->st_ctim.tv_sec && a->st_ctim.tv_nsec == b->st_ctim.tv_nsec;
 }
 
-int cdc_trust_new(const char *path, cdc_trust_t **trust_p)
+int cdc__trust_new(const char *path, cdc_trust_t **trust_p)
 {
     *trust_p = NULL;
     struct stat st;
@@ -369,14 +369,14 @@ int cdc_trust_new(const char *path, cdc_trust_t **trust_p)
     }
     int rc = trust_read(self, &st);
     if (rc != CDC_OK) {
-        cdc_trust_destroy(&self);
+        cdc__trust_destroy(&self);
         return rc;
     }
     *trust_p = self;
     return CDC_OK;
 }
 
-void cdc_trust_destroy(cdc_trust_t **trust_p)
+void cdc__trust_destroy(cdc_trust_t **trust_p)
 {
     if (!trust_p || !*trust_p)
         return;
@@ -403,8 +403,8 @@ static void trust_recheck(cdc_trust_t *self, int64_t now_ms)
         trust_read(self, &st);
 }
 
-int cdc_trust_find(cdc_trust_t *self, const char *public_txt, int64_t now_ms,
-                   cdc_curve_cert_t *cert)
+int cdc__trust_find(cdc_trust_t *self, const char *public_txt, int64_t now_ms,
+                    cdc_curve_cert_t *cert)
 {
     trust_recheck(self, now_ms);
     if (!self->readable)
@@ -423,7 +423,7 @@ int cdc_trust_find(cdc_trust_t *self, const char *public_txt, int64_t now_ms,
     return CDC_OK;
 }
 
-int cdc_trust_reads(const cdc_trust_t *self)
+int cdc__trust_reads(const cdc_trust_t *self)
 {
     return self ? self->reads : 0;
 }
@@ -434,7 +434,7 @@ static int file_exists(const char *path)
     return lstat(path, &st) == 0;
 }
 
-int cdc_curve_keygen(const char *path, const char *endpoint, char public_txt[CDC_CURVE_KEY_TEXT])
+int cdc__curve_keygen(const char *path, const char *endpoint, char public_txt[CDC_CURVE_KEY_TEXT])
 {
     char secret_path[ZCERT_PATH_MAX + sizeof "_secret"];
     if (!path || !*path || strlen(path) > ZCERT_PATH_MAX)
@@ -495,7 +495,7 @@ static void tcp_host(const char *address, char *out, size_t size)
     out[len] = '\0';
 }
 
-int cdc_endpoint_needs_curve(const char *endpoint)
+int cdc__endpoint_needs_curve(const char *endpoint)
 {
     if (!endpoint || strncmp(endpoint, "tcp://", 6) != 0)
         return 0;
@@ -509,7 +509,7 @@ int cdc_endpoint_needs_curve(const char *endpoint)
     return 1;
 }
 
-int cdc_bind_needs_curve(const char *endpoint)
+int cdc__bind_needs_curve(const char *endpoint)
 {
     if (endpoint && strncmp(endpoint, "tcp://", 6) == 0) {
         char host[256];
@@ -517,10 +517,10 @@ int cdc_bind_needs_curve(const char *endpoint)
         if (strcmp(host, "lo") == 0)
             return 0; /* the loopback interface */
     }
-    return cdc_endpoint_needs_curve(endpoint);
+    return cdc__endpoint_needs_curve(endpoint);
 }
 
-void cdc_curve_cert_clear(cdc_curve_cert_t *cert)
+void cdc__curve_cert_clear(cdc_curve_cert_t *cert)
 {
     volatile uint8_t *secret = cert->secret_key;
     for (size_t i = 0; i < sizeof cert->secret_key; i++)

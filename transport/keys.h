@@ -31,32 +31,32 @@ typedef struct {
    overwrite existing files. The public key text goes to public_txt when it is
    not NULL. Returns CDC_OK, CDC_EINVAL (files exist, endpoint too long) or
    CDC_ETRANSPORT (I/O), with the detail in cdc_last_error(). */
-int cdc_curve_keygen(const char *path, const char *endpoint,
-                     char public_txt[CDC_CURVE_KEY_TEXT]);
+int cdc__curve_keygen(const char *path, const char *endpoint,
+                      char public_txt[CDC_CURVE_KEY_TEXT]);
 
 /* Load a secret certificate (a PATH_secret file) into *cert. Returns CDC_OK,
    or CDC_ECONFIG when the file is missing, unreadable, not a certificate or
    holds no secret key (detail in cdc_last_error(), naming the file). */
-int cdc_curve_load_secret(const char *path, cdc_curve_cert_t *cert);
+int cdc__curve_load_secret(const char *path, cdc_curve_cert_t *cert);
 
 /* Load a public certificate into *cert (a secret certificate also works; its
    secret key is ignored). Returns CDC_OK or CDC_ECONFIG as above. */
-int cdc_curve_load_public(const char *path, cdc_curve_cert_t *cert);
+int cdc__curve_load_public(const char *path, cdc_curve_cert_t *cert);
 
 /* The worker certificate for endpoint, from path: a certificate file (used
    for every endpoint), or a directory of certificates of which the one whose
    "endpoint" metadata equals endpoint is taken (files ending in _secret are
    skipped). Returns CDC_OK or CDC_ECONFIG (none found, unreadable). */
-int cdc_curve_server_cert(const char *path, const char *endpoint, cdc_curve_cert_t *cert);
+int cdc__curve_server_cert(const char *path, const char *endpoint, cdc_curve_cert_t *cert);
 
 /* The trusted worker certificate holding public_txt (Z85), from path: a
-   certificate file or a directory of them (as cdc_curve_server_cert). For
+   certificate file or a directory of them (as cdc__curve_server_cert). For
    discovered workers, which announce their key. Returns CDC_OK or
    CDC_ECONFIG (not trusted: no such key; unreadable). */
-int cdc_curve_trusted_key(const char *path, const char *public_txt, cdc_curve_cert_t *cert);
+int cdc__curve_trusted_key(const char *path, const char *public_txt, cdc_curve_cert_t *cert);
 
 /* Trusted worker keys held in memory, for discovery: path (a certificate
-   file or a directory of them, as cdc_curve_trusted_key) is read once, and
+   file or a directory of them, as cdc__curve_trusted_key) is read once, and
    again when its modification or change time or inode differs, looked at at
    most once per CDC_TRUST_RECHECK_MS: a beacon with an unknown key costs a
    binary search, never a directory scan (a flood of random keys made the
@@ -70,37 +70,37 @@ int cdc_curve_trusted_key(const char *path, const char *public_txt, cdc_curve_ce
 typedef struct cdc_trust cdc_trust_t;
 
 /* Read path into a new cache. CDC_OK, CDC_ENOMEM, or CDC_ECONFIG naming path
-   (missing, unreadable). Caller owns *trust_p (cdc_trust_destroy). */
-int cdc_trust_new(const char *path, cdc_trust_t **trust_p);
+   (missing, unreadable). Caller owns *trust_p (cdc__trust_destroy). */
+int cdc__trust_new(const char *path, cdc_trust_t **trust_p);
 
 /* Accepts NULL and *NULL; nulls *trust_p. */
-void cdc_trust_destroy(cdc_trust_t **trust_p);
+void cdc__trust_destroy(cdc_trust_t **trust_p);
 
 /* The trusted certificate holding public_txt (Z85) into *cert (its public
    key; no endpoint, no secret). now_ms: a monotonic clock, for the recheck.
    CDC_OK, or CDC_ECONFIG (no such key, or path unreadable at the last look:
    then nothing is trusted until it reads again). */
-int cdc_trust_find(cdc_trust_t *self, const char *public_txt, int64_t now_ms,
-                   cdc_curve_cert_t *cert);
+int cdc__trust_find(cdc_trust_t *self, const char *public_txt, int64_t now_ms,
+                    cdc_curve_cert_t *cert);
 
 /* How many times path was read (the first read counts): for tests. */
-int cdc_trust_reads(const cdc_trust_t *self);
+int cdc__trust_reads(const cdc_trust_t *self);
 
 /* Whether path names a directory (1), something else that exists (0), or
    nothing readable (-1). */
-int cdc_curve_path_is_dir(const char *path);
+int cdc__curve_path_is_dir(const char *path);
 
 /* Whether a connect to endpoint needs protection: tcp:// to a host that is
    not loopback (127.0.0.0/8, ::1, localhost); any other name is resolved by
    libzmq, so it may be anyone ('lo' included: a host name when connecting).
    ipc:// and inproc:// do not. */
-int cdc_endpoint_needs_curve(const char *endpoint);
+int cdc__endpoint_needs_curve(const char *endpoint);
 
 /* The same for a bind, where libzmq reads a name as an interface first:
    'lo' is then loopback too; '*' and 0.0.0.0 (every interface) need it. */
-int cdc_bind_needs_curve(const char *endpoint);
+int cdc__bind_needs_curve(const char *endpoint);
 
 /* Wipe a certificate's secret key from memory. */
-void cdc_curve_cert_clear(cdc_curve_cert_t *cert);
+void cdc__curve_cert_clear(cdc_curve_cert_t *cert);
 
 #endif

@@ -112,9 +112,9 @@ static void place_anywhere(placing_t *p)
     }
 }
 
-void cdc_placement_slots(const int *shards, int count, int worker_count,
-                         const int *home_of_slot, uint64_t live, const uint64_t *ready,
-                         int tolerable, int *worker_of)
+void cdc__placement_slots(const int *shards, int count, int worker_count,
+                          const int *home_of_slot, uint64_t live, const uint64_t *ready,
+                          int tolerable, int *worker_of)
 {
     placing_t p = {shards, count, worker_count > 64 ? 64 : worker_count, home_of_slot,
                    live, ready, worker_of, {0}};
@@ -125,8 +125,8 @@ void cdc_placement_slots(const int *shards, int count, int worker_count,
         place_anywhere(&p);
 }
 
-void cdc_placement_assign(const int *shards, int count, int worker_count,
-                          uint64_t planned_mask, int *worker_of)
+void cdc__placement_assign(const int *shards, int count, int worker_count,
+                           uint64_t planned_mask, int *worker_of)
 {
-    cdc_placement_slots(shards, count, worker_count, NULL, planned_mask, NULL, 0, worker_of);
+    cdc__placement_slots(shards, count, worker_count, NULL, planned_mask, NULL, 0, worker_of);
 }

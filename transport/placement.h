@@ -36,14 +36,14 @@
 
    ready may be NULL: every worker ready for every slot. worker_of[t]
    receives the worker of task t or -1. Never fails; thread-safe. */
-void cdc_placement_slots(const int *shards, int count, int worker_count,
-                         const int *home_of_slot, uint64_t live, const uint64_t *ready,
-                         int tolerable, int *worker_of);
+void cdc__placement_slots(const int *shards, int count, int worker_count,
+                          const int *home_of_slot, uint64_t live, const uint64_t *ready,
+                          int tolerable, int *worker_of);
 
 /* The placement before slots and the test suite's reference: slot s's home
    is worker s, every planned worker ready, nothing tolerable (every task
    placed while any worker is planned). */
-void cdc_placement_assign(const int *shards, int count, int worker_count,
-                          uint64_t planned_mask, int *worker_of);
+void cdc__placement_assign(const int *shards, int count, int worker_count,
+                           uint64_t planned_mask, int *worker_of);
 
 #endif

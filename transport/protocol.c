@@ -63,7 +63,7 @@ static int type_has_matrix(int type)
            type == CDC_MSG_WEIGHTS || type == CDC_MSG_RESULT;
 }
 
-void cdc_msg_header_init(cdc_msg_header_t *header, cdc_msg_type_t type)
+void cdc__msg_header_init(cdc_msg_header_t *header, cdc_msg_type_t type)
 {
     memset(header, 0, sizeof *header);
     header->magic = CDC_PROTO_MAGIC;
@@ -72,7 +72,7 @@ void cdc_msg_header_init(cdc_msg_header_t *header, cdc_msg_type_t type)
     header->dtype = type_has_matrix(type) ? CDC_PROTO_DTYPE_F32 : 0;
 }
 
-void cdc_msg_header_pack(const cdc_msg_header_t *header, uint8_t *out)
+void cdc__msg_header_pack(const cdc_msg_header_t *header, uint8_t *out)
 {
     cdc_conv_geometry_t g = header->geometry;
     put_u(out + OFF_MAGIC, header->magic, 4);
@@ -96,7 +96,7 @@ void cdc_msg_header_pack(const cdc_msg_header_t *header, uint8_t *out)
     put_u(out + OFF_ROW_OFFSET, (uint64_t) header->row_offset, 8);
 }
 
-int cdc_msg_header_unpack(const void *data, size_t size, cdc_msg_header_t *header)
+int cdc__msg_header_unpack(const void *data, size_t size, cdc_msg_header_t *header)
 {
     if (!data || size != CDC_PROTO_HEADER_SIZE)
         return cdc__fail(CDC_EPROTO, "header frame is %zu bytes, expected %d", size,
@@ -124,7 +124,7 @@ int cdc_msg_header_unpack(const void *data, size_t size, cdc_msg_header_t *heade
     return CDC_OK;
 }
 
-int cdc_msg_payload_count(cdc_msg_type_t type)
+int cdc__msg_payload_count(cdc_msg_type_t type)
 {
     switch (type) {
     case CDC_MSG_TASK_GEMM:
@@ -144,7 +144,7 @@ int cdc_msg_payload_count(cdc_msg_type_t type)
     return -1;
 }
 
-int cdc_msg_payload_frames(size_t size)
+int cdc__msg_payload_frames(size_t size)
 {
     if (size == 0)
         return 1; /* an empty payload (a cached operand) is one empty frame */
@@ -152,7 +152,7 @@ int cdc_msg_payload_frames(size_t size)
     return frames > INT_MAX ? INT_MAX : (int) frames;
 }
 
-void cdc_msg_payload_gather(const cdc_msg_payload_t *payload, void *out)
+void cdc__msg_payload_gather(const cdc_msg_payload_t *payload, void *out)
 {
     uint8_t *at = out;
     for (int i = 0; i < payload->count; i++) {
@@ -162,7 +162,7 @@ void cdc_msg_payload_gather(const cdc_msg_payload_t *payload, void *out)
     }
 }
 
-const char *cdc_msg_type_name(int type)
+const char *cdc__msg_type_name(int type)
 {
     static const char *const names[] = {"UNKNOWN", "TASK_GEMM", "TASK_CONV", "WEIGHTS",
                                         "RESULT",  "ERROR",     "MISS",      "PING",
@@ -234,7 +234,7 @@ static int validate_conv(const cdc_msg_header_t *h, layout_t *l)
         g.pad_w > CDC_PROTO_MAX_DIM)
         return cdc__fail(CDC_EPROTO, "%s: padding %lld x %lld out of range", t,
                          (long long) g.pad_h, (long long) g.pad_w);
-    if (cdc_conv_geometry_finish(&g) != CDC_OK)
+    if (cdc__conv_geometry_finish(&g) != CDC_OK)
         return cdc__fail(CDC_EPROTO, "%s: invalid conv geometry (%s)", t, cdc_last_error());
     if ((rc = check_product(t, "image", g.h, g.w, &image)) ||
         (rc = check_product(t, "image", image, g.channels, &image)) ||
@@ -300,7 +300,7 @@ static int validate_other(const cdc_msg_header_t *h, const char *t, layout_t *l)
 /* Frames a payload must take: cached operands and text travel in one. */
 static int spec_frames(const payload_spec_t *s)
 {
-    return s->key || s->text ? 1 : cdc_msg_payload_frames(s->bytes);
+    return s->key || s->text ? 1 : cdc__msg_payload_frames(s->bytes);
 }
 
 /* Chunk j of the n frames of one payload, of size bytes: a cached operand's
@@ -379,7 +379,7 @@ static int check_layout(const char *t, const layout_t *l, const cdc_frame_t *fra
 /* The header frame alone: size, magic, version, type, dtype, shard. */
 static int check_header(const cdc_frame_t *frame, cdc_msg_header_t *h)
 {
-    int rc = cdc_msg_header_unpack(frame->data, frame->size, h);
+    int rc = cdc__msg_header_unpack(frame->data, frame->size, h);
     if (rc != CDC_OK)
         return rc;
     if (h->magic != CDC_PROTO_MAGIC)
@@ -388,9 +388,9 @@ static int check_header(const cdc_frame_t *frame, cdc_msg_header_t *h)
     if (h->version != CDC_PROTO_VERSION)
         return cdc__fail(CDC_EPROTO, "protocol version %u, this build speaks %d",
                          (unsigned) h->version, CDC_PROTO_VERSION);
-    if (cdc_msg_payload_count((cdc_msg_type_t) h->type) < 0)
+    if (cdc__msg_payload_count((cdc_msg_type_t) h->type) < 0)
         return cdc__fail(CDC_EPROTO, "unknown message type %u", (unsigned) h->type);
-    const char *t = cdc_msg_type_name(h->type);
+    const char *t = cdc__msg_type_name(h->type);
     if (type_has_matrix(h->type) && h->dtype != CDC_PROTO_DTYPE_F32)
         return cdc__fail(CDC_EPROTO, "%s: dtype %u, only float32 (%d) is supported", t,
                          (unsigned) h->dtype, CDC_PROTO_DTYPE_F32);
@@ -426,14 +426,14 @@ static int check_stream(const cdc_msg_header_t *h, const char *t)
     return CDC_OK;
 }
 
-int cdc_msg_shape(const cdc_frame_t *header, cdc_msg_shape_t *shape)
+int cdc__msg_shape(const cdc_frame_t *header, cdc_msg_shape_t *shape)
 {
     memset(shape, 0, sizeof *shape);
     cdc_msg_header_t *h = &shape->header;
     int rc = check_header(header, h);
     if (rc != CDC_OK)
         return rc;
-    const char *t = cdc_msg_type_name(h->type);
+    const char *t = cdc__msg_type_name(h->type);
     if (h->type == CDC_MSG_TASK_GEMM)
         rc = validate_gemm(h, shape);
     else if (h->type == CDC_MSG_TASK_CONV)
@@ -448,9 +448,9 @@ int cdc_msg_shape(const cdc_frame_t *header, cdc_msg_shape_t *shape)
     return rc;
 }
 
-int cdc_msg_shape_frame(const cdc_msg_shape_t *shape, int index, size_t size)
+int cdc__msg_shape_frame(const cdc_msg_shape_t *shape, int index, size_t size)
 {
-    const char *t = cdc_msg_type_name(shape->header.type);
+    const char *t = cdc__msg_type_name(shape->header.type);
     if (index < 1 || index >= shape->frames) {
         char detail[128];
         layout_detail(shape, detail, sizeof detail);
@@ -467,7 +467,7 @@ int cdc_msg_shape_frame(const cdc_msg_shape_t *shape, int index, size_t size)
     return CDC_OK; /* not reached: index < shape->frames */
 }
 
-int cdc_msg_decode(const cdc_frame_t *frames, int count, cdc_msg_t *msg)
+int cdc__msg_decode(const cdc_frame_t *frames, int count, cdc_msg_t *msg)
 {
     if (!frames || !msg || count < 1)
         return cdc__fail(CDC_EPROTO, "empty message (%d frames)", count);
@@ -476,18 +476,18 @@ int cdc_msg_decode(const cdc_frame_t *frames, int count, cdc_msg_t *msg)
         return cdc__fail(CDC_EPROTO, "message has %d frames, at most %d", count,
                          CDC_PROTO_MAX_FRAMES);
     layout_t layout;
-    int rc = cdc_msg_shape(&frames[0], &layout);
+    int rc = cdc__msg_shape(&frames[0], &layout);
     msg->header = layout.header;
     if (rc == CDC_OK)
-        rc = check_layout(cdc_msg_type_name(layout.header.type), &layout, frames, count, msg);
+        rc = check_layout(cdc__msg_type_name(layout.header.type), &layout, frames, count, msg);
     if (rc != CDC_OK)
         msg->payload_count = 0;
     return rc;
 }
 
-cdc_shard_task_t cdc_msg_task(const cdc_msg_header_t *header, const float *a,
-                              const float *second, const cdc_conv_geometry_t *geometry,
-                              float *result)
+cdc_shard_task_t cdc__msg_task(const cdc_msg_header_t *header, const float *a,
+                               const float *second, const cdc_conv_geometry_t *geometry,
+                               float *result)
 {
     int is_conv = header->type == CDC_MSG_TASK_CONV;
     return (cdc_shard_task_t){

@@ -86,9 +86,9 @@ typedef struct {
 
 /* One payload of a validated message: count consecutive frames starting at
    frames (its chunks, see CDC_PROTO_CHUNK_BYTES), size bytes in all. A view:
-   frames points into the array given to cdc_msg_decode, which must live as
+   frames points into the array given to cdc__msg_decode, which must live as
    long as the message; the bytes may be unaligned (read them with memcpy or
-   cdc_msg_payload_gather). count is 0 only for a payload taken away. */
+   cdc__msg_payload_gather). count is 0 only for a payload taken away. */
 typedef struct {
     const cdc_frame_t *frames;
     int count;
@@ -103,24 +103,24 @@ typedef struct {
 } cdc_msg_t;
 
 /* Zero *header and set magic, version, type and (for matrix types) dtype. */
-void cdc_msg_header_init(cdc_msg_header_t *header, cdc_msg_type_t type);
+void cdc__msg_header_init(cdc_msg_header_t *header, cdc_msg_type_t type);
 
 /* Serialise *header into out (CDC_PROTO_HEADER_SIZE bytes). Never fails. */
-void cdc_msg_header_pack(const cdc_msg_header_t *header, uint8_t *out);
+void cdc__msg_header_pack(const cdc_msg_header_t *header, uint8_t *out);
 
 /* Deserialise without validating anything but the size. CDC_EPROTO when size
    is not CDC_PROTO_HEADER_SIZE. */
-int cdc_msg_header_unpack(const void *data, size_t size, cdc_msg_header_t *header);
+int cdc__msg_header_unpack(const void *data, size_t size, cdc_msg_header_t *header);
 
 /* Payloads a message of this type carries (0, 1 or 2); -1 if unknown. */
-int cdc_msg_payload_count(cdc_msg_type_t type);
+int cdc__msg_payload_count(cdc_msg_type_t type);
 
 /* Frames a payload of size bytes travels in: max(1, ceil(size / chunk)). */
-int cdc_msg_payload_frames(size_t size);
+int cdc__msg_payload_frames(size_t size);
 
 /* Copy the payload's bytes, chunk after chunk, into out (payload->size
    bytes). Thread-safe. */
-void cdc_msg_payload_gather(const cdc_msg_payload_t *payload, void *out);
+void cdc__msg_payload_gather(const cdc_msg_payload_t *payload, void *out);
 
 /* Validate frames[0..count-1] as one message and fill *msg, whose payload
    views point into frames (keep the array alive as long as *msg). Returns
@@ -131,7 +131,7 @@ void cdc_msg_payload_gather(const cdc_msg_payload_t *payload, void *out);
    header's numbers imply: the frame count (each payload's chunks) and every
    chunk's exact size. Checks only arithmetic on the header and the frame
    sizes; allocates nothing. Thread-safe. */
-int cdc_msg_decode(const cdc_frame_t *frames, int count, cdc_msg_t *msg);
+int cdc__msg_decode(const cdc_frame_t *frames, int count, cdc_msg_t *msg);
 
 /* What one payload must be, worked out from the header alone. */
 typedef struct {
@@ -152,27 +152,27 @@ typedef struct {
                    CDC_PROTO_MAX_FRAMES)                             */
 } cdc_msg_shape_t;
 
-/* Validate a header frame (everything cdc_msg_decode checks that does not
+/* Validate a header frame (everything cdc__msg_decode checks that does not
    need the later frames) and fill *shape. CDC_OK, or CDC_EPROTO with the
-   reason cdc_msg_decode would give. Thread-safe. */
-int cdc_msg_shape(const cdc_frame_t *header, cdc_msg_shape_t *shape);
+   reason cdc__msg_decode would give. Thread-safe. */
+int cdc__msg_shape(const cdc_frame_t *header, cdc_msg_shape_t *shape);
 
 /* Frame number index (1: the first after the header) of size bytes against
    *shape: CDC_EPROTO when the header implies fewer frames, or when the
    size is not the chunk's exact size (a cached operand's frame empty, text
    within its limit; so an empty frame where the protocol never sends one
    is refused). Thread-safe. */
-int cdc_msg_shape_frame(const cdc_msg_shape_t *shape, int index, size_t size);
+int cdc__msg_shape_frame(const cdc_msg_shape_t *shape, int index, size_t size);
 
 /* The shard task a validated TASK_GEMM or TASK_CONV header describes, over a
    (rows x k), second (bt, or the conv input) and result (rows x cols), as
    the worker runs it. For a conv task geometry is the header's geometry
-   finished by cdc_conv_geometry_finish (pointed to, not copied). */
-cdc_shard_task_t cdc_msg_task(const cdc_msg_header_t *header, const float *a,
-                              const float *second, const cdc_conv_geometry_t *geometry,
-                              float *result);
+   finished by cdc__conv_geometry_finish (pointed to, not copied). */
+cdc_shard_task_t cdc__msg_task(const cdc_msg_header_t *header, const float *a,
+                               const float *second, const cdc_conv_geometry_t *geometry,
+                               float *result);
 
 /* Short name of a message type ("TASK_GEMM"); "UNKNOWN" otherwise. */
-const char *cdc_msg_type_name(int type);
+const char *cdc__msg_type_name(int type);
 
 #endif

@@ -15,7 +15,7 @@
  * stops reading, or a worker holding replies back by a fault, can hold at
  * most peer_budget bytes; a reply that would exceed it is dropped and counted
  * instead of queued. The reply's own hold (hold.h, one reference per slice,
- * taken by cdc_wire_slices_build as for the coordinator's WEIGHTS) is every
+ * taken by cdc__wire_slices_build as for the coordinator's WEIGHTS) is every
  * slice's hint, so nothing else tracks it in flight.
  *
  * The peer table is bounded (MAX_PEERS, least recently seen dropped): ROUTER
@@ -85,7 +85,7 @@ struct cdc_server {
     char *curve_allow;
     principal_t *principals[MAX_PEERS]; /* authenticated, by User-Id */
     int principal_count;
-    int wake[2]; /* pipe: cdc_server_wake writes, cdc_server_wait drains */
+    int wake[2]; /* pipe: cdc__server_wake writes, cdc__server_wait drains */
     size_t peer_budget, copy_below;
     peer_t *peers[MAX_PEERS];
     int peer_count;
@@ -238,7 +238,7 @@ static void count(cdc_server_t *self, uint64_t *counter)
 
 /* ---- lifetime and waiting ----------------------------------------------- */
 
-void cdc_server_options_init(cdc_server_options_t *options)
+void cdc__server_options_init(cdc_server_options_t *options)
 {
     memset(options, 0, sizeof *options);
 }
@@ -249,10 +249,10 @@ void cdc_server_options_init(cdc_server_options_t *options)
 static int start_auth(cdc_server_t *self, const cdc_server_options_t *options,
                       cdc_curve_cert_t *cert)
 {
-    if (!options->curve_allow || cdc_curve_path_is_dir(options->curve_allow) != 1)
+    if (!options->curve_allow || cdc__curve_path_is_dir(options->curve_allow) != 1)
         return cdc__fail(CDC_ECONFIG, "allowed certificates '%s': not a directory",
                          options->curve_allow ? options->curve_allow : "(none given)");
-    int rc = cdc_curve_load_secret(options->curve_secret, cert);
+    int rc = cdc__curve_load_secret(options->curve_secret, cert);
     if (rc != CDC_OK)
         return rc;
     self->curve_allow = strdup(options->curve_allow);
@@ -271,10 +271,10 @@ static int start_auth(cdc_server_t *self, const cdc_server_options_t *options,
     self->auth = zactor_new(zauth, NULL);
     if (!self->auth)
         return cdc__fail(CDC_ETRANSPORT, "zauth: %s", zmq_strerror(zmq_errno()));
-    return cdc_server_reload_allowed(self);
+    return cdc__server_reload_allowed(self);
 }
 
-int cdc_server_reload_allowed(cdc_server_t *self)
+int cdc__server_reload_allowed(cdc_server_t *self)
 {
     if (!self->auth)
         return CDC_OK;
@@ -339,7 +339,7 @@ static int open_socket(cdc_server_t *self, const cdc_server_options_t *options)
         rc = cdc__fail(CDC_ETRANSPORT, "zmq_socket: %s", zmq_strerror(zmq_errno()));
     if (rc == CDC_OK && options->curve_secret)
         rc = make_curve_server(self->router, &cert);
-    cdc_curve_cert_clear(&cert);
+    cdc__curve_cert_clear(&cert);
     if (rc != CDC_OK)
         return rc;
     int linger = 0;
@@ -374,7 +374,7 @@ static int open_wake_pipe(cdc_server_t *self)
     return CDC_OK;
 }
 
-int cdc_server_new(const cdc_server_options_t *options, cdc_server_t **server_p)
+int cdc__server_new(const cdc_server_options_t *options, cdc_server_t **server_p)
 {
     *server_p = NULL;
     if (!options || !options->bind)
@@ -391,14 +391,14 @@ int cdc_server_new(const cdc_server_options_t *options, cdc_server_t **server_p)
     if (rc == CDC_OK)
         rc = open_socket(self, options);
     if (rc != CDC_OK) {
-        cdc_server_destroy(&self);
+        cdc__server_destroy(&self);
         return rc;
     }
     *server_p = self;
     return CDC_OK;
 }
 
-void cdc_server_destroy(cdc_server_t **server_p)
+void cdc__server_destroy(cdc_server_t **server_p)
 {
     if (!server_p || !*server_p)
         return;
@@ -425,7 +425,7 @@ void cdc_server_destroy(cdc_server_t **server_p)
     *server_p = NULL;
 }
 
-int cdc_server_wait(cdc_server_t *self, long timeout_ms)
+int cdc__server_wait(cdc_server_t *self, long timeout_ms)
 {
     zmq_pollitem_t items[2] = {{self->router, 0, ZMQ_POLLIN, 0},
                                {NULL, self->wake[0], ZMQ_POLLIN, 0}};
@@ -443,13 +443,13 @@ int cdc_server_wait(cdc_server_t *self, long timeout_ms)
     return n > 0 ? CDC_OK : CDC_ETIMEDOUT;
 }
 
-void cdc_server_wake(cdc_server_t *self)
+void cdc__server_wake(cdc_server_t *self)
 {
     ssize_t ignored = write(self->wake[1], "w", 1); /* full pipe: a wake is pending */
     (void) ignored;
 }
 
-void cdc_server_counters(cdc_server_t *self, cdc_server_counters_t *counters)
+void cdc__server_counters(cdc_server_t *self, cdc_server_counters_t *counters)
 {
     pthread_mutex_lock(&self->lock);
     *counters = self->counters;
@@ -467,7 +467,7 @@ static void reply_free(cdc_hold_t *hold)
     cdc_reply_t *reply = (cdc_reply_t *) ((char *) hold - offsetof(cdc_reply_t, hold));
     atomic_fetch_sub(&reply->peer->principal->in_flight, reply->charge);
     peer_unref(reply->peer);
-    cdc_payload_destroy(&reply->payload);
+    cdc__payload_destroy(&reply->payload);
     free(reply);
 }
 
@@ -476,7 +476,7 @@ static int send_head(cdc_server_t *self, const peer_t *peer, const cdc_msg_heade
                      int more)
 {
     uint8_t packed[CDC_PROTO_HEADER_SIZE];
-    cdc_msg_header_pack(h, packed);
+    cdc__msg_header_pack(h, packed);
     /* Once the first part is accepted zmq queues the rest atomically. */
     if (zmq_send(self->router, peer->route, peer->route_size, ZMQ_SNDMORE | ZMQ_DONTWAIT) < 0 ||
         zmq_send(self->router, packed, sizeof packed, ZMQ_DONTWAIT | (more ? ZMQ_SNDMORE : 0)) < 0)
@@ -486,7 +486,7 @@ static int send_head(cdc_server_t *self, const peer_t *peer, const cdc_msg_heade
 }
 
 /* The payload as zmq frames over its chunks, without a copy: each slice
-   points into the one buffer and holds the reply (cdc_wire_slices_build).
+   points into the one buffer and holds the reply (cdc__wire_slices_build).
    Every slice is built before anything is sent, so a failure here sends
    nothing (no half message to merge with the next). *count_p is 0 for a
    header-only reply. */
@@ -497,11 +497,11 @@ static int build_slices(cdc_reply_t *reply, zmq_msg_t **slices_p, int *count_p)
     cdc_payload_t *p = reply->payload;
     if (!p)
         return CDC_OK;
-    int n = cdc_msg_payload_frames(p->size), built = 0;
+    int n = cdc__msg_payload_frames(p->size), built = 0;
     zmq_msg_t *slices = malloc((size_t) n * sizeof *slices);
     if (!slices)
         return cdc__fail(CDC_ENOMEM, "reply: %d payload slices", n);
-    int rc = cdc_wire_slices_build(slices, &built, p->data, p->size, &reply->hold);
+    int rc = cdc__wire_slices_build(slices, &built, p->data, p->size, &reply->hold);
     if (rc != CDC_OK) {
         for (int j = 0; j < built; j++)
             zmq_msg_close(&slices[j]); /* the sender's reference keeps the reply */
@@ -513,7 +513,7 @@ static int build_slices(cdc_reply_t *reply, zmq_msg_t **slices_p, int *count_p)
     return CDC_OK;
 }
 
-int cdc_server_send(cdc_server_t *self, cdc_reply_t **reply_p)
+int cdc__server_send(cdc_server_t *self, cdc_reply_t **reply_p)
 {
     cdc_reply_t *reply = *reply_p;
     *reply_p = NULL;
@@ -539,7 +539,7 @@ int cdc_server_send(cdc_server_t *self, cdc_reply_t **reply_p)
     }
     free(slices);
     count(self, rc == CDC_OK ? &self->counters.replies_sent : &self->counters.send_failures);
-    cdc_hold_release(&reply->hold); /* freed now, or when libzmq frees the last slice */
+    cdc__hold_release(&reply->hold); /* freed now, or when libzmq frees the last slice */
     return rc;
 }
 
@@ -547,7 +547,7 @@ static void send_error(cdc_server_t *self, peer_t *peer, uint64_t request_id, in
                        int code, const char *text)
 {
     cdc_msg_header_t h;
-    cdc_msg_header_init(&h, CDC_MSG_ERROR);
+    cdc__msg_header_init(&h, CDC_MSG_ERROR);
     h.request_id = request_id;
     h.shard = shard;
     h.error_code = code;
@@ -561,18 +561,18 @@ static void send_error(cdc_server_t *self, peer_t *peer, uint64_t request_id, in
         count(self, &self->counters.replies_sent);
 }
 
-void cdc_server_goodbye(cdc_server_t *self)
+void cdc__server_goodbye(cdc_server_t *self)
 {
     cdc_msg_header_t h;
-    cdc_msg_header_init(&h, CDC_MSG_GOODBYE);
+    cdc__msg_header_init(&h, CDC_MSG_GOODBYE);
     for (int i = 0; i < self->peer_count; i++)
         send_head(self, self->peers[i], &h, 0); /* a peer gone: nothing to tell */
     int linger = 200;
     zmq_setsockopt(self->router, ZMQ_LINGER, &linger, sizeof linger);
 }
 
-void cdc_server_reject(cdc_server_t *self, const cdc_request_t *request, int code,
-                       const char *text)
+void cdc__server_reject(cdc_server_t *self, const cdc_request_t *request, int code,
+                        const char *text)
 {
     count(self, &self->counters.invalid);
     send_error(self, request->peer, request->msg.header.request_id, request->msg.header.shard,
@@ -581,9 +581,9 @@ void cdc_server_reject(cdc_server_t *self, const cdc_request_t *request, int cod
 
 /* ---- replies ------------------------------------------------------------ */
 
-int cdc_server_reply_new(cdc_server_t *self, const cdc_request_t *request,
-                         const cdc_msg_header_t *header, cdc_payload_t **payload_p,
-                         cdc_reply_t **reply_p)
+int cdc__server_reply_new(cdc_server_t *self, const cdc_request_t *request,
+                          const cdc_msg_header_t *header, cdc_payload_t **payload_p,
+                          cdc_reply_t **reply_p)
 {
     *reply_p = NULL;
     cdc_payload_t *payload = payload_p ? *payload_p : NULL;
@@ -595,7 +595,7 @@ int cdc_server_reply_new(cdc_server_t *self, const cdc_request_t *request,
     size_t before = atomic_fetch_add(&principal->in_flight, charge);
     if (before + charge > self->peer_budget) {
         atomic_fetch_sub(&principal->in_flight, charge);
-        cdc_payload_destroy(&payload);
+        cdc__payload_destroy(&payload);
         count(self, &self->counters.over_budget);
         return cdc__fail(CDC_ETIMEDOUT,
                          "connection %llu: %zu reply bytes in flight, %zu more exceed its "
@@ -606,51 +606,51 @@ int cdc_server_reply_new(cdc_server_t *self, const cdc_request_t *request,
     cdc_reply_t *reply = malloc(sizeof *reply);
     if (!reply) {
         atomic_fetch_sub(&principal->in_flight, charge);
-        cdc_payload_destroy(&payload);
+        cdc__payload_destroy(&payload);
         return cdc__fail(CDC_ENOMEM, "reply");
     }
     reply->peer = peer_ref(peer);
     reply->header = *header;
     reply->payload = payload;
     reply->charge = charge;
-    cdc_hold_init(&reply->hold, reply_free);
+    cdc__hold_init(&reply->hold, reply_free);
     *reply_p = reply;
     return CDC_OK;
 }
 
-int cdc_server_error_new(cdc_server_t *self, const cdc_request_t *request, int code,
-                         const char *text, cdc_reply_t **reply_p)
+int cdc__server_error_new(cdc_server_t *self, const cdc_request_t *request, int code,
+                          const char *text, cdc_reply_t **reply_p)
 {
     *reply_p = NULL;
     const cdc_msg_header_t *asked = &request->msg.header;
     cdc_msg_header_t h;
-    cdc_msg_header_init(&h, CDC_MSG_ERROR);
+    cdc__msg_header_init(&h, CDC_MSG_ERROR);
     h.request_id = asked->request_id;
     h.shard = asked->shard;
     h.error_code = code;
     size_t len = strlen(text);
-    cdc_payload_t *payload = cdc_payload_copy(text, len > CDC_PROTO_MAX_TEXT ? CDC_PROTO_MAX_TEXT
+    cdc_payload_t *payload = cdc__payload_copy(text, len > CDC_PROTO_MAX_TEXT ? CDC_PROTO_MAX_TEXT
                                                                              : len);
     if (!payload)
         return cdc__fail(CDC_ENOMEM, "ERROR reply text");
-    return cdc_server_reply_new(self, request, &h, &payload, reply_p);
+    return cdc__server_reply_new(self, request, &h, &payload, reply_p);
 }
 
-const cdc_msg_header_t *cdc_reply_header(const cdc_reply_t *reply)
+const cdc_msg_header_t *cdc__reply_header(const cdc_reply_t *reply)
 {
     return &reply->header;
 }
 
-cdc_payload_t *cdc_reply_payload(cdc_reply_t *reply)
+cdc_payload_t *cdc__reply_payload(cdc_reply_t *reply)
 {
     return reply->payload;
 }
 
-void cdc_reply_destroy(cdc_reply_t **reply_p)
+void cdc__reply_destroy(cdc_reply_t **reply_p)
 {
     if (!reply_p || !*reply_p)
         return;
-    cdc_hold_release(&(*reply_p)->hold); /* the owner's: a reply never sent */
+    cdc__hold_release(&(*reply_p)->hold); /* the owner's: a reply never sent */
     *reply_p = NULL;
 }
 
@@ -662,7 +662,7 @@ static uint64_t salvage_request_id(zmq_msg_t *header, int32_t *shard)
 {
     cdc_msg_header_t h;
     *shard = 0;
-    if (cdc_msg_header_unpack(zmq_msg_data(header), zmq_msg_size(header), &h) != CDC_OK ||
+    if (cdc__msg_header_unpack(zmq_msg_data(header), zmq_msg_size(header), &h) != CDC_OK ||
         h.magic != CDC_PROTO_MAGIC)
         return 0;
     *shard = h.shard >= 0 && h.shard < 64 ? h.shard : 0;
@@ -704,13 +704,13 @@ static int principal_cancelled(cdc_server_t *self, const principal_t *peer,
     return found;
 }
 
-int cdc_server_cancelled(cdc_server_t *self, const cdc_request_t *request,
-                         uint64_t request_id)
+int cdc__server_cancelled(cdc_server_t *self, const cdc_request_t *request,
+                          uint64_t request_id)
 {
     return principal_cancelled(self, request->peer->principal, request_id);
 }
 
-int cdc_server_reply_cancelled(cdc_server_t *self, const cdc_reply_t *reply)
+int cdc__server_reply_cancelled(cdc_server_t *self, const cdc_reply_t *reply)
 {
     return principal_cancelled(self, reply->peer->principal, reply->header.request_id);
 }
@@ -737,11 +737,11 @@ static cdc_request_t *request_for(cdc_server_t *self, cdc_wire_msg_t *wire)
     if (!peer) {
         cdc__fail(CDC_ENOMEM, request ? "peer record" : "request");
         free(request);
-        cdc_wire_msg_close(wire);
+        cdc__wire_msg_close(wire);
         return NULL;
     }
     request->wire = *wire; /* the request owns the parts from here */
-    cdc_wire_msg_init(wire);
+    cdc__wire_msg_init(wire);
     request->peer = peer_ref(peer);
     request->copy_below = self->copy_below;
     set_identity(request);
@@ -755,9 +755,9 @@ static cdc_request_t *request_for(cdc_server_t *self, cdc_wire_msg_t *wire)
 static int recv_one(cdc_server_t *self, cdc_request_t **request_p)
 {
     cdc_wire_msg_t wire;
-    int rc = cdc_wire_recv(self->router, &wire, ZMQ_DONTWAIT);
+    int rc = cdc__wire_recv(self->router, &wire, ZMQ_DONTWAIT);
     if (rc != CDC_OK) {
-        cdc_wire_msg_close(&wire);
+        cdc__wire_msg_close(&wire);
         return rc;
     }
     cdc_request_t *request = request_for(self, &wire);
@@ -765,20 +765,20 @@ static int recv_one(cdc_server_t *self, cdc_request_t **request_p)
         return CDC_ENOMEM;
     count(self, &self->counters.received);
     /* Frame 0 is the routing id; the protocol frames follow. */
-    if ((rc = cdc_wire_decode(&request->wire, 1, &request->msg)) != CDC_OK) {
+    if ((rc = cdc__wire_decode(&request->wire, 1, &request->msg)) != CDC_OK) {
         int32_t shard = 0;
         uint64_t id = request->wire.count > 1 ? salvage_request_id(&request->wire.parts[1], &shard)
                                               : 0;
         count(self, &self->counters.invalid);
         send_error(self, request->peer, id, shard, CDC_EPROTO, cdc_last_error());
-        cdc_request_destroy(&request);
+        cdc__request_destroy(&request);
         return CDC_EPROTO;
     }
     *request_p = request;
     return CDC_OK;
 }
 
-int cdc_server_recv(cdc_server_t *self, cdc_request_t **request_p)
+int cdc__server_recv(cdc_server_t *self, cdc_request_t **request_p)
 {
     *request_p = NULL;
     for (;;) {
@@ -791,26 +791,26 @@ int cdc_server_recv(cdc_server_t *self, cdc_request_t **request_p)
             return CDC_OK;
         }
         record_cancel(self, request->peer, request->msg.header.request_id);
-        cdc_request_destroy(&request);
+        cdc__request_destroy(&request);
     }
 }
 
-const cdc_msg_t *cdc_request_msg(const cdc_request_t *request)
+const cdc_msg_t *cdc__request_msg(const cdc_request_t *request)
 {
     return &request->msg;
 }
 
-const cdc_peer_identity_t *cdc_request_peer(const cdc_request_t *request)
+const cdc_peer_identity_t *cdc__request_peer(const cdc_request_t *request)
 {
     return &request->identity;
 }
 
-void cdc_request_destroy(cdc_request_t **request_p)
+void cdc__request_destroy(cdc_request_t **request_p)
 {
     if (!request_p || !*request_p)
         return;
     cdc_request_t *request = *request_p;
-    cdc_wire_msg_close(&request->wire);
+    cdc__wire_msg_close(&request->wire);
     peer_unref(request->peer);
     free(request);
     *request_p = NULL;
@@ -827,14 +827,14 @@ static void part_release(zmq_msg_t *part)
 }
 
 /* A one-frame payload: the frame itself when large and aligned, else a copy
-   (see cdc_request_take_payload). */
+   (see cdc__request_take_payload). */
 static cdc_payload_t *take_frame(cdc_request_t *request, zmq_msg_t *frame)
 {
     size_t size = zmq_msg_size(frame);
     const void *data = zmq_msg_data(frame);
     cdc_payload_t *payload;
     if (size < request->copy_below || (uintptr_t) data % 8 != 0) {
-        payload = cdc_payload_copy(data, size);
+        payload = cdc__payload_copy(data, size);
         if (!payload)
             return NULL;
         part_release(frame);
@@ -858,9 +858,9 @@ static cdc_payload_t *take_frame(cdc_request_t *request, zmq_msg_t *frame)
    peak stays about one payload plus one chunk. */
 static cdc_payload_t *gather_chunks(zmq_msg_t *chunks, const cdc_msg_payload_t *view)
 {
-    cdc_payload_t *payload = cdc_payload_adopt(malloc(view->size), view->size);
+    cdc_payload_t *payload = cdc__payload_adopt(malloc(view->size), view->size);
     if (!payload || !payload->data) {
-        cdc_payload_destroy(&payload);
+        cdc__payload_destroy(&payload);
         return NULL;
     }
     size_t at = 0;
@@ -873,7 +873,7 @@ static cdc_payload_t *gather_chunks(zmq_msg_t *chunks, const cdc_msg_payload_t *
     return payload;
 }
 
-cdc_payload_t *cdc_request_take_payload(cdc_request_t *request, int i)
+cdc_payload_t *cdc__request_take_payload(cdc_request_t *request, int i)
 {
     if (i < 0 || i >= request->msg.payload_count || request->taken[i])
         return NULL;
@@ -889,7 +889,7 @@ cdc_payload_t *cdc_request_take_payload(cdc_request_t *request, int i)
     return payload;
 }
 
-cdc_payload_t *cdc_payload_adopt(void *data, size_t size)
+cdc_payload_t *cdc__payload_adopt(void *data, size_t size)
 {
     cdc_payload_t *payload = calloc(1, sizeof *payload);
     if (!payload) {
@@ -902,32 +902,32 @@ cdc_payload_t *cdc_payload_adopt(void *data, size_t size)
     return payload;
 }
 
-cdc_payload_t *cdc_payload_copy(const void *data, size_t size)
+cdc_payload_t *cdc__payload_copy(const void *data, size_t size)
 {
     void *copy = malloc(size ? size : 1);
     if (!copy)
         return NULL;
     if (size)
         memcpy(copy, data, size);
-    return cdc_payload_adopt(copy, size);
+    return cdc__payload_adopt(copy, size);
 }
 
-void *cdc_payload_data(const cdc_payload_t *payload)
+void *cdc__payload_data(const cdc_payload_t *payload)
 {
     return payload->data;
 }
 
-size_t cdc_payload_size(const cdc_payload_t *payload)
+size_t cdc__payload_size(const cdc_payload_t *payload)
 {
     return payload->size;
 }
 
-size_t cdc_payload_footprint(const cdc_payload_t *payload)
+size_t cdc__payload_footprint(const cdc_payload_t *payload)
 {
     return payload->footprint;
 }
 
-void cdc_payload_destroy(cdc_payload_t **payload_p)
+void cdc__payload_destroy(cdc_payload_t **payload_p)
 {
     if (!payload_p || !*payload_p)
         return;

@@ -5,7 +5,7 @@
  * answered with ERROR here), records CANCELs, tells who sent each request,
  * and sends replies under a per-peer budget of bytes in flight.
  *
- * Threads: cdc_server_wait, _recv, _send and _reject belong to the one thread
+ * Threads: cdc__server_wait, _recv, _send and _reject belong to the one thread
  * that created the server (zmq sockets are not thread-safe). Building replies,
  * reading requests, payloads, _cancelled, _wake and _counters are safe from
  * any thread, so a compute thread can prepare replies the socket thread sends.
@@ -43,7 +43,7 @@ typedef struct {
     size_t peer_budget; /* reply bytes in flight per peer; 0: the default   */
     int buffer_bytes;   /* SO_SNDBUF/SO_RCVBUF; 0: 4 MiB                      */
     size_t copy_below;  /* payloads smaller than this are copied when taken;
-                           0: 64 KiB (see cdc_request_take_payload)           */
+                           0: 64 KiB (see cdc__request_take_payload)          */
     int send_hwm;       /* ZMQ_SNDHWM: replies queued per connection before
                            the socket refuses more (counted in send_failures);
                            0: CDC_SERVER_DEFAULT_SEND_HWM                     */
@@ -81,78 +81,78 @@ typedef struct {
 } cdc_server_counters_t;
 
 /* Defaults: no endpoint, limits as described above. */
-void cdc_server_options_init(cdc_server_options_t *options);
+void cdc__server_options_init(cdc_server_options_t *options);
 
 /* Bind a ROUTER to options->bind. With options->curve_secret the ROUTER is
    a CURVE server on CZMQ's process context, guarded by a zauth actor that
    allows the keys in options->curve_allow only; a refused client never
-   reaches cdc_server_recv. Returns CDC_OK, CDC_ECONFIG (a certificate or the
+   reaches cdc__server_recv. Returns CDC_OK, CDC_ECONFIG (a certificate or the
    directory unusable) or CDC_ETRANSPORT with the zmq error, the detail in
    cdc_last_error(). Caller owns *server_p and must destroy it with
-   cdc_server_destroy. */
-int cdc_server_new(const cdc_server_options_t *options, cdc_server_t **server_p);
+   cdc__server_destroy. */
+int cdc__server_new(const cdc_server_options_t *options, cdc_server_t **server_p);
 
 /* Re-read the directory of allowed client certificates (CURVE; without it a
    no-op). Connections already authenticated stay. Returns CDC_OK or
    CDC_ETRANSPORT. Socket thread only. */
-int cdc_server_reload_allowed(cdc_server_t *self);
+int cdc__server_reload_allowed(cdc_server_t *self);
 
 /* Close the socket (pending replies are discarded); accepts NULL and *NULL;
    nulls *server_p. */
-void cdc_server_destroy(cdc_server_t **server_p);
+void cdc__server_destroy(cdc_server_t **server_p);
 
-/* Wait up to timeout_ms (< 0: for ever) for a message or a cdc_server_wake.
+/* Wait up to timeout_ms (< 0: for ever) for a message or a cdc__server_wake.
    Returns CDC_OK when either may have happened, CDC_ETIMEDOUT otherwise
    (also when a signal interrupted the wait), CDC_ETRANSPORT on a socket
    error. Socket thread only. */
-int cdc_server_wait(cdc_server_t *self, long timeout_ms);
+int cdc__server_wait(cdc_server_t *self, long timeout_ms);
 
-/* Make a cdc_server_wait in progress (or the next one) return at once.
+/* Make a cdc__server_wait in progress (or the next one) return at once.
    Thread-safe and async-signal-safe. */
-void cdc_server_wake(cdc_server_t *self);
+void cdc__server_wake(cdc_server_t *self);
 
 /* Take one waiting message without blocking. CDC_OK: *request_p is a valid
-   request; caller owns it and must destroy it with cdc_request_destroy.
+   request; caller owns it and must destroy it with cdc__request_destroy.
    CDC_ETIMEDOUT: nothing waiting. CDC_EPROTO: the message was invalid; it has
    been answered with ERROR (its request id echoed when readable) and counted,
-   and *request_p is NULL. CANCEL messages are recorded (cdc_server_cancelled)
+   and *request_p is NULL. CANCEL messages are recorded (cdc__server_cancelled)
    and never returned. Socket thread only. */
-int cdc_server_recv(cdc_server_t *self, cdc_request_t **request_p);
+int cdc__server_recv(cdc_server_t *self, cdc_request_t **request_p);
 
 /* Answer request with ERROR (code, text cut to CDC_PROTO_MAX_TEXT) now and
    count it as invalid: for valid messages the caller does not accept.
    Socket thread only. */
-void cdc_server_reject(cdc_server_t *self, const cdc_request_t *request, int code,
-                       const char *text);
+void cdc__server_reject(cdc_server_t *self, const cdc_request_t *request, int code,
+                        const char *text);
 
 /* Whether the sender of request has cancelled request_id (one of the last
    64 distinct request ids it cancelled; a repeated CANCEL is not recorded
    twice). Thread-safe. */
-int cdc_server_cancelled(cdc_server_t *self, const cdc_request_t *request,
-                         uint64_t request_id);
+int cdc__server_cancelled(cdc_server_t *self, const cdc_request_t *request,
+                          uint64_t request_id);
 
 /* Whether the peer a reply goes to has cancelled the reply's request id (as
-   cdc_server_cancelled): a held reply nobody wants any more. Thread-safe. */
-int cdc_server_reply_cancelled(cdc_server_t *self, const cdc_reply_t *reply);
+   cdc__server_cancelled): a held reply nobody wants any more. Thread-safe. */
+int cdc__server_reply_cancelled(cdc_server_t *self, const cdc_reply_t *reply);
 
 /* Tell every peer seen (the last 256 connections) that this worker is
    leaving on purpose: a header-only GOODBYE each, so a coordinator takes it
    out of its plan at once without counting a death. The socket then keeps
    unsent messages up to 200 ms at destroy (instead of dropping them) so the
    GOODBYEs leave. Socket thread only. */
-void cdc_server_goodbye(cdc_server_t *self);
+void cdc__server_goodbye(cdc_server_t *self);
 
 /* Copy the counters. Thread-safe. */
-void cdc_server_counters(cdc_server_t *self, cdc_server_counters_t *counters);
+void cdc__server_counters(cdc_server_t *self, cdc_server_counters_t *counters);
 
 /* ---- requests ---------------------------------------------------------- */
 
 /* The validated message: header and payload frames (pointing into the
    request; valid until it is destroyed or the frame is taken). */
-const cdc_msg_t *cdc_request_msg(const cdc_request_t *request);
+const cdc_msg_t *cdc__request_msg(const cdc_request_t *request);
 
 /* Who sent it (see cdc_peer_identity_t); valid while the request lives. */
-const cdc_peer_identity_t *cdc_request_peer(const cdc_request_t *request);
+const cdc_peer_identity_t *cdc__request_peer(const cdc_request_t *request);
 
 /* Move payload i out of the request as an owned buffer. A payload of one
    frame is taken without a copy when the frame has its own allocation and
@@ -163,33 +163,33 @@ const cdc_peer_identity_t *cdc_request_peer(const cdc_request_t *request);
    chunk freed as soon as it is copied. msg->payload[i] reads as empty
    afterwards. Returns NULL when out of memory or when i is not a payload
    (or was taken). Caller owns the result and must destroy it with
-   cdc_payload_destroy. Thread-safe for distinct requests. */
-cdc_payload_t *cdc_request_take_payload(cdc_request_t *request, int i);
+   cdc__payload_destroy. Thread-safe for distinct requests. */
+cdc_payload_t *cdc__request_take_payload(cdc_request_t *request, int i);
 
 /* Release the request and every frame not taken; accepts NULL and *NULL;
    nulls *request_p. */
-void cdc_request_destroy(cdc_request_t **request_p);
+void cdc__request_destroy(cdc_request_t **request_p);
 
 /* ---- payloads ---------------------------------------------------------- */
 
 /* Adopt data (size bytes from malloc) as a payload: free(data) runs when the
    payload is released, after the socket has sent it. Returns NULL (and frees
    data) when out of memory. Caller owns the result. */
-cdc_payload_t *cdc_payload_adopt(void *data, size_t size);
+cdc_payload_t *cdc__payload_adopt(void *data, size_t size);
 
 /* A payload holding a copy of size bytes. NULL when out of memory. */
-cdc_payload_t *cdc_payload_copy(const void *data, size_t size);
+cdc_payload_t *cdc__payload_copy(const void *data, size_t size);
 
 /* The bytes (8-byte aligned, writable) and their count. */
-void *cdc_payload_data(const cdc_payload_t *payload);
-size_t cdc_payload_size(const cdc_payload_t *payload);
+void *cdc__payload_data(const cdc_payload_t *payload);
+size_t cdc__payload_size(const cdc_payload_t *payload);
 
 /* What holding the payload really costs in memory: its allocation as the
    allocator rounds it, plus libzmq's and this object's bookkeeping. */
-size_t cdc_payload_footprint(const cdc_payload_t *payload);
+size_t cdc__payload_footprint(const cdc_payload_t *payload);
 
 /* Release; accepts NULL and *NULL; nulls *payload_p. Thread-safe. */
-void cdc_payload_destroy(cdc_payload_t **payload_p);
+void cdc__payload_destroy(cdc_payload_t **payload_p);
 
 /* ---- replies ----------------------------------------------------------- */
 
@@ -201,21 +201,21 @@ void cdc_payload_destroy(cdc_payload_t **payload_p);
    reply is destroyed; when they do not fit, nothing is built, the drop is
    counted (over_budget) and CDC_ETIMEDOUT returned. CDC_ENOMEM when out of
    memory. Caller owns *reply_p and must send or destroy it. Thread-safe. */
-int cdc_server_reply_new(cdc_server_t *self, const cdc_request_t *request,
-                         const cdc_msg_header_t *header, cdc_payload_t **payload_p,
-                         cdc_reply_t **reply_p);
+int cdc__server_reply_new(cdc_server_t *self, const cdc_request_t *request,
+                          const cdc_msg_header_t *header, cdc_payload_t **payload_p,
+                          cdc_reply_t **reply_p);
 
 /* An ERROR reply to request: its request id and shard echoed, code, and
    text cut to CDC_PROTO_MAX_TEXT bytes. Built and charged as
-   cdc_server_reply_new builds any reply (same statuses; CDC_ENOMEM also
+   cdc__server_reply_new builds any reply (same statuses; CDC_ENOMEM also
    when the text cannot be copied). Thread-safe. */
-int cdc_server_error_new(cdc_server_t *self, const cdc_request_t *request, int code,
-                         const char *text, cdc_reply_t **reply_p);
+int cdc__server_error_new(cdc_server_t *self, const cdc_request_t *request, int code,
+                          const char *text, cdc_reply_t **reply_p);
 
 /* The reply's header and payload (NULL when none), for a last look or
    change before it is sent (the worker's fault injection). */
-const cdc_msg_header_t *cdc_reply_header(const cdc_reply_t *reply);
-cdc_payload_t *cdc_reply_payload(cdc_reply_t *reply);
+const cdc_msg_header_t *cdc__reply_header(const cdc_reply_t *reply);
+cdc_payload_t *cdc__reply_payload(cdc_reply_t *reply);
 
 /* Send *reply_p without blocking and null *reply_p. The payload goes
    without a copy, as chunk frames over slices of its buffer; the reply (its
@@ -225,10 +225,10 @@ cdc_payload_t *cdc_reply_payload(cdc_reply_t *reply);
    (ZMQ_ROUTER_MANDATORY makes the ROUTER say so instead of dropping
    silently). Counted in send_failures; the reply is released. CDC_ENOMEM
    when the slices cannot be built (nothing is sent). Socket thread only. */
-int cdc_server_send(cdc_server_t *self, cdc_reply_t **reply_p);
+int cdc__server_send(cdc_server_t *self, cdc_reply_t **reply_p);
 
 /* Release an unsent reply (its budget returns to the peer); accepts NULL and
    *NULL; nulls *reply_p. Thread-safe. */
-void cdc_reply_destroy(cdc_reply_t **reply_p);
+void cdc__reply_destroy(cdc_reply_t **reply_p);
 
 #endif

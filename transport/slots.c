@@ -8,11 +8,11 @@
 
 #define BIT(s) (UINT64_C(1) << (s))
 
-void cdc_slots_init(cdc_slots_t *slots)
+void cdc__slots_init(cdc_slots_t *slots)
 {
     memset(slots, 0, sizeof *slots);
     slots->staging_slot = -1;
-    cdc_slots_set_homes(slots, NULL, 0, 0);
+    cdc__slots_set_homes(slots, NULL, 0, 0);
 }
 
 /* CDC_OK when home_of_slot[0..count-1] names distinct workers of
@@ -40,8 +40,8 @@ static int homes_invalid(const int *home_of_slot, int count, int worker_count)
     return CDC_OK;
 }
 
-int cdc_slots_set_homes(cdc_slots_t *slots, const int *home_of_slot, int count,
-                        int worker_count)
+int cdc__slots_set_homes(cdc_slots_t *slots, const int *home_of_slot, int count,
+                         int worker_count)
 {
     int rc = homes_invalid(home_of_slot, count, worker_count);
     if (rc != CDC_OK)
@@ -63,7 +63,7 @@ int cdc_slots_set_homes(cdc_slots_t *slots, const int *home_of_slot, int count,
     return CDC_OK;
 }
 
-int cdc_slots_home(const cdc_slots_t *slots, int s)
+int cdc__slots_home(const cdc_slots_t *slots, int s)
 {
     if (s < 0 || s >= CDC_MAX_WORKERS || slots->home_of_slot[s] >= slots->worker_count)
         return -1;
@@ -81,18 +81,18 @@ static void staging_remove(cdc_slots_t *slots, int i)
 {
     cdc_slot_staging_t *g = &slots->staging[i];
     for (int s = 0; s < g->count; s++)
-        cdc_hold_release(g->weight[s].hold);
+        cdc__hold_release(g->weight[s].hold);
     memmove(g, g + 1, (size_t) (slots->staging_count - i - 1) * sizeof *g);
     slots->staging_count--;
 }
 
-void cdc_slots_fini(cdc_slots_t *slots)
+void cdc__slots_fini(cdc_slots_t *slots)
 {
     while (slots->staging_count > 0)
         staging_remove(slots, slots->staging_count - 1);
     for (int s = 0; s < CDC_MAX_WORKERS; s++) {
         for (int i = 0; i < slots->manifest_count[s]; i++)
-            cdc_hold_release(slots->manifest[s][i].hold);
+            cdc__hold_release(slots->manifest[s][i].hold);
         slots->manifest_count[s] = 0;
     }
 }
@@ -112,12 +112,12 @@ static void remove_key(cdc_slot_worker_t *w, int i)
     w->key_count--;
 }
 
-int cdc_slots_has(const cdc_slots_t *slots, int w, uint64_t key)
+int cdc__slots_has(const cdc_slots_t *slots, int w, uint64_t key)
 {
     return key_index(&slots->workers[w], key) >= 0;
 }
 
-void cdc_slots_sent(cdc_slots_t *slots, int w, uint64_t key)
+void cdc__slots_sent(cdc_slots_t *slots, int w, uint64_t key)
 {
     cdc_slot_worker_t *worker = &slots->workers[w];
     int i = key_index(worker, key);
@@ -130,7 +130,7 @@ void cdc_slots_sent(cdc_slots_t *slots, int w, uint64_t key)
     worker->connected = 1;
 }
 
-void cdc_slots_forget(cdc_slots_t *slots, int w, uint64_t key)
+void cdc__slots_forget(cdc_slots_t *slots, int w, uint64_t key)
 {
     cdc_slot_worker_t *worker = &slots->workers[w];
     int i = key_index(worker, key);
@@ -143,14 +143,14 @@ void cdc_slots_forget(cdc_slots_t *slots, int w, uint64_t key)
                 worker->ready &= ~BIT(s);
 }
 
-void cdc_slots_acked(cdc_slots_t *slots, int w, uint64_t token)
+void cdc__slots_acked(cdc_slots_t *slots, int w, uint64_t token)
 {
     cdc_slot_worker_t *worker = &slots->workers[w];
     if (token <= worker->sent_seq && token > worker->acked_seq)
         worker->acked_seq = token;
 }
 
-void cdc_slots_connection_lost(cdc_slots_t *slots, int w)
+void cdc__slots_connection_lost(cdc_slots_t *slots, int w)
 {
     cdc_slot_worker_t *worker = &slots->workers[w];
     for (int i = worker->key_count - 1; i >= 0; i--)
@@ -161,7 +161,7 @@ void cdc_slots_connection_lost(cdc_slots_t *slots, int w)
     worker->gone = 1;
 }
 
-void cdc_slots_new_process(cdc_slots_t *slots, int w)
+void cdc__slots_new_process(cdc_slots_t *slots, int w)
 {
     cdc_slot_worker_t *worker = &slots->workers[w];
     worker->key_count = 0;
@@ -171,7 +171,7 @@ void cdc_slots_new_process(cdc_slots_t *slots, int w)
     worker->gone = 1;
 }
 
-int cdc_slots_instance(cdc_slots_t *slots, int w, uint64_t instance)
+int cdc__slots_instance(cdc_slots_t *slots, int w, uint64_t instance)
 {
     cdc_slot_worker_t *worker = &slots->workers[w];
     if (instance == 0 || instance == worker->instance)
@@ -192,17 +192,17 @@ int cdc_slots_instance(cdc_slots_t *slots, int w, uint64_t instance)
     return 0;
 }
 
-void cdc_slots_call(cdc_slots_t *slots, int count)
+void cdc__slots_call(cdc_slots_t *slots, int count)
 {
     slots->stamp++;
     slots->slot_count = count < CDC_MAX_WORKERS ? count : CDC_MAX_WORKERS;
 }
 
-void cdc_slots_placed(cdc_slots_t *slots, const int *shards, const int *worker_of, int count)
+void cdc__slots_placed(cdc_slots_t *slots, const int *shards, const int *worker_of, int count)
 {
     slots->standing_in = 0;
     for (int t = 0; t < count; t++)
-        if (worker_of[t] >= 0 && worker_of[t] != cdc_slots_home(slots, shards[t]))
+        if (worker_of[t] >= 0 && worker_of[t] != cdc__slots_home(slots, shards[t]))
             slots->standing_in |= BIT(worker_of[t]);
 }
 
@@ -217,15 +217,15 @@ static int manifest_index(const cdc_slots_t *slots, int s, uint64_t key)
 
 static void manifest_remove(cdc_slots_t *slots, int s, int e)
 {
-    cdc_hold_release(slots->manifest[s][e].hold);
+    cdc__hold_release(slots->manifest[s][e].hold);
     cdc_slot_weight_t *m = slots->manifest[s];
     memmove(&m[e], &m[e + 1], (size_t) (slots->manifest_count[s] - e - 1) * sizeof m[0]);
     slots->manifest_count[s]--;
 }
 
-void cdc_slots_note(cdc_slots_t *slots, int s, const cdc_slot_weight_t *weight, int served_by)
+void cdc__slots_note(cdc_slots_t *slots, int s, const cdc_slot_weight_t *weight, int served_by)
 {
-    if (s < 0 || s >= CDC_MAX_WORKERS || !weight->hold || cdc_hold_retired(weight->hold) ||
+    if (s < 0 || s >= CDC_MAX_WORKERS || !weight->hold || cdc__hold_retired(weight->hold) ||
         weight->rows == 0)
         return; /* a view of the call's memory cannot be shipped later; an
                    empty block is never sent */
@@ -244,9 +244,9 @@ void cdc_slots_note(cdc_slots_t *slots, int s, const cdc_slot_weight_t *weight, 
     cdc_slot_weight_t *entry = &slots->manifest[s][slots->manifest_count[s]++];
     *entry = *weight;
     entry->used = slots->stamp;
-    cdc_hold_retain(entry->hold);
+    cdc__hold_retain(entry->hold);
     for (int w = 0; w < slots->worker_count; w++)
-        if (w != served_by && !cdc_slots_has(slots, w, weight->key))
+        if (w != served_by && !cdc__slots_has(slots, w, weight->key))
             slots->workers[w].ready &= ~BIT(s);
 }
 
@@ -255,7 +255,7 @@ static void manifest_prune(cdc_slots_t *slots)
 {
     for (int s = 0; s < slots->slot_count; s++)
         for (int e = slots->manifest_count[s] - 1; e >= 0; e--)
-            if (cdc_hold_retired(slots->manifest[s][e].hold))
+            if (cdc__hold_retired(slots->manifest[s][e].hold))
                 manifest_remove(slots, s, e);
 }
 
@@ -277,7 +277,7 @@ static void restore_slot(cdc_slots_t *slots, int w, int s, const cdc_slot_io_t *
             continue; /* the window is full: the next pass goes on */
         if (io->send_weights(io->ctx, w, weight) != CDC_OK)
             continue; /* not now (no connection, queue full): the next pass */
-        cdc_slots_sent(slots, w, weight->key);
+        cdc__slots_sent(slots, w, weight->key);
         slots->background_bytes += (uint64_t) weight->rows * (uint64_t) weight->k * sizeof(float);
         slots->background_sent++;
     }
@@ -295,8 +295,8 @@ static int staging_index(const cdc_slots_t *slots, uint64_t token)
     return -1;
 }
 
-void cdc_slots_stage(cdc_slots_t *slots, uint64_t token, const cdc_slot_weight_t *weight,
-                     int count, const int *order)
+void cdc__slots_stage(cdc_slots_t *slots, uint64_t token, const cdc_slot_weight_t *weight,
+                      int count, const int *order)
 {
     if (token == 0 || count < 1 || count > CDC_MAX_WORKERS || staging_index(slots, token) >= 0)
         return;
@@ -311,7 +311,7 @@ void cdc_slots_stage(cdc_slots_t *slots, uint64_t token, const cdc_slot_weight_t
     for (int s = 0; s < count; s++) {
         g->weight[s] = weight[s];
         g->weight[s].used = 0;
-        cdc_hold_retain(g->weight[s].hold);
+        cdc__hold_retain(g->weight[s].hold);
         g->order[s] = order ? order[s] : s;
     }
 }
@@ -330,11 +330,11 @@ static int slot_staged(const cdc_slots_t *slots, const cdc_slot_staging_t *g, in
 {
     if (s >= g->count || g->weight[s].rows == 0)
         return 1;
-    int home = cdc_slots_home(slots, s);
+    int home = cdc__slots_home(slots, s);
     return home >= 0 && holds_acked(slots, home, g->weight[s].key);
 }
 
-int cdc_slots_staged(cdc_slots_t *slots, uint64_t token)
+int cdc__slots_staged(cdc_slots_t *slots, uint64_t token)
 {
     int i = staging_index(slots, token);
     if (i < 0)
@@ -346,7 +346,7 @@ int cdc_slots_staged(cdc_slots_t *slots, uint64_t token)
     return 1;
 }
 
-int cdc_slots_staging(const cdc_slots_t *slots)
+int cdc__slots_staging(const cdc_slots_t *slots)
 {
     return slots->staging_count > 0 || slots->staging_slot >= 0;
 }
@@ -357,7 +357,7 @@ int cdc_slots_staging(const cdc_slots_t *slots)
    re-sized again), which no manifest asks for any more. */
 static int staging_home_busy(const cdc_slots_t *slots)
 {
-    int home = slots->staging_slot >= 0 ? cdc_slots_home(slots, slots->staging_slot) : -1;
+    int home = slots->staging_slot >= 0 ? cdc__slots_home(slots, slots->staging_slot) : -1;
     if (home < 0 || slots->workers[home].sent_seq <= slots->workers[home].acked_seq)
         return -1;
     return home;
@@ -370,7 +370,7 @@ static int staging_next(const cdc_slots_t *slots, uint64_t live)
     for (int i = 0; i < slots->staging_count; i++) {
         const cdc_slot_staging_t *g = &slots->staging[i];
         for (int j = 0; j < g->count; j++) {
-            int s = g->order[j], home = cdc_slots_home(slots, s);
+            int s = g->order[j], home = cdc__slots_home(slots, s);
             if (home >= 0 && (live & BIT(home)) && !slot_staged(slots, g, s))
                 return s;
         }
@@ -385,7 +385,7 @@ static int staging_note_lacking(cdc_slots_t *slots, int s)
     int lacking = 0;
     for (int i = 0; i < slots->staging_count; i++)
         if (!slot_staged(slots, &slots->staging[i], s)) {
-            cdc_slots_note(slots, s, &slots->staging[i].weight[s], -1);
+            cdc__slots_note(slots, s, &slots->staging[i].weight[s], -1);
             lacking = 1;
         }
     return lacking;
@@ -400,7 +400,7 @@ static void staging_step(cdc_slots_t *slots, uint64_t live)
 {
     for (int i = slots->staging_count - 1; i >= 0; i--)
         for (int s = 0; s < slots->staging[i].count; s++)
-            if (cdc_hold_retired(slots->staging[i].weight[s].hold)) {
+            if (cdc__hold_retired(slots->staging[i].weight[s].hold)) {
                 staging_remove(slots, i); /* its owner let go: never wanted now */
                 break;
             }
@@ -410,7 +410,7 @@ static void staging_step(cdc_slots_t *slots, uint64_t live)
     if ((s >= 0 && staging_note_lacking(slots, s)) || staging_home_busy(slots) >= 0)
         return;
     slots->staging_slot = -1;
-    if (slots->staging_count == 0 || !cdc_slots_full(slots, live))
+    if (slots->staging_count == 0 || !cdc__slots_full(slots, live))
         return;
     s = staging_next(slots, live);
     if (s < 0)
@@ -419,7 +419,7 @@ static void staging_step(cdc_slots_t *slots, uint64_t live)
     slots->staging_slot = s;
 }
 
-void cdc_slots_restore(cdc_slots_t *slots, uint64_t live, const cdc_slot_io_t *io)
+void cdc__slots_restore(cdc_slots_t *slots, uint64_t live, const cdc_slot_io_t *io)
 {
     manifest_prune(slots);
     staging_step(slots, live);
@@ -446,7 +446,7 @@ void cdc_slots_restore(cdc_slots_t *slots, uint64_t live, const cdc_slot_io_t *i
         }
 }
 
-int cdc_slots_busy(const cdc_slots_t *slots, uint64_t live)
+int cdc__slots_busy(const cdc_slots_t *slots, uint64_t live)
 {
     for (int w = 0; w < slots->worker_count; w++)
         if ((live & BIT(w)) && slots->workers[w].sent_seq > slots->workers[w].acked_seq)
@@ -454,7 +454,7 @@ int cdc_slots_busy(const cdc_slots_t *slots, uint64_t live)
     return 0;
 }
 
-int cdc_slots_full(const cdc_slots_t *slots, uint64_t live)
+int cdc__slots_full(const cdc_slots_t *slots, uint64_t live)
 {
     int shards[CDC_MAX_WORKERS], worker_of[CDC_MAX_WORKERS];
     uint64_t ready[CDC_MAX_WORKERS];
@@ -464,15 +464,15 @@ int cdc_slots_full(const cdc_slots_t *slots, uint64_t live)
     for (int w = 0; w < slots->worker_count; w++)
         ready[w] = w == staging_home ? 0 : slots->workers[w].ready;
     /* Every slot tolerable: nothing goes where its weights are not. */
-    cdc_placement_slots(shards, slots->slot_count, slots->worker_count, slots->home_of_slot,
-                        live, ready, slots->slot_count, worker_of);
+    cdc__placement_slots(shards, slots->slot_count, slots->worker_count, slots->home_of_slot,
+                         live, ready, slots->slot_count, worker_of);
     for (int s = 0; s < slots->slot_count; s++)
         if (worker_of[s] < 0)
             return 0;
     return 1;
 }
 
-void cdc_slots_ready(const cdc_slots_t *slots, uint64_t *ready)
+void cdc__slots_ready(const cdc_slots_t *slots, uint64_t *ready)
 {
     for (int w = 0; w < slots->worker_count; w++) {
         const cdc_slot_worker_t *worker = &slots->workers[w];

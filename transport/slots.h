@@ -3,7 +3,7 @@
  * home, in the background.
  *
  * Shard s of every call is the plan's slot s. Its home is a worker of the
- * slot-to-home map (cdc_slots_set_homes; worker s by default): the planner
+ * slot-to-home map (cdc__slots_set_homes; worker s by default): the planner
  * moves homes, a parity slot to a fast device say. Workers that are home of
  * no slot of the latest call are hot spares. A slot's weights (one row
  * block per layer, under wire keys that name the shard) are remembered in
@@ -101,41 +101,41 @@ typedef struct {
     int staging_count;
     int staging_slot;          /* the slot whose home is taking in new blocks
                                   (an erasure meanwhile), -1: none          */
-    uint64_t background_bytes; /* weight bytes sent by cdc_slots_restore     */
+    uint64_t background_bytes; /* weight bytes sent by cdc__slots_restore    */
     uint64_t background_sent;  /* and messages                                */
 } cdc_slots_t;
 
 /* Empty, slot s's home worker s. */
-void cdc_slots_init(cdc_slots_t *slots);
+void cdc__slots_init(cdc_slots_t *slots);
 /* Drop every manifest hold. */
-void cdc_slots_fini(cdc_slots_t *slots);
+void cdc__slots_fini(cdc_slots_t *slots);
 
 /* Slot s's home is worker home_of_slot[s] for s < count (distinct workers
    in 0..worker_count-1); the slots after them take the other workers in
    ascending order. count 0 (home_of_slot may then be NULL): slot s's home
    is worker s. CDC_EINVAL naming the fault, the map unchanged. Readiness is
    kept: a new home is sent its slot's weights by the next restore. */
-int cdc_slots_set_homes(cdc_slots_t *slots, const int *home_of_slot, int count,
-                        int worker_count);
+int cdc__slots_set_homes(cdc_slots_t *slots, const int *home_of_slot, int count,
+                         int worker_count);
 
 /* Slot s's home, or -1 (no such worker, or a slot past the map). */
-int cdc_slots_home(const cdc_slots_t *slots, int s);
+int cdc__slots_home(const cdc_slots_t *slots, int s);
 
 /* Keys sent to worker w (the call path, or a restore). */
-int cdc_slots_has(const cdc_slots_t *slots, int w, uint64_t key);
-void cdc_slots_sent(cdc_slots_t *slots, int w, uint64_t key);
+int cdc__slots_has(const cdc_slots_t *slots, int w, uint64_t key);
+void cdc__slots_sent(cdc_slots_t *slots, int w, uint64_t key);
 /* Worker w said MISS for key: it no longer holds it. */
-void cdc_slots_forget(cdc_slots_t *slots, int w, uint64_t key);
+void cdc__slots_forget(cdc_slots_t *slots, int w, uint64_t key);
 /* Worker w answered the ack PING token (its sent_seq when sent). */
-void cdc_slots_acked(cdc_slots_t *slots, int w, uint64_t token);
+void cdc__slots_acked(cdc_slots_t *slots, int w, uint64_t token);
 /* Worker w's connection dropped: what was sent but not acknowledged may be
    lost with it. */
-void cdc_slots_connection_lost(cdc_slots_t *slots, int w);
+void cdc__slots_connection_lost(cdc_slots_t *slots, int w);
 /* Worker w is a new process on a new connection (a respawned embedded
    worker on its fresh endpoint): it holds nothing, and no ack from before
    counts. Its instance is kept: the new one's status resets it again,
    harmlessly (nothing is sent to it before that status makes it live). */
-void cdc_slots_new_process(cdc_slots_t *slots, int w);
+void cdc__slots_new_process(cdc_slots_t *slots, int w);
 /* Worker w's status named its instance: a new one (a new process) holds
    nothing. Accepted only once the old process is gone (w died or left, a
    connection lost, since the current instance was taken): a new process
@@ -143,16 +143,16 @@ void cdc_slots_new_process(cdc_slots_t *slots, int w);
    instance in every PONG on the same one (a bug, or a lie) would otherwise
    be re-sent its weights on every heartbeat. Returns 1 when a change was
    refused for that (the caller may ask again after a departure). */
-int cdc_slots_instance(cdc_slots_t *slots, int w, uint64_t instance);
+int cdc__slots_instance(cdc_slots_t *slots, int w, uint64_t instance);
 
 /* A call with count tasks begins: slot_count follows it. */
-void cdc_slots_call(cdc_slots_t *slots, int count);
+void cdc__slots_call(cdc_slots_t *slots, int count);
 /* Where its tasks went (placement.h): shards[t] on worker_of[t]. */
-void cdc_slots_placed(cdc_slots_t *slots, const int *shards, const int *worker_of, int count);
+void cdc__slots_placed(cdc_slots_t *slots, const int *shards, const int *worker_of, int count);
 /* Task of slot s used weight (its hold retained by the manifest when not
    NULL) and went to worker served_by (-1: nobody). Workers ready for s that
    lack it are ready no longer. */
-void cdc_slots_note(cdc_slots_t *slots, int s, const cdc_slot_weight_t *weight, int served_by);
+void cdc__slots_note(cdc_slots_t *slots, int s, const cdc_slot_weight_t *weight, int served_by);
 
 /* Between calls or at a call's start: for each live worker, the slots it
    should be ready for (a home: its slot; a spare: every slot), homes first,
@@ -160,8 +160,8 @@ void cdc_slots_note(cdc_slots_t *slots, int s, const cdc_slot_weight_t *weight, 
    then an ack PING; mark ready what it holds and acknowledged, once its
    data connection is proven (a PING first, when nothing else was sent). A
    spare standing in for a slot is left alone: its queue is that slot's. */
-void cdc_slots_restore(cdc_slots_t *slots, uint64_t live, const cdc_slot_io_t *io);
-/* Staged blocks (cdc_slots_stage) go the same way: the pass first moves the
+void cdc__slots_restore(cdc_slots_t *slots, uint64_t live, const cdc_slot_io_t *io);
+/* Staged blocks (cdc__slots_stage) go the same way: the pass first moves the
    staging on (the next slot, when the last one's home has acknowledged). */
 
 /* Stage new blocks (a re-sized layout's, weight[s] for slot s, count slots;
@@ -174,26 +174,26 @@ void cdc_slots_restore(cdc_slots_t *slots, uint64_t live, const cdc_slot_io_t *i
    the erasure is the only one. A token already staged (or staging) is left
    as it is. The oldest staging is dropped when CDC_SLOT_STAGINGS are under
    way (its owner stages it again). */
-void cdc_slots_stage(cdc_slots_t *slots, uint64_t token, const cdc_slot_weight_t *weight,
-                     int count, const int *order);
+void cdc__slots_stage(cdc_slots_t *slots, uint64_t token, const cdc_slot_weight_t *weight,
+                      int count, const int *order);
 
 /* 1 when every slot's home holds token's new block and acknowledged it (the
    staging is then forgotten: the calls may switch to the new blocks), 0
    while it is under way, -1 for a token not staged (never, or dropped). */
-int cdc_slots_staged(cdc_slots_t *slots, uint64_t token);
+int cdc__slots_staged(cdc_slots_t *slots, uint64_t token);
 
 /* Whether some staging is under way. */
-int cdc_slots_staging(const cdc_slots_t *slots);
+int cdc__slots_staging(const cdc_slots_t *slots);
 
 /* Whether some live worker has weights sent and not yet acknowledged. */
-int cdc_slots_busy(const cdc_slots_t *slots, uint64_t live);
+int cdc__slots_busy(const cdc_slots_t *slots, uint64_t live);
 
 /* Whether every slot has a distinct live worker ready for it (its home or
    another: placement.h's passes 1 and 2). */
-int cdc_slots_full(const cdc_slots_t *slots, uint64_t live);
+int cdc__slots_full(const cdc_slots_t *slots, uint64_t live);
 
-/* ready[0..worker_count-1] for cdc_placement_slots: the workers' ready
+/* ready[0..worker_count-1] for cdc__placement_slots: the workers' ready
    bits, none for a spare with weights still unacknowledged (busy). */
-void cdc_slots_ready(const cdc_slots_t *slots, uint64_t *ready);
+void cdc__slots_ready(const cdc_slots_t *slots, uint64_t *ready);
 
 #endif

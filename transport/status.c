@@ -27,7 +27,7 @@ static uint64_t *field_of(cdc_status_report_t *status, size_t i)
     return (uint64_t *) ((char *) status + fields[i].offset);
 }
 
-size_t cdc_status_format(const cdc_status_report_t *status, char *out, size_t size)
+size_t cdc__status_format(const cdc_status_report_t *status, char *out, size_t size)
 {
     size_t used = 0;
     if (size)
@@ -67,7 +67,7 @@ static int parse_line(const char *line, size_t len, int number, cdc_status_repor
     return CDC_OK; /* an unknown key: a newer worker's, skipped */
 }
 
-int cdc_status_parse(const void *text, size_t size, cdc_status_report_t *status)
+int cdc__status_parse(const void *text, size_t size, cdc_status_report_t *status)
 {
     memset(status, 0, sizeof *status);
     const char *p = text, *end = p + size;

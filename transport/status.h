@@ -28,11 +28,11 @@ typedef struct {
 
 /* The text for *status into out (size bytes, NUL-terminated); returns its
    length (without the NUL), at most size - 1. */
-size_t cdc_status_format(const cdc_status_report_t *status, char *out, size_t size);
+size_t cdc__status_format(const cdc_status_report_t *status, char *out, size_t size);
 
 /* Parse text (size bytes, not NUL-terminated) into *status (keys absent
    stay 0). CDC_OK, or CDC_EPROTO naming the first malformed line (no "=",
    a key outside [a-z0-9_], a value that is not a decimal u64). */
-int cdc_status_parse(const void *text, size_t size, cdc_status_report_t *status);
+int cdc__status_parse(const void *text, size_t size, cdc_status_report_t *status);
 
 #endif

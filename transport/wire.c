@@ -40,22 +40,22 @@ static int part_build(zmq_msg_t *part, int i, const void *data, size_t size)
 static void slice_release(void *data, void *hint)
 {
     (void) data;
-    cdc_hold_release(hint);
+    cdc__hold_release(hint);
 }
 
-int cdc_wire_slices_build(zmq_msg_t *parts, int *count, const void *data, size_t size,
-                          cdc_hold_t *hold)
+int cdc__wire_slices_build(zmq_msg_t *parts, int *count, const void *data, size_t size,
+                           cdc_hold_t *hold)
 {
-    int frames = cdc_msg_payload_frames(size);
+    int frames = cdc__msg_payload_frames(size);
     for (int j = 0; j < frames; j++) {
         size_t at = (size_t) j * CDC_PROTO_CHUNK_BYTES, left = size - at;
         size_t chunk = left < CDC_PROTO_CHUNK_BYTES ? left : CDC_PROTO_CHUNK_BYTES;
         /* Before libzmq could let go of the slice (and free what it holds). */
-        cdc_hold_retain(hold);
+        cdc__hold_retain(hold);
         if (*count == cdc__wire_fail_alloc_at ||
             zmq_msg_init_data(&parts[*count], data ? (uint8_t *) data + at : NULL, chunk,
                               slice_release, hold) != 0) {
-            cdc_hold_release(hold); /* not the last: the caller holds one */
+            cdc__hold_release(hold); /* not the last: the caller holds one */
             return cdc__fail(CDC_ENOMEM, "zmq message part %d: slice %d of %d", *count,
                              j + 1, frames);
         }
@@ -76,7 +76,7 @@ static int parts_needed(int routed, const cdc_frame_t *payloads, int payload_cou
 {
     int frames = 1;
     for (int i = 0; i < payload_count; i++) {
-        int chunks = cdc_msg_payload_frames(payloads[i].size);
+        int chunks = cdc__msg_payload_frames(payloads[i].size);
         if (chunks > CDC_PROTO_MAX_FRAMES - frames)
             return -1;
         frames += chunks;
@@ -92,17 +92,17 @@ static int build_protocol_parts(zmq_msg_t *parts, int *count, const cdc_msg_head
                                 int payload_count)
 {
     uint8_t packed[CDC_PROTO_HEADER_SIZE];
-    cdc_msg_header_pack(header, packed);
+    cdc__msg_header_pack(header, packed);
     int rc = part_build(&parts[*count], *count, packed, sizeof packed);
     if (rc == CDC_OK)
         (*count)++;
     for (int i = 0; rc == CDC_OK && i < payload_count; i++) {
         if (holds && holds[i]) {
-            rc = cdc_wire_slices_build(parts, count, payloads[i].data, payloads[i].size,
-                                       holds[i]);
+            rc = cdc__wire_slices_build(parts, count, payloads[i].data, payloads[i].size,
+                                        holds[i]);
             continue;
         }
-        int frames = cdc_msg_payload_frames(payloads[i].size);
+        int frames = cdc__msg_payload_frames(payloads[i].size);
         const uint8_t *data = payloads[i].data;
         for (int j = 0; rc == CDC_OK && j < frames; j++) {
             size_t at = (size_t) j * CDC_PROTO_CHUNK_BYTES, left = payloads[i].size - at;
@@ -115,16 +115,16 @@ static int build_protocol_parts(zmq_msg_t *parts, int *count, const cdc_msg_head
     return rc;
 }
 
-int cdc_wire_send(void *socket, zmq_msg_t *routing_id, const cdc_msg_header_t *header,
-                  const cdc_frame_t *payloads, int payload_count, int flags)
+int cdc__wire_send(void *socket, zmq_msg_t *routing_id, const cdc_msg_header_t *header,
+                   const cdc_frame_t *payloads, int payload_count, int flags)
 {
-    return cdc_wire_send_held(socket, routing_id, header, payloads, NULL, payload_count,
-                              flags);
+    return cdc__wire_send_held(socket, routing_id, header, payloads, NULL, payload_count,
+                               flags);
 }
 
-int cdc_wire_send_held(void *socket, zmq_msg_t *routing_id, const cdc_msg_header_t *header,
-                       const cdc_frame_t *payloads, cdc_hold_t *const *holds,
-                       int payload_count, int flags)
+int cdc__wire_send_held(void *socket, zmq_msg_t *routing_id, const cdc_msg_header_t *header,
+                        const cdc_frame_t *payloads, cdc_hold_t *const *holds,
+                        int payload_count, int flags)
 {
     if (payload_count < 0 || payload_count > CDC_PROTO_MAX_PAYLOADS)
         return cdc__fail(CDC_EINVAL, "send: %d payloads, at most %d", payload_count,
@@ -167,12 +167,12 @@ int cdc_wire_send_held(void *socket, zmq_msg_t *routing_id, const cdc_msg_header
     return rc;
 }
 
-void cdc_wire_msg_init(cdc_wire_msg_t *msg)
+void cdc__wire_msg_init(cdc_wire_msg_t *msg)
 {
     memset(msg, 0, sizeof *msg);
 }
 
-int cdc_wire_msg_reserve(cdc_wire_msg_t *msg, int parts)
+int cdc__wire_msg_reserve(cdc_wire_msg_t *msg, int parts)
 {
     if (parts <= msg->capacity)
         return CDC_OK;
@@ -210,10 +210,10 @@ static int protocol_first(void *socket)
 static void check_part(cdc_wire_msg_t *msg, int index, zmq_msg_t *part)
 {
     cdc_frame_t frame = {zmq_msg_data(part), zmq_msg_size(part)};
-    int rc = index == 0 ? cdc_msg_shape(&frame, &msg->shape)
-                        : cdc_msg_shape_frame(&msg->shape, index, frame.size);
+    int rc = index == 0 ? cdc__msg_shape(&frame, &msg->shape)
+                        : cdc__msg_shape_frame(&msg->shape, index, frame.size);
     if (rc != CDC_OK) {
-        /* The detail alone: cdc_wire_decode fails with it again. */
+        /* The detail alone: cdc__wire_decode fails with it again. */
         const char *why = cdc_last_error(), *status = cdc_strerror(rc);
         size_t skip = strlen(status);
         if (strncmp(why, status, skip) == 0 && strncmp(why + skip, ": ", 2) == 0)
@@ -237,7 +237,7 @@ static void keep_part(cdc_wire_msg_t *msg, zmq_msg_t *part)
         want = want > CDC_WIRE_MAX_PARTS ? CDC_WIRE_MAX_PARTS : want;
         if (msg->count == CDC_WIRE_MAX_PARTS)
             msg->truncated = 1;
-        else if (cdc_wire_msg_reserve(msg, want) != CDC_OK)
+        else if (cdc__wire_msg_reserve(msg, want) != CDC_OK)
             msg->out_of_memory = 1;
     }
     if (keep && msg->count < msg->capacity && !msg->truncated && !msg->out_of_memory) {
@@ -249,9 +249,9 @@ static void keep_part(cdc_wire_msg_t *msg, zmq_msg_t *part)
     zmq_msg_close(part);
 }
 
-int cdc_wire_recv(void *socket, cdc_wire_msg_t *msg, int flags)
+int cdc__wire_recv(void *socket, cdc_wire_msg_t *msg, int flags)
 {
-    cdc_wire_msg_init(msg);
+    cdc__wire_msg_init(msg);
     msg->first = protocol_first(socket);
     int more = 1, first = 1;
     while (more) {
@@ -274,15 +274,15 @@ int cdc_wire_recv(void *socket, cdc_wire_msg_t *msg, int flags)
     return CDC_OK;
 }
 
-void cdc_wire_msg_close(cdc_wire_msg_t *msg)
+void cdc__wire_msg_close(cdc_wire_msg_t *msg)
 {
     parts_close(msg->parts, 0, msg->count);
     free(msg->parts);
     free(msg->frames);
-    cdc_wire_msg_init(msg);
+    cdc__wire_msg_init(msg);
 }
 
-int cdc_wire_decode(cdc_wire_msg_t *msg, int first, cdc_msg_t *decoded)
+int cdc__wire_decode(cdc_wire_msg_t *msg, int first, cdc_msg_t *decoded)
 {
     int count = msg->count + msg->dropped - first;
     if (msg->refused)
@@ -298,5 +298,5 @@ int cdc_wire_decode(cdc_wire_msg_t *msg, int first, cdc_msg_t *decoded)
         zmq_msg_t *part = &msg->parts[first + i];
         msg->frames[i] = (cdc_frame_t){zmq_msg_data(part), zmq_msg_size(part)};
     }
-    return cdc_msg_decode(msg->frames, count, decoded);
+    return cdc__msg_decode(msg->frames, count, decoded);
 }

@@ -113,7 +113,7 @@ typedef int (*env_parser_t)(const char *var, const char *value, cdc_config_t *c)
 
 static int env_workers(const char *var, const char *value, cdc_config_t *c)
 {
-    int udp_port, discover = cdc_discovery_parse(value, &udp_port);
+    int udp_port, discover = cdc__discovery_parse(value, &udp_port);
     if (discover < 0)
         return cdc__fail(CDC_ECONFIG, "%s='%s': expected discover or discover:PORT with "
                                       "PORT in 1..65535", var, value);
@@ -189,7 +189,7 @@ static int env_min_flops(const char *var, const char *value, cdc_config_t *c)
 static int env_faults(const char *var, const char *value, cdc_config_t *c)
 {
     cdc_fault_plan_t plan; /* validated here so a typo fails at start-up */
-    int rc = cdc_fault_plan_parse(value, &plan);
+    int rc = cdc__fault_plan_parse(value, &plan);
     return rc == CDC_OK ? parse_copy(var, value, c->faults, sizeof c->faults) : rc;
 }
 
@@ -213,9 +213,9 @@ static int env_curve_secret(const char *var, const char *value, cdc_config_t *c)
     cdc_curve_cert_t cert;
     if (!*value)
         return CDC_OK;
-    if (cdc_curve_load_secret(value, &cert) != CDC_OK)
+    if (cdc__curve_load_secret(value, &cert) != CDC_OK)
         return cdc__fail_within(CDC_ECONFIG, var);
-    cdc_curve_cert_clear(&cert);
+    cdc__curve_cert_clear(&cert);
     return parse_copy(var, value, c->curve_secret, sizeof c->curve_secret);
 }
 
@@ -224,10 +224,10 @@ static int env_curve_server(const char *var, const char *value, cdc_config_t *c)
     cdc_curve_cert_t cert;
     if (!*value)
         return CDC_OK;
-    int is_dir = cdc_curve_path_is_dir(value);
+    int is_dir = cdc__curve_path_is_dir(value);
     if (is_dir < 0)
         return cdc__fail(CDC_ECONFIG, "%s='%s': no such file or directory", var, value);
-    if (!is_dir && cdc_curve_load_public(value, &cert) != CDC_OK)
+    if (!is_dir && cdc__curve_load_public(value, &cert) != CDC_OK)
         return cdc__fail_within(CDC_ECONFIG, var);
     return parse_copy(var, value, c->curve_server, sizeof c->curve_server);
 }
@@ -291,7 +291,7 @@ static int env_code(const char *var, const char *value, cdc_config_t *c)
 {
     if (!*value)
         return CDC_OK;
-    if (!cdc_code_find_ops(value))
+    if (!cdc__code_find_ops(value))
         return cdc__fail(CDC_ECONFIG, "%s='%s': unknown code scheme", var, value);
     return parse_copy(var, value, c->code, sizeof c->code);
 }

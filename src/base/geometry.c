@@ -49,7 +49,7 @@ static int axis_finish(const char *axis, int64_t in, int64_t kernel, int64_t str
     return CDC_OK;
 }
 
-int cdc_conv_geometry_finish(cdc_conv_geometry_t *g)
+int cdc__conv_geometry_finish(cdc_conv_geometry_t *g)
 {
     int64_t out_h, out_w, rows, cols, cells, image;
     int status;
@@ -96,7 +96,7 @@ static int axis_padding(const char *axis, int64_t pad, int64_t kernel, int64_t d
     return CDC_OK;
 }
 
-int cdc_conv_geometry_check_padding(const cdc_conv_geometry_t *g)
+int cdc__conv_geometry_check_padding(const cdc_conv_geometry_t *g)
 {
     int rc = axis_padding("h", g->pad_h, g->kernel_h, g->dilation_h);
     return rc == CDC_OK ? axis_padding("w", g->pad_w, g->kernel_w, g->dilation_w) : rc;

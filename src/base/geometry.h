@@ -11,11 +11,11 @@ typedef struct {
     int64_t stride_h, stride_w;
     int64_t pad_h, pad_w;
     int64_t dilation_h, dilation_w;
-    int64_t out_h, out_w; /* filled by cdc_conv_geometry_finish */
+    int64_t out_h, out_w; /* filled by cdc__conv_geometry_finish */
 } cdc_conv_geometry_t;
 
 /* Compute out_h/out_w; CDC_EDIM when a parameter is invalid or the output empty. */
-int cdc_conv_geometry_finish(cdc_conv_geometry_t *g);
+int cdc__conv_geometry_finish(cdc_conv_geometry_t *g);
 
 /* CDC_OK when each padding is smaller than the dilated kernel span,
    dilation * (kernel - 1) + 1, along its axis; else CDC_EDIM naming the
@@ -23,6 +23,6 @@ int cdc_conv_geometry_finish(cdc_conv_geometry_t *g);
    columns whose every input is padding (all zero before the bias): a worker
    refuses such tasks, since a tiny request could otherwise ask for a huge
    all-zero result (issue 9). The parameters must be valid (finish). */
-int cdc_conv_geometry_check_padding(const cdc_conv_geometry_t *g);
+int cdc__conv_geometry_check_padding(const cdc_conv_geometry_t *g);
 
 #endif

@@ -6,41 +6,41 @@
 #include <stdint.h>
 #include <stdlib.h>
 
-void cdc_hold_init(cdc_hold_t *hold, void (*free_fn)(cdc_hold_t *hold))
+void cdc__hold_init(cdc_hold_t *hold, void (*free_fn)(cdc_hold_t *hold))
 {
     atomic_init(&hold->refs, 1);
     atomic_init(&hold->retired, 0);
     hold->free_fn = free_fn;
 }
 
-cdc_hold_t *cdc_hold_retain(cdc_hold_t *hold)
+cdc_hold_t *cdc__hold_retain(cdc_hold_t *hold)
 {
     if (hold)
         atomic_fetch_add_explicit(&hold->refs, 1, memory_order_relaxed);
     return hold;
 }
 
-void cdc_hold_release(cdc_hold_t *hold)
+void cdc__hold_release(cdc_hold_t *hold)
 {
     /* acq_rel: every write made under any reference happens before free_fn. */
     if (hold && atomic_fetch_sub_explicit(&hold->refs, 1, memory_order_acq_rel) == 1)
         hold->free_fn(hold);
 }
 
-void cdc_hold_retire(cdc_hold_t *hold)
+void cdc__hold_retire(cdc_hold_t *hold)
 {
     if (!hold)
         return;
     atomic_store_explicit(&hold->retired, 1, memory_order_release);
-    cdc_hold_release(hold);
+    cdc__hold_release(hold);
 }
 
-int cdc_hold_retired(cdc_hold_t *hold)
+int cdc__hold_retired(cdc_hold_t *hold)
 {
     return atomic_load_explicit(&hold->retired, memory_order_acquire);
 }
 
-int cdc_hold_refs(cdc_hold_t *hold)
+int cdc__hold_refs(cdc_hold_t *hold)
 {
     return atomic_load_explicit(&hold->refs, memory_order_acquire);
 }
@@ -54,7 +54,7 @@ static void hold_block_free(cdc_hold_t *hold)
     free(hold);
 }
 
-cdc_hold_t *cdc_hold_alloc(size_t bytes, void **data)
+cdc_hold_t *cdc__hold_alloc(size_t bytes, void **data)
 {
     *data = NULL;
     _Static_assert(sizeof(cdc_hold_t) <= HOLD_ALIGN, "hold fits ahead of the buffer");
@@ -69,7 +69,7 @@ cdc_hold_t *cdc_hold_alloc(size_t bytes, void **data)
         cdc__fail(CDC_ENOMEM, "held buffer of %zu bytes", bytes);
         return NULL;
     }
-    cdc_hold_init(hold, hold_block_free);
+    cdc__hold_init(hold, hold_block_free);
     *data = (char *) hold + HOLD_ALIGN;
     return hold;
 }

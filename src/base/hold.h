@@ -26,29 +26,29 @@ struct cdc_hold {
 
 /* One reference (the owner's), not retired. free_fn runs when the count
    reaches zero and must free everything the hold protects. */
-void cdc_hold_init(cdc_hold_t *hold, void (*free_fn)(cdc_hold_t *hold));
+void cdc__hold_init(cdc_hold_t *hold, void (*free_fn)(cdc_hold_t *hold));
 
 /* Another reference; returns hold. Accepts NULL (returns NULL). */
-cdc_hold_t *cdc_hold_retain(cdc_hold_t *hold);
+cdc_hold_t *cdc__hold_retain(cdc_hold_t *hold);
 
 /* Drop a reference; the last one runs free_fn. Accepts NULL. */
-void cdc_hold_release(cdc_hold_t *hold);
+void cdc__hold_release(cdc_hold_t *hold);
 
 /* The owner is done with it: mark it retired and drop the owner's
    reference. Accepts NULL. */
-void cdc_hold_retire(cdc_hold_t *hold);
+void cdc__hold_retire(cdc_hold_t *hold);
 
 /* Whether the owner has retired it. */
-int cdc_hold_retired(cdc_hold_t *hold);
+int cdc__hold_retired(cdc_hold_t *hold);
 
 /* The current count of references (tests and assertions: another thread may
    change it at any time). */
-int cdc_hold_refs(cdc_hold_t *hold);
+int cdc__hold_refs(cdc_hold_t *hold);
 
 /* A buffer of `bytes` bytes (64-byte aligned) and its hold in one
    allocation: *data is the buffer, the hold has the owner's reference, and
    the last release frees both. NULL (with cdc_last_error set) when out of
    memory. */
-cdc_hold_t *cdc_hold_alloc(size_t bytes, void **data);
+cdc_hold_t *cdc__hold_alloc(size_t bytes, void **data);
 
 #endif

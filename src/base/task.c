@@ -3,7 +3,7 @@
 
 #include <stddef.h>
 
-cdc_shard_task_t cdc_task_part(const cdc_shard_task_t *task, int part, int64_t *first_row)
+cdc_shard_task_t cdc__task_part(const cdc_shard_task_t *task, int part, int64_t *first_row)
 {
     cdc_shard_task_t piece = *task;
     piece.lead_rows = piece.part_rows = 0;
@@ -24,7 +24,7 @@ cdc_shard_task_t cdc_task_part(const cdc_shard_task_t *task, int part, int64_t *
     return piece;
 }
 
-uint64_t cdc_task_bytes_out(const cdc_shard_task_t *task)
+uint64_t cdc__task_bytes_out(const cdc_shard_task_t *task)
 {
     if (task->kind == CDC_TASK_GEMM)
         return (uint64_t) task->cols * (uint64_t) task->k * sizeof(float);

@@ -65,11 +65,11 @@ static inline int cdc_task_parts(const cdc_shard_task_t *task)
    streamed: its rows of a, its result at its place in result (the lead)
    or tail (NULL when tail is); *first_row the row of the whole result it
    starts at. A task that is not streamed is its own part 0. */
-cdc_shard_task_t cdc_task_part(const cdc_shard_task_t *task, int part, int64_t *first_row);
+cdc_shard_task_t cdc__task_part(const cdc_shard_task_t *task, int part, int64_t *first_row);
 
 /* The per-call input a task sends (its bt, or its conv input), in bytes:
    what a call's bytes_out counts besides cached weights. */
-uint64_t cdc_task_bytes_out(const cdc_shard_task_t *task);
+uint64_t cdc__task_bytes_out(const cdc_shard_task_t *task);
 
 /* What a call of streamed tasks waits for: enough(ctx, tasks, count) says
    whether the parts in so far (tasks[t].parts_in) let the caller rebuild

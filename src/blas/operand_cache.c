@@ -78,7 +78,7 @@ static void entry_demote(cdc_operand_cache_t *cache, cdc_operand_entry_t *e)
     if (e->packed)
         cache->bytes -= packed_bytes(e);
     cache->bytes -= norms_bytes(e);
-    cdc_hold_retire(e->packed_hold);
+    cdc__hold_retire(e->packed_hold);
     free(e->whole_norms);
     e->packed_hold = NULL;
     e->packed = NULL;
@@ -187,7 +187,7 @@ static int entry_promote(cdc_operand_cache_t *cache, cdc_operand_entry_t *e)
         return CDC_OK;
     size_t bytes = packed_bytes(e);
     void *storage = NULL;
-    e->packed_hold = cdc_hold_alloc(bytes, &storage);
+    e->packed_hold = cdc__hold_alloc(bytes, &storage);
     if (!e->packed_hold)
         return cdc__fail(CDC_ENOMEM, "weights copy of %zu bytes", bytes);
     e->packed = storage;

@@ -48,7 +48,7 @@ static void valid_range(int64_t in, int64_t out, int64_t stride, int64_t offset,
     *hi = end;
 }
 
-void cdc_im2col(const cdc_conv_geometry_t *g, const float *x, float *cols, int64_t ld)
+void cdc__im2col(const cdc_conv_geometry_t *g, const float *x, float *cols, int64_t ld)
 {
     const int64_t out_h = g->out_h, out_w = g->out_w;
     const int64_t sh = g->stride_h, sw = g->stride_w;

@@ -10,6 +10,6 @@
    (channels*kernel_h*kernel_w) x (out_h*out_w) row-major matrix with leading
    dimension ld >= out_h*out_w. Row index = (c*kernel_h + i)*kernel_w + j, matching
    OIHW weights reshaped to out x (channels*kh*kw). Zero padding. */
-void cdc_im2col(const cdc_conv_geometry_t *g, const float *x, float *cols, int64_t ld);
+void cdc__im2col(const cdc_conv_geometry_t *g, const float *x, float *cols, int64_t ld);
 
 #endif

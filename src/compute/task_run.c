@@ -36,7 +36,7 @@ static int run(const cdc_shard_task_t *task)
         return cdc__fail(CDC_ENOMEM, "im2col buffer of %lld x %lld floats",
                          (long long) task->k, (long long) task->cols);
     for (int64_t b = 0; b < task->batch; b++)
-        cdc_im2col(g, task->input + b * image_size, cols + b * spatial, task->cols);
+        cdc__im2col(g, task->input + b * image_size, cols + b * spatial, task->cols);
     cdc__blas_sgemm_rm(0, 0, task->a_rows, task->cols, task->k, 1.0f, task->a, task->k,
                        cols, task->cols, 0.0f, task->result, task->cols);
     return CDC_OK;
@@ -48,7 +48,7 @@ static int run_parts(const cdc_shard_task_t *task)
     int parts = cdc_task_parts(task), rc = CDC_OK;
     for (int p = 0; p < parts && rc == CDC_OK; p++) {
         int64_t first;
-        cdc_shard_task_t piece = cdc_task_part(task, p, &first);
+        cdc_shard_task_t piece = cdc__task_part(task, p, &first);
         rc = run(&piece);
     }
     return rc;

@@ -45,7 +45,7 @@ int cdc__coded_call_init(cdc_coded_call_t *call, const cdc_code_t *code, int n,
     memset(call, 0, sizeof *call);
     call->code = code;
     call->n = n;
-    call->r = code ? cdc_code_r(code) : 0;
+    call->r = code ? cdc__code_r(code) : 0;
     call->wanted_r = call->r;
     call->rows = rows;
     call->cols = cols;
@@ -265,7 +265,7 @@ static int call_dispatch(cdc_context_t *context, const cdc_coded_call_t *call,
         if ((run->erased | run->empty | run->unfit) & (UINT64_C(1) << s))
             continue;
         run->sent[run->count++] = call->tasks[s];
-        run->out_bytes += cdc_task_bytes_out(&call->tasks[s]);
+        run->out_bytes += cdc__task_bytes_out(&call->tasks[s]);
     }
     if (run->replicate) {
         size_t block = (size_t) call->rows * (size_t) call->cols;
@@ -279,7 +279,7 @@ static int call_dispatch(cdc_context_t *context, const cdc_coded_call_t *call,
             *copy = call->tasks[s];
             copy->shard = n + s;
             copy->result = run->replicas + (size_t) s * block;
-            run->out_bytes += cdc_task_bytes_out(copy);
+            run->out_bytes += cdc__task_bytes_out(copy);
         }
     }
     /* The empty data shards are in already: the rest need fewer results. */
@@ -369,9 +369,9 @@ static void call_verify(cdc_context_t *context, cdc_coded_call_t *call, call_run
         return;
     run->checked = 1;
     int bad = -1;
-    int check = cdc_code_check(call->code, call->rows, call->cols,
-                               (const float *const *) call->results, call->cols,
-                               run->present, call->scales, call->inner, &bad);
+    int check = cdc__code_check(call->code, call->rows, call->cols,
+                                (const float *const *) call->results, call->cols,
+                                run->present, call->scales, call->inner, &bad);
     if (check != CDC_ECORRUPT)
         return;
     run->report.corrupt = 1;
@@ -389,7 +389,7 @@ static uint64_t call_decode(cdc_context_t *context, cdc_coded_call_t *call, call
     int parities = cdc__popcount64(run->present & ~run->data_mask);
     if (!missing || !call->code || cdc__popcount64(missing) > parities)
         return missing;
-    double amplification = cdc_code_decode_amplification(call->code, run->present);
+    double amplification = cdc__code_decode_amplification(call->code, run->present);
     if (amplification > cdc__decode_limit(call->tasks[0].k)) {
         CDC_LOG_DEBUGF("decode of %d shards amplifies errors %.0fx (k = %lld); computing "
                        "them here", cdc__popcount64(missing), amplification,
@@ -397,8 +397,8 @@ static uint64_t call_decode(cdc_context_t *context, cdc_coded_call_t *call, call
         run->refused = 1;
         return missing;
     }
-    if (cdc_code_decode(call->code, call->rows, call->cols, call->results, call->cols,
-                        run->present) != CDC_OK) {
+    if (cdc__code_decode(call->code, call->rows, call->cols, call->results, call->cols,
+                         run->present) != CDC_OK) {
         CDC_LOG_WARNF("decode failed (%s); computing missing shards locally",
                       cdc_last_error());
         return missing;
@@ -658,11 +658,11 @@ int cdc__context_code(cdc_context_t *context, int n, int r, const cdc_code_t **c
     int rc = CDC_OK;
     if (!*slot) {
         const cdc_code_ops_t *ops = context->config.code[0]
-                                        ? cdc_code_find_ops(context->config.code)
+                                        ? cdc__code_find_ops(context->config.code)
                                         : NULL;
         if (ops && ops->max_parity < r)
             ops = NULL; /* the named scheme cannot do r: use the default */
-        rc = cdc_code_new(ops, n, r, slot);
+        rc = cdc__code_new(ops, n, r, slot);
     }
     *code = *slot;
     pthread_mutex_unlock(&context->lock);

@@ -81,7 +81,7 @@ int cdc__coded_call_run(cdc_context_t *context, cdc_coded_call_t *call);
 /* Compute task here, now: a local computation on an emulated coordinator
    (slow@c:gflops=G) ends no sooner than its flops at G, as on the device
    it stands for. An empty task (no rows or columns) computes nothing. */
-/* The largest error amplification A (cdc_code_decode_amplification) a
+/* The largest error amplification A (cdc__code_decode_amplification) a
    decode of products of inner dimension k may have: a rebuilt block's
    predicted relative error u * sqrt(k) * A (u = 2^-24) at most 1e-4, which
    it measures at about a quarter of (docs/codes.md). Never below 8 =

@@ -58,7 +58,7 @@ static int config_validate(const cdc_config_t *config)
     if (memchr(config->workers, '\0', sizeof config->workers) == NULL ||
         memchr(config->code, '\0', sizeof config->code) == NULL)
         return cdc__fail(CDC_ECONFIG, "unterminated string in configuration");
-    if (config->code[0] && !cdc_code_find_ops(config->code))
+    if (config->code[0] && !cdc__code_find_ops(config->code))
         return cdc__fail(CDC_ECONFIG, "code '%s': unknown code scheme", config->code);
     return CDC_OK;
 }
@@ -76,7 +76,7 @@ static int security_validate(const cdc_config_t *config)
         return cdc__fail(CDC_ECONFIG, "CDCGEMM_CURVE_SECRET and CDCGEMM_CURVE_SERVER go "
                                       "together: set both for CURVE, or neither");
     int udp_port;
-    int discover = cdc_discovery_parse(config->workers, &udp_port);
+    int discover = cdc__discovery_parse(config->workers, &udp_port);
     if (discover < 0)
         return cdc__fail(CDC_ECONFIG, "CDCGEMM_WORKERS: '%s': expected discover or "
                                       "discover:PORT with PORT in 1..65535", config->workers);
@@ -93,7 +93,7 @@ static int security_validate(const cdc_config_t *config)
         size_t len = comma ? (size_t) (comma - item) : strlen(item);
         char endpoint[CDC_CONFIG_STR];
         snprintf(endpoint, sizeof endpoint, "%.*s", (int) len, item);
-        if (cdc_endpoint_needs_curve(endpoint))
+        if (cdc__endpoint_needs_curve(endpoint))
             return cdc__fail(CDC_ECONFIG,
                              "CDCGEMM_WORKERS: endpoint %d '%s' is plaintext tcp to a host "
                              "that is not loopback: anyone on the path could read or change "
@@ -167,12 +167,12 @@ int cdc_context_new(const cdc_config_t *config, cdc_context_t **context_p)
         return cdc__fail(CDC_ENOMEM, "context");
     self->config = *config;
     cdc_fault_plan_t faults; /* the coordinator's own rule, if any (workers take theirs) */
-    if (config->faults[0] && cdc_fault_plan_parse(config->faults, &faults) == CDC_OK)
-        self->local_gflops = cdc_fault_coordinator_gflops(&faults);
+    if (config->faults[0] && cdc__fault_plan_parse(config->faults, &faults) == CDC_OK)
+        self->local_gflops = cdc__fault_coordinator_gflops(&faults);
     /* Before spawning and connecting, so what they log obeys the level. */
     cdc__log_level = (int) config->log_level;
     int udp_port;
-    self->discover = cdc_discovery_parse(config->workers, &udp_port) == 1;
+    self->discover = cdc__discovery_parse(config->workers, &udp_port) == 1;
     self->workers = config->workers[0] ? count_endpoints(config->workers)
                                        : config->local_workers;
     int n;
@@ -245,7 +245,7 @@ void cdc_context_destroy(cdc_context_t **context_p)
     cdc__share_thread_free(&self->share_thread);
     for (int r = 0; r <= CDC_CODE_MAX_R; r++)
         for (int n = 0; n <= CDC_CODE_MAX_N; n++)
-            cdc_code_destroy(&self->codes[r][n]);
+            cdc__code_destroy(&self->codes[r][n]);
     pthread_mutex_destroy(&self->call_lock);
     pthread_mutex_destroy(&self->lock);
     free(self);

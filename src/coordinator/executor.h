@@ -66,11 +66,11 @@ int cdc__executor_live(cdc_executor_t *executor, uint64_t *mask);
 int cdc__executor_heartbeat_live(cdc_executor_t *executor, uint64_t *mask);
 
 /* Worker w of a ZeroMQ executor is a new process at endpoint (a respawned
-   embedded worker): its sockets are reconnected there (cdc_client_move).
+   embedded worker): its sockets are reconnected there (cdc__client_move).
    CDC_EINVAL for any other executor or an unknown worker. Thread-safe. */
 int cdc__executor_worker_moved(cdc_executor_t *executor, int w, const char *endpoint);
 
-/* Where the plan's slots live (cdc_client_set_homes): slot s's home is
+/* Where the plan's slots live (cdc__client_set_homes): slot s's home is
    worker home_of_slot[s] for s < slots, the other slots on the other
    workers; slots 0: slot s on worker s. CDC_OK without effect for an
    executor without slots (in process); CDC_EINVAL naming what is wrong.
@@ -78,20 +78,20 @@ int cdc__executor_worker_moved(cdc_executor_t *executor, int w, const char *endp
 int cdc__executor_set_homes(cdc_executor_t *executor, const int *home_of_slot, int slots);
 
 /* New blocks of a cached operand sent to the slots' homes in the
-   background (cdc_client_stage) while the calls use the old: 1 once every
+   background (cdc__client_stage) while the calls use the old: 1 once every
    home holds them, 0 while under way. 1 for an executor without slots (in
    process: nothing to send). Thread-safe. */
 int cdc__executor_stage(cdc_executor_t *executor, uint64_t token, int needed,
                         const cdc_slot_weight_t *block, int count, const int *order);
 
 /* Per shard s < max of a ZeroMQ executor's last call: the worker it was sent
-   to and the one that answered (cdc_client_last_call; -1: none). CDC_EINVAL
+   to and the one that answered (cdc__client_last_call; -1: none). CDC_EINVAL
    for another executor. Thread-safe. */
 int cdc__executor_last_call(cdc_executor_t *executor, int *sent_to, int *answered_by,
                             int max);
 
 /* Workers a ZeroMQ executor may plan over (endpoints given, or discovered
-   workers that have answered at least once: cdc_client_admitted); -1 for
+   workers that have answered at least once: cdc__client_admitted); -1 for
    any other executor. */
 int cdc__executor_worker_count(cdc_executor_t *executor);
 

@@ -25,12 +25,12 @@ typedef struct {
 /* The client's observer (client.h): straight into the profile table. */
 static void observe_pong(void *ctx, int w, double rtt_ms, const cdc_status_report_t *status)
 {
-    cdc_profile_pong(ctx, w, rtt_ms, status);
+    cdc__profile_pong(ctx, w, rtt_ms, status);
 }
 
 static void observe_call(void *ctx, int w, double elapsed_ms, double flops, double bytes)
 {
-    cdc_profile_transfer(ctx, w, elapsed_ms, flops, bytes);
+    cdc__profile_transfer(ctx, w, elapsed_ms, flops, bytes);
 }
 
 /* The coordinator's own compute since the last look (its local fallbacks). */
@@ -38,7 +38,7 @@ static void profile_self(zmq_executor_t *self)
 {
     cdc_task_meter_t meter;
     cdc__task_run_meter(&meter);
-    cdc_profile_self(self->profile, meter.flops, meter.busy_us);
+    cdc__profile_self(self->profile, meter.flops, meter.busy_us);
 }
 
 /* Workers refuse conv tasks whose padding is not smaller than the dilated
@@ -50,7 +50,7 @@ static int workers_refuse(const cdc_shard_task_t *tasks, int count)
 {
     for (int t = 0; t < count; t++)
         if (tasks[t].kind == CDC_TASK_CONV &&
-            cdc_conv_geometry_check_padding(tasks[t].geometry) != CDC_OK) {
+            cdc__conv_geometry_check_padding(tasks[t].geometry) != CDC_OK) {
             CDC_LOG_DEBUGF("conv computed locally: %s", cdc_last_error());
             return 1;
         }
@@ -66,21 +66,21 @@ static int zmq_run(cdc_executor_t *base, cdc_shard_task_t *tasks, int count, int
         *arrived = 0;
         return CDC_OK;
     }
-    return cdc_client_run_goal(self->client, tasks, count, n, needed, goal, self->wait_ms,
-                               self->timeout_ms, arrived);
+    return cdc__client_run_goal(self->client, tasks, count, n, needed, goal, self->wait_ms,
+                                self->timeout_ms, arrived);
 }
 
 static void zmq_destroy(cdc_executor_t *base)
 {
     zmq_executor_t *self = (zmq_executor_t *) base;
-    cdc_client_destroy(&self->client); /* joins the thread that feeds the profile */
-    cdc_profile_destroy(&self->profile);
+    cdc__client_destroy(&self->client); /* joins the thread that feeds the profile */
+    cdc__profile_destroy(&self->profile);
     free(self);
 }
 
 static int zmq_live(cdc_executor_t *base, uint64_t *mask)
 {
-    return cdc_client_planned(((zmq_executor_t *) base)->client, mask);
+    return cdc__client_planned(((zmq_executor_t *) base)->client, mask);
 }
 
 static const cdc_executor_ops_t zmq_ops = {"zmq", zmq_run, zmq_destroy, zmq_live};
@@ -92,7 +92,7 @@ static const cdc_executor_ops_t zmq_ops = {"zmq", zmq_run, zmq_destroy, zmq_live
 static int load_curve(const cdc_config_t *config, cdc_curve_cert_t *client,
                       cdc_curve_cert_t *servers)
 {
-    if (cdc_curve_load_secret(config->curve_secret, client) != CDC_OK)
+    if (cdc__curve_load_secret(config->curve_secret, client) != CDC_OK)
         return cdc__fail_within(CDC_ECONFIG, "CDCGEMM_CURVE_SECRET");
     const char *item = config->workers;
     for (int w = 0; *item && w < CDC_MAX_WORKERS; w++) {
@@ -100,8 +100,8 @@ static int load_curve(const cdc_config_t *config, cdc_curve_cert_t *client,
         size_t len = comma ? (size_t) (comma - item) : strlen(item);
         char endpoint[CDC_CONFIG_STR];
         snprintf(endpoint, sizeof endpoint, "%.*s", (int) len, item);
-        if (cdc_curve_server_cert(config->curve_server, endpoint, &servers[w]) != CDC_OK) {
-            cdc_curve_cert_clear(client);
+        if (cdc__curve_server_cert(config->curve_server, endpoint, &servers[w]) != CDC_OK) {
+            cdc__curve_cert_clear(client);
             return cdc__fail_within(CDC_ECONFIG, "CDCGEMM_CURVE_SERVER");
         }
         item += len + (comma ? 1 : 0);
@@ -115,12 +115,12 @@ static int client_discover(const cdc_config_t *config, int udp_port, int connect
                            cdc_client_t **client_p)
 {
     cdc_curve_cert_t client;
-    if (cdc_curve_load_secret(config->curve_secret, &client) != CDC_OK)
+    if (cdc__curve_load_secret(config->curve_secret, &client) != CDC_OK)
         return cdc__fail_within(CDC_ECONFIG, "CDCGEMM_CURVE_SECRET");
     cdc_discovery_where_t where = {udp_port, config->discover_interface};
-    int rc = cdc_client_new_discover(&where, config->discover_wait_ms, connect_wait_ms,
-                                     &client, config->curve_server, client_p);
-    cdc_curve_cert_clear(&client);
+    int rc = cdc__client_new_discover(&where, config->discover_wait_ms, connect_wait_ms,
+                                      &client, config->curve_server, client_p);
+    cdc__curve_cert_clear(&client);
     return rc;
 }
 
@@ -130,19 +130,19 @@ static int client_open(const cdc_config_t *config, const char *endpoints, int co
                        cdc_client_t **client_p)
 {
     int udp_port;
-    if (!endpoints && cdc_discovery_parse(config->workers, &udp_port) == 1)
+    if (!endpoints && cdc__discovery_parse(config->workers, &udp_port) == 1)
         return client_discover(config, udp_port, connect_wait_ms, client_p);
     if (endpoints || !config->curve_secret[0])
-        return cdc_client_new(endpoints ? endpoints : config->workers, connect_wait_ms,
-                              client_p);
+        return cdc__client_new(endpoints ? endpoints : config->workers, connect_wait_ms,
+                               client_p);
     cdc_curve_cert_t client, *servers = calloc(CDC_MAX_WORKERS, sizeof *servers);
     if (!servers)
         return cdc__fail(CDC_ENOMEM, "worker certificates");
     int rc = load_curve(config, &client, servers);
     if (rc == CDC_OK)
-        rc = cdc_client_new_curve(config->workers, connect_wait_ms, &client, servers,
-                                  client_p);
-    cdc_curve_cert_clear(&client);
+        rc = cdc__client_new_curve(config->workers, connect_wait_ms, &client, servers,
+                                   client_p);
+    cdc__curve_cert_clear(&client);
     free(servers);
     return rc;
 }
@@ -156,20 +156,20 @@ int cdc__executor_zmq_new(const cdc_config_t *config, const char *endpoints,
     self->base.ops = &zmq_ops;
     self->wait_ms = config->wait_ms;
     self->timeout_ms = config->timeout_ms;
-    int rc = cdc_profile_new(&self->profile);
+    int rc = cdc__profile_new(&self->profile);
     if (rc == CDC_OK) {
         profile_self(self); /* the baseline: what this process computed before */
         rc = client_open(config, endpoints, connect_wait_ms, &self->client);
     }
     if (rc != CDC_OK) {
-        cdc_profile_destroy(&self->profile);
+        cdc__profile_destroy(&self->profile);
         free(self);
         return rc;
     }
     /* From here: the PONGs while the client waited for its workers only
        lack their round trips in the profile. */
-    cdc_client_observe(self->client,
-                       &(cdc_client_observer_t){observe_pong, observe_call, self->profile});
+    cdc__client_observe(self->client,
+                        &(cdc_client_observer_t){observe_pong, observe_call, self->profile});
     *executor_p = &self->base;
     return CDC_OK;
 }
@@ -180,12 +180,12 @@ int cdc__executor_profile(cdc_executor_t *executor, cdc_worker_profile_t *out, i
     if (!executor || executor->ops != &zmq_ops)
         return -1;
     zmq_executor_t *self = (zmq_executor_t *) executor;
-    int count = cdc_client_worker_count(self->client);
+    int count = cdc__client_worker_count(self->client);
     count = count < max ? count : max;
     uint64_t live;
-    cdc_client_live(self->client, &live);
+    cdc__client_live(self->client, &live);
     profile_self(self);
-    cdc_profile_snapshot(self->profile, out, count, coordinator);
+    cdc__profile_snapshot(self->profile, out, count, coordinator);
     for (int w = 0; w < count; w++)
         out[w].live = (live >> w) & 1;
     return count;
@@ -195,7 +195,7 @@ int cdc__executor_remote_counters(cdc_executor_t *executor, cdc_remote_counters_
 {
     if (!executor || !counters || executor->ops != &zmq_ops)
         return cdc__fail(CDC_EINVAL, "not a ZeroMQ executor");
-    cdc_client_counters(((zmq_executor_t *) executor)->client, counters);
+    cdc__client_counters(((zmq_executor_t *) executor)->client, counters);
     return CDC_OK;
 }
 
@@ -203,35 +203,35 @@ int cdc__executor_worker_count(cdc_executor_t *executor)
 {
     if (!executor || executor->ops != &zmq_ops)
         return -1;
-    return cdc_client_admitted(((zmq_executor_t *) executor)->client);
+    return cdc__client_admitted(((zmq_executor_t *) executor)->client);
 }
 
 int cdc__executor_worker_status(cdc_executor_t *executor, cdc_worker_status_t *out, int max)
 {
     if (!executor || executor->ops != &zmq_ops)
         return 0;
-    return cdc_client_status(((zmq_executor_t *) executor)->client, out, max);
+    return cdc__client_status(((zmq_executor_t *) executor)->client, out, max);
 }
 
 int cdc__executor_heartbeat_live(cdc_executor_t *executor, uint64_t *mask)
 {
     if (!executor || executor->ops != &zmq_ops)
         return -1;
-    return cdc_client_live(((zmq_executor_t *) executor)->client, mask);
+    return cdc__client_live(((zmq_executor_t *) executor)->client, mask);
 }
 
 int cdc__executor_worker_moved(cdc_executor_t *executor, int w, const char *endpoint)
 {
     if (!executor || executor->ops != &zmq_ops)
         return cdc__fail(CDC_EINVAL, "not a ZeroMQ executor");
-    return cdc_client_move(((zmq_executor_t *) executor)->client, w, endpoint);
+    return cdc__client_move(((zmq_executor_t *) executor)->client, w, endpoint);
 }
 
 int cdc__executor_set_homes(cdc_executor_t *executor, const int *home_of_slot, int slots)
 {
     if (!executor || executor->ops != &zmq_ops)
         return CDC_OK; /* no slots: every shard runs here */
-    return cdc_client_set_homes(((zmq_executor_t *) executor)->client, home_of_slot, slots);
+    return cdc__client_set_homes(((zmq_executor_t *) executor)->client, home_of_slot, slots);
 }
 
 int cdc__executor_stage(cdc_executor_t *executor, uint64_t token, int needed,
@@ -239,8 +239,8 @@ int cdc__executor_stage(cdc_executor_t *executor, uint64_t token, int needed,
 {
     if (!executor || executor->ops != &zmq_ops)
         return 1; /* no slots: every shard runs here */
-    return cdc_client_stage(((zmq_executor_t *) executor)->client, token, needed, block, count,
-                            order);
+    return cdc__client_stage(((zmq_executor_t *) executor)->client, token, needed, block, count,
+                             order);
 }
 
 int cdc__executor_last_call(cdc_executor_t *executor, int *sent_to, int *answered_by,
@@ -248,7 +248,7 @@ int cdc__executor_last_call(cdc_executor_t *executor, int *sent_to, int *answere
 {
     if (!executor || executor->ops != &zmq_ops)
         return cdc__fail(CDC_EINVAL, "not a ZeroMQ executor");
-    cdc_client_last_call(((zmq_executor_t *) executor)->client, sent_to, answered_by, max);
+    cdc__client_last_call(((zmq_executor_t *) executor)->client, sent_to, answered_by, max);
     return CDC_OK;
 }
 

@@ -64,7 +64,7 @@ int cdc__plan_resolve(cdc_context_t *context, int parity_override,
     if (rc == CDC_OK)
         rc = cdc__context_code(context, plan->n, plan->r, &plan->code);
     if (rc == CDC_OK)
-        plan->r = plan->code ? cdc_code_r(plan->code) : 0;
+        plan->r = plan->code ? cdc__code_r(plan->code) : 0;
     return rc;
 }
 

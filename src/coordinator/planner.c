@@ -43,8 +43,8 @@ static double data_finish_ms(const cdc_shard_cost_t *c, int64_t len)
     return len > 0 ? finish_ms(c, (double) len) : 0.0;
 }
 
-double cdc_planner_latency(const cdc_shard_cost_t *data, int n,
-                           const cdc_shard_cost_t *parity, int r, const int64_t *len)
+double cdc__planner_latency(const cdc_shard_cost_t *data, int n,
+                            const cdc_shard_cost_t *parity, int r, const int64_t *len)
 {
     double worst = 0.0;
     int64_t longest = 0;
@@ -66,8 +66,8 @@ static int compare_ms(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
-double cdc_planner_latency_first_n(const cdc_shard_cost_t *data, int n,
-                                   const cdc_shard_cost_t *parity, int r, const int64_t *len)
+double cdc__planner_latency_first_n(const cdc_shard_cost_t *data, int n,
+                                    const cdc_shard_cost_t *parity, int r, const int64_t *len)
 {
     double done[PLANNER_MAX_SHARDS];
     int64_t longest = 0;
@@ -152,14 +152,14 @@ static double latency_if(const cdc_shard_cost_t *data, int n, const cdc_shard_co
                          int r, int64_t *len, int i, int delta)
 {
     len[i] += delta;
-    double t = cdc_planner_latency(data, n, parity, r, len);
+    double t = cdc__planner_latency(data, n, parity, r, len);
     len[i] -= delta;
     return t;
 }
 
-int cdc_planner_block_lengths(const cdc_shard_cost_t *data, int n,
-                              const cdc_shard_cost_t *parity, int r, int64_t rows,
-                              int64_t *len, double *predicted_ms)
+int cdc__planner_block_lengths(const cdc_shard_cost_t *data, int n,
+                               const cdc_shard_cost_t *parity, int r, int64_t rows,
+                               int64_t *len, double *predicted_ms)
 {
     if (n < 1 || n > PLANNER_MAX_SHARDS || r < 0 || n + r > PLANNER_MAX_SHARDS || !data ||
         !len || (r > 0 && !parity))
@@ -218,7 +218,7 @@ int cdc_planner_block_lengths(const cdc_shard_cost_t *data, int n,
         sum += delta;
     }
     if (predicted_ms)
-        *predicted_ms = cdc_planner_latency(data, n, parity, r, len);
+        *predicted_ms = cdc__planner_latency(data, n, parity, r, len);
     return CDC_OK;
 }
 
@@ -258,8 +258,8 @@ static int next_subset(int *pick, int r, int m)
     return 1;
 }
 
-int cdc_planner_homes(const cdc_shard_cost_t *cost, int workers, int n, int r,
-                      int64_t rows, int *home_of_slot, double *predicted_ms)
+int cdc__planner_homes(const cdc_shard_cost_t *cost, int workers, int n, int r,
+                       int64_t rows, int *home_of_slot, double *predicted_ms)
 {
     if (!cost || !home_of_slot || n < 1 || r < 0 || n + r > workers ||
         workers > PLANNER_MAX_SHARDS)
@@ -307,7 +307,7 @@ int cdc_planner_homes(const cdc_shard_cost_t *cost, int workers, int n, int r,
         }
         int64_t len[PLANNER_MAX_SHARDS];
         double t;
-        int rc = cdc_planner_block_lengths(data, n, parity, r, rows, len, &t);
+        int rc = cdc__planner_block_lengths(data, n, parity, r, rows, len, &t);
         if (rc == CDC_ENOMEM)
             continue; /* these parity homes cannot hold the longest block */
         if (rc != CDC_OK)

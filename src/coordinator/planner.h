@@ -25,19 +25,19 @@ typedef struct {
    homes costed by parity: the time by which every shard is done. Any one
    shard lost then still leaves a decodable call by that time, so the model
    holds after a crash too (no call waits on a slow parity's home). */
-double cdc_planner_latency(const cdc_shard_cost_t *data, int n,
-                           const cdc_shard_cost_t *parity, int r, const int64_t *len);
+double cdc__planner_latency(const cdc_shard_cost_t *data, int n,
+                            const cdc_shard_cost_t *parity, int r, const int64_t *len);
 
 /* The predicted latency of the same call when nothing fails: the codes
    decode from any n of the n + r shard results, so a call ends when its
    n-th shard is done (the later ones are cancelled). What a call is
-   expected to take; cdc_planner_latency is what it may take after a crash,
+   expected to take; cdc__planner_latency is what it may take after a crash,
    and what the planner minimises. */
-double cdc_planner_latency_first_n(const cdc_shard_cost_t *data, int n,
-                                   const cdc_shard_cost_t *parity, int r, const int64_t *len);
+double cdc__planner_latency_first_n(const cdc_shard_cost_t *data, int n,
+                                    const cdc_shard_cost_t *parity, int r, const int64_t *len);
 
 /* Lengths of n data blocks of rows (rows >= 1) that minimise
-   cdc_planner_latency: every data home finishes its block at about the
+   cdc__planner_latency: every data home finishes its block at about the
    same time, and no block is longer than the parity homes can compute by
    then, nor longer than its home's max_rows (a parity home's caps the
    longest block). A block may be empty (0 rows: not sent, its result zero)
@@ -45,9 +45,9 @@ double cdc_planner_latency_first_n(const cdc_shard_cost_t *data, int n,
    *predicted_ms (may be NULL) receives the latency. CDC_OK; CDC_ENOMEM when
    the rows do not fit the homes' max_rows (len untouched); CDC_EINVAL naming
    the bad argument. */
-int cdc_planner_block_lengths(const cdc_shard_cost_t *data, int n,
-                              const cdc_shard_cost_t *parity, int r, int64_t rows,
-                              int64_t *len, double *predicted_ms);
+int cdc__planner_block_lengths(const cdc_shard_cost_t *data, int n,
+                               const cdc_shard_cost_t *parity, int r, int64_t rows,
+                               int64_t *len, double *predicted_ms);
 
 /* The homes of a plan of n data + r parity slots among `workers` workers
    (cost[w]: worker w's cost line on a reference call of rows rows): the
@@ -58,7 +58,7 @@ int cdc_planner_block_lengths(const cdc_shard_cost_t *data, int n,
    homes' max_rows are skipped (CDC_ENOMEM when none fits). home_of_slot[s] receives the worker
    of slot s (data slots first, each group in worker order). *predicted_ms
    (may be NULL) receives its latency. CDC_OK or CDC_EINVAL. */
-int cdc_planner_homes(const cdc_shard_cost_t *cost, int workers, int n, int r,
-                      int64_t rows, int *home_of_slot, double *predicted_ms);
+int cdc__planner_homes(const cdc_shard_cost_t *cost, int workers, int n, int r,
+                       int64_t rows, int *home_of_slot, double *predicted_ms);
 
 #endif

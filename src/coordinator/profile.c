@@ -10,8 +10,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-double cdc_profile_predict_ms(const cdc_worker_profile_t *p, double flops, double bytes_out,
-                              double bytes_in)
+double cdc__profile_predict_ms(const cdc_worker_profile_t *p, double flops, double bytes_out,
+                               double bytes_in)
 {
     double ms = p->rtt_ms > 0 ? p->rtt_ms : 0.0;
     if (p->mbit > 0)
@@ -20,7 +20,7 @@ double cdc_profile_predict_ms(const cdc_worker_profile_t *p, double flops, doubl
     return ms + flops / (gflops * 1e9) * 1e3;
 }
 
-void cdc_profile_assume_rates(cdc_worker_profile_t *profiles, int count)
+void cdc__profile_assume_rates(cdc_worker_profile_t *profiles, int count)
 {
     double sum = 0.0;
     int measured = 0;
@@ -41,7 +41,7 @@ void cdc_profile_assume_rates(cdc_worker_profile_t *profiles, int count)
 
 /* ---- one worker ---------------------------------------------------------- */
 
-void cdc_profile_state_init(cdc_profile_state_t *state)
+void cdc__profile_state_init(cdc_profile_state_t *state)
 {
     memset(state, 0, sizeof *state);
 }
@@ -85,8 +85,8 @@ static int estimate_add(cdc_profile_estimate_t *e, double sample, uint64_t befor
     return 1;
 }
 
-void cdc_profile_note_counters(cdc_profile_state_t *state, uint64_t instance, uint64_t flops,
-                               uint64_t busy_us)
+void cdc__profile_note_counters(cdc_profile_state_t *state, uint64_t instance, uint64_t flops,
+                                uint64_t busy_us)
 {
     /* Another process, or counters that went back (a process that does not
        report its instance restarted): a new baseline, estimates kept. */
@@ -119,8 +119,8 @@ void cdc_profile_note_counters(cdc_profile_state_t *state, uint64_t instance, ui
     state->rate_samples++;
 }
 
-void cdc_profile_note_pong(cdc_profile_state_t *state, double rtt_ms,
-                           const cdc_status_report_t *status)
+void cdc__profile_note_pong(cdc_profile_state_t *state, double rtt_ms,
+                            const cdc_status_report_t *status)
 {
     if (rtt_ms >= 0) {
         state->generation +=
@@ -131,11 +131,11 @@ void cdc_profile_note_pong(cdc_profile_state_t *state, double rtt_ms,
         return;
     state->max_memory = status->max_memory;
     state->cache_bytes = status->cache_bytes;
-    cdc_profile_note_counters(state, status->instance, status->flops, status->busy_us);
+    cdc__profile_note_counters(state, status->instance, status->flops, status->busy_us);
 }
 
-void cdc_profile_note_transfer(cdc_profile_state_t *state, double elapsed_ms, double flops,
-                               double bytes)
+void cdc__profile_note_transfer(cdc_profile_state_t *state, double elapsed_ms, double flops,
+                                double bytes)
 {
     if (state->rate_samples == 0 || bytes < CDC_PROFILE_MIN_LINK_BYTES)
         return; /* without a rate, compute and transfer cannot be told apart;
@@ -154,7 +154,7 @@ void cdc_profile_note_transfer(cdc_profile_state_t *state, double elapsed_ms, do
     state->link_samples++;
 }
 
-void cdc_profile_state_view(const cdc_profile_state_t *state, cdc_worker_profile_t *out)
+void cdc__profile_state_view(const cdc_profile_state_t *state, cdc_worker_profile_t *out)
 {
     *out = (cdc_worker_profile_t){
         .gflops = state->rate_samples ? state->rate.value : 0.0,
@@ -181,7 +181,7 @@ struct cdc_profile {
     cdc_profile_state_t self; /* the coordinator's CPU */
 };
 
-int cdc_profile_new(cdc_profile_t **profile_p)
+int cdc__profile_new(cdc_profile_t **profile_p)
 {
     cdc_profile_t *self = calloc(1, sizeof *self);
     if (!self || pthread_mutex_init(&self->lock, NULL) != 0) {
@@ -189,13 +189,13 @@ int cdc_profile_new(cdc_profile_t **profile_p)
         return cdc__fail(CDC_ENOMEM, "worker profiles");
     }
     for (int w = 0; w < CDC_MAX_WORKERS; w++)
-        cdc_profile_state_init(&self->workers[w]);
-    cdc_profile_state_init(&self->self);
+        cdc__profile_state_init(&self->workers[w]);
+    cdc__profile_state_init(&self->self);
     *profile_p = self;
     return CDC_OK;
 }
 
-void cdc_profile_destroy(cdc_profile_t **profile_p)
+void cdc__profile_destroy(cdc_profile_t **profile_p)
 {
     if (!profile_p || !*profile_p)
         return;
@@ -204,14 +204,14 @@ void cdc_profile_destroy(cdc_profile_t **profile_p)
     *profile_p = NULL;
 }
 
-void cdc_profile_pong(cdc_profile_t *profile, int w, double rtt_ms,
-                      const cdc_status_report_t *status)
+void cdc__profile_pong(cdc_profile_t *profile, int w, double rtt_ms,
+                       const cdc_status_report_t *status)
 {
     if (w < 0 || w >= CDC_MAX_WORKERS)
         return;
     pthread_mutex_lock(&profile->lock);
     int was = profile->workers[w].implausible;
-    cdc_profile_note_pong(&profile->workers[w], rtt_ms, status);
+    cdc__profile_note_pong(&profile->workers[w], rtt_ms, status);
     int now = profile->workers[w].implausible;
     pthread_mutex_unlock(&profile->lock);
     if (now && !was)
@@ -221,33 +221,33 @@ void cdc_profile_pong(cdc_profile_t *profile, int w, double rtt_ms,
                       w, CDC_PROFILE_MIN_GFLOPS, CDC_PROFILE_MAX_GFLOPS);
 }
 
-void cdc_profile_transfer(cdc_profile_t *profile, int w, double elapsed_ms, double flops,
-                          double bytes)
+void cdc__profile_transfer(cdc_profile_t *profile, int w, double elapsed_ms, double flops,
+                           double bytes)
 {
     if (w < 0 || w >= CDC_MAX_WORKERS)
         return;
     pthread_mutex_lock(&profile->lock);
-    cdc_profile_note_transfer(&profile->workers[w], elapsed_ms, flops, bytes);
+    cdc__profile_note_transfer(&profile->workers[w], elapsed_ms, flops, bytes);
     pthread_mutex_unlock(&profile->lock);
 }
 
-void cdc_profile_self(cdc_profile_t *profile, uint64_t flops, uint64_t busy_us)
+void cdc__profile_self(cdc_profile_t *profile, uint64_t flops, uint64_t busy_us)
 {
     pthread_mutex_lock(&profile->lock);
-    cdc_profile_note_counters(&profile->self, 0, flops, busy_us);
+    cdc__profile_note_counters(&profile->self, 0, flops, busy_us);
     pthread_mutex_unlock(&profile->lock);
 }
 
-void cdc_profile_snapshot(cdc_profile_t *profile, cdc_worker_profile_t *out, int count,
-                          cdc_worker_profile_t *self)
+void cdc__profile_snapshot(cdc_profile_t *profile, cdc_worker_profile_t *out, int count,
+                           cdc_worker_profile_t *self)
 {
     if (count > CDC_MAX_WORKERS)
         count = CDC_MAX_WORKERS;
     pthread_mutex_lock(&profile->lock);
     for (int w = 0; w < count; w++)
-        cdc_profile_state_view(&profile->workers[w], &out[w]);
+        cdc__profile_state_view(&profile->workers[w], &out[w]);
     if (self) {
-        cdc_profile_state_view(&profile->self, self);
+        cdc__profile_state_view(&profile->self, self);
         self->rtt_ms = 0.0;
         self->live = 1;
     }

@@ -123,16 +123,16 @@ int cdc__context_profile_self(cdc_context_t *context, cdc_worker_profile_t *out)
        rtt + 8 (bytes_out + bytes_in) / (mbit 1e6) 1e3 + flops / (gflops 1e9) 1e3
    With what is not measured yet: no round trip (rtt < 0: 0), a free link
    (mbit 0), CDC_PROFILE_NOMINAL_GFLOPS (gflops 0; see
-   cdc_profile_assume_rates for a better guess). */
-double cdc_profile_predict_ms(const cdc_worker_profile_t *p, double flops, double bytes_out,
-                              double bytes_in);
+   cdc__profile_assume_rates for a better guess). */
+double cdc__profile_predict_ms(const cdc_worker_profile_t *p, double flops, double bytes_out,
+                               double bytes_in);
 
 /* Give every profile with no measured rate (rate_samples 0) the mean rate of
    those measured, or CDC_PROFILE_NOMINAL_GFLOPS when none is: a new worker
    is assumed typical until it shows otherwise; an implausible one, the
    slowest measured rate. rate_samples still tells the assumed from the
    measured. */
-void cdc_profile_assume_rates(cdc_worker_profile_t *profiles, int count);
+void cdc__profile_assume_rates(cdc_worker_profile_t *profiles, int count);
 
 /* ---- one worker's estimator (pure; the table below holds one per worker) */
 
@@ -154,49 +154,49 @@ typedef struct {
 } cdc_profile_state_t;
 
 /* Nothing measured. */
-void cdc_profile_state_init(cdc_profile_state_t *state);
+void cdc__profile_state_init(cdc_profile_state_t *state);
 
 /* Cumulative work counters of one process (instance, 0: not reported):
    a rate sample once enough busy time has passed since the baseline. */
-void cdc_profile_note_counters(cdc_profile_state_t *state, uint64_t instance, uint64_t flops,
-                               uint64_t busy_us);
+void cdc__profile_note_counters(cdc_profile_state_t *state, uint64_t instance, uint64_t flops,
+                                uint64_t busy_us);
 
 /* A PONG: its round trip (rtt_ms < 0: not a sample) and the worker's status
    (NULL: none or malformed): memory, and its counters as above. */
-void cdc_profile_note_pong(cdc_profile_state_t *state, double rtt_ms,
-                           const cdc_status_report_t *status);
+void cdc__profile_note_pong(cdc_profile_state_t *state, double rtt_ms,
+                            const cdc_status_report_t *status);
 
 /* Tasks of one call that one worker completed: elapsed_ms from the call's
    dispatch to the last result, their flops, and the bytes that moved for
    them both ways. A link sample when comm is clearly positive (above). */
-void cdc_profile_note_transfer(cdc_profile_state_t *state, double elapsed_ms, double flops,
-                               double bytes);
+void cdc__profile_note_transfer(cdc_profile_state_t *state, double elapsed_ms, double flops,
+                                double bytes);
 
 /* The estimates as the planner sees them (live 0: the caller knows it). */
-void cdc_profile_state_view(const cdc_profile_state_t *state, cdc_worker_profile_t *out);
+void cdc__profile_state_view(const cdc_profile_state_t *state, cdc_worker_profile_t *out);
 
 /* ---- the thread-safe table: CDC_MAX_WORKERS workers and the coordinator */
 
 typedef struct cdc_profile cdc_profile_t;
 
 /* An empty table. CDC_OK or CDC_ENOMEM. Caller destroys it. */
-int cdc_profile_new(cdc_profile_t **profile_p);
+int cdc__profile_new(cdc_profile_t **profile_p);
 
 /* Accepts NULL and *NULL; nulls *profile_p. */
-void cdc_profile_destroy(cdc_profile_t **profile_p);
+void cdc__profile_destroy(cdc_profile_t **profile_p);
 
 /* The estimators above, for worker w (ignored outside 0..CDC_MAX_WORKERS-1). */
-void cdc_profile_pong(cdc_profile_t *profile, int w, double rtt_ms,
-                      const cdc_status_report_t *status);
-void cdc_profile_transfer(cdc_profile_t *profile, int w, double elapsed_ms, double flops,
-                          double bytes);
+void cdc__profile_pong(cdc_profile_t *profile, int w, double rtt_ms,
+                       const cdc_status_report_t *status);
+void cdc__profile_transfer(cdc_profile_t *profile, int w, double elapsed_ms, double flops,
+                           double bytes);
 
 /* The coordinator's own meter (task_run.h), read by the caller. */
-void cdc_profile_self(cdc_profile_t *profile, uint64_t flops, uint64_t busy_us);
+void cdc__profile_self(cdc_profile_t *profile, uint64_t flops, uint64_t busy_us);
 
 /* Workers 0..count-1 into out (live 0); the coordinator's into *self when
    not NULL (live 1, rtt 0). */
-void cdc_profile_snapshot(cdc_profile_t *profile, cdc_worker_profile_t *out, int count,
-                          cdc_worker_profile_t *self);
+void cdc__profile_snapshot(cdc_profile_t *profile, cdc_worker_profile_t *out, int count,
+                           cdc_worker_profile_t *self);
 
 #endif

@@ -67,10 +67,10 @@ static cdc_shard_cost_t cost_line(const cdc_worker_profile_t *p, const cdc_block
     if (trusted.link_samples < PLAN_MIN_LINK_SAMPLES)
         trusted.mbit = 0.0;
     p = &trusted;
-    double base = cdc_profile_predict_ms(p, 0.0, 0.0, 0.0);
-    double fixed = cdc_profile_predict_ms(p, cost->flops_fixed, cost->bytes_fixed_out, 0.0);
-    double row = cdc_profile_predict_ms(p, cost->flops_per_row, cost->bytes_per_row_out,
-                                        cost->bytes_per_row_in) -
+    double base = cdc__profile_predict_ms(p, 0.0, 0.0, 0.0);
+    double fixed = cdc__profile_predict_ms(p, cost->flops_fixed, cost->bytes_fixed_out, 0.0);
+    double row = cdc__profile_predict_ms(p, cost->flops_per_row, cost->bytes_per_row_out,
+                                         cost->bytes_per_row_in) -
                  base;
     return (cdc_shard_cost_t){fixed, row > 1e-9 ? row : 1e-9,
                               cdc__plan_budget_rows(p->max_memory, cost)};
@@ -94,7 +94,7 @@ static double lengths_for_homes(const cdc_shard_cost_t *line, const int *home, i
     cdc_shard_cost_t data[CDC_MAX_WORKERS], parity[CDC_MAX_WORKERS];
     slot_lines(line, home, n, r, data, parity);
     double t = INFINITY;
-    if (cdc_planner_block_lengths(data, n, parity, r, rows, len, &t) != CDC_OK)
+    if (cdc__planner_block_lengths(data, n, parity, r, rows, len, &t) != CDC_OK)
         return INFINITY;
     return t;
 }
@@ -112,7 +112,7 @@ static double latency_of(const cdc_shard_cost_t *line, const int *home, int n, i
 {
     cdc_shard_cost_t data[CDC_MAX_WORKERS], parity[CDC_MAX_WORKERS];
     slot_lines(line, home, n, r, data, parity);
-    double t = cdc_planner_latency(data, n, parity, r, len);
+    double t = cdc__planner_latency(data, n, parity, r, len);
     return fmax(t, here_line_ms(cost, here));
 }
 
@@ -177,7 +177,7 @@ static int homes_update(cdc_context_t *context, const cdc_shard_cost_t *line, in
     cdc_profiled_state_t *st = &context->profiled;
     int chosen[CDC_MAX_WORKERS];
     double t_new;
-    int rc = cdc_planner_homes(line, st->workers, n, r, rows, chosen, &t_new);
+    int rc = cdc__planner_homes(line, st->workers, n, r, rows, chosen, &t_new);
     if (rc == CDC_ENOMEM)
         return CDC_OK; /* no homes hold it: the call runs on the coordinator (plan.c) */
     if (rc != CDC_OK)
@@ -471,8 +471,8 @@ int cdc__profiled_plan_predict_lengths(cdc_context_t *context, int n, int r,
         data[i].fixed_ms += len[i] > 0 ? extra * per_halo_row : 0.0;
     }
     double here = here_line_ms(cost, here_rows);
-    *expected_ms = fmax(here, cdc_planner_latency_first_n(data, n, parity, r, len));
-    *worst_ms = fmax(here, cdc_planner_latency(data, n, parity, r, len));
+    *expected_ms = fmax(here, cdc__planner_latency_first_n(data, n, parity, r, len));
+    *worst_ms = fmax(here, cdc__planner_latency(data, n, parity, r, len));
     return 1;
 }
 

@@ -85,13 +85,13 @@ static float *worker_tail(const rotated_run_t *run, int w)
 /* Whether stripe s's data block b / parity block j came back. */
 static int data_in(const rotated_run_t *run, const uint32_t *parts, int s, int b)
 {
-    return parts[cdc_stripes_worker(&run->call->set->layout, s, b)] & 1;
+    return parts[cdc__stripes_worker(&run->call->set->layout, s, b)] & 1;
 }
 
 static int parity_in(const rotated_run_t *run, const uint32_t *parts, int s, int j)
 {
     const cdc_rotated_set_t *set = run->call->set;
-    int w = cdc_stripes_worker(&set->layout, s, set->layout.n + j);
+    int w = cdc__stripes_worker(&set->layout, s, set->layout.n + j);
     return (parts[w] >> (1 + cdc__rotated_parity_index(set, w, s, j))) & 1;
 }
 
@@ -114,7 +114,7 @@ static uint64_t stripe_present(const rotated_run_t *run, const uint32_t *parts, 
    one that too few parity blocks cannot rebuild. */
 static int stripe_decodable(const rotated_run_t *run, uint64_t present)
 {
-    return cdc_code_decode_amplification(run->call->set->code, present) <= run->decode_limit;
+    return cdc__code_decode_amplification(run->call->set->code, present) <= run->decode_limit;
 }
 
 /* Whether a stripe can be checked: it has more blocks than its n. */
@@ -179,7 +179,7 @@ static int rotated_dispatch(cdc_context_t *context, rotated_run_t *run)
             continue;
         run->worker_of[run->count] = w;
         run->sent[run->count] = worker_task(run, w);
-        run->out_bytes += cdc_task_bytes_out(&run->sent[run->count]);
+        run->out_bytes += cdc__task_bytes_out(&run->sent[run->count]);
         run->count++;
     }
     cdc_call_goal_t goal = {goal_enough, run};
@@ -214,7 +214,7 @@ static void rotated_collect(rotated_run_t *run)
         run->parts_in[w] = task->parts_in;
         for (int p = 0; p < cdc_task_parts(task); p++) {
             int64_t first;
-            cdc_shard_task_t piece = cdc_task_part(task, p, &first);
+            cdc_shard_task_t piece = cdc__task_part(task, p, &first);
             if (task->parts_in & (UINT32_C(1) << p))
                 run->in_bytes += (uint64_t) (piece.a_rows * task->cols) * sizeof(float);
         }
@@ -239,7 +239,7 @@ static cdc_shard_task_t block_task(const rotated_run_t *run, int s, int b)
     const cdc_rotated_call_t *call = run->call;
     const cdc_rotated_set_t *set = call->set;
     size_t i = (size_t) s * (size_t) set->layout.n + (size_t) b;
-    int w = cdc_stripes_worker(&set->layout, s, b);
+    int w = cdc__stripes_worker(&set->layout, s, b);
     cdc_shard_task_t task = call->proto;
     task.a = set->operand[w] + (set->block_first[i] - set->data_first[w]) * set->k;
     task.a_rows = set->block_len[i];
@@ -265,7 +265,7 @@ static void stripe_gather(const rotated_run_t *run, int s, uint64_t present, flo
             cdc_shard_task_t data = block_task(run, s, b);
             memcpy(blocks[b], data.result, (size_t) (data.a_rows * cols) * sizeof(float));
         } else {
-            int j = b - layout->n, w = cdc_stripes_worker(layout, s, b);
+            int j = b - layout->n, w = cdc__stripes_worker(layout, s, b);
             memcpy(blocks[b], worker_tail(run, w) +
                                   (size_t) cdc__rotated_parity_index(set, w, s, j) * block,
                    block * sizeof(float));
@@ -282,7 +282,7 @@ static int stripe_decode(rotated_run_t *run, int s, uint64_t present, float *scr
     int64_t cols = run->call->proto.cols, B = set->block_rows;
     float *blocks[CDC_CODE_MAX_N + CDC_CODE_MAX_R];
     stripe_gather(run, s, present, scratch, blocks);
-    int rc = cdc_code_decode(set->code, B, cols, blocks, cols, present);
+    int rc = cdc__code_decode(set->code, B, cols, blocks, cols, present);
     if (rc != CDC_OK)
         return rc;
     for (int b = 0; b < layout->n; b++)
@@ -314,7 +314,7 @@ static void stripe_scales(const rotated_run_t *run, int s, double *rows, const d
     int64_t B = set->block_rows;
     for (int b = 0; b < layout->n + layout->r; b++) {
         double *row = rows + (size_t) b * (size_t) B;
-        int w = cdc_stripes_worker(layout, s, b);
+        int w = cdc__stripes_worker(layout, s, b);
         int64_t first, len = B;
         if (b < layout->n) {
             size_t i = (size_t) s * (size_t) layout->n + (size_t) b;
@@ -363,8 +363,8 @@ static int rotated_verify(rotated_run_t *run)
         stripe_scales(run, s, row_norms, col_norms, scales);
         int bad = -1;
         run->checked = 1;
-        if (cdc_code_check(set->code, B, cols, (const float *const *) blocks, cols, present,
-                           scales, call->proto.k, &bad) == CDC_ECORRUPT) {
+        if (cdc__code_check(set->code, B, cols, (const float *const *) blocks, cols, present,
+                            scales, call->proto.k, &bad) == CDC_ECORRUPT) {
             run->failed |= UINT64_C(1) << s;
             run->report.corrupt = 1;
             CDC_LOG_WARNF("stripe %d fails the parity check (block %d%s); computing it here",
@@ -393,7 +393,7 @@ static int rotated_finish(cdc_context_t *context, rotated_run_t *run)
             present = 0; /* nothing of it trusted */
         if ((present & data) == data)
             continue;
-        double amplification = cdc_code_decode_amplification(set->code, present);
+        double amplification = cdc__code_decode_amplification(set->code, present);
         int decodable = amplification <= run->decode_limit;
         run->refused += !decodable && isfinite(amplification); /* enough parity, too inexact */
         if (!scratch && decodable) {

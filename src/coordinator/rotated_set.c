@@ -23,11 +23,11 @@ int cdc__rotated_fits(int64_t rows, int workers, int r)
 int cdc__rotated_parity_index(const cdc_rotated_set_t *set, int worker, int stripe, int j)
 {
     const cdc_stripes_t *layout = &set->layout;
-    if (cdc_stripes_worker(layout, stripe, layout->n + j) != worker)
+    if (cdc__stripes_worker(layout, stripe, layout->n + j) != worker)
         return -1;
     int index = 0;
     for (int s = 0; s < stripe; s++)
-        index += cdc_stripes_block(layout, s, worker) >= layout->n;
+        index += cdc__stripes_block(layout, s, worker) >= layout->n;
     return index;
 }
 
@@ -54,7 +54,7 @@ static void cut_rows(cdc_rotated_set_t *set)
         int64_t first = set->rows * w / W, rows = set->rows * (w + 1) / W - first;
         set->data_first[w] = first;
         set->data_rows[w] = rows;
-        cdc_stripes_order(layout, w, order);
+        cdc__stripes_order(layout, w, order);
         for (int i = 0; i < n; i++) {
             int64_t at = first + rows * i / n, len = first + rows * (i + 1) / n - at;
             size_t b = (size_t) order[i].stripe * (size_t) n + (size_t) order[i].block;
@@ -85,7 +85,7 @@ static int encode_stripes(cdc_rotated_set_t *set, const cdc_code_t *code, const 
             heights[b] = set->block_len[i];
         }
         for (int j = 0; j < r; j++) {
-            int w = cdc_stripes_worker(layout, s, n + j);
+            int w = cdc__stripes_worker(layout, s, n + j);
             int64_t row = set->data_rows[w] +
                           (int64_t) cdc__rotated_parity_index(set, w, s, j) * set->block_rows;
             parity[j] = (float *) set->operand[w] + row * k;
@@ -139,15 +139,15 @@ int cdc__rotated_set_new(const cdc_code_t *code, const float *src, int64_t rows,
                          cdc_rotated_set_t **set_p)
 {
     *set_p = NULL;
-    int n = cdc_code_n(code), r = cdc_code_r(code), W = n + r;
+    int n = cdc__code_n(code), r = cdc__code_r(code), W = n + r;
     if (!cdc__rotated_fits(rows, W, r) || k < 1)
         return cdc__fail(CDC_EINVAL, "rotated layout: %lld x %lld rows do not fill %d "
                          "workers' %d data blocks each", (long long) rows, (long long) k, W, n);
     cdc_rotated_set_t *set = calloc(1, sizeof *set);
     if (!set)
         return cdc__fail(CDC_ENOMEM, "rotated layout");
-    cdc_hold_init(&set->hold, rotated_set_free);
-    int rc = cdc_stripes_init(&set->layout, W, r);
+    cdc__hold_init(&set->hold, rotated_set_free);
+    int rc = cdc__stripes_init(&set->layout, W, r);
     set->code = code;
     set->rows = rows;
     set->k = k;
@@ -164,7 +164,7 @@ int cdc__rotated_set_new(const cdc_code_t *code, const float *src, int64_t rows,
     if (rc == CDC_OK)
         rc = norm_operands(set);
     if (rc != CDC_OK) {
-        cdc_hold_retire(&set->hold);
+        cdc__hold_retire(&set->hold);
         return rc;
     }
     set->key_mix = cdc__hash_mix(cdc__hash_mix(UINT64_C(0x726f7461746564), (uint64_t) W),
@@ -188,6 +188,6 @@ void cdc__rotated_set_retire(cdc_rotated_set_t **set_p)
 {
     if (!set_p || !*set_p)
         return;
-    cdc_hold_retire(&(*set_p)->hold);
+    cdc__hold_retire(&(*set_p)->hold);
     *set_p = NULL;
 }

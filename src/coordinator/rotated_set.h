@@ -56,7 +56,7 @@ int cdc__rotated_set_new(const cdc_code_t *code, const float *src, int64_t rows,
 int cdc__rotated_set_matches(const cdc_rotated_set_t *set, const cdc_code_t *code,
                              int64_t rows, int64_t k);
 
-/* The owner is done with it (cdc_hold_retire); accepts NULL and *NULL. */
+/* The owner is done with it (cdc__hold_retire); accepts NULL and *NULL. */
 void cdc__rotated_set_retire(cdc_rotated_set_t **set_p);
 
 /* The hold on the set's operands: retain it to keep them readable past

@@ -78,7 +78,7 @@ int cdc__encode_ragged(const cdc_code_t *code, const float *const *data,
                        const int64_t *heights, int64_t rows, int64_t cols,
                        float *const *parity, const float *zeros, int64_t zero_rows)
 {
-    int n = cdc_code_n(code), r = cdc_code_r(code);
+    int n = cdc__code_n(code), r = cdc__code_r(code);
     for (int64_t p = 0; p < rows;) {
         /* The segment ends where the next block ends; past a block's end its
            rows are zeros, a chunk of them at a time. */
@@ -97,7 +97,7 @@ int cdc__encode_ragged(const cdc_code_t *code, const float *const *data,
             seg_data[i] = heights[i] > p ? data[i] + p * cols : zeros;
         for (int j = 0; j < r; j++)
             seg_parity[j] = parity[j] + p * cols;
-        int rc = cdc_code_encode(code, end - p, cols, seg_data, cols, seg_parity, cols);
+        int rc = cdc__code_encode(code, end - p, cols, seg_data, cols, seg_parity, cols);
         if (rc != CDC_OK)
             return rc;
         p = end;
@@ -114,7 +114,7 @@ static void shard_set_free(cdc_hold_t *hold)
     free(set->owned);
     free(set->norms);
     free(set);
-    cdc_hold_release(src_hold);
+    cdc__hold_release(src_hold);
 }
 
 /* Lengths, offsets, B and the layout key; CDC_EINVAL for lengths that are
@@ -176,9 +176,9 @@ int cdc__shard_set_new_from(const cdc_code_t *code, int n, int64_t first_row,
                             const int64_t *lengths, const float *src, int64_t rows, int64_t k,
                             cdc_hold_t *src_hold, cdc_shard_set_t **set_p)
 {
-    int r = code ? cdc_code_r(code) : 0;
+    int r = code ? cdc__code_r(code) : 0;
     if (n < 1 || n > CDC_CODE_MAX_N || rows < 1 || k < 1 || !src || !set_p ||
-        (code && cdc_code_n(code) != n) || first_row < 0 || first_row >= rows ||
+        (code && cdc__code_n(code) != n) || first_row < 0 || first_row >= rows ||
         (first_row > 0 && !lengths))
         return cdc__fail(CDC_EINVAL, "shard set: n = %d, rows %lld..%lld%s, k = %lld", n,
                          (long long) first_row, (long long) rows,
@@ -196,8 +196,8 @@ int cdc__shard_set_new_from(const cdc_code_t *code, int n, int64_t first_row,
         free(set);
         return rc;
     }
-    cdc_hold_init(&set->hold, shard_set_free);
-    set->src_hold = cdc_hold_retain(src_hold);
+    cdc__hold_init(&set->hold, shard_set_free);
+    set->src_hold = cdc__hold_retain(src_hold);
     for (int i = 0; i < n; i++)
         set->blocks[i] = src + (size_t) set->offset[i] * (size_t) k;
 
@@ -230,7 +230,7 @@ void cdc__shard_set_retire(cdc_shard_set_t **set_p)
 {
     if (!set_p || !*set_p)
         return;
-    cdc_hold_retire(&(*set_p)->hold);
+    cdc__hold_retire(&(*set_p)->hold);
     *set_p = NULL;
 }
 
@@ -246,7 +246,7 @@ static int set_matches(const cdc_shard_set_t *set, const cdc_code_t *set_code,
                        const cdc_code_t *code, int n, int64_t first_row,
                        const int64_t *lengths)
 {
-    return set && set_code == code && set->r == (code ? cdc_code_r(code) : 0) &&
+    return set && set_code == code && set->r == (code ? cdc__code_r(code) : 0) &&
            cdc__shard_set_has_layout(set, n, first_row, lengths);
 }
 

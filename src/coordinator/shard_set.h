@@ -40,7 +40,7 @@ typedef struct {
 } cdc_shard_set_t;
 
 /* Cut src (rows x k, row-major, contiguous) into n data blocks and encode
-   r = cdc_code_r(code) parity blocks (code may be NULL for r = 0). lengths
+   r = cdc__code_r(code) parity blocks (code may be NULL for r = 0). lengths
    (n entries, each >= 0, summing to rows) gives the data blocks' rows; NULL
    is the equal cut of ceil(rows / n) rows (the tail shorter, trailing blocks
    possibly empty). Data blocks alias src; parity is computed over the data
@@ -62,7 +62,7 @@ int cdc__shard_set_new_from(const cdc_code_t *code, int n, int64_t first_row,
                             const int64_t *lengths, const float *src, int64_t rows, int64_t k,
                             cdc_hold_t *src_hold, cdc_shard_set_t **set_p);
 
-/* The owner is done with the set: retire its hold (cdc_hold_retire). The
+/* The owner is done with the set: retire its hold (cdc__hold_retire). The
    memory goes now, or when the last holder (a zero-copy send in flight, the
    client's slot manifest) releases it. Accepts NULL and *NULL; nulls
    *set_p. */

@@ -265,10 +265,10 @@ static int parse_rule(const char *rule, size_t rule_len, cdc_fault_plan_t *plan)
     return CDC_OK;
 }
 
-int cdc_fault_plan_parse(const char *text, cdc_fault_plan_t *plan)
+int cdc__fault_plan_parse(const char *text, cdc_fault_plan_t *plan)
 {
     if (!text || !plan)
-        return cdc__fail(CDC_EINVAL, "cdc_fault_plan_parse: NULL argument");
+        return cdc__fail(CDC_EINVAL, "cdc__fault_plan_parse: NULL argument");
     cdc_fault_plan_t parsed;
     memset(&parsed, 0, sizeof parsed);
     parsed.seed = 1;
@@ -300,7 +300,7 @@ static double next_unit(uint64_t *state)
     return (double) (next_u64(state) >> 11) * (1.0 / 9007199254740992.0);
 }
 
-void cdc_fault_state_init(cdc_fault_state_t *state, const cdc_fault_plan_t *plan, int worker)
+void cdc__fault_state_init(cdc_fault_state_t *state, const cdc_fault_plan_t *plan, int worker)
 {
     memset(state, 0, sizeof *state);
     state->worker = worker;
@@ -312,7 +312,7 @@ void cdc_fault_state_init(cdc_fault_state_t *state, const cdc_fault_plan_t *plan
     state->rng = plan->seed * 0x2545F4914F6CDD1Dull + (uint64_t) worker + 1;
 }
 
-void cdc_fault_state_set_incarnation(cdc_fault_state_t *state, int incarnation)
+void cdc__fault_state_set_incarnation(cdc_fault_state_t *state, int incarnation)
 {
     state->incarnation = incarnation > 0 ? incarnation : 0;
     /* Not the first process's draws over again. */
@@ -341,8 +341,8 @@ static double link_transfer_ms(const cdc_fault_rule_t *r, size_t bytes)
     return r->mbit > 0 ? (double) bytes * 8.0 / (r->mbit * 1e3) : 0.0;
 }
 
-int cdc_fault_link(const cdc_fault_state_t *state, size_t bytes, double *transfer_ms,
-                   double *latency_ms)
+int cdc__fault_link(const cdc_fault_state_t *state, size_t bytes, double *transfer_ms,
+                    double *latency_ms)
 {
     int links = 0;
     *transfer_ms = *latency_ms = 0.0;
@@ -372,8 +372,8 @@ static int slow_in_force(const cdc_fault_state_t *state, const cdc_fault_rule_t 
     return (state->incarnation > 0 || call >= r->after) && r->after == onset;
 }
 
-void cdc_fault_next(cdc_fault_state_t *state, double compute_ms, double flops,
-                    size_t bytes_in, size_t bytes_out, cdc_fault_decision_t *d)
+void cdc__fault_next(cdc_fault_state_t *state, double compute_ms, double flops,
+                     size_t bytes_in, size_t bytes_out, cdc_fault_decision_t *d)
 {
     memset(d, 0, sizeof *d);
     d->hang_ms = -1.0;
@@ -382,7 +382,7 @@ void cdc_fault_next(cdc_fault_state_t *state, double compute_ms, double flops,
     for (int i = 0; i < state->plan.count; i++) {
         const cdc_fault_rule_t *r = &state->plan.rules[i];
         if (r->kind == CDC_FAULT_MISREPORT)
-            continue; /* PONGs only (cdc_fault_misreport): no draw, no shift */
+            continue; /* PONGs only (cdc__fault_misreport): no draw, no shift */
         /* Draw for every probabilistic rule on every call, hit or not, so one
            rule's outcome never shifts another's sequence. */
         double u = next_unit(&state->rng);
@@ -434,8 +434,8 @@ void cdc_fault_next(cdc_fault_state_t *state, double compute_ms, double flops,
     }
 }
 
-void cdc_fault_part(const cdc_fault_state_t *state, double compute_ms, double flops,
-                    size_t bytes_out, cdc_fault_decision_t *d)
+void cdc__fault_part(const cdc_fault_state_t *state, double compute_ms, double flops,
+                     size_t bytes_out, cdc_fault_decision_t *d)
 {
     memset(d, 0, sizeof *d);
     d->hang_ms = -1.0;
@@ -456,7 +456,7 @@ void cdc_fault_part(const cdc_fault_state_t *state, double compute_ms, double fl
     }
 }
 
-void cdc_fault_misreport(const cdc_fault_state_t *state, cdc_fault_misreport_t *out)
+void cdc__fault_misreport(const cdc_fault_state_t *state, cdc_fault_misreport_t *out)
 {
     memset(out, 0, sizeof *out);
     for (int i = 0; i < state->plan.count; i++) {
@@ -469,7 +469,7 @@ void cdc_fault_misreport(const cdc_fault_state_t *state, cdc_fault_misreport_t *
     }
 }
 
-double cdc_fault_coordinator_gflops(const cdc_fault_plan_t *plan)
+double cdc__fault_coordinator_gflops(const cdc_fault_plan_t *plan)
 {
     for (int i = 0; i < plan->count; i++)
         if (plan->rules[i].target == CDC_FAULT_COORDINATOR)

@@ -54,7 +54,7 @@ typedef struct {
 /* Parse "rule;rule;..." (grammar in docs/faults.md). An empty string is an
    empty plan. CDC_ECONFIG with a detail naming the bad rule and key; *plan is
    untouched on failure. */
-int cdc_fault_plan_parse(const char *text, cdc_fault_plan_t *plan);
+int cdc__fault_plan_parse(const char *text, cdc_fault_plan_t *plan);
 
 /* What a worker does with one call. */
 typedef struct {
@@ -80,36 +80,36 @@ typedef struct {
     uint64_t rng;
 } cdc_fault_state_t;
 
-void cdc_fault_state_init(cdc_fault_state_t *state, const cdc_fault_plan_t *plan, int worker);
+void cdc__fault_state_init(cdc_fault_state_t *state, const cdc_fault_plan_t *plan, int worker);
 
 /* A respawned worker (incarnation N >= 1 of its slot): the one-shot rules
    (crash, hang after= calls) fired in an earlier process and do not fire
    again; the others keep applying, from a stream of their own per
    incarnation (still reproducible from the seed). */
-void cdc_fault_state_set_incarnation(cdc_fault_state_t *state, int incarnation);
+void cdc__fault_state_set_incarnation(cdc_fault_state_t *state, int incarnation);
 
 /* Decide one call's faults. compute_ms is the time the call's real compute
    took, flops its work, bytes_in/bytes_out the request and reply payloads. The
    same seed and call sequence give the same decisions. */
-void cdc_fault_next(cdc_fault_state_t *state, double compute_ms, double flops,
-                    size_t bytes_in, size_t bytes_out, cdc_fault_decision_t *decision);
+void cdc__fault_next(cdc_fault_state_t *state, double compute_ms, double flops,
+                     size_t bytes_in, size_t bytes_out, cdc_fault_decision_t *decision);
 
 /* A streamed task's later part (a parity block sent after the task's first
-   RESULT, whose cdc_fault_next decided the task's faults): only what the
+   RESULT, whose cdc__fault_next decided the task's faults): only what the
    device does to it, the slow rules in force for that task (its compute
    stretched) and the link (its bytes, and one latency: it travels one
    way). Counts no call and draws nothing. */
-void cdc_fault_part(const cdc_fault_state_t *state, double compute_ms, double flops,
-                    size_t bytes_out, cdc_fault_decision_t *decision);
+void cdc__fault_part(const cdc_fault_state_t *state, double compute_ms, double flops,
+                     size_t bytes_out, cdc_fault_decision_t *decision);
 
 /* This worker's link rules applied to one message of `bytes` outside the
    calls (the WEIGHTS a coordinator ships, a barrier PONG): *transfer_ms the
    time its bytes take at mbit (the same arithmetic as a call's transfer in
-   cdc_fault_next), *latency_ms the one-way latency (lat). Counts no call and
+   cdc__fault_next), *latency_ms the one-way latency (lat). Counts no call and
    draws nothing, so the calls' fault sequence is unchanged. Returns 1 when
    a link rule applies to this worker, else 0 (both times 0). */
-int cdc_fault_link(const cdc_fault_state_t *state, size_t bytes, double *transfer_ms,
-                   double *latency_ms);
+int cdc__fault_link(const cdc_fault_state_t *state, size_t bytes, double *transfer_ms,
+                    double *latency_ms);
 
 /* What worker state's misreport rules make its PONGs claim (the latest
    rule's value of each key wins; 0 where none lies). */
@@ -119,11 +119,11 @@ typedef struct {
     int flap;      /* another instance number in every PONG */
 } cdc_fault_misreport_t;
 
-void cdc_fault_misreport(const cdc_fault_state_t *state, cdc_fault_misreport_t *out);
+void cdc__fault_misreport(const cdc_fault_state_t *state, cdc_fault_misreport_t *out);
 
 /* The emulated GFLOP/s of the coordinator (slow@c:gflops=G), 0 for none:
    its local computations take at least flops / G (coded_call.c), and the
    planner predicts them so (local_cost.h). */
-double cdc_fault_coordinator_gflops(const cdc_fault_plan_t *plan);
+double cdc__fault_coordinator_gflops(const cdc_fault_plan_t *plan);
 
 #endif

@@ -37,7 +37,7 @@ static int desc_geometry(const cdc_conv2d_desc_t *desc, int64_t h, int64_t w,
     g->pad_w = desc->pad_w;
     g->dilation_h = desc->dilation_h;
     g->dilation_w = desc->dilation_w;
-    return cdc_conv_geometry_finish(g);
+    return cdc__conv_geometry_finish(g);
 }
 
 int cdc_conv2d_output_size(const cdc_conv2d_desc_t *desc, int64_t h, int64_t w,
@@ -318,7 +318,7 @@ static int bands_layout(int n, int r, const int64_t *lengths, const cdc_conv_geo
             continue; /* an empty band: nothing to compute */
         bands->geometry[s].h = cdc__plan_band_height(g, bands->out_rows[s]);
         bands->geometry[s].pad_h = 0;
-        int rc = cdc_conv_geometry_finish(&bands->geometry[s]);
+        int rc = cdc__conv_geometry_finish(&bands->geometry[s]);
         if (rc != CDC_OK)
             return rc;
         *total += (size_t) batch * (size_t) (g->channels * bands->geometry[s].h * g->w);
@@ -333,7 +333,7 @@ static int bands_layout(int n, int r, const int64_t *lengths, const cdc_conv_geo
 static int bands_parity(const cdc_code_t *code, int n, const cdc_conv_geometry_t *g,
                         int64_t planes, cdc_conv_bands_t *bands, const float *zeros)
 {
-    int r = cdc_code_r(code);
+    int r = cdc__code_r(code);
     int64_t heights[CDC_CODE_MAX_N], parity_h = bands->geometry[n].h;
     for (int i = 0; i < n; i++)
         heights[i] =
@@ -358,7 +358,7 @@ int cdc__conv_bands_encode(const cdc_code_t *code, int n, const int64_t *lengths
                            const cdc_conv_geometry_t *g, int64_t batch, const float *x,
                            cdc_conv_bands_t *bands)
 {
-    int r = code ? cdc_code_r(code) : 0, shards = n + r;
+    int r = code ? cdc__code_r(code) : 0, shards = n + r;
     size_t total;
     int rc = bands_layout(n, r, lengths, g, batch, bands, &total);
     if (rc != CDC_OK)
@@ -509,13 +509,13 @@ static double slowest_block_ms(cdc_context_t *context, const cdc_block_cost_t *c
 {
     cdc_worker_profile_t profiles[CDC_MAX_WORKERS];
     int count = cdc__context_profile(context, profiles, CDC_MAX_WORKERS);
-    cdc_profile_assume_rates(profiles, count);
+    cdc__profile_assume_rates(profiles, count);
     double flops = cost->flops_per_row * (double) rows + cost->flops_fixed;
     double out = cost->bytes_fixed_out + cost->bytes_per_row_out * (double) rows;
     double in = cost->bytes_per_row_in * (double) rows, slowest = 0.0;
     for (int w = 0; w < count; w++)
         if (profiles[w].live)
-            slowest = fmax(slowest, cdc_profile_predict_ms(&profiles[w], flops, out, in));
+            slowest = fmax(slowest, cdc__profile_predict_ms(&profiles[w], flops, out, in));
     return slowest;
 }
 

@@ -68,11 +68,11 @@ int cdc__layer_new(cdc_context_t *context, cdc_layer_kind_t kind, int64_t rows,
     void *storage = NULL;
     /* Held: shard sets alias the weights and zero-copy sends read them after
        the call; both may outlive the layer. */
-    layer->weights_hold = cdc_hold_alloc(count * sizeof(float), &storage);
+    layer->weights_hold = cdc__hold_alloc(count * sizeof(float), &storage);
     layer->weights = storage;
     layer->bias = bias ? malloc((size_t) rows * sizeof(float)) : NULL;
     if (!layer->weights || (bias && !layer->bias)) {
-        cdc_hold_retire(layer->weights_hold);
+        cdc__hold_retire(layer->weights_hold);
         free(layer->bias);
         free(layer);
         return cdc__fail(CDC_ENOMEM, "layer weights of %zu floats", count);
@@ -213,7 +213,7 @@ void cdc_layer_destroy(cdc_layer_t **layer_p)
     cdc__shard_sets_retire(&layer->weight_sets);
     cdc__rotated_set_retire(&layer->rotated);
     cdc__context_call_end(layer->context);
-    cdc_hold_retire(layer->weights_hold);
+    cdc__hold_retire(layer->weights_hold);
     free(layer->bias);
     free(layer->weight_norms);
     free(layer);

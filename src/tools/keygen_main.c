@@ -51,7 +51,7 @@ int main(int argc, char **argv)
         return 2;
     }
     char public_txt[CDC_CURVE_KEY_TEXT];
-    int rc = cdc_curve_keygen(path, endpoint, public_txt);
+    int rc = cdc__curve_keygen(path, endpoint, public_txt);
     if (rc != CDC_OK) {
         fprintf(stderr, "cdcgemm-keygen: %s\n", cdc_last_error());
         return 1;

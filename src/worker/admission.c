@@ -60,7 +60,7 @@ int cdc__worker_admit(const cdc_msg_t *msg, size_t max_task_memory)
     const cdc_msg_header_t *h = &msg->header;
     int rc = CDC_OK;
     if (h->type == CDC_MSG_TASK_CONV)
-        rc = cdc_conv_geometry_check_padding(&h->geometry);
+        rc = cdc__conv_geometry_check_padding(&h->geometry);
     if (rc != CDC_OK)
         return rc;
     cdc_task_memory_t memory;

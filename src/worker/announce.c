@@ -22,9 +22,9 @@ int cdc__worker_announce(const char *bind, const char *curve_secret,
         return cdc__fail(CDC_ECONFIG, "--announce: '%s' is not tcp://HOST:PORT with a "
                                       "numeric port", bind);
     cdc_curve_cert_t cert;
-    int rc = cdc_curve_load_secret(curve_secret, &cert);
+    int rc = cdc__curve_load_secret(curve_secret, &cert);
     if (rc == CDC_OK)
-        rc = cdc_announcer_new(where, (int) port, cert.public_txt, 0, announcer_p);
-    cdc_curve_cert_clear(&cert);
+        rc = cdc__announcer_new(where, (int) port, cert.public_txt, 0, announcer_p);
+    cdc__curve_cert_clear(&cert);
     return rc;
 }

@@ -69,17 +69,17 @@ static int post_reply(cdc_worker_compute_t *self, int rc, cdc_reply_t *reply,
         return rc;
     cdc_worker_reply_t *out = malloc(sizeof *out);
     if (!out) {
-        cdc_reply_destroy(&reply);
+        cdc__reply_destroy(&reply);
         return cdc__fail(CDC_ENOMEM, "reply envelope");
     }
     *out = meta ? *meta : (cdc_worker_reply_t){NULL, 0, 0, 0, 0, 0};
     out->reply = reply; /* NULL: a WEIGHTS notice (meta has its bytes) */
-    if ((rc = cdc_mailbox_push(self->replies, out)) != CDC_OK) {
-        cdc_reply_destroy(&out->reply);
+    if ((rc = cdc__mailbox_push(self->replies, out)) != CDC_OK) {
+        cdc__reply_destroy(&out->reply);
         free(out);
         return rc;
     }
-    cdc_server_wake(self->server);
+    cdc__server_wake(self->server);
     return CDC_OK;
 }
 
@@ -89,7 +89,7 @@ static int post(cdc_worker_compute_t *self, const cdc_request_t *request,
                 const cdc_worker_reply_t *meta)
 {
     cdc_reply_t *reply = NULL;
-    int rc = cdc_server_reply_new(self->server, request, h, payload_p, &reply);
+    int rc = cdc__server_reply_new(self->server, request, h, payload_p, &reply);
     return post_reply(self, rc, reply, meta);
 }
 
@@ -97,15 +97,15 @@ static void reply_error(cdc_worker_compute_t *self, const cdc_request_t *request
                         const char *text)
 {
     cdc_reply_t *reply = NULL;
-    int rc = cdc_server_error_new(self->server, request, code, text, &reply);
+    int rc = cdc__server_error_new(self->server, request, code, text, &reply);
     post_reply(self, rc, reply, NULL);
 }
 
 static int reply_miss(cdc_worker_compute_t *self, const cdc_request_t *request, uint64_t key)
 {
-    const cdc_msg_header_t *task = &cdc_request_msg(request)->header;
+    const cdc_msg_header_t *task = &cdc__request_msg(request)->header;
     cdc_msg_header_t h;
-    cdc_msg_header_init(&h, CDC_MSG_MISS);
+    cdc__msg_header_init(&h, CDC_MSG_MISS);
     h.request_id = task->request_id;
     h.shard = task->shard;
     h.a_key = key;
@@ -117,8 +117,8 @@ static int reply_miss(cdc_worker_compute_t *self, const cdc_request_t *request, 
 static int reply_barrier(cdc_worker_compute_t *self, const cdc_request_t *request)
 {
     cdc_msg_header_t h;
-    cdc_msg_header_init(&h, CDC_MSG_PONG);
-    h.request_id = cdc_request_msg(request)->header.request_id;
+    cdc__msg_header_init(&h, CDC_MSG_PONG);
+    h.request_id = cdc__request_msg(request)->header.request_id;
     h.shard = CDC_PING_BARRIER;
     cdc_payload_t *payload = cdc__worker_compute_status_payload(self, 0);
     if (!payload)
@@ -130,7 +130,7 @@ static int reply_barrier(cdc_worker_compute_t *self, const cdc_request_t *reques
 static void release_payload(void *owner)
 {
     cdc_payload_t *payload = owner;
-    cdc_payload_destroy(&payload);
+    cdc__payload_destroy(&payload);
 }
 
 /* Whose cache entries a request uses: its peer's CURVE key (hashed; never 0),
@@ -140,7 +140,7 @@ static void release_payload(void *owner)
    --insecure), and a coordinator that reconnects keeps its weights. */
 static uint64_t scope_of(const cdc_request_t *request)
 {
-    const char *user_id = cdc_request_peer(request)->user_id;
+    const char *user_id = cdc__request_peer(request)->user_id;
     if (!user_id[0])
         return 0;
     return cdc__hash_bytes(user_id, strlen(user_id), UINT64_C(0x5c09e)); /* never 0 */
@@ -149,23 +149,23 @@ static uint64_t scope_of(const cdc_request_t *request)
 /* Keep the WEIGHTS frame itself (no copy for a large one) under its key. */
 static int put_weights(cdc_worker_compute_t *self, cdc_request_t *request)
 {
-    const cdc_msg_header_t *h = &cdc_request_msg(request)->header;
+    const cdc_msg_header_t *h = &cdc__request_msg(request)->header;
     cdc_weight_key_t key = {h->a_key, scope_of(request)};
-    cdc_payload_t *payload = cdc_request_take_payload(request, 0);
+    cdc_payload_t *payload = cdc__request_take_payload(request, 0);
     if (!payload)
         return cdc__fail(CDC_ENOMEM, "weights %016llx", (unsigned long long) h->a_key);
-    cdc_weight_value_t value = {h->rows, h->k, cdc_payload_data(payload),
-                                cdc_payload_footprint(payload), payload, release_payload};
+    cdc_weight_value_t value = {h->rows, h->k, cdc__payload_data(payload),
+                                cdc__payload_footprint(payload), payload, release_payload};
     cdc_weight_cache_stats_t stats;
-    cdc_worker_reply_t notice = {NULL, 0, 0, cdc_payload_size(payload), cdc__clock_ms(), 0};
-    cdc_weight_cache_stats(self->cache, &stats);
+    cdc_worker_reply_t notice = {NULL, 0, 0, cdc__payload_size(payload), cdc__clock_ms(), 0};
+    cdc__weight_cache_stats(self->cache, &stats);
     uint64_t evictions_before = stats.evictions;
-    int rc = cdc_weight_cache_put(self->cache, key, &value);
+    int rc = cdc__weight_cache_put(self->cache, key, &value);
     if (rc != CDC_OK) {
-        cdc_payload_destroy(&payload);
+        cdc__payload_destroy(&payload);
         return rc;
     }
-    cdc_weight_cache_stats(self->cache, &stats);
+    cdc__weight_cache_stats(self->cache, &stats);
     self->counters.evictions += stats.evictions - evictions_before;
     self->counters.weights_cached++;
     /* The emulated link carries them (worker.c): the main loop holds what
@@ -189,7 +189,7 @@ static int operand(cdc_worker_compute_t *self, uint64_t scope, uint64_t key, int
     *owned = NULL;
     if (key != 0) {
         const cdc_weight_value_t *held =
-            cdc_weight_cache_get(self->cache, (cdc_weight_key_t){key, scope});
+            cdc__weight_cache_get(self->cache, (cdc_weight_key_t){key, scope});
         if (!held)
             return CDC_OK;
         if (held->rows != rows || held->k != k)
@@ -207,7 +207,7 @@ static int operand(cdc_worker_compute_t *self, uint64_t scope, uint64_t key, int
     *owned = malloc(payload->size);
     if (!*owned)
         return cdc__fail(CDC_ENOMEM, "operand of %zu bytes", payload->size);
-    cdc_msg_payload_gather(payload, *owned);
+    cdc__msg_payload_gather(payload, *owned);
     *data = *owned;
     return CDC_OK;
 }
@@ -218,7 +218,7 @@ static int task_operands(cdc_worker_compute_t *self, const cdc_request_t *reques
                          const float **a, const float **second, float **owned,
                          uint64_t *missing)
 {
-    const cdc_msg_t *msg = cdc_request_msg(request);
+    const cdc_msg_t *msg = cdc__request_msg(request);
     const cdc_msg_header_t *h = &msg->header;
     int is_conv = h->type == CDC_MSG_TASK_CONV;
     uint64_t scope = scope_of(request);
@@ -242,7 +242,7 @@ static int task_operands(cdc_worker_compute_t *self, const cdc_request_t *reques
 static int run_part_and_reply(cdc_worker_compute_t *self, const cdc_request_t *request,
                               cdc_shard_task_t *piece, int64_t first_row, int p)
 {
-    const cdc_msg_t *msg = cdc_request_msg(request);
+    const cdc_msg_t *msg = cdc__request_msg(request);
     const cdc_msg_header_t *h = &msg->header;
     size_t result_bytes = (size_t) piece->a_rows * (size_t) h->cols * sizeof(float);
     float *result = malloc(result_bytes);
@@ -260,13 +260,13 @@ static int run_part_and_reply(cdc_worker_compute_t *self, const cdc_request_t *r
         NULL, cdc__clock_ms() - started,
         2.0 * (double) piece->a_rows * (double) h->k * (double) h->cols, bytes_in, started, p};
     cdc_msg_header_t reply;
-    cdc_msg_header_init(&reply, CDC_MSG_RESULT);
+    cdc__msg_header_init(&reply, CDC_MSG_RESULT);
     reply.request_id = h->request_id;
     reply.shard = h->shard;
     reply.rows = piece->a_rows;
     reply.cols = h->cols;
     reply.row_offset = first_row;
-    cdc_payload_t *payload = cdc_payload_adopt(result, result_bytes); /* sent without a copy */
+    cdc_payload_t *payload = cdc__payload_adopt(result, result_bytes); /* sent without a copy */
     if (!payload)
         return cdc__fail(CDC_ENOMEM, "result payload");
     return post(self, request, &reply, &payload, &meta);
@@ -278,18 +278,18 @@ static int run_part_and_reply(cdc_worker_compute_t *self, const cdc_request_t *r
 static int run_and_reply(cdc_worker_compute_t *self, const cdc_request_t *request,
                          const float *a, const float *second)
 {
-    const cdc_msg_header_t *h = &cdc_request_msg(request)->header;
+    const cdc_msg_header_t *h = &cdc__request_msg(request)->header;
     cdc_conv_geometry_t geometry = h->geometry;
-    int rc = h->type == CDC_MSG_TASK_CONV ? cdc_conv_geometry_finish(&geometry) : CDC_OK;
-    cdc_shard_task_t task = cdc_msg_task(h, a, second, &geometry, NULL);
+    int rc = h->type == CDC_MSG_TASK_CONV ? cdc__conv_geometry_finish(&geometry) : CDC_OK;
+    cdc_shard_task_t task = cdc__msg_task(h, a, second, &geometry, NULL);
     int parts = cdc_task_parts(&task);
     for (int p = 0; p < parts && rc == CDC_OK; p++) {
-        if (p > 0 && cdc_server_cancelled(self->server, request, h->request_id)) {
+        if (p > 0 && cdc__server_cancelled(self->server, request, h->request_id)) {
             self->counters.cancelled += (uint64_t) (parts - p); /* parity nobody wants */
             break;
         }
         int64_t first_row;
-        cdc_shard_task_t piece = cdc_task_part(&task, p, &first_row);
+        cdc_shard_task_t piece = cdc__task_part(&task, p, &first_row);
         rc = run_part_and_reply(self, request, &piece, first_row, p);
     }
     if (rc == CDC_OK)
@@ -315,13 +315,13 @@ static int handle_task(cdc_worker_compute_t *self, const cdc_request_t *request)
    follows what came before it). */
 static void compute_request(cdc_worker_compute_t *self, cdc_request_t *request)
 {
-    const cdc_msg_header_t *h = &cdc_request_msg(request)->header;
+    const cdc_msg_header_t *h = &cdc__request_msg(request)->header;
     int rc;
     if (h->type == CDC_MSG_WEIGHTS) {
         rc = put_weights(self, request);
     } else if (h->type == CDC_MSG_PING) {
         rc = reply_barrier(self, request);
-    } else if (cdc_server_cancelled(self->server, request, h->request_id)) {
+    } else if (cdc__server_cancelled(self->server, request, h->request_id)) {
         self->counters.cancelled++; /* the sender no longer wants it */
         return;
     } else {
@@ -332,14 +332,14 @@ static void compute_request(cdc_worker_compute_t *self, cdc_request_t *request)
     if (rc == CDC_EPROTO)
         self->counters.invalid++;
     /* A valid request we could not serve (memory, a key of another shape). */
-    CDC_LOG_WARNF("worker: %s failed: %s", cdc_msg_type_name(h->type), cdc_last_error());
+    CDC_LOG_WARNF("worker: %s failed: %s", cdc__msg_type_name(h->type), cdc_last_error());
     reply_error(self, request, rc, cdc_last_error());
 }
 
 static void publish_status(cdc_worker_compute_t *self)
 {
     cdc_weight_cache_stats_t stats;
-    cdc_weight_cache_stats(self->cache, &stats);
+    cdc__weight_cache_stats(self->cache, &stats);
     atomic_store(&self->cache_bytes, stats.bytes);
     atomic_store(&self->cache_entries, stats.count);
     atomic_store(&self->tasks, self->counters.tasks);
@@ -350,7 +350,7 @@ static void *compute_main(void *arg)
 {
     cdc_worker_compute_t *self = arg;
     for (;;) {
-        cdc_request_t *request = cdc_mailbox_pop(self->requests);
+        cdc_request_t *request = cdc__mailbox_pop(self->requests);
         if (!request)
             break;
         if (atomic_load(&self->stopping))
@@ -358,8 +358,8 @@ static void *compute_main(void *arg)
         else
             compute_request(self, request);
         if (self->peer_tasks)
-            cdc__peer_tasks_release(self->peer_tasks, cdc_request_peer(request));
-        cdc_request_destroy(&request);
+            cdc__peer_tasks_release(self->peer_tasks, cdc__request_peer(request));
+        cdc__request_destroy(&request);
         publish_status(self);
     }
     return NULL;
@@ -382,14 +382,14 @@ int cdc__worker_compute_start(cdc_server_t *server, const cdc_worker_options_t *
     if (lie)
         self->lie = *lie; /* before the thread starts: it builds barrier PONGs */
     int rc;
-    if ((rc = cdc_mailbox_new(&self->requests)) != CDC_OK ||
-        (rc = cdc_mailbox_new(&self->replies)) != CDC_OK ||
-        (rc = cdc_weight_cache_new(options->max_memory, options->max_entries, &self->cache)) !=
+    if ((rc = cdc__mailbox_new(&self->requests)) != CDC_OK ||
+        (rc = cdc__mailbox_new(&self->replies)) != CDC_OK ||
+        (rc = cdc__weight_cache_new(options->max_memory, options->max_entries, &self->cache)) !=
             CDC_OK) {
         cdc__worker_compute_stop(&self, NULL);
         return rc;
     }
-    cdc_weight_cache_limit_scope(self->cache, options->max_peer_memory);
+    cdc__weight_cache_limit_scope(self->cache, options->max_peer_memory);
     /* Signals go to the main loop, never to the compute thread. */
     sigset_t block, old;
     sigemptyset(&block);
@@ -409,9 +409,9 @@ int cdc__worker_compute_start(cdc_server_t *server, const cdc_worker_options_t *
 
 int cdc__worker_compute_submit(cdc_worker_compute_t *self, cdc_request_t *request)
 {
-    int rc = cdc_mailbox_push(self->requests, request);
+    int rc = cdc__mailbox_push(self->requests, request);
     if (rc != CDC_OK)
-        cdc_request_destroy(&request);
+        cdc__request_destroy(&request);
     else
         atomic_fetch_add(&self->submitted, 1);
     return rc;
@@ -452,14 +452,14 @@ cdc_payload_t *cdc__worker_compute_status_payload(cdc_worker_compute_t *self, ui
     char text[CDC_PROTO_MAX_TEXT];
     cdc__worker_compute_status(self, &status);
     status.load += held;
-    size_t len = cdc_status_format(&status, text, sizeof text);
-    return cdc_payload_copy(text, len);
+    size_t len = cdc__status_format(&status, text, sizeof text);
+    return cdc__payload_copy(text, len);
 }
 
 cdc_worker_reply_t *cdc__worker_compute_next(cdc_worker_compute_t *self)
 {
     void *item = NULL;
-    return cdc_mailbox_try_pop(self->replies, &item) ? item : NULL;
+    return cdc__mailbox_try_pop(self->replies, &item) ? item : NULL;
 }
 
 void cdc__worker_compute_finish(cdc_worker_compute_t *self)
@@ -468,7 +468,7 @@ void cdc__worker_compute_finish(cdc_worker_compute_t *self)
         return;
     atomic_store(&self->stopping, 1);
     /* Out of memory here cannot be recovered from: the thread must stop. */
-    while (cdc_mailbox_push(self->requests, NULL) != CDC_OK)
+    while (cdc__mailbox_push(self->requests, NULL) != CDC_OK)
         cdc__sleep_ms(10);
     pthread_join(self->thread, NULL);
     self->started = 0;
@@ -481,18 +481,18 @@ void cdc__worker_compute_stop(cdc_worker_compute_t **compute_p, cdc_worker_count
     cdc_worker_compute_t *self = *compute_p;
     cdc__worker_compute_finish(self);
     void *item;
-    while (self->requests && cdc_mailbox_try_pop(self->requests, &item)) {
+    while (self->requests && cdc__mailbox_try_pop(self->requests, &item)) {
         cdc_request_t *request = item;
-        cdc_request_destroy(&request);
+        cdc__request_destroy(&request);
     }
     cdc_worker_reply_t *reply;
     while (self->replies && (reply = cdc__worker_compute_next(self))) {
-        cdc_reply_destroy(&reply->reply);
+        cdc__reply_destroy(&reply->reply);
         free(reply);
     }
-    cdc_weight_cache_destroy(&self->cache);
-    cdc_mailbox_destroy(&self->requests);
-    cdc_mailbox_destroy(&self->replies);
+    cdc__weight_cache_destroy(&self->cache);
+    cdc__mailbox_destroy(&self->requests);
+    cdc__mailbox_destroy(&self->replies);
     if (counters)
         cdc__worker_counters_add(counters, &self->counters);
     free(self);

@@ -10,20 +10,20 @@
 #include <stdlib.h>
 #include <string.h>
 
-void cdc_device_init(cdc_device_t *device)
+void cdc__device_init(cdc_device_t *device)
 {
     memset(device, 0, sizeof *device);
     device->free_ms = -INFINITY;
 }
 
-void cdc_device_release(cdc_device_t *device)
+void cdc__device_release(cdc_device_t *device)
 {
     free(device->tasks);
-    cdc_device_init(device);
+    cdc__device_init(device);
 }
 
-int cdc_device_push(cdc_device_t *device, double ready_ms, double service_ms,
-                    double latency_ms, void *item)
+int cdc__device_push(cdc_device_t *device, double ready_ms, double service_ms,
+                     double latency_ms, void *item)
 {
     if (device->count == device->capacity) {
         size_t capacity = device->capacity ? 2 * device->capacity : 16;
@@ -38,7 +38,7 @@ int cdc_device_push(cdc_device_t *device, double ready_ms, double service_ms,
     return CDC_OK;
 }
 
-size_t cdc_device_queued(const cdc_device_t *device)
+size_t cdc__device_queued(const cdc_device_t *device)
 {
     return device->count;
 }
@@ -49,7 +49,7 @@ static double start_after(const cdc_device_task_t *task, double previous_finish)
     return task->ready_ms > previous_finish ? task->ready_ms : previous_finish;
 }
 
-double cdc_device_finish(const cdc_device_t *device, size_t i)
+double cdc__device_finish(const cdc_device_t *device, size_t i)
 {
     if (i >= device->count)
         return INFINITY;
@@ -59,19 +59,19 @@ double cdc_device_finish(const cdc_device_t *device, size_t i)
     return finish;
 }
 
-double cdc_device_next_due(const cdc_device_t *device)
+double cdc__device_next_due(const cdc_device_t *device)
 {
     if (device->count == 0)
         return INFINITY;
-    return cdc_device_finish(device, 0) + device->tasks[0].latency_ms;
+    return cdc__device_finish(device, 0) + device->tasks[0].latency_ms;
 }
 
-int cdc_device_pop_due(cdc_device_t *device, double now, void **item)
+int cdc__device_pop_due(cdc_device_t *device, double now, void **item)
 {
     *item = NULL;
     if (device->count == 0)
         return 0;
-    double finish = cdc_device_finish(device, 0);
+    double finish = cdc__device_finish(device, 0);
     if (finish + device->tasks[0].latency_ms > now)
         return 0;
     *item = device->tasks[0].item;
@@ -81,8 +81,8 @@ int cdc_device_pop_due(cdc_device_t *device, double now, void **item)
     return 1;
 }
 
-size_t cdc_device_cancel(cdc_device_t *device, double now, int (*match)(void *item, void *ctx),
-                         void (*release)(void *item, void *ctx), void *ctx)
+size_t cdc__device_cancel(cdc_device_t *device, double now, int (*match)(void *item, void *ctx),
+                          void (*release)(void *item, void *ctx), void *ctx)
 {
     size_t cancelled = 0, kept = 0;
     double finish = device->free_ms; /* of the task before, as the queue stands */
@@ -111,7 +111,7 @@ size_t cdc_device_cancel(cdc_device_t *device, double now, int (*match)(void *it
     return cancelled;
 }
 
-size_t cdc_device_drain(cdc_device_t *device, void (*take)(void *item, void *ctx), void *ctx)
+size_t cdc__device_drain(cdc_device_t *device, void (*take)(void *item, void *ctx), void *ctx)
 {
     size_t taken = 0;
     for (size_t i = 0; i < device->count; i++)

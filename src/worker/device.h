@@ -33,39 +33,39 @@ typedef struct {
 } cdc_device_t;
 
 /* An idle device with an empty queue. */
-void cdc_device_init(cdc_device_t *device);
+void cdc__device_init(cdc_device_t *device);
 
 /* Free the queue (items are the caller's: take them out first). */
-void cdc_device_release(cdc_device_t *device);
+void cdc__device_release(cdc_device_t *device);
 
 /* Queue a task behind the others. CDC_OK or CDC_ENOMEM (nothing queued). */
-int cdc_device_push(cdc_device_t *device, double ready_ms, double service_ms,
-                    double latency_ms, void *item);
+int cdc__device_push(cdc_device_t *device, double ready_ms, double service_ms,
+                     double latency_ms, void *item);
 
 /* Tasks queued (sent or not yet). */
-size_t cdc_device_queued(const cdc_device_t *device);
+size_t cdc__device_queued(const cdc_device_t *device);
 
 /* When the first queued task is due (its reply leaves); INFINITY if none. */
-double cdc_device_next_due(const cdc_device_t *device);
+double cdc__device_next_due(const cdc_device_t *device);
 
 /* When queued task i finishes (0: the first), as the queue stands now;
    INFINITY if there is no such task. For tests and logs. */
-double cdc_device_finish(const cdc_device_t *device, size_t i);
+double cdc__device_finish(const cdc_device_t *device, size_t i);
 
 /* Take the first task off the queue if it is due at now: returns 1 and its
    item in *item (NULL for a task that was cancelled in service: nothing to
    send), 0 when none is due. */
-int cdc_device_pop_due(cdc_device_t *device, double now, void **item);
+int cdc__device_pop_due(cdc_device_t *device, double now, void **item);
 
 /* Cancel, at now, every queued task whose item match(item, ctx) accepts
    (never called for NULL items): one not started by now is removed, one in
    service is served until now and then stops; release(item, ctx) gets each
    cancelled item (may be NULL). Returns how many were cancelled. */
-size_t cdc_device_cancel(cdc_device_t *device, double now, int (*match)(void *item, void *ctx),
-                         void (*release)(void *item, void *ctx), void *ctx);
+size_t cdc__device_cancel(cdc_device_t *device, double now, int (*match)(void *item, void *ctx),
+                          void (*release)(void *item, void *ctx), void *ctx);
 
 /* Take every queued item out (for the caller to release), emptying the
    queue; returns how many items were given to take(item, ctx). */
-size_t cdc_device_drain(cdc_device_t *device, void (*take)(void *item, void *ctx), void *ctx);
+size_t cdc__device_drain(cdc_device_t *device, void (*take)(void *item, void *ctx), void *ctx);
 
 #endif

@@ -14,7 +14,7 @@ struct cdc_mailbox {
     size_t head, count, capacity;
 };
 
-int cdc_mailbox_new(cdc_mailbox_t **mailbox_p)
+int cdc__mailbox_new(cdc_mailbox_t **mailbox_p)
 {
     cdc_mailbox_t *self = calloc(1, sizeof *self);
     if (!self)
@@ -25,7 +25,7 @@ int cdc_mailbox_new(cdc_mailbox_t **mailbox_p)
     return CDC_OK;
 }
 
-void cdc_mailbox_destroy(cdc_mailbox_t **mailbox_p)
+void cdc__mailbox_destroy(cdc_mailbox_t **mailbox_p)
 {
     if (!mailbox_p || !*mailbox_p)
         return;
@@ -53,7 +53,7 @@ static int grow(cdc_mailbox_t *self)
     return CDC_OK;
 }
 
-int cdc_mailbox_push(cdc_mailbox_t *self, void *item)
+int cdc__mailbox_push(cdc_mailbox_t *self, void *item)
 {
     pthread_mutex_lock(&self->lock);
     int rc = self->count == self->capacity ? grow(self) : CDC_OK;
@@ -74,7 +74,7 @@ static void *take(cdc_mailbox_t *self)
     return item;
 }
 
-void *cdc_mailbox_pop(cdc_mailbox_t *self)
+void *cdc__mailbox_pop(cdc_mailbox_t *self)
 {
     pthread_mutex_lock(&self->lock);
     while (self->count == 0)
@@ -84,7 +84,7 @@ void *cdc_mailbox_pop(cdc_mailbox_t *self)
     return item;
 }
 
-int cdc_mailbox_try_pop(cdc_mailbox_t *self, void **item)
+int cdc__mailbox_try_pop(cdc_mailbox_t *self, void **item)
 {
     pthread_mutex_lock(&self->lock);
     int got = self->count > 0;

@@ -82,7 +82,7 @@ static int same_key(cdc_weight_key_t a, cdc_weight_key_t b)
     return a.content == b.content && a.scope == b.scope;
 }
 
-size_t cdc_weight_cache_entry_cost(size_t alloc_bytes)
+size_t cdc__weight_cache_entry_cost(size_t alloc_bytes)
 {
     return cdc__alloc_footprint(sizeof(entry_t)) + alloc_bytes;
 }
@@ -263,7 +263,7 @@ static void evict(cdc_weight_cache_t *self, entry_t *e)
     self->stats.evictions++;
 }
 
-int cdc_weight_cache_new(size_t max_bytes, size_t max_entries, cdc_weight_cache_t **cache_p)
+int cdc__weight_cache_new(size_t max_bytes, size_t max_entries, cdc_weight_cache_t **cache_p)
 {
     *cache_p = NULL;
     if (max_bytes == 0)
@@ -285,7 +285,7 @@ int cdc_weight_cache_new(size_t max_bytes, size_t max_entries, cdc_weight_cache_
     return CDC_OK;
 }
 
-void cdc_weight_cache_destroy(cdc_weight_cache_t **cache_p)
+void cdc__weight_cache_destroy(cdc_weight_cache_t **cache_p)
 {
     if (!cache_p || !*cache_p)
         return;
@@ -298,20 +298,20 @@ void cdc_weight_cache_destroy(cdc_weight_cache_t **cache_p)
     *cache_p = NULL;
 }
 
-void cdc_weight_cache_limit_scope(cdc_weight_cache_t *self, size_t max_scope_bytes)
+void cdc__weight_cache_limit_scope(cdc_weight_cache_t *self, size_t max_scope_bytes)
 {
     self->stats.max_scope_bytes = max_scope_bytes && max_scope_bytes < self->stats.max_bytes
                                       ? max_scope_bytes
                                       : self->stats.max_bytes;
 }
 
-size_t cdc_weight_cache_scope_bytes(const cdc_weight_cache_t *self, uint64_t scope)
+size_t cdc__weight_cache_scope_bytes(const cdc_weight_cache_t *self, uint64_t scope)
 {
     const scope_t *record = scope_find(self, scope);
     return record ? record->bytes : 0;
 }
 
-const cdc_weight_value_t *cdc_weight_cache_get(cdc_weight_cache_t *self, cdc_weight_key_t key)
+const cdc_weight_value_t *cdc__weight_cache_get(cdc_weight_cache_t *self, cdc_weight_key_t key)
 {
     entry_t *e = index_find(self, key);
     if (!e) {
@@ -403,13 +403,13 @@ static void make_room(cdc_weight_cache_t *self, uint64_t id, size_t charge)
         evict(self, self->oldest);
 }
 
-int cdc_weight_cache_put(cdc_weight_cache_t *self, cdc_weight_key_t key,
-                         const cdc_weight_value_t *value)
+int cdc__weight_cache_put(cdc_weight_cache_t *self, cdc_weight_key_t key,
+                          const cdc_weight_value_t *value)
 {
     entry_t *existing = index_find(self, key);
     if (existing)
         return put_existing(self, existing, value);
-    size_t charge = cdc_weight_cache_entry_cost(value->alloc_bytes);
+    size_t charge = cdc__weight_cache_entry_cost(value->alloc_bytes);
     int rc = check_fits_at_all(self, key, charge);
     if (rc != CDC_OK)
         return rc;
@@ -447,7 +447,7 @@ int cdc_weight_cache_put(cdc_weight_cache_t *self, cdc_weight_key_t key,
     return CDC_OK;
 }
 
-void cdc_weight_cache_stats(const cdc_weight_cache_t *self, cdc_weight_cache_stats_t *stats)
+void cdc__weight_cache_stats(const cdc_weight_cache_t *self, cdc_weight_cache_stats_t *stats)
 {
     *stats = self->stats;
 }

@@ -48,22 +48,22 @@ typedef struct {
 typedef struct cdc_weight_cache cdc_weight_cache_t;
 
 /* An empty cache bounded by max_bytes (everything charged, see
-   cdc_weight_cache_entry_cost) and max_entries (0: the default, 65536).
+   cdc__weight_cache_entry_cost) and max_entries (0: the default, 65536).
    CDC_EINVAL when max_bytes is 0. Caller owns *cache_p and must destroy it
-   with cdc_weight_cache_destroy. */
-int cdc_weight_cache_new(size_t max_bytes, size_t max_entries, cdc_weight_cache_t **cache_p);
+   with cdc__weight_cache_destroy. */
+int cdc__weight_cache_new(size_t max_bytes, size_t max_entries, cdc_weight_cache_t **cache_p);
 
 /* Release every entry (their release functions run); accepts NULL and *NULL;
    nulls *cache_p. */
-void cdc_weight_cache_destroy(cdc_weight_cache_t **cache_p);
+void cdc__weight_cache_destroy(cdc_weight_cache_t **cache_p);
 
 /* Bound what the entries of any one scope may cost (entry costs, the index
    not included): 0 or more than max_bytes means max_bytes. Entries already
    held stay until the next put into their scope. */
-void cdc_weight_cache_limit_scope(cdc_weight_cache_t *self, size_t max_scope_bytes);
+void cdc__weight_cache_limit_scope(cdc_weight_cache_t *self, size_t max_scope_bytes);
 
 /* What the entries of scope cost now (0 when it holds none). */
-size_t cdc_weight_cache_scope_bytes(const cdc_weight_cache_t *self, uint64_t scope);
+size_t cdc__weight_cache_scope_bytes(const cdc_weight_cache_t *self, uint64_t scope);
 
 /* Keep *value under key, evicting until the entry fits every bound: first
    the least recently used entries of key.scope while that scope would
@@ -81,19 +81,19 @@ size_t cdc_weight_cache_scope_bytes(const cdc_weight_cache_t *self, uint64_t sco
    refused with CDC_ENOMEM (the text naming --max-memory or
    --max-peer-memory) and nothing is evicted. On any error the caller still owns
    value->owner. O(1) expected (plus the comparison for a duplicate). */
-int cdc_weight_cache_put(cdc_weight_cache_t *self, cdc_weight_key_t key,
-                         const cdc_weight_value_t *value);
+int cdc__weight_cache_put(cdc_weight_cache_t *self, cdc_weight_key_t key,
+                          const cdc_weight_value_t *value);
 
 /* The value under key, made most recently used; NULL when not held. The
    pointer is valid until the next put or destroy. O(1) expected. */
-const cdc_weight_value_t *cdc_weight_cache_get(cdc_weight_cache_t *self, cdc_weight_key_t key);
+const cdc_weight_value_t *cdc__weight_cache_get(cdc_weight_cache_t *self, cdc_weight_key_t key);
 
 /* What one entry holding an allocation of alloc_bytes is charged: the
    allocation and the entry record, as the allocator rounds them. The index
    (a bucket array, at most 2 slots per entry it was sized for) is charged
    as a whole, so stats.bytes = sum of entry costs + stats.index_bytes. */
-size_t cdc_weight_cache_entry_cost(size_t alloc_bytes);
+size_t cdc__weight_cache_entry_cost(size_t alloc_bytes);
 
-void cdc_weight_cache_stats(const cdc_weight_cache_t *self, cdc_weight_cache_stats_t *stats);
+void cdc__weight_cache_stats(const cdc_weight_cache_t *self, cdc_weight_cache_stats_t *stats);
 
 #endif

@@ -58,7 +58,7 @@ typedef struct {
     cdc_worker_counters_t counters;
 } loop_t;
 
-void cdc_worker_options_init(cdc_worker_options_t *options)
+void cdc__worker_options_init(cdc_worker_options_t *options)
 {
     memset(options, 0, sizeof *options);
     options->max_memory = (size_t) 1 << 30;
@@ -92,14 +92,14 @@ void cdc__worker_counters_add(cdc_worker_counters_t *into, const cdc_worker_coun
 static void answer_ping(loop_t *loop, const cdc_request_t *request)
 {
     cdc_msg_header_t pong;
-    cdc_msg_header_init(&pong, CDC_MSG_PONG);
-    pong.request_id = cdc_request_msg(request)->header.request_id;
+    cdc__msg_header_init(&pong, CDC_MSG_PONG);
+    pong.request_id = cdc__request_msg(request)->header.request_id;
     loop->counters.pings++;
     cdc_payload_t *payload = cdc__worker_compute_status_payload(
-        loop->compute, cdc_device_queued(&loop->device)); /* held by the emulated device */
+        loop->compute, cdc__device_queued(&loop->device)); /* held by the emulated device */
     cdc_reply_t *reply = NULL;
-    if (payload && cdc_server_reply_new(loop->server, request, &pong, &payload, &reply) == CDC_OK)
-        cdc_server_send(loop->server, &reply);
+    if (payload && cdc__server_reply_new(loop->server, request, &pong, &payload, &reply) == CDC_OK)
+        cdc__server_send(loop->server, &reply);
 }
 
 /* ERROR (code, text) to a valid request this worker will not run, sent
@@ -108,9 +108,9 @@ static void refuse(loop_t *loop, const cdc_request_t *request, int code, const c
 {
     cdc_reply_t *reply = NULL;
     CDC_LOG_INFOF("worker %d: %s", loop->options->index, text);
-    int rc = cdc_server_error_new(loop->server, request, code, text, &reply);
+    int rc = cdc__server_error_new(loop->server, request, code, text, &reply);
     if (rc == CDC_OK)
-        cdc_server_send(loop->server, &reply);
+        cdc__server_send(loop->server, &reply);
     else if (rc == CDC_ETIMEDOUT)
         loop->counters.over_budget++; /* the peer is not reading */
 }
@@ -129,23 +129,23 @@ static const char *detail(int status)
    answered with ERROR here, nothing queued). Takes the request over. */
 static void submit(loop_t *loop, cdc_request_t *request)
 {
-    int rc = cdc__worker_admit(cdc_request_msg(request), loop->max_task_memory);
+    int rc = cdc__worker_admit(cdc__request_msg(request), loop->max_task_memory);
     if (rc == CDC_OK)
-        rc = cdc__peer_tasks_acquire(loop->peer_tasks, cdc_request_peer(request));
+        rc = cdc__peer_tasks_acquire(loop->peer_tasks, cdc__request_peer(request));
     if (rc != CDC_OK) {
         char context[64];
         snprintf(context, sizeof context, "%s refused",
-                 cdc_msg_type_name(cdc_request_msg(request)->header.type));
+                 cdc__msg_type_name(cdc__request_msg(request)->header.type));
         cdc__fail_within(rc, context); /* "TASK_CONV refused: <the limit>" */
         if (rc == CDC_EDIM)
             loop->counters.invalid++; /* geometry no coordinator sends */
         else
             loop->counters.refused++;
         refuse(loop, request, rc, detail(rc));
-        cdc_request_destroy(&request);
+        cdc__request_destroy(&request);
         return;
     }
-    cdc_peer_identity_t peer = *cdc_request_peer(request);
+    cdc_peer_identity_t peer = *cdc__request_peer(request);
     if (cdc__worker_compute_submit(loop->compute, request) != CDC_OK) {
         CDC_LOG_WARNF("worker: %s", cdc_last_error());
         cdc__peer_tasks_release(loop->peer_tasks, &peer); /* it was destroyed */
@@ -156,10 +156,10 @@ static void submit(loop_t *loop, cdc_request_t *request)
    thread; anything else refused. Takes the request over. */
 static void handle_request(loop_t *loop, cdc_request_t *request)
 {
-    int type = cdc_request_msg(request)->header.type;
+    int type = cdc__request_msg(request)->header.type;
     switch (type) {
     case CDC_MSG_PING:
-        if (cdc_request_msg(request)->header.shard == CDC_PING_BARRIER) {
+        if (cdc__request_msg(request)->header.shard == CDC_PING_BARRIER) {
             submit(loop, request); /* answered by the compute thread, in line */
             return;
         }
@@ -173,14 +173,14 @@ static void handle_request(loop_t *loop, cdc_request_t *request)
     default: {
         char text[128];
         snprintf(text, sizeof text, "a worker does not accept %s messages",
-                 cdc_msg_type_name(type));
+                 cdc__msg_type_name(type));
         loop->counters.invalid++;
         CDC_LOG_INFOF("worker: invalid message: %s", text);
-        cdc_server_reject(loop->server, request, CDC_EPROTO, text);
+        cdc__server_reject(loop->server, request, CDC_EPROTO, text);
         break;
     }
     }
-    cdc_request_destroy(&request);
+    cdc__request_destroy(&request);
 }
 
 static void sweep_cancelled(loop_t *loop);
@@ -193,7 +193,7 @@ static void read_requests(loop_t *loop, volatile sig_atomic_t *stop)
 {
     while (loop->hang_until < 0 && !*stop) {
         cdc_request_t *request = NULL;
-        int rc = cdc_server_recv(loop->server, &request);
+        int rc = cdc__server_recv(loop->server, &request);
         sweep_cancelled(loop);
         if (rc == CDC_ETIMEDOUT)
             return;
@@ -217,12 +217,12 @@ static long flush_due(loop_t *loop, long cap)
 {
     double now = cdc__clock_ms();
     void *item;
-    while (cdc_device_pop_due(&loop->device, now, &item))
+    while (cdc__device_pop_due(&loop->device, now, &item))
         if (item) {
             cdc_reply_t *reply = item;
-            cdc_server_send(loop->server, &reply);
+            cdc__server_send(loop->server, &reply);
         }
-    double next = cdc_device_next_due(&loop->device);
+    double next = cdc__device_next_due(&loop->device);
     if (next > now + (double) cap)
         return cap;
     long wait = (long) ceil(next - now);
@@ -233,8 +233,8 @@ static int held_cancelled(void *item, void *ctx)
 {
     loop_t *loop = ctx;
     /* A RESULT only: a barrier PONG's request id is a token, not a call. */
-    return cdc_reply_header(item)->type == CDC_MSG_RESULT &&
-           cdc_server_reply_cancelled(loop->server, item);
+    return cdc__reply_header(item)->type == CDC_MSG_RESULT &&
+           cdc__server_reply_cancelled(loop->server, item);
 }
 
 static void drop_cancelled(void *item, void *ctx)
@@ -242,7 +242,7 @@ static void drop_cancelled(void *item, void *ctx)
     loop_t *loop = ctx;
     cdc_reply_t *reply = item;
     loop->counters.cancelled++; /* computed, held, and nobody wants it */
-    cdc_reply_destroy(&reply);
+    cdc__reply_destroy(&reply);
 }
 
 /* Held replies whose request was cancelled leave the device queue (one not
@@ -251,18 +251,18 @@ static void drop_cancelled(void *item, void *ctx)
 static void sweep_cancelled(loop_t *loop)
 {
     cdc_server_counters_t server;
-    cdc_server_counters(loop->server, &server);
+    cdc__server_counters(loop->server, &server);
     if (server.cancels == loop->cancels_seen && !loop->device_pushed)
         return;
     loop->cancels_seen = server.cancels;
     loop->device_pushed = 0;
-    cdc_device_cancel(&loop->device, cdc__clock_ms(), held_cancelled, drop_cancelled, loop);
+    cdc__device_cancel(&loop->device, cdc__clock_ms(), held_cancelled, drop_cancelled, loop);
 }
 
 static void corrupt(cdc_payload_t *payload, uint64_t at)
 {
-    size_t count = cdc_payload_size(payload) / sizeof(float);
-    float *data = cdc_payload_data(payload), value;
+    size_t count = cdc__payload_size(payload) / sizeof(float);
+    float *data = cdc__payload_data(payload), value;
     size_t i = (size_t) (at % count);
     memcpy(&value, data + i, sizeof value);
     value += 1.0f + fabsf(value); /* changes any finite value by >= 1 */
@@ -287,14 +287,14 @@ static double start_hang(loop_t *loop, const cdc_fault_decision_t *d, double now
    return (crash). Returns the compute time a slow fault added. */
 static double emulate(loop_t *loop, cdc_worker_reply_t *out, double now)
 {
-    cdc_payload_t *payload = cdc_reply_payload(out->reply);
+    cdc_payload_t *payload = cdc__reply_payload(out->reply);
     cdc_fault_decision_t d;
     if (out->part > 0) /* a streamed task's later part: its task's faults were decided */
-        cdc_fault_part(&loop->faults, out->compute_ms, out->flops, cdc_payload_size(payload),
-                       &d);
+        cdc__fault_part(&loop->faults, out->compute_ms, out->flops, cdc__payload_size(payload),
+                        &d);
     else
-        cdc_fault_next(&loop->faults, out->compute_ms, out->flops, (size_t) out->bytes_in,
-                       cdc_payload_size(payload), &d);
+        cdc__fault_next(&loop->faults, out->compute_ms, out->flops, (size_t) out->bytes_in,
+                        cdc__payload_size(payload), &d);
     if (d.crash) {
         fprintf(stderr, "cdcgemm-worker %d: crash fault at task %ld: exiting\n",
                 loop->options->index, loop->faults.calls - 1);
@@ -305,20 +305,20 @@ static double emulate(loop_t *loop, cdc_worker_reply_t *out, double now)
                 loop->options->index, loop->faults.calls - 1);
     double ready = out->started_ms;
     if (d.hang_ms >= 0 && (ready = start_hang(loop, &d, now)) < 0) {
-        cdc_reply_destroy(&out->reply); /* hung for ever: this reply never leaves */
+        cdc__reply_destroy(&out->reply); /* hung for ever: this reply never leaves */
         return d.slow_ms;
     }
     if (d.drop) {
         loop->counters.dropped++;
-        cdc_reply_destroy(&out->reply);
+        cdc__reply_destroy(&out->reply);
     } else if (d.corrupt) {
         corrupt(payload, d.corrupt_at);
         loop->counters.corrupted++;
     }
     if (d.delay_ms > 0)
         loop->counters.delayed++;
-    if (cdc_device_push(&loop->device, ready, out->compute_ms + d.delay_ms - d.latency_ms,
-                        d.latency_ms, out->reply) != CDC_OK)
+    if (cdc__device_push(&loop->device, ready, out->compute_ms + d.delay_ms - d.latency_ms,
+                         d.latency_ms, out->reply) != CDC_OK)
         return d.slow_ms; /* out of memory: sent now (or, dropped, not at all) */
     out->reply = NULL;
     loop->device_pushed = 1;
@@ -332,8 +332,8 @@ static double emulate(loop_t *loop, cdc_worker_reply_t *out, double now)
 static void carry_weights(loop_t *loop, const cdc_worker_reply_t *notice)
 {
     double transfer_ms, latency_ms;
-    cdc_fault_link(&loop->faults, (size_t) notice->bytes_in, &transfer_ms, &latency_ms);
-    if (cdc_device_push(&loop->device, notice->started_ms, transfer_ms, latency_ms, NULL) !=
+    cdc__fault_link(&loop->faults, (size_t) notice->bytes_in, &transfer_ms, &latency_ms);
+    if (cdc__device_push(&loop->device, notice->started_ms, transfer_ms, latency_ms, NULL) !=
         CDC_OK)
         CDC_LOG_WARNF("worker: %s", cdc_last_error()); /* not emulated, no harm */
 }
@@ -343,12 +343,12 @@ static void carry_weights(loop_t *loop, const cdc_worker_reply_t *notice)
    transfer and the PING's and its own latency (2 lat), as a call's reply. */
 static void hold_barrier(loop_t *loop, cdc_worker_reply_t *out)
 {
-    const cdc_payload_t *payload = cdc_reply_payload(out->reply);
+    const cdc_payload_t *payload = cdc__reply_payload(out->reply);
     double transfer_ms, latency_ms;
-    cdc_fault_link(&loop->faults, payload ? cdc_payload_size(payload) : 0, &transfer_ms,
-                   &latency_ms);
-    if (cdc_device_push(&loop->device, cdc__clock_ms(), transfer_ms, 2.0 * latency_ms,
-                        out->reply) == CDC_OK)
+    cdc__fault_link(&loop->faults, payload ? cdc__payload_size(payload) : 0, &transfer_ms,
+                    &latency_ms);
+    if (cdc__device_push(&loop->device, cdc__clock_ms(), transfer_ms, 2.0 * latency_ms,
+                         out->reply) == CDC_OK)
         out->reply = NULL; /* else (out of memory) sent now */
 }
 
@@ -362,21 +362,21 @@ static void handle_reply(loop_t *loop, cdc_worker_reply_t *out)
         free(out);
         return;
     }
-    const cdc_msg_header_t *h = cdc_reply_header(out->reply);
-    int result = h->type == CDC_MSG_RESULT && cdc_reply_payload(out->reply);
+    const cdc_msg_header_t *h = cdc__reply_header(out->reply);
+    int result = h->type == CDC_MSG_RESULT && cdc__reply_payload(out->reply);
     double busy_ms = out->compute_ms; /* computed, whether it is sent or not */
     if (result && loop->has_faults) {
         busy_ms += emulate(loop, out, cdc__clock_ms());
-    } else if (result && cdc_server_reply_cancelled(loop->server, out->reply)) {
+    } else if (result && cdc__server_reply_cancelled(loop->server, out->reply)) {
         loop->counters.cancelled++; /* computed, and nobody wants it now */
-        cdc_reply_destroy(&out->reply);
+        cdc__reply_destroy(&out->reply);
     } else if (loop->has_link && h->type == CDC_MSG_PONG && h->shard == CDC_PING_BARRIER) {
         hold_barrier(loop, out);
     }
     if (result)
         cdc__worker_compute_count_work(loop->compute, out->flops, busy_ms);
     if (out->reply)
-        cdc_server_send(loop->server, &out->reply);
+        cdc__server_send(loop->server, &out->reply);
     free(out);
 }
 
@@ -417,7 +417,7 @@ static void reload_if_asked(loop_t *loop)
     if (!reload || !*reload)
         return;
     *reload = 0;
-    if (cdc_server_reload_allowed(loop->server) == CDC_OK)
+    if (cdc__server_reload_allowed(loop->server) == CDC_OK)
         CDC_LOG_INFOF("worker %d: allowed certificates re-read from %s", loop->options->index,
                       loop->options->curve_allow ? loop->options->curve_allow : "(none)");
     else
@@ -438,7 +438,7 @@ static int serve(loop_t *loop, volatile sig_atomic_t *stop)
             continue;
         sweep_cancelled(loop);
         long timeout = flush_due(loop, 100);
-        int rc = cdc_server_wait(loop->server, timeout);
+        int rc = cdc__server_wait(loop->server, timeout);
         if (rc == CDC_ETRANSPORT)
             return rc;
         send_replies(loop);
@@ -452,16 +452,16 @@ static int loop_open(loop_t *loop, const cdc_worker_options_t *options)
     memset(loop, 0, sizeof *loop);
     loop->options = options;
     loop->hang_until = -1.0;
-    cdc_device_init(&loop->device);
+    cdc__device_init(&loop->device);
     cdc_fault_plan_t plan;
-    int rc = cdc_fault_plan_parse(options->faults ? options->faults : "", &plan);
+    int rc = cdc__fault_plan_parse(options->faults ? options->faults : "", &plan);
     if (rc != CDC_OK)
         return rc;
-    cdc_fault_state_init(&loop->faults, &plan, options->index);
+    cdc__fault_state_init(&loop->faults, &plan, options->index);
     loop->has_faults = loop->faults.plan.count > 0; /* rules for this worker */
-    cdc_fault_state_set_incarnation(&loop->faults, options->incarnation);
+    cdc__fault_state_set_incarnation(&loop->faults, options->incarnation);
     double unused_ms[2];
-    loop->has_link = cdc_fault_link(&loop->faults, 0, &unused_ms[0], &unused_ms[1]);
+    loop->has_link = cdc__fault_link(&loop->faults, 0, &unused_ms[0], &unused_ms[1]);
     if ((rc = cdc__blas_ready()) != CDC_OK)
         return rc;
     cdc__blas_set_threads(options->threads > 0 ? options->threads : 1);
@@ -472,7 +472,7 @@ static int loop_open(loop_t *loop, const cdc_worker_options_t *options)
     if ((rc = cdc__peer_tasks_new(max_peer_tasks, &loop->peer_tasks)) != CDC_OK)
         return rc;
     cdc_server_options_t server_options;
-    cdc_server_options_init(&server_options);
+    cdc__server_options_init(&server_options);
     server_options.bind = options->bind;
     server_options.curve_secret = options->curve_secret;
     server_options.curve_allow = options->curve_allow;
@@ -480,7 +480,7 @@ static int loop_open(loop_t *loop, const cdc_worker_options_t *options)
        room is for PONGs and ERRORs. Beyond it the peer is not reading. */
     server_options.send_hwm = (int) (max_peer_tasks < 1 << 20 ? max_peer_tasks : 1 << 20) +
                               CDC_WORKER_REPLY_ROOM;
-    if ((rc = cdc_server_new(&server_options, &loop->server)) != CDC_OK)
+    if ((rc = cdc__server_new(&server_options, &loop->server)) != CDC_OK)
         return rc;
     /* Once bound, so a coordinator that hears the beacon finds the socket. */
     if (options->announce && (rc = cdc__worker_announce(options->bind, options->curve_secret,
@@ -488,7 +488,7 @@ static int loop_open(loop_t *loop, const cdc_worker_options_t *options)
                                                         &loop->announcer)) != CDC_OK)
         return rc;
     cdc_fault_misreport_t lie;
-    cdc_fault_misreport(&loop->faults, &lie);
+    cdc__fault_misreport(&loop->faults, &lie);
     return cdc__worker_compute_start(loop->server, options, loop->peer_tasks, loop->has_link,
                                      &lie, &loop->compute);
 }
@@ -517,31 +517,31 @@ static void destroy_held(void *item, void *ctx)
 {
     (void) ctx;
     cdc_reply_t *reply = item;
-    cdc_reply_destroy(&reply);
+    cdc__reply_destroy(&reply);
 }
 
 static void loop_close(loop_t *loop, int by_parent, cdc_worker_counters_t *counters)
 {
     /* Stop: the current task finishes and its reply goes out; the queue is
        dropped (finding 10 of issue 9: 23 queued tasks all ran after SIGTERM). */
-    cdc_announcer_destroy(&loop->announcer); /* a stopping worker is not to be found */
+    cdc__announcer_destroy(&loop->announcer); /* a stopping worker is not to be found */
     /* Goodbye first: finishing the current task can take longer than the
        coordinator's 300 ms silence verdict, and it must not count a death
        (it decodes the shards this worker will not send). */
     double goodbye_at = cdc__clock_ms();
     if (loop->server)
-        cdc_server_goodbye(loop->server);
+        cdc__server_goodbye(loop->server);
     cdc__worker_compute_finish(loop->compute);
     if (loop->compute && loop->server) {
         send_replies(loop);
         flush_due(loop, 0); /* what the emulated device is done with goes too */
     }
     cdc__worker_compute_stop(&loop->compute, &loop->counters);
-    cdc_device_drain(&loop->device, destroy_held, NULL); /* held replies are not sent */
-    cdc_device_release(&loop->device);
+    cdc__device_drain(&loop->device, destroy_held, NULL); /* held replies are not sent */
+    cdc__device_release(&loop->device);
     if (loop->server) {
         cdc_server_counters_t server;
-        cdc_server_counters(loop->server, &server);
+        cdc__server_counters(loop->server, &server);
         loop->counters.messages = server.received;
         loop->counters.replies_dropped = server.send_failures;
     }
@@ -554,15 +554,15 @@ static void loop_close(loop_t *loop, int by_parent, cdc_worker_counters_t *count
     double linger_left = GOODBYE_GRACE_MS - (cdc__clock_ms() - goodbye_at);
     if (bound && linger_left > 0 && !by_parent)
         cdc__sleep_ms((long) linger_left);
-    cdc_server_destroy(&loop->server);
+    cdc__server_destroy(&loop->server);
     if (bound)
         remove_ipc_endpoint(loop->options);
     if (counters)
         *counters = loop->counters;
 }
 
-int cdc_worker_run(const cdc_worker_options_t *options, volatile sig_atomic_t *stop,
-                   cdc_worker_counters_t *counters)
+int cdc__worker_run(const cdc_worker_options_t *options, volatile sig_atomic_t *stop,
+                    cdc_worker_counters_t *counters)
 {
     loop_t loop;
     int rc = loop_open(&loop, options);

@@ -63,7 +63,7 @@ typedef struct {
 
 /* Defaults: no endpoint, 1 GiB cache of at most 65536 matrices (a peer may
    use all of it), tasks of up to 512 MiB, 64 requests per peer, 1 thread. */
-void cdc_worker_options_init(cdc_worker_options_t *options);
+void cdc__worker_options_init(cdc_worker_options_t *options);
 
 /* Bind options->bind (a transport server, transport/server.h) and serve
    until *stop becomes nonzero (checked at least every 100 ms, and at once on
@@ -86,7 +86,7 @@ void cdc_worker_options_init(cdc_worker_options_t *options);
    GOODBYE: nobody is left to read it.
    Blocks the thread. */
 #define CDC_WORKER_STOP_BY_PARENT 2
-int cdc_worker_run(const cdc_worker_options_t *options, volatile sig_atomic_t *stop,
-                   cdc_worker_counters_t *counters);
+int cdc__worker_run(const cdc_worker_options_t *options, volatile sig_atomic_t *stop,
+                    cdc_worker_counters_t *counters);
 
 #endif

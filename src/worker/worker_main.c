@@ -304,7 +304,7 @@ static int parse_args(int argc, char **argv, cdc_worker_options_t *options)
             options->threads = (int) number;
         } else if (strcmp(arg, "--faults") == 0 && value) {
             cdc_fault_plan_t plan;
-            if (cdc_fault_plan_parse(value, &plan) != CDC_OK) {
+            if (cdc__fault_plan_parse(value, &plan) != CDC_OK) {
                 fprintf(stderr, "cdcgemm-worker: --faults: %s\n", cdc_last_error());
                 return 2;
             }
@@ -357,12 +357,12 @@ static int check_security(const cdc_worker_options_t *options)
     }
     if (options->curve_secret) {
         cdc_curve_cert_t cert;
-        if (cdc_curve_load_secret(options->curve_secret, &cert) != CDC_OK) {
+        if (cdc__curve_load_secret(options->curve_secret, &cert) != CDC_OK) {
             fprintf(stderr, "cdcgemm-worker: --curve-secret: %s\n", cdc_last_error());
             return 2;
         }
-        cdc_curve_cert_clear(&cert);
-        if (cdc_curve_path_is_dir(options->curve_allow) != 1) {
+        cdc__curve_cert_clear(&cert);
+        if (cdc__curve_path_is_dir(options->curve_allow) != 1) {
             fprintf(stderr, "cdcgemm-worker: --curve-allow '%s': not a directory\n",
                     options->curve_allow);
             return 2;
@@ -371,7 +371,7 @@ static int check_security(const cdc_worker_options_t *options)
             fprintf(stderr, "cdcgemm-worker: --insecure has no effect with CURVE\n");
         return 0;
     }
-    if (!cdc_bind_needs_curve(options->bind))
+    if (!cdc__bind_needs_curve(options->bind))
         return 0;
     if (!insecure) {
         fprintf(stderr,
@@ -460,7 +460,7 @@ int main(int argc, char **argv)
 {
     cdc__log_level = CDC_LOG_INFO;
     cdc_worker_options_t options;
-    cdc_worker_options_init(&options);
+    cdc__worker_options_init(&options);
     if (max_memory_from_env(&options) != 0)
         return 2;
     int parsed = take_announce_args(&argc, argv);
@@ -497,7 +497,7 @@ int main(int argc, char **argv)
     if (announce)
         options.announce = &announce_where;
     cdc_worker_counters_t counters;
-    int rc = cdc_worker_run(&options, &stop_requested, &counters);
+    int rc = cdc__worker_run(&options, &stop_requested, &counters);
     if (rc != CDC_OK) {
         fprintf(stderr, "cdcgemm-worker: %s: %s\n", cdc_strerror(rc), cdc_last_error());
         return 1;

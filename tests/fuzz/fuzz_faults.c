@@ -39,17 +39,17 @@ static void check_rule(const cdc_fault_rule_t *r)
 
 static void draw(const cdc_fault_plan_t *plan)
 {
-    double coordinator = cdc_fault_coordinator_gflops(plan);
+    double coordinator = cdc__fault_coordinator_gflops(plan);
     EXPECT(coordinator == 0 || (coordinator > 0 && coordinator <= 1e6));
     for (int worker = 0; worker < 3; worker++) {
         cdc_fault_state_t state;
-        cdc_fault_state_init(&state, plan, worker);
+        cdc__fault_state_init(&state, plan, worker);
         for (int i = 0; i < state.plan.count; i++) /* the coordinator's rule is no worker's */
             EXPECT(state.plan.rules[i].target != CDC_FAULT_COORDINATOR);
         for (int call = 0; call < 4; call++) {
             cdc_fault_decision_t d;
-            cdc_fault_next(&state, 1.5 * call, 1e9 * call, (size_t) 1 << 20,
-                           (size_t) 1 << 16, &d);
+            cdc__fault_next(&state, 1.5 * call, 1e9 * call, (size_t) 1 << 20,
+                            (size_t) 1 << 16, &d);
             EXPECT(isfinite(d.delay_ms) && d.delay_ms >= 0);
             EXPECT(d.latency_ms >= 0 && d.latency_ms <= d.delay_ms);
             EXPECT(d.hang_ms >= -1.0 && isfinite(d.hang_ms));
@@ -67,7 +67,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     memcpy(text, data, size);
     text[size] = '\0';
     cdc_fault_plan_t plan;
-    if (cdc_fault_plan_parse(text, &plan) == CDC_OK) {
+    if (cdc__fault_plan_parse(text, &plan) == CDC_OK) {
         EXPECT(plan.count >= 0 && plan.count <= CDC_FAULT_MAX_RULES);
         for (int i = 0; i < plan.count; i++)
             check_rule(&plan.rules[i]);

@@ -2,9 +2,9 @@
  *
  * The input is a list of frames (fuzz_frames.h): what a worker (or anything
  * posing as one) sends to the coordinator's DEALER. They are put in zmq
- * messages as cdc_wire_recv leaves them (with its "truncated" mark and the
+ * messages as cdc__wire_recv leaves them (with its "truncated" mark and the
  * parts it dropped past CDC_WIRE_MAX_PARTS) and decoded by
- * cdc_wire_decode(msg, 0, ...) as
+ * cdc__wire_decode(msg, 0, ...) as
  * transport/client.c's call_receive does. zmq_msg_init_size needs no
  * context or socket: nothing touches the network.
  *
@@ -23,7 +23,7 @@
 
 static void fail(const char *what, const cdc_msg_header_t *h)
 {
-    fprintf(stderr, "fuzz_reply: decoded %s violates: %s\n", cdc_msg_type_name(h->type),
+    fprintf(stderr, "fuzz_reply: decoded %s violates: %s\n", cdc__msg_type_name(h->type),
             what);
     abort();
 }
@@ -49,10 +49,10 @@ static void apply_reply(const cdc_msg_t *msg)
            match to be taken. */
         size_t bytes = (size_t) (h->rows * h->cols) * sizeof(float);
         EXPECT(msg->payload[0].size == bytes, h);
-        EXPECT(msg->payload[0].count == cdc_msg_payload_frames(bytes), h);
+        EXPECT(msg->payload[0].count == cdc__msg_payload_frames(bytes), h);
         float *result = malloc(bytes);
         if (result)
-            cdc_msg_payload_gather(&msg->payload[0], result);
+            cdc__msg_payload_gather(&msg->payload[0], result);
         free(result);
         break;
     }
@@ -81,10 +81,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     int extra = 0;
     int count = cdc_fuzz_split(data, size, cut, CDC_WIRE_MAX_PARTS, &extra);
     cdc_wire_msg_t wire;
-    cdc_wire_msg_init(&wire);
+    cdc__wire_msg_init(&wire);
     wire.truncated = extra > 0;
     wire.dropped = extra;
-    if (count > 0 && cdc_wire_msg_reserve(&wire, count) != CDC_OK)
+    if (count > 0 && cdc__wire_msg_reserve(&wire, count) != CDC_OK)
         return 0;
     for (int i = 0; i < count; i++) {
         if (zmq_msg_init_size(&wire.parts[i], cut[i].size) != 0)
@@ -94,8 +94,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             memcpy(zmq_msg_data(&wire.parts[i]), cut[i].data, cut[i].size);
     }
     cdc_msg_t msg;
-    if (cdc_wire_decode(&wire, 0, &msg) == CDC_OK)
+    if (cdc__wire_decode(&wire, 0, &msg) == CDC_OK)
         apply_reply(&msg);
-    cdc_wire_msg_close(&wire);
+    cdc__wire_msg_close(&wire);
     return 0;
 }

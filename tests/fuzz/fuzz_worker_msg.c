@@ -4,7 +4,7 @@
  * after its routing id, as transport/server.c receives it: at most
  * CDC_PROTO_MAX_FRAMES kept, the rest counted and the message refused, a
  * refused message's request id salvaged from its header, an accepted one
- * decoded by cdc_msg_decode. Every frame gets its own heap block so a read
+ * decoded by cdc__msg_decode. Every frame gets its own heap block so a read
  * past a frame's end is an ASan finding, not a read of the next frame.
  *
  * What a decoded message promises the worker is checked, then used as the
@@ -26,7 +26,7 @@
 static void fail(const char *what, const cdc_msg_header_t *h)
 {
     fprintf(stderr, "fuzz_worker_msg: decoded %s violates: %s\n",
-            cdc_msg_type_name(h->type), what);
+            cdc__msg_type_name(h->type), what);
     abort();
 }
 
@@ -43,7 +43,7 @@ static float *operand_copy(const cdc_msg_payload_t *payload, int64_t rows, int64
     size_t bytes = (size_t) rows * (size_t) k * sizeof(float);
     float *copy = malloc(bytes);
     if (copy)
-        cdc_msg_payload_gather(payload, copy);
+        cdc__msg_payload_gather(payload, copy);
     return copy;
 }
 
@@ -70,7 +70,7 @@ static void check_inline(uint64_t key, const cdc_msg_payload_t *payload, int64_t
 {
     size_t want = key != 0 ? 0 : (size_t) floats * sizeof(float);
     EXPECT(payload->size == want, h);
-    EXPECT(payload->count == cdc_msg_payload_frames(want), h);
+    EXPECT(payload->count == cdc__msg_payload_frames(want), h);
     size_t total = 0;
     for (int j = 0; j < payload->count; j++) {
         EXPECT(payload->frames[j].size <= CDC_PROTO_CHUNK_BYTES, h);
@@ -84,7 +84,7 @@ static void check_inline(uint64_t key, const cdc_msg_payload_t *payload, int64_t
 static void check_conv(const cdc_msg_header_t *h, cdc_conv_geometry_t *g)
 {
     *g = h->geometry;
-    EXPECT(cdc_conv_geometry_finish(g) == CDC_OK, h);
+    EXPECT(cdc__conv_geometry_finish(g) == CDC_OK, h);
     EXPECT(h->k == g->channels * g->kernel_h * g->kernel_w, h);
     EXPECT(h->cols == h->batch * g->out_h * g->out_w, h);
     EXPECT(h->bt_key == 0, h);
@@ -108,7 +108,7 @@ static void run_small_task(const cdc_msg_t *msg)
     float *second = operand_copy(&msg->payload[1], second_floats, 1);
     float *result = malloc((size_t) (h->rows * h->cols) * sizeof(float));
     if (a && second && result) {
-        cdc_shard_task_t task = cdc_msg_task(h, a, second, &g, result);
+        cdc_shard_task_t task = cdc__msg_task(h, a, second, &g, result);
         if (cdc_task_parts(&task) > 1) /* streamed: the parts after the lead rows */
             task.tail = result + task.lead_rows * task.cols;
         cdc__task_run_local(&task);
@@ -121,7 +121,7 @@ static void run_small_task(const cdc_msg_t *msg)
 static void check_decoded(const cdc_msg_t *msg, int count)
 {
     const cdc_msg_header_t *h = &msg->header;
-    EXPECT(msg->payload_count == cdc_msg_payload_count((cdc_msg_type_t) h->type), h);
+    EXPECT(msg->payload_count == cdc__msg_payload_count((cdc_msg_type_t) h->type), h);
     int frames = 1;
     for (int i = 0; i < msg->payload_count; i++)
         frames += msg->payload[i].count;
@@ -186,12 +186,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         frames[i] = (cdc_frame_t){blocks[i], cut[i].size};
     }
     cdc_msg_t msg;
-    if (count >= 1 && extra == 0 && cdc_msg_decode(frames, count, &msg) == CDC_OK) {
+    if (count >= 1 && extra == 0 && cdc__msg_decode(frames, count, &msg) == CDC_OK) {
         check_decoded(&msg, count);
     } else if (count >= 1) {
         /* The server's salvage of a refused message's request id and shard. */
         cdc_msg_header_t h;
-        (void) cdc_msg_header_unpack(frames[0].data, frames[0].size, &h);
+        (void) cdc__msg_header_unpack(frames[0].data, frames[0].size, &h);
     }
 done:
     for (int i = 0; i < count; i++)

@@ -48,7 +48,7 @@ static void write_message(const char *target, const char *name, const cdc_msg_he
     size_t at = 0;
     memset(out, 0, sizeof out);
     uint8_t packed[CDC_PROTO_HEADER_SIZE];
-    cdc_msg_header_pack(h, packed);
+    cdc__msg_header_pack(h, packed);
     out[at++] = CDC_PROTO_HEADER_SIZE & 0xff;
     out[at++] = CDC_PROTO_HEADER_SIZE >> 8;
     memcpy(out + at, packed, sizeof packed);
@@ -71,7 +71,7 @@ static void wire_seeds(const char *target)
     cdc_msg_header_t h;
     make_dir(target);
 
-    cdc_msg_header_init(&h, CDC_MSG_TASK_GEMM);
+    cdc__msg_header_init(&h, CDC_MSG_TASK_GEMM);
     h.request_id = 7;
     h.shard = 2;
     h.rows = 2, h.k = 3, h.cols = 4;
@@ -82,7 +82,7 @@ static void wire_seeds(const char *target)
     write_message(target, "task_gemm_streamed", &h, (size_t[]){5 * 3 * 4, 4 * 3 * 4}, 2);
     h.lead_rows = h.part_rows = 0;
 
-    cdc_msg_header_init(&h, CDC_MSG_TASK_CONV);
+    cdc__msg_header_init(&h, CDC_MSG_TASK_CONV);
     h.request_id = 8;
     h.shard = 1;
     h.rows = 2, h.batch = 1;
@@ -97,32 +97,32 @@ static void wire_seeds(const char *target)
     h.a_key = 0x99;
     write_message(target, "task_conv_strided_cached", &h, (size_t[]){0, 2 * 16 * 4}, 2);
 
-    cdc_msg_header_init(&h, CDC_MSG_WEIGHTS);
+    cdc__msg_header_init(&h, CDC_MSG_WEIGHTS);
     h.a_key = 0xabcdef, h.rows = 3, h.k = 2;
     write_message(target, "weights", &h, (size_t[]){3 * 2 * 4}, 1);
 
-    cdc_msg_header_init(&h, CDC_MSG_RESULT);
+    cdc__msg_header_init(&h, CDC_MSG_RESULT);
     h.request_id = 7, h.shard = 2, h.rows = 2, h.cols = 4;
     write_message(target, "result", &h, (size_t[]){2 * 4 * 4}, 1);
     h.rows = 1, h.row_offset = 3; /* a streamed task's part */
     write_message(target, "result_part", &h, (size_t[]){1 * 4 * 4}, 1);
 
-    cdc_msg_header_init(&h, CDC_MSG_ERROR);
+    cdc__msg_header_init(&h, CDC_MSG_ERROR);
     h.request_id = 7, h.shard = 2, h.error_code = CDC_EPROTO;
     write_message(target, "error", &h, (size_t[]){11}, 1);
 
-    cdc_msg_header_init(&h, CDC_MSG_MISS);
+    cdc__msg_header_init(&h, CDC_MSG_MISS);
     h.request_id = 7, h.shard = 2, h.a_key = 0x1234;
     write_message(target, "miss", &h, NULL, 0);
 
-    cdc_msg_header_init(&h, CDC_MSG_PONG);
+    cdc__msg_header_init(&h, CDC_MSG_PONG);
     h.request_id = 999;
     write_message(target, "pong", &h, (size_t[]){24}, 1); /* its status text */
 
     static const cdc_msg_type_t bare[] = {CDC_MSG_PING, CDC_MSG_CANCEL, CDC_MSG_GOODBYE};
     static const char *const bare_names[] = {"ping", "cancel", "goodbye"};
     for (int i = 0; i < 3; i++) {
-        cdc_msg_header_init(&h, bare[i]);
+        cdc__msg_header_init(&h, bare[i]);
         h.request_id = 1000 + (uint64_t) i;
         write_message(target, bare_names[i], &h, NULL, 0);
     }
