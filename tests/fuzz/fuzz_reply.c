@@ -5,10 +5,10 @@
  * messages as cdc__wire_recv leaves them (with its "truncated" mark and the
  * parts it dropped past CDC_WIRE_MAX_PARTS) and decoded by
  * cdc__wire_decode(msg, 0, ...) as
- * transport/client.c's call_receive does. zmq_msg_init_size needs no
+ * transport/client_call.c's call_receive does. zmq_msg_init_size needs no
  * context or socket: nothing touches the network.
  *
- * A decoded reply is then held to what client.c relies on when it matches
+ * A decoded reply is then held to what client_call.c relies on when it matches
  * (request id, shard, worker) and applies it: a RESULT whose shape matches a
  * task is gathered whole into that task's rows x cols result buffer (done
  * here into a buffer of exactly that size), an ERROR's text is printed with
