@@ -10,15 +10,9 @@
 #include "weight_cache.h"
 
 #include <errno.h>
-#include <signal.h>
-#include <spawn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/wait.h>
-#include <unistd.h>
-
-extern char **environ;
 
 typedef struct {
     long entries;
@@ -69,21 +63,18 @@ static int bench_insert(long entries)
 
 static pid_t spawn_worker(const cache_options_t *o, const char *endpoint)
 {
-    char memory[32], entries[32];
+    char memory[32], entries[32], error[512];
     snprintf(memory, sizeof memory, "%zu", o->max_memory);
     snprintf(entries, sizeof entries, "%zu", o->max_entries);
     /* A call here sends 64 tasks and 64 WEIGHTS to one worker, far more than
        a coordinator does (one task per worker per call): above the default
        --max-peer-tasks of 64. */
-    char *argv[] = {(char *) o->worker, "--bind", (char *) endpoint, "--max-memory", memory,
-                    "--max-peer-tasks", "256", "--log", "info",
-                    o->max_entries ? "--max-entries" : NULL, entries, NULL};
-    pid_t pid = 0;
-    int rc = posix_spawn(&pid, o->worker, NULL, NULL, argv, environ);
-    if (rc != 0) {
-        fprintf(stderr, "cache: spawn %s: %s\n", o->worker, strerror(rc));
-        return -1;
-    }
+    const char *args[] = {"--max-memory", memory, "--max-peer-tasks", "256",
+                          o->max_entries ? "--max-entries" : NULL, entries, NULL};
+    cdc_test_worker_t w = {.bin = o->worker, .endpoint = endpoint, .log = "info", .args = args};
+    pid_t pid = cdc_test_worker_spawn(&w, error, sizeof error);
+    if (pid < 0)
+        fprintf(stderr, "cache: spawn: %s\n", error);
     return pid;
 }
 
@@ -151,7 +142,7 @@ static int fill_worker(const cache_options_t *o, const char *endpoint, pid_t pid
         cdc__sleep_ms(100);
     }
     cdc__sleep_ms(200);
-    *idle_kib = cdc_bench_rss_kib((long) pid);
+    *idle_kib = cdc_test_rss_kib(pid);
     size_t target = (size_t) (o->fill * (double) o->max_memory);
     size_t sent = 0;
     while (rc == CDC_OK && sent < target) {
@@ -159,7 +150,7 @@ static int fill_worker(const cache_options_t *o, const char *endpoint, pid_t pid
         sent += 64 * (size_t) (rows * k) * sizeof(float);
     }
     cdc__sleep_ms(200);
-    *full_kib = cdc_bench_rss_kib((long) pid);
+    *full_kib = cdc_test_rss_kib(pid);
     *messages = (long) key - 1;
     cdc__client_destroy(&client);
     free(a);
@@ -171,8 +162,8 @@ static int fill_worker(const cache_options_t *o, const char *endpoint, pid_t pid
 /* (ii) a real worker's RSS growth while it is filled past --max-memory. */
 static int bench_worker_rss(const cache_options_t *o)
 {
-    char dir[] = "/tmp/cdc-bench-cache-XXXXXX", endpoint[96];
-    if (!mkdtemp(dir)) {
+    char dir[64], endpoint[96];
+    if (cdc_test_dir_make(dir, sizeof dir, "cdc-bench-cache") != 0) {
         fprintf(stderr, "cache: mkdtemp: %s\n", strerror(errno));
         return 1;
     }
@@ -184,12 +175,8 @@ static int bench_worker_rss(const cache_options_t *o)
     double start = cdc__clock_ms();
     int rc = fill_worker(o, endpoint, pid, &idle, &full, &messages);
     double fill_s = (cdc__clock_ms() - start) / 1e3;
-    kill(pid, SIGTERM);
-    waitpid(pid, NULL, 0);
-    char path[128];
-    snprintf(path, sizeof path, "%s/w", dir);
-    unlink(path);
-    rmdir(dir);
+    cdc_test_worker_stop(pid, 10.0);
+    cdc_test_dir_remove(dir);
     if (rc != CDC_OK) {
         fprintf(stderr, "cache: fill: %s: %s\n", cdc_strerror(rc), cdc_last_error());
         return 1;

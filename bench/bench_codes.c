@@ -3,19 +3,12 @@
 
 #include "cdcgemm.h"
 #include "code.h"
+#include "harness.h"
 
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
-
-static double cdc_bench_codes_now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double) ts.tv_sec + 1e-9 * (double) ts.tv_nsec;
-}
 
 /* Shard shapes of layer outputs split 4 ways: FC (out/4 x batch) and conv
    (channels/4 x spatial) results of AlexNet and VGG-16. */
@@ -55,17 +48,17 @@ static int cdc_bench_codes_throughput(int n, int r, int runs)
         double best_enc = 1e30, best_dec = 1e30, best_copy = 1e30;
         const uint64_t present = ((UINT64_C(1) << (n + r)) - 1) & ~((UINT64_C(1) << r) - 1);
         for (int run = 0; run < runs; run++) {
-            double t0 = cdc_bench_codes_now();
+            double t0 = cdc_test_now_s();
             int st = cdc__code_encode(code, rows, cols, (const float *const *) shards, cols,
                                       shards + n, cols);
-            double t1 = cdc_bench_codes_now();
+            double t1 = cdc_test_now_s();
             st |= cdc__code_decode(code, rows, cols, shards, cols, present);
-            double t2 = cdc_bench_codes_now();
+            double t2 = cdc_test_now_s();
             /* Memory reference: copy the same number of bytes (n read, r written
                is not a copy; n + r blocks moved once each is). */
             for (int s = 0; s < r; s++)
                 memcpy(shards[n + s], shards[s], elems * sizeof(float));
-            double t3 = cdc_bench_codes_now();
+            double t3 = cdc_test_now_s();
             if (st != CDC_OK) {
                 fprintf(stderr, "codes: %s\n", cdc_last_error());
                 free(buf);

@@ -256,7 +256,7 @@ int cdc_bench_failover(int argc, char **argv)
         failed |= kill_one(&b, workers, 1, requests, 1);
         failed |= kill_one(&b, workers, 0, requests, 1);
         layer_free(&b);
-        cdc_bench_sleep_ms(50);
+        cdc_test_sleep_ms(50);
     }
     return failed;
 }

@@ -8,23 +8,15 @@
 #include "keys.h"
 #include "protocol.h"
 
-#include <arpa/inet.h>
 #include <cblas.h>
 #include <errno.h>
-#include <netinet/in.h>
 #include <pthread.h>
-#include <signal.h>
-#include <spawn.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/socket.h>
 #include <sys/stat.h>
-#include <sys/wait.h>
 #include <unistd.h>
-
-extern char **environ;
 
 #define FC_OUT 2048
 #define FC_IN 2048
@@ -43,61 +35,41 @@ typedef struct {
 
 /* ---- set-up ----------------------------------------------------------- */
 
-static int free_port(void)
-{
-    int fd = socket(AF_INET, SOCK_STREAM, 0);
-    struct sockaddr_in addr = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
-    socklen_t len = sizeof addr;
-    int port = -1;
-    if (fd >= 0 && bind(fd, (struct sockaddr *) &addr, sizeof addr) == 0 &&
-        getsockname(fd, (struct sockaddr *) &addr, &len) == 0)
-        port = ntohs(addr.sin_port);
-    if (fd >= 0)
-        close(fd);
-    return port;
-}
-
 /* dir/name (+ _secret) made and loaded (secret) into *cert. */
 static int make_cert(hostile_t *h, const char *name, const char *endpoint, cdc_curve_cert_t *cert)
 {
-    char path[128], secret[160];
-    snprintf(path, sizeof path, "%s/%s", h->dir, name);
-    snprintf(secret, sizeof secret, "%s_secret", path);
-    if (cdc__curve_keygen(path, endpoint, NULL) != CDC_OK ||
-        cdc__curve_load_secret(secret, cert) != CDC_OK) {
-        fprintf(stderr, "hostile: certificate %s: %s\n", path, cdc_last_error());
+    if (cdc_test_keygen(h->dir, name, endpoint, cert) != CDC_OK) {
+        fprintf(stderr, "hostile: certificate %s/%s: %s\n", h->dir, name, cdc_last_error());
         return -1;
     }
     return 0;
 }
 
-static pid_t spawn(char *const argv[])
+/* bin (the worker, or this program as a fake one) with options. */
+static pid_t spawn(const char *bin, const cdc_test_worker_t *options)
 {
-    pid_t pid = 0;
-    int rc = posix_spawn(&pid, argv[0], NULL, NULL, argv, environ);
-    if (rc != 0) {
-        fprintf(stderr, "hostile: spawn %s: %s\n", argv[0], strerror(rc));
-        return -1;
-    }
+    char error[512];
+    cdc_test_worker_t w = *options;
+    w.bin = bin;
+    pid_t pid = cdc_test_worker_spawn(&w, error, sizeof error);
+    if (pid < 0)
+        fprintf(stderr, "hostile: %s\n", error);
     return pid;
 }
 
 static void stop(pid_t pid)
 {
-    if (pid > 0) {
-        kill(pid, SIGTERM);
-        waitpid(pid, NULL, 0);
-    }
+    if (pid > 0)
+        cdc_test_worker_stop(pid, 10.0);
 }
 
 /* Certificates (the coordinator and the rogue allowed, the stranger not)
    and a CURVE worker on a loopback port. */
 static int start_worker(hostile_t *h)
 {
-    snprintf(h->dir, sizeof h->dir, "/tmp/cdc-hostile-XXXXXX");
-    if (!mkdtemp(h->dir))
+    if (cdc_test_dir_make(h->dir, sizeof h->dir, "cdc-hostile") != 0)
         return -1;
-    snprintf(h->endpoint, sizeof h->endpoint, "tcp://127.0.0.1:%d", free_port());
+    snprintf(h->endpoint, sizeof h->endpoint, "tcp://127.0.0.1:%d", cdc_test_free_port());
     char allow[96], memory[32], secret[128];
     snprintf(allow, sizeof allow, "%s/allow", h->dir);
     if (mkdir(allow, 0700) != 0 || make_cert(h, "worker", h->endpoint, &h->worker_cert) ||
@@ -112,9 +84,10 @@ static int start_worker(hostile_t *h)
         return -1;
     snprintf(memory, sizeof memory, "%zu", WORKER_MAX_MEMORY);
     snprintf(secret, sizeof secret, "%s/worker_secret", h->dir);
-    char *argv[] = {h->worker, "--bind", h->endpoint, "--curve-secret", secret,
-                    "--curve-allow", allow, "--max-memory", memory, "--log", "error", NULL};
-    h->worker_pid = spawn(argv);
+    const char *args[] = {"--max-memory", memory, NULL};
+    cdc_test_worker_t w = {.endpoint = h->endpoint, .curve_secret = secret,
+                           .curve_allow = allow, .log = "error", .args = args};
+    h->worker_pid = spawn(h->worker, &w);
     return h->worker_pid > 0 ? 0 : -1;
 }
 
@@ -170,7 +143,7 @@ static int warm_up(hostile_t *h, cdc_context_t *context, cdc_layer_t *layer)
             if (after.fallbacks == before.fallbacks && after.shards_sent > before.shards_sent)
                 return 0;
         }
-        cdc_bench_sleep_ms(100);
+        cdc_test_sleep_ms(100);
     }
     fprintf(stderr, "hostile: the workers never served a call\n");
     return -1;
@@ -202,7 +175,7 @@ static calls_t run_calls(hostile_t *h, cdc_context_t *context, cdc_layer_t *laye
         else
             ms[timed++] = t;
         out.calls++;
-        long rss = sample_pid ? cdc_bench_rss_kib(sample_pid) : 0;
+        long rss = sample_pid ? cdc_test_rss_kib((pid_t) sample_pid) : 0;
         if (rss > out.max_rss_kib)
             out.max_rss_kib = rss;
     }
@@ -248,7 +221,7 @@ static void *stranger_main(void *arg)
         s->random_sent += cdc_attack_random_messages(keyed, 5000, 17 + (uint64_t) round);
         s->random_sent += cdc_attack_random_messages(plain, 5000, 23 + (uint64_t) round);
         s->multipart_frames += cdc_attack_unfinished_multipart(keyed, 300, (size_t) 1 << 20);
-        cdc_bench_sleep_ms(800); /* the silence a refused peer waits through */
+        cdc_test_sleep_ms(800); /* the silence a refused peer waits through */
         s->replies += cdc_attacker_replies(keyed) + cdc_attacker_replies(plain);
         cdc_attacker_destroy(&keyed);
         cdc_attacker_destroy(&plain);
@@ -261,7 +234,7 @@ static void *stranger_main(void *arg)
 static void phase_stranger(hostile_t *h, cdc_context_t *context, cdc_layer_t *layer)
 {
     calls_t quiet = run_calls(h, context, layer, h->calls, h->worker_pid, NULL);
-    long before_kib = cdc_bench_rss_kib(h->worker_pid);
+    long before_kib = cdc_test_rss_kib(h->worker_pid);
     stranger_t s = {.h = h, .rounds_max = h->quick ? 1 : 5};
     atomic_init(&s.done, 0);
     pthread_t thread;
@@ -269,7 +242,7 @@ static void phase_stranger(hostile_t *h, cdc_context_t *context, cdc_layer_t *la
     /* The coordinator's calls run for as long as the attacks do. */
     calls_t loud = run_calls(h, context, layer, h->calls, h->worker_pid, &s.done);
     pthread_join(thread, NULL);
-    long after_kib = cdc_bench_rss_kib(h->worker_pid);
+    long after_kib = cdc_test_rss_kib(h->worker_pid);
     long peak = loud.max_rss_kib > after_kib ? loud.max_rss_kib : after_kib;
     long rise_kib = peak - before_kib;
     printf("hostile_stranger rounds=%ld raw_bytes_accepted=%ld multipart_frames_queued=%ld "
@@ -299,11 +272,11 @@ static void phase_rogue(hostile_t *h, cdc_context_t *context, cdc_layer_t *layer
     cdc_attack_padding_conv(rogue, 42);
     int type = cdc_attacker_wait_reply(rogue, 5000, text, sizeof text);
     long weights = h->quick ? 50000 : 200000;
-    long before_kib = cdc_bench_rss_kib(h->worker_pid);
+    long before_kib = cdc_test_rss_kib(h->worker_pid);
     double start = cdc_bench_now_ms();
     int flood_rc = cdc_attack_weights_flood(rogue, weights, UINT64_C(0x1234567), 60000);
     double flood_s = (cdc_bench_now_ms() - start) / 1e3;
-    long after_kib = cdc_bench_rss_kib(h->worker_pid);
+    long after_kib = cdc_test_rss_kib(h->worker_pid);
     cdc_attacker_destroy(&rogue);
     /* The coordinator still gets right results (its weights may have been
        evicted by the flood: MISS, then WEIGHTS again). */
@@ -333,9 +306,10 @@ static void phase_fake_worker(hostile_t *h)
     snprintf(workers, sizeof workers, "%s,%s", real, fake);
     ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
     self[n > 0 ? n : 0] = '\0';
-    char *worker_argv[] = {h->worker, "--bind", real, "--log", "error", NULL};
-    char *fake_argv[] = {self, "hostile", "--fake-worker", fake, NULL};
-    pid_t real_pid = spawn(worker_argv), fake_pid = spawn(fake_argv);
+    /* The fake worker is this program: "cdcgemm-bench hostile --fake-worker". */
+    const char *fake_args[] = {"hostile", "--fake-worker", fake, NULL};
+    pid_t real_pid = spawn(h->worker, &(cdc_test_worker_t){.endpoint = real, .log = "error"});
+    pid_t fake_pid = spawn(self, &(cdc_test_worker_t){.args = fake_args});
     cdc_context_t *context = NULL;
     cdc_layer_t *layer = NULL;
     /* n = 1, r = 1: the data shard goes to the real worker, the parity to
@@ -344,15 +318,15 @@ static void phase_fake_worker(hostile_t *h)
         warm_up(h, context, layer)) {
         check(h, 0, "the fake-worker phase could not start");
     } else {
-        long before_kib = cdc_bench_rss_kib(getpid());
+        long before_kib = cdc_test_rss_kib(getpid());
         /* Between calls first (finding 5: the flood was held there), then
            calls while it goes on, then between calls again. */
-        cdc_bench_sleep_ms(3000);
-        long idle_kib = cdc_bench_rss_kib(getpid());
+        cdc_test_sleep_ms(3000);
+        long idle_kib = cdc_test_rss_kib(getpid());
         calls_t calls = run_calls(h, context, layer, h->calls * 2, getpid(), NULL);
-        cdc_bench_sleep_ms(1000);
+        cdc_test_sleep_ms(1000);
         calls_t last = run_calls(h, context, layer, 5, getpid(), NULL);
-        long after_kib = cdc_bench_rss_kib(getpid());
+        long after_kib = cdc_test_rss_kib(getpid());
         long peak = calls.max_rss_kib > last.max_rss_kib ? calls.max_rss_kib : last.max_rss_kib;
         peak = idle_kib > peak ? idle_kib : peak;
         cdc_stats_t stats;
@@ -434,9 +408,7 @@ int cdc_bench_hostile(int argc, char **argv)
     cdc_layer_destroy(&layer);
     cdc_context_destroy(&context);
     stop(h.worker_pid);
-    char command[128];
-    snprintf(command, sizeof command, "rm -rf '%s'", h.dir);
-    if (h.dir[0] && system(command) != 0)
+    if (h.dir[0] && cdc_test_dir_remove(h.dir) != 0)
         fprintf(stderr, "hostile: could not remove %s\n", h.dir);
     printf("hostile_verdict ok=%d\n", !h.failed);
     free(h.w);

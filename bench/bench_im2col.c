@@ -3,20 +3,13 @@
 
 #include "blas_backend.h"
 #include "cdcgemm.h"
+#include "harness.h"
 #include "im2col.h"
 #include "models.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
-
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double) ts.tv_sec + 1e-9 * (double) ts.tv_nsec;
-}
 
 static int bench_layer(const char *model, const cdc_model_layer_t *layer, int repeat)
 {
@@ -50,17 +43,17 @@ static int bench_layer(const char *model, const cdc_model_layer_t *layer, int re
     double best_im2col = 1e30, best_gemm = 1e30;
     cdc__im2col(&g, x, cols, n); /* warm the pages */
     for (int r = 0; r < repeat; r++) {
-        double t0 = now_s();
+        double t0 = cdc_test_now_s();
         cdc__im2col(&g, x, cols, n);
-        double t = now_s() - t0;
+        double t = cdc_test_now_s() - t0;
         if (t < best_im2col)
             best_im2col = t;
     }
     cdc__blas_sgemm_rm(0, 0, m, n, k, 1.0f, a, k, cols, n, 0.0f, c, n);
     for (int r = 0; r < (repeat + 1) / 2; r++) {
-        double t0 = now_s();
+        double t0 = cdc_test_now_s();
         cdc__blas_sgemm_rm(0, 0, m, n, k, 1.0f, a, k, cols, n, 0.0f, c, n);
-        double t = now_s() - t0;
+        double t = cdc_test_now_s() - t0;
         if (t < best_gemm)
             best_gemm = t;
     }

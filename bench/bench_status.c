@@ -75,7 +75,7 @@ int cdc_bench_status(int argc, char **argv)
         fprintf(stderr, "cdcgemm-bench status: %s\n", cdc_last_error());
         return 1;
     }
-    cdc_bench_sleep_ms(300); /* a few heartbeats: round trips and status */
+    cdc_test_sleep_ms(300); /* a few heartbeats: round trips and status */
     static cdc_worker_status_t status[CDC_MAX_WORKERS];
     static cdc_profile_report_t profile;
     int count = cdc__executor_worker_status(context->executor, status, CDC_MAX_WORKERS);

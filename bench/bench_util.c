@@ -2,26 +2,15 @@
 #include "bench_util.h"
 
 #include <dirent.h>
-#include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
 double cdc_bench_now_ms(void)
 {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double) ts.tv_sec * 1e3 + (double) ts.tv_nsec * 1e-6;
-}
-
-void cdc_bench_sleep_ms(long ms)
-{
-    struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
-    while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
-        ;
+    return cdc_test_now_s() * 1e3;
 }
 
 void cdc_bench_fill(float *x, size_t count, unsigned *seed)
@@ -72,20 +61,6 @@ double cdc_bench_percentile(const double *values, size_t count, double p)
     double v = sorted[rank > 0 ? rank - 1 : 0];
     free(sorted);
     return v;
-}
-
-long cdc_bench_rss_kib(long pid)
-{
-    char path[64], line[256];
-    snprintf(path, sizeof path, "/proc/%ld/status", pid);
-    FILE *f = fopen(path, "r");
-    long kib = -1;
-    while (f && fgets(line, sizeof line, f))
-        if (strncmp(line, "VmRSS:", 6) == 0)
-            kib = strtol(line + 6, NULL, 10);
-    if (f)
-        fclose(f);
-    return kib;
 }
 
 static int count_entries(const char *path)

@@ -2,13 +2,12 @@
 #ifndef CDC_BENCH_UTIL_H_INCLUDED
 #define CDC_BENCH_UTIL_H_INCLUDED
 
+#include "harness.h" /* the clock, sleeps, worker processes (tests/support) */
+
 #include <stddef.h>
 
-/* Monotonic clock in milliseconds. */
+/* Monotonic clock in milliseconds (cdc_test_now_s). */
 double cdc_bench_now_ms(void);
-
-/* Sleep ms milliseconds, resuming after signals. */
-void cdc_bench_sleep_ms(long ms);
 
 /* Deterministic uniform fill in [-0.5, 0.5) from *seed (an LCG). */
 void cdc_bench_fill(float *x, size_t count, unsigned *seed);
@@ -21,10 +20,6 @@ double cdc_bench_rel_error(const float *got, const float *want, size_t count);
 
 /* p-th percentile (0..100, nearest rank) of count values; sorts a copy. */
 double cdc_bench_percentile(const double *values, size_t count, double p);
-
-/* Resident memory of process pid in KiB (VmRSS of /proc/PID/status); -1 if
-   unknown. */
-long cdc_bench_rss_kib(long pid);
 
 /* Entries of /proc/self/fd (open descriptors, the one counting them
    included) and of /proc/self/task (threads); -1 if unknown. */

@@ -278,26 +278,12 @@ int cdc_chaos_check(const cdc_chaos_spec_t *spec, int workers, int can_restart, 
     return 0;
 }
 
-/* splitmix64: one well-mixed stream per rule from the seed. */
-static uint64_t mix(uint64_t *state)
-{
-    uint64_t z = (*state += 0x9e3779b97f4a7c15ull);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    return z ^ (z >> 31);
-}
-
-static double uniform(uint64_t *state)
-{
-    return (double) (mix(state) >> 11) * (1.0 / 9007199254740992.0);
-}
-
 static double interval(cdc_chaos_schedule_t *s, int i)
 {
     const cdc_chaos_rule_t *r = &s->spec.rules[i];
     double ms = r->every_ms;
     if (r->jitter_ms > 0)
-        ms += r->jitter_ms * (2.0 * uniform(&s->rng[i]) - 1.0);
+        ms += r->jitter_ms * cdc_test_rng_uniform(&s->rng[i], -1.0, 1.0);
     return ms > 1.0 ? ms : 1.0;
 }
 
@@ -306,7 +292,8 @@ void cdc_chaos_schedule_init(cdc_chaos_schedule_t *s, const cdc_chaos_spec_t *sp
     memset(s, 0, sizeof *s);
     s->spec = *spec;
     for (int i = 0; i < spec->count; i++) {
-        s->rng[i] = spec->seed ^ (0xd1b54a32d192ed03ull * (uint64_t) (i + 1));
+        /* One stream per rule from the seed. */
+        cdc_test_rng_seed(&s->rng[i], spec->seed ^ (0xd1b54a32d192ed03ull * (uint64_t) (i + 1)));
         s->next_ms[i] = spec->rules[i].repeat ? interval(s, i) : spec->rules[i].at_ms;
     }
 }
@@ -338,7 +325,7 @@ int cdc_chaos_pick(cdc_chaos_schedule_t *s, int rule, int live)
 {
     if (live < 1 || rule < 0 || rule >= s->spec.count)
         return -1;
-    return (int) (mix(&s->rng[rule]) % (uint64_t) live);
+    return (int) (cdc_test_rng_next(&s->rng[rule]) % (uint64_t) live);
 }
 
 const char *cdc_chaos_action_name(cdc_chaos_action_t action)

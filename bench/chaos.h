@@ -15,6 +15,8 @@
 #ifndef CDC_CHAOS_H_INCLUDED
 #define CDC_CHAOS_H_INCLUDED
 
+#include "harness.h" /* cdc_test_rng_t: the one generator of the tests and bench */
+
 #include <stddef.h>
 #include <stdint.h>
 
@@ -65,7 +67,7 @@ int cdc_chaos_check(const cdc_chaos_spec_t *spec, int workers, int can_restart, 
 typedef struct {
     cdc_chaos_spec_t spec;
     double next_ms[CDC_CHAOS_MAX_RULES]; /* < 0: the rule is spent */
-    uint64_t rng[CDC_CHAOS_MAX_RULES];   /* one stream per rule     */
+    cdc_test_rng_t rng[CDC_CHAOS_MAX_RULES]; /* one stream per rule */
 } cdc_chaos_schedule_t;
 
 /* One firing of a rule. */

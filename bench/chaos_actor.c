@@ -133,7 +133,7 @@ static void *actor_main(void *arg)
         while (!atomic_load(&a->stop) && a->count < CDC_CHAOS_MAX_EVENTS &&
                cdc_chaos_next(&a->schedule, now, &f))
             fire(a, &f, now);
-        cdc_bench_sleep_ms(TICK_MS);
+        cdc_test_sleep_ms(TICK_MS);
     }
     resume(a, cdc_bench_now_ms() - a->start_ms, 1);
     return NULL;

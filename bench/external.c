@@ -5,12 +5,9 @@
 
 #include <errno.h>
 #include <signal.h>
-#include <spawn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 extern char **environ;
@@ -24,35 +21,13 @@ static void socket_path(const cdc_external_t *x, int i, char *out, size_t size)
    OPENBLAS_NUM_THREADS set to the worker's share of the cores. */
 static pid_t spawn_one(cdc_external_t *x, int i)
 {
-    char endpoint[300], path[280], index[16], threads[24], incarnation[16], parent[32];
+    char endpoint[300], path[280], incarnation[16], error[512];
     socket_path(x, i, path, sizeof path);
     snprintf(endpoint, sizeof endpoint, "ipc://%s", path);
     long cores = sysconf(_SC_NPROCESSORS_ONLN);
     long share = cores > x->count ? cores / x->count : 1;
-    snprintf(index, sizeof index, "%d", i);
-    snprintf(threads, sizeof threads, "%ld", share);
     snprintf(incarnation, sizeof incarnation, "%d", x->incarnation[i]);
-    snprintf(parent, sizeof parent, "%ld", (long) getpid());
-    char *argv[16];
-    int n = 0;
-    argv[n++] = x->binary;
-    argv[n++] = "--bind";
-    argv[n++] = endpoint;
-    argv[n++] = "--index";
-    argv[n++] = index;
-    argv[n++] = "--threads";
-    argv[n++] = threads;
-    argv[n++] = "--parent-pid";
-    argv[n++] = parent;
-    argv[n++] = "--incarnation";
-    argv[n++] = incarnation;
-    argv[n++] = "--log";
-    argv[n++] = "warn";
-    if (x->faults[0]) {
-        argv[n++] = "--faults";
-        argv[n++] = x->faults;
-    }
-    argv[n] = NULL;
+    const char *args[] = {"--incarnation", incarnation, NULL};
     size_t envc = 0;
     while (environ[envc])
         envc++;
@@ -67,38 +42,31 @@ static pid_t spawn_one(cdc_external_t *x, int i)
     envp[e++] = blas;
     envp[e] = NULL;
     unlink(path); /* a killed worker leaves its socket file */
-    pid_t pid = 0;
-    int rc = posix_spawn(&pid, x->binary, NULL, NULL, argv, envp);
+    cdc_test_worker_t w = {.bin = x->binary, .endpoint = endpoint, .index = i,
+                           .threads = (int) share, .parent = 1, .log = "warn",
+                           .faults = x->faults[0] ? x->faults : NULL, .args = args,
+                           .envp = envp};
+    pid_t pid = cdc_test_worker_spawn(&w, error, sizeof error);
     free(envp);
-    if (rc != 0) {
-        fprintf(stderr, "cdcgemm-bench: spawn %s: %s\n", x->binary, strerror(rc));
-        return -1;
-    }
+    if (pid < 0)
+        fprintf(stderr, "cdcgemm-bench: %s\n", error);
     return pid;
 }
 
 /* Until worker i's socket file exists (it has bound), 5 s at most. */
 static int wait_bound(cdc_external_t *x, int i)
 {
-    char path[280];
+    char path[280], endpoint[300];
     socket_path(x, i, path, sizeof path);
-    double deadline = cdc_bench_now_ms() + 5000.0;
-    struct stat st;
-    while (stat(path, &st) != 0) {
-        int status;
-        pid_t pid = atomic_load(&x->pids[i]);
-        if (waitpid(pid, &status, WNOHANG) == pid) {
-            atomic_store(&x->pids[i], 0);
-            fprintf(stderr, "cdcgemm-bench: external worker w%d exited before binding\n", i);
-            return 1;
-        }
-        if (cdc_bench_now_ms() > deadline) {
-            fprintf(stderr, "cdcgemm-bench: external worker w%d did not bind within 5 s\n", i);
-            return 1;
-        }
-        cdc_bench_sleep_ms(2);
+    snprintf(endpoint, sizeof endpoint, "ipc://%s", path);
+    int bound = cdc_test_worker_wait_bound(atomic_load(&x->pids[i]), endpoint, 5.0);
+    if (bound > 0) {
+        atomic_store(&x->pids[i], 0);
+        fprintf(stderr, "cdcgemm-bench: external worker w%d exited before binding\n", i);
+    } else if (bound < 0) {
+        fprintf(stderr, "cdcgemm-bench: external worker w%d did not bind within 5 s\n", i);
     }
-    return 0;
+    return bound != 0;
 }
 
 int cdc_external_start(cdc_external_t *x, int count, const char *faults)
@@ -149,11 +117,8 @@ pid_t cdc_external_restart(void *arg, int i)
     if (i < 0 || i >= x->count)
         return -1;
     pid_t old = atomic_load(&x->pids[i]);
-    if (old > 1) {
-        kill(old, SIGKILL);
-        while (waitpid(old, NULL, 0) < 0 && errno == EINTR)
-            ;
-    }
+    if (old > 1)
+        cdc_test_worker_kill(old);
     atomic_store(&x->pids[i], 0);
     x->incarnation[i]++;
     pid_t pid = spawn_one(x, i);
@@ -170,23 +135,13 @@ void cdc_external_stop(cdc_external_t *x)
             kill(pid, SIGTERM);
         }
     }
-    double deadline = cdc_bench_now_ms() + 1000.0;
+    double deadline = cdc_test_now_s() + 1.0; /* all of them: then SIGKILL */
     for (int i = 0; i < x->count; i++) {
         pid_t pid = atomic_load(&x->pids[i]);
-        if (pid <= 1)
-            continue;
-        while (waitpid(pid, NULL, WNOHANG) == 0) {
-            if (cdc_bench_now_ms() > deadline)
-                kill(pid, SIGKILL);
-            cdc_bench_sleep_ms(2);
-        }
+        if (pid > 1)
+            cdc_test_worker_stop(pid, deadline - cdc_test_now_s());
         atomic_store(&x->pids[i], 0);
     }
-    for (int i = 0; i < x->count; i++) {
-        char path[280];
-        socket_path(x, i, path, sizeof path);
-        unlink(path);
-    }
     if (x->dir[0])
-        rmdir(x->dir);
+        cdc_test_dir_remove(x->dir);
 }

@@ -77,7 +77,7 @@ static void sample(cdc_run_t *run, int request)
 {
     cdc_run_sample_t *s = &run->samples[run->sample_count++];
     s->request = request;
-    s->rss_kib = cdc_bench_rss_kib((long) getpid());
+    s->rss_kib = cdc_test_rss_kib(getpid());
     s->fds = cdc_bench_self_fds();
     s->threads = cdc_bench_self_threads();
 }

@@ -11,18 +11,14 @@
 #include "protocol.h"
 #include "testutil.h"
 
-#include <fcntl.h>
 #include <math.h>
 #include <signal.h>
-#include <spawn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
 #include <unistd.h>
 #include <zmq.h>
-
-extern char **environ;
 
 /* ---- the queue alone ---------------------------------------------------- */
 
@@ -163,27 +159,15 @@ typedef struct {
 
 static void solo_start(solo_t *s, int index, const char *faults)
 {
-    snprintf(s->dir, sizeof s->dir, "/tmp/cdc-device-XXXXXX");
-    ck_assert_ptr_nonnull(mkdtemp(s->dir));
+    cdc_test_temp_dir(s->dir, sizeof s->dir, "cdc-device");
     snprintf(s->endpoint, sizeof s->endpoint, "ipc://%s/w", s->dir);
     snprintf(s->err_path, sizeof s->err_path, "%s/err", s->dir);
-    char index_arg[16], parent_arg[24];
-    snprintf(index_arg, sizeof index_arg, "%d", index);
-    snprintf(parent_arg, sizeof parent_arg, "%ld", (long) getpid());
-    char *argv[] = {"cdcgemm-worker", "--bind", s->endpoint, "--threads", "1", "--index",
-                    index_arg, "--parent-pid", parent_arg, "--log", "info",
-                    faults ? "--faults" : NULL, (char *) faults, NULL};
-    posix_spawn_file_actions_t actions;
-    posix_spawn_file_actions_init(&actions);
-    posix_spawn_file_actions_addopen(&actions, 2, s->err_path, O_WRONLY | O_CREAT | O_TRUNC,
-                                     0600);
-    ck_assert_int_eq(posix_spawn(&s->pid, CDC_WORKER_BIN, &actions, NULL, argv, environ), 0);
-    posix_spawn_file_actions_destroy(&actions);
+    cdc_test_worker_t w = {.bin = CDC_WORKER_BIN, .endpoint = s->endpoint, .threads = 1,
+                           .index = index, .parent = 1, .log = "info", .faults = faults,
+                           .stderr_path = s->err_path};
+    s->pid = cdc_test_worker_run(&w);
     s->zmq = zmq_ctx_new();
-    s->socket = zmq_socket(s->zmq, ZMQ_DEALER);
-    int linger = 0;
-    zmq_setsockopt(s->socket, ZMQ_LINGER, &linger, sizeof linger);
-    ck_assert_int_eq(zmq_connect(s->socket, s->endpoint), 0);
+    s->socket = cdc_test_dealer(s->zmq, s->endpoint, NULL, NULL);
 }
 
 /* SIGTERM, wait, and the worker's counter `name` from the line it prints. */
@@ -191,8 +175,7 @@ static unsigned long long solo_stop(solo_t *s, const char *name)
 {
     zmq_close(s->socket);
     zmq_ctx_term(s->zmq);
-    kill(s->pid, SIGTERM);
-    waitpid(s->pid, NULL, 0);
+    cdc_test_worker_stop(s->pid, 30.0);
     char text[4096] = "";
     FILE *file = fopen(s->err_path, "r");
     ck_assert_ptr_nonnull(file);
@@ -203,11 +186,7 @@ static unsigned long long solo_stop(solo_t *s, const char *name)
     ck_assert_msg(!name || at, "no '%s' in '%s'", name, text);
     if (at)
         ck_assert_int_eq(sscanf(at + strlen(name), "%llu", &value), 1);
-    unlink(s->err_path);
-    char path[96];
-    snprintf(path, sizeof path, "%s/w", s->dir);
-    unlink(path);
-    rmdir(s->dir);
+    cdc_test_temp_dir_remove(s->dir);
     return value;
 }
 

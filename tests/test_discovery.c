@@ -19,19 +19,6 @@
 
 static char dir[64];
 
-static void make_dir(void)
-{
-    snprintf(dir, sizeof dir, "/tmp/cdc-discovery-XXXXXX");
-    ck_assert_ptr_nonnull(mkdtemp(dir));
-}
-
-static void remove_dir(void)
-{
-    char command[128];
-    snprintf(command, sizeof command, "rm -rf '%s'", dir);
-    ck_assert_int_eq(system(command), 0);
-}
-
 /* A certificate pair dir/name (+ _secret); its public key into *cert. */
 static void keygen(const char *name, cdc_curve_cert_t *cert)
 {
@@ -55,7 +42,7 @@ static void random_key(cdc_test_rng_t *rng, char key[CDC_CURVE_KEY_TEXT])
    once more; the trusted ones are found with their public key. */
 START_TEST(test_trust_lookup_reads_once)
 {
-    make_dir();
+    cdc_test_temp_dir(dir, sizeof dir, "cdc-discovery");
     char trusted[96];
     snprintf(trusted, sizeof trusted, "%s/workers", dir);
     ck_assert_int_eq(mkdir(trusted, 0700), 0);
@@ -89,7 +76,7 @@ START_TEST(test_trust_lookup_reads_once)
     ck_assert_ptr_null(trust);
     cdc__trust_destroy(&trust); /* accepts *NULL */
     cdc__trust_destroy(NULL);
-    remove_dir();
+    cdc_test_temp_dir_remove(dir);
 }
 END_TEST
 
@@ -98,7 +85,7 @@ END_TEST
    not trusted any more; a directory gone trusts nothing. */
 START_TEST(test_trust_reloads_on_change)
 {
-    make_dir();
+    cdc_test_temp_dir(dir, sizeof dir, "cdc-discovery");
     char trusted[96], path[160];
     snprintf(trusted, sizeof trusted, "%s/workers", dir);
     ck_assert_int_eq(mkdir(trusted, 0700), 0);
@@ -123,13 +110,11 @@ START_TEST(test_trust_reloads_on_change)
     ck_assert_int_eq(unlink(path), 0);
     ck_assert_int_eq(cdc__trust_find(trust, a.public_txt, 11000, &found), CDC_ECONFIG);
     ck_assert_int_eq(cdc__trust_find(trust, late.public_txt, 11000, &found), CDC_OK);
-    char command[256];
-    snprintf(command, sizeof command, "rm -rf '%s'", trusted);
-    ck_assert_int_eq(system(command), 0);
+    cdc_test_temp_dir_remove(trusted);
     ck_assert_int_eq(cdc__trust_find(trust, late.public_txt, 13000, &found), CDC_ECONFIG);
     ck_assert_ptr_nonnull(strstr(cdc_last_error(), "unreadable"));
     cdc__trust_destroy(&trust);
-    remove_dir();
+    cdc_test_temp_dir_remove(dir);
 }
 END_TEST
 
@@ -137,7 +122,7 @@ END_TEST
    creation, naming it. */
 START_TEST(test_trust_file_and_missing)
 {
-    make_dir();
+    cdc_test_temp_dir(dir, sizeof dir, "cdc-discovery");
     char path[160];
     cdc_curve_cert_t a, b, found;
     keygen("a", &a);
@@ -152,7 +137,7 @@ START_TEST(test_trust_file_and_missing)
     ck_assert_int_eq(cdc__trust_new(path, &trust), CDC_ECONFIG);
     ck_assert_ptr_null(trust);
     ck_assert_ptr_nonnull(strstr(cdc_last_error(), path));
-    remove_dir();
+    cdc_test_temp_dir_remove(dir);
 }
 END_TEST
 

@@ -10,7 +10,6 @@
 
 #include <errno.h>
 #include <signal.h>
-#include <spawn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -19,8 +18,6 @@
 #include <time.h>
 #include <unistd.h>
 #include <zmq.h>
-
-extern char **environ;
 
 #define WORKERS 5
 #define TIMEOUT_MS 1500
@@ -38,9 +35,7 @@ static void workers_stop(void)
     for (int i = 0; i < WORKERS; i++) {
         if (worker_pids[i] <= 0)
             continue;
-        kill(worker_pids[i], SIGCONT);
-        kill(worker_pids[i], SIGKILL);
-        waitpid(worker_pids[i], NULL, 0);
+        cdc_test_worker_kill(worker_pids[i]);
         worker_pids[i] = 0;
         unlink(worker_paths[i]);
     }
@@ -60,24 +55,27 @@ static void workers_start(void)
         char endpoint[128];
         snprintf(endpoint, sizeof endpoint, "ipc://%.95s", worker_paths[i]);
         cursor += sprintf(cursor, "%s%s", i ? "," : "", endpoint);
-        char *argv[] = {"cdcgemm-worker", "--bind", endpoint, "--threads", "1",
-                        "--log", "warn", NULL};
-        int rc = posix_spawn(&worker_pids[i], CDC_WORKER_BIN, NULL, NULL, argv, environ);
-        if (rc != 0) {
-            fprintf(stderr, "posix_spawn %s: %s\n", CDC_WORKER_BIN, strerror(rc));
+        cdc_test_worker_t w = {.bin = CDC_WORKER_BIN, .endpoint = endpoint, .threads = 1,
+                               .log = "warn"};
+        char error[512];
+        worker_pids[i] = cdc_test_worker_spawn(&w, error, sizeof error);
+        if (worker_pids[i] < 0) {
+            fprintf(stderr, "%s\n", error);
             worker_pids[i] = 0;
         }
     }
     /* Ready once every worker's socket file exists (bounded wait). */
-    for (int tries = 0; tries < 500; tries++) {
-        int ready = 0;
-        struct stat st;
-        for (int i = 0; i < WORKERS; i++)
-            ready += stat(worker_paths[i], &st) == 0;
-        if (ready == WORKERS)
-            return;
-        cdc_test_sleep_ms(10);
+    double deadline = cdc_test_now_s() + 5.0;
+    int ready = 0;
+    for (int i = 0; i < WORKERS; i++) {
+        char endpoint[128];
+        snprintf(endpoint, sizeof endpoint, "ipc://%.95s", worker_paths[i]);
+        ready += worker_pids[i] > 0 &&
+                 cdc_test_worker_wait_bound(worker_pids[i], endpoint,
+                                            deadline - cdc_test_now_s()) == 0;
     }
+    if (ready == WORKERS)
+        return;
     fprintf(stderr, "workers did not bind within 5 s\n");
 }
 

@@ -602,28 +602,16 @@ START_TEST(test_one_left)
 }
 END_TEST
 
+/* --max-task-memory: the sanitized build's PONG test sends a 6000^3 GEMM,
+   720 MB of working set (two 144 MB operands, each received in chunks and
+   gathered, and the result), over the 512 MiB default. */
 static pid_t spawn_worker(const char *endpoint, int index, const char *faults)
 {
-    char index_arg[16], parent_arg[24];
-    snprintf(index_arg, sizeof index_arg, "%d", index);
-    snprintf(parent_arg, sizeof parent_arg, "%ld", (long) getpid());
-    /* --max-task-memory: the sanitized build's PONG test sends a 6000^3 GEMM,
-       720 MB of working set (two 144 MB operands, each received in chunks and
-       gathered, and the result), over the 512 MiB default. */
-    char *argv[] = {"cdcgemm-worker", "--bind", (char *) endpoint, "--threads", "1",
-                    "--index", index_arg, "--parent-pid", parent_arg, "--log", "error",
-                    "--max-task-memory", "2G", faults ? "--faults" : NULL, (char *) faults,
-                    NULL};
-    pid_t pid = 0;
-    ck_assert_int_eq(posix_spawn(&pid, CDC_WORKER_BIN, NULL, NULL, argv, environ), 0);
-    return pid;
-}
-
-static void reap(pid_t pid)
-{
-    kill(pid, SIGCONT);
-    kill(pid, SIGKILL);
-    waitpid(pid, NULL, 0);
+    static const char *const args[] = {"--max-task-memory", "2G", NULL};
+    cdc_test_worker_t w = {.bin = CDC_WORKER_BIN, .endpoint = endpoint, .threads = 1,
+                           .index = index, .parent = 1, .log = "error", .faults = faults,
+                           .args = args};
+    return cdc_test_worker_run(&w);
 }
 
 START_TEST(test_restart_same_endpoint)
@@ -659,7 +647,7 @@ START_TEST(test_restart_same_endpoint)
     ck_assert_uint_eq(stats.fallbacks, 0);
     case_free(&fc);
     cdc_context_destroy(&context);
-    reap(pid);
+    cdc_test_worker_kill(pid);
 }
 END_TEST
 
@@ -820,8 +808,8 @@ static void *fake_worker_main(void *arg)
 
 START_TEST(test_garbage_to_coordinator)
 {
-    char dir[] = "/tmp/cdc-fake-XXXXXX";
-    ck_assert_ptr_nonnull(mkdtemp(dir));
+    char dir[64];
+    cdc_test_temp_dir(dir, sizeof dir, "cdc-fake");
     fake_worker_t fake;
     memset(&fake, 0, sizeof fake);
     snprintf(fake.endpoint, sizeof fake.endpoint, "ipc://%s/fake", dir);
@@ -868,15 +856,8 @@ START_TEST(test_garbage_to_coordinator)
     fake.stop = 1;
     pthread_join(thread, NULL);
     for (int i = 0; i < 4; i++)
-        reap(pids[i]);
-    char path[160];
-    snprintf(path, sizeof path, "%s/fake", dir);
-    unlink(path);
-    for (int i = 1; i <= 4; i++) {
-        snprintf(path, sizeof path, "%s/w%d", dir, i);
-        unlink(path);
-    }
-    rmdir(dir);
+        cdc_test_worker_kill(pids[i]);
+    cdc_test_temp_dir_remove(dir);
 }
 END_TEST
 
@@ -891,15 +872,11 @@ typedef struct {
 
 static void solo_start(solo_t *s, const char *faults)
 {
-    snprintf(s->dir, sizeof s->dir, "/tmp/cdc-solo-XXXXXX");
-    ck_assert_ptr_nonnull(mkdtemp(s->dir));
+    cdc_test_temp_dir(s->dir, sizeof s->dir, "cdc-solo");
     snprintf(s->endpoint, sizeof s->endpoint, "ipc://%s/w", s->dir);
     s->pid = spawn_worker(s->endpoint, 0, faults);
     s->zmq = zmq_ctx_new();
-    s->socket = zmq_socket(s->zmq, ZMQ_DEALER);
-    int linger = 0;
-    zmq_setsockopt(s->socket, ZMQ_LINGER, &linger, sizeof linger);
-    ck_assert_int_eq(zmq_connect(s->socket, s->endpoint), 0);
+    s->socket = cdc_test_dealer(s->zmq, s->endpoint, NULL, NULL);
 }
 
 static void solo_stop(solo_t *s)
@@ -907,11 +884,8 @@ static void solo_stop(solo_t *s)
     zmq_close(s->socket);
     zmq_ctx_term(s->zmq);
     if (s->pid > 0)
-        reap(s->pid);
-    char path[64];
-    snprintf(path, sizeof path, "%s/w", s->dir);
-    unlink(path);
-    rmdir(s->dir);
+        cdc_test_worker_kill(s->pid);
+    cdc_test_temp_dir_remove(s->dir);
 }
 
 static void solo_ping(solo_t *s, uint64_t id)
@@ -1249,8 +1223,8 @@ START_TEST(test_worker_dies_with_its_coordinator)
 {
     /* A shell spawns a worker watching the shell, then exits: the worker
        must follow within ~100 ms. */
-    char dir[] = "/tmp/cdc-orphan-XXXXXX";
-    ck_assert_ptr_nonnull(mkdtemp(dir));
+    char dir[64];
+    cdc_test_temp_dir(dir, sizeof dir, "cdc-orphan");
     char script[1024];
     snprintf(script, sizeof script,
              "\"%s\" --bind ipc://%s/w --parent-pid $$ --log error & echo $! > %s/pid; "
@@ -1268,7 +1242,6 @@ START_TEST(test_worker_dies_with_its_coordinator)
     long pid = 0;
     ck_assert_int_eq(fscanf(file, "%ld", &pid), 1);
     fclose(file);
-    unlink(path);
     int alive = 1;
     while (cdc_test_now_s() - gone_at < 2.0) {
         char stat_path[64], line[256] = "";
@@ -1290,9 +1263,7 @@ START_TEST(test_worker_dies_with_its_coordinator)
     if (alive)
         kill((pid_t) pid, SIGKILL);
     ck_assert_msg(!alive, "orphaned worker still running after %.3f s", took);
-    snprintf(path, sizeof path, "%s/w", dir);
-    unlink(path);
-    rmdir(dir);
+    cdc_test_temp_dir_remove(dir);
 }
 END_TEST
 

@@ -31,19 +31,6 @@ typedef struct {
     int fds, threads;
 } footprint_t;
 
-static long rss_kib(void)
-{
-    char line[256];
-    FILE *f = fopen("/proc/self/status", "r");
-    long kib = -1;
-    while (f && fgets(line, sizeof line, f))
-        if (strncmp(line, "VmRSS:", 6) == 0)
-            kib = strtol(line + 6, NULL, 10);
-    if (f)
-        fclose(f);
-    return kib;
-}
-
 /* Entries of a /proc directory (the fd list counts the one opendir holds:
    the same in every measurement). */
 static int entries(const char *path)
@@ -59,7 +46,8 @@ static int entries(const char *path)
 
 static footprint_t footprint(void)
 {
-    footprint_t f = {rss_kib(), entries("/proc/self/fd"), entries("/proc/self/task")};
+    footprint_t f = {cdc_test_rss_kib(getpid()), entries("/proc/self/fd"),
+                     entries("/proc/self/task")};
     return f;
 }
 

@@ -17,7 +17,6 @@
 #include <netinet/in.h>
 #include <poll.h>
 #include <signal.h>
-#include <spawn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -28,23 +27,8 @@
 #include <unistd.h>
 #include <zmq.h>
 
-extern char **environ;
-
 static char dir[64];              /* this test's private directory      */
 static char log_text[256 << 10]; /* a stopped worker's log, counters last */
-
-static void make_dir(void)
-{
-    snprintf(dir, sizeof dir, "/tmp/cdc-limits-XXXXXX");
-    ck_assert_ptr_nonnull(mkdtemp(dir));
-}
-
-static void remove_dir(void)
-{
-    char command[128];
-    snprintf(command, sizeof command, "rm -rf '%s'", dir);
-    ck_assert_int_eq(system(command), 0);
-}
 
 static const char *in_dir(char *out, size_t size, const char *name)
 {
@@ -54,131 +38,26 @@ static const char *in_dir(char *out, size_t size, const char *name)
 
 /* ---- workers ------------------------------------------------------------- */
 
-/* cdcgemm-worker with args (after the program name), stderr to dir/NAME.log,
-   exiting with this process (--parent-pid). With a shell prefix (e.g. a
-   lower descriptor limit) it runs under /bin/sh. */
-static pid_t worker_spawn(const char *name, const char *shell_prefix, const char *const *args)
-{
-    char parent[32], log_path[160], command[2048];
-    snprintf(parent, sizeof parent, "%ld", (long) getpid());
-    const char *argv[40] = {"cdcgemm-worker", "--parent-pid", parent, "--threads", "1",
-                            "--log", "info"};
-    int argc = 7;
-    for (int i = 0; args[i]; i++)
-        argv[argc++] = args[i];
-    argv[argc] = NULL;
-    snprintf(log_path, sizeof log_path, "%s/%s.log", dir, name);
-    posix_spawn_file_actions_t actions;
-    posix_spawn_file_actions_init(&actions);
-    posix_spawn_file_actions_addopen(&actions, 2, log_path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    pid_t pid = 0;
-    int rc;
-    if (shell_prefix) { /* parent pid is still ours: sh execs the worker */
-        int used = snprintf(command, sizeof command, "%s; exec %s", shell_prefix,
-                            CDC_WORKER_BIN);
-        for (int i = 1; i < argc; i++)
-            used += snprintf(command + used, sizeof command - (size_t) used, " '%s'", argv[i]);
-        const char *sh[] = {"sh", "-c", command, NULL};
-        rc = posix_spawn(&pid, "/bin/sh", &actions, NULL, (char **) sh, environ);
-    } else {
-        rc = posix_spawn(&pid, CDC_WORKER_BIN, &actions, NULL, (char **) argv, environ);
-    }
-    posix_spawn_file_actions_destroy(&actions);
-    ck_assert_msg(rc == 0, "posix_spawn %s: %s", CDC_WORKER_BIN, strerror(rc));
-    return pid;
-}
-
-static int port_open(int port)
-{
-    int fd = socket(AF_INET, SOCK_STREAM, 0);
-    struct sockaddr_in address = {.sin_family = AF_INET, .sin_port = htons((uint16_t) port)};
-    address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    int ok = connect(fd, (struct sockaddr *) &address, sizeof address) == 0;
-    close(fd);
-    return ok;
-}
-
-static int free_port(void)
-{
-    int fd = socket(AF_INET, SOCK_STREAM, 0);
-    struct sockaddr_in address = {.sin_family = AF_INET, .sin_port = 0};
-    address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    ck_assert_int_eq(bind(fd, (struct sockaddr *) &address, sizeof address), 0);
-    socklen_t size = sizeof address;
-    ck_assert_int_eq(getsockname(fd, (struct sockaddr *) &address, &size), 0);
-    close(fd);
-    return ntohs(address.sin_port);
-}
-
-/* A worker named name on ipc dir/name (port 0) or tcp://127.0.0.1:port with
-   extra args; with CURVE when curve is set (dir/name_secret, dir/allow).
+/* A worker named name in dir (cdc_test_worker_start_in) with --threads 1,
+   --log info and extra args, exiting with this process (--parent-pid); with
+   a shell prefix (e.g. a lower descriptor limit) it runs under /bin/sh.
    Returns once it has bound. */
 static pid_t start_worker(const char *name, int port, int curve, const char *shell_prefix,
                           const char *const *extra, char *endpoint, size_t size)
 {
-    char secret[160], allow[160], path[160];
-    snprintf(secret, sizeof secret, "%s/%s_secret", dir, name);
-    in_dir(allow, sizeof allow, "allow");
-    in_dir(path, sizeof path, name);
-    if (port > 0)
-        snprintf(endpoint, size, "tcp://127.0.0.1:%d", port);
-    else
-        snprintf(endpoint, size, "ipc://%s", path);
-    const char *args[32] = {"--bind", endpoint};
-    int n = 2;
-    if (curve) {
-        const char *more[] = {"--curve-secret", secret, "--curve-allow", allow};
-        for (int i = 0; i < 4; i++)
-            args[n++] = more[i];
-    }
-    for (int i = 0; extra && extra[i]; i++)
-        args[n++] = extra[i];
-    args[n] = NULL;
-    pid_t pid = worker_spawn(name, shell_prefix, args);
-    for (int tries = 0; tries < 500; tries++) {
-        struct stat st;
-        if (port > 0 ? port_open(port) : stat(path, &st) == 0)
-            return pid;
-        cdc_test_sleep_ms(10);
-    }
-    ck_abort_msg("worker %s did not bind within 5 s", name);
-    return pid;
+    cdc_test_worker_t w = {.bin = CDC_WORKER_BIN, .parent = 1, .threads = 1, .log = "info",
+                           .args = extra, .shell_prefix = shell_prefix};
+    return cdc_test_worker_start_in(dir, name, port, curve, &w, endpoint, size);
 }
 
 /* SIGTERM, reap, and the log (with the counters) into text. */
 static void stop_worker(pid_t pid, const char *name, char *text, size_t size)
 {
-    int status = 0;
-    kill(pid, SIGTERM);
-    ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+    int status = cdc_test_worker_stop(pid, 30.0);
     ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0, "worker status %d", status);
     char path[160];
     snprintf(path, sizeof path, "%s/%s.log", dir, name);
     cdc_test_read_text(path, text, size);
-}
-
-static unsigned long long counter(const char *text, const char *name)
-{
-    const char *at = strstr(text, name);
-    ck_assert_msg(at != NULL, "no '%s' in '%s'", name, text);
-    unsigned long long value = 0;
-    ck_assert_int_eq(sscanf(at + strlen(name), "%llu", &value), 1);
-    return value;
-}
-
-/* VmRSS of pid in KiB. */
-static long rss_kib(pid_t pid)
-{
-    char path[64], line[256];
-    snprintf(path, sizeof path, "/proc/%ld/status", (long) pid);
-    FILE *file = fopen(path, "r");
-    ck_assert_ptr_nonnull(file);
-    long kib = -1;
-    while (fgets(line, sizeof line, file))
-        if (sscanf(line, "VmRSS: %ld", &kib) == 1)
-            break;
-    fclose(file);
-    return kib;
 }
 
 /* ---- keys ---------------------------------------------------------------- */
@@ -187,36 +66,16 @@ static long rss_kib(pid_t pid)
    certificate copied into dir/allow. */
 static void keygen(const char *name, int allowed, cdc_curve_cert_t *cert)
 {
-    char path[160], secret[176], command[400];
+    char path[160], command[400];
     mkdir(in_dir(path, sizeof path, "allow"), 0700);
-    in_dir(path, sizeof path, name);
-    ck_assert_int_eq(cdc__curve_keygen(path, NULL, NULL), CDC_OK);
-    snprintf(secret, sizeof secret, "%s_secret", path);
-    ck_assert_int_eq(cdc__curve_load_secret(secret, cert), CDC_OK);
+    ck_assert_int_eq(cdc_test_keygen(dir, name, NULL, cert), CDC_OK);
     if (allowed) {
-        snprintf(command, sizeof command, "cp '%s' '%s/allow/%s'", path, dir, name);
+        snprintf(command, sizeof command, "cp '%s/%s' '%s/allow/%s'", dir, name, dir, name);
         ck_assert_int_eq(system(command), 0);
     }
 }
 
 /* ---- raw clients ---------------------------------------------------------- */
-
-static void *dealer(void *zmq, const char *endpoint, const cdc_curve_cert_t *client,
-                    const uint8_t *server_key)
-{
-    void *socket = zmq_socket(zmq, ZMQ_DEALER);
-    int linger = 0;
-    zmq_setsockopt(socket, ZMQ_LINGER, &linger, sizeof linger);
-    if (client) {
-        ck_assert_int_eq(zmq_setsockopt(socket, ZMQ_CURVE_SERVERKEY, server_key, 32), 0);
-        ck_assert_int_eq(zmq_setsockopt(socket, ZMQ_CURVE_PUBLICKEY, client->public_key, 32),
-                         0);
-        ck_assert_int_eq(zmq_setsockopt(socket, ZMQ_CURVE_SECRETKEY, client->secret_key, 32),
-                         0);
-    }
-    ck_assert_int_eq(zmq_connect(socket, endpoint), 0);
-    return socket;
-}
 
 /* Header and up to two payloads (payloads: how many follow), each in the
    chunk frames of protocol v2 (wire.c). */
@@ -474,14 +333,14 @@ END_TEST
 
 START_TEST(test_worker_refuses_padding_and_big_results)
 {
-    make_dir();
+    cdc_test_temp_dir(dir, sizeof dir, "cdc-limits");
     char endpoint[200];
     pid_t pid = start_worker("w", 0, 0, NULL, NULL, endpoint, sizeof endpoint);
-    void *zmq = zmq_ctx_new(), *socket = dealer(zmq, endpoint, NULL, NULL);
+    void *zmq = zmq_ctx_new(), *socket = cdc_test_dealer(zmq, endpoint, NULL, NULL);
     reply_t reply;
     send_ping(socket, 1);
     ck_assert(recv_reply(socket, 5000, &reply) && reply.h.type == CDC_MSG_PONG);
-    long rss_before = rss_kib(pid);
+    long rss_before = cdc_test_rss_kib(pid);
 
     cdc_msg_header_t h = padding_attack();
     static float a[16], input[1];
@@ -496,7 +355,7 @@ START_TEST(test_worker_refuses_padding_and_big_results)
                           strstr(reply.text, "span 1"),
                       "ERROR text: %s", reply.text);
     }
-    long grown = rss_kib(pid) - rss_before;
+    long grown = cdc_test_rss_kib(pid) - rss_before;
     ck_assert_msg(grown < 10 * 1024, "the worker grew by %ld KiB", grown);
 
     /* A 16384 x 16384 result (1 GiB) from two 64 KiB cached operands: over
@@ -510,7 +369,7 @@ START_TEST(test_worker_refuses_padding_and_big_results)
                       strstr(reply.text, "--max-task-memory 536870912") &&
                       strstr(reply.text, "needs 1073741824 bytes"),
                   "ERROR text: %s", reply.text);
-    grown = rss_kib(pid) - rss_before;
+    grown = cdc_test_rss_kib(pid) - rss_before;
     ck_assert_msg(grown < 10 * 1024, "the worker grew by %ld KiB", grown);
     fprintf(stderr, "limits: 20 padding-1000 convs and a 1 GiB result refused; RSS grew %ld KiB\n",
             grown);
@@ -521,20 +380,20 @@ START_TEST(test_worker_refuses_padding_and_big_results)
     zmq_close(socket);
     zmq_ctx_term(zmq);
     stop_worker(pid, "w", log_text, sizeof log_text);
-    ck_assert_uint_eq(counter(log_text, ", invalid "), 20);
-    ck_assert_uint_eq(counter(log_text, ", refused "), 1);
-    ck_assert_uint_eq(counter(log_text, ", tasks "), 1);
-    remove_dir();
+    ck_assert_uint_eq(cdc_test_counter(log_text, ", invalid "), 20);
+    ck_assert_uint_eq(cdc_test_counter(log_text, ", refused "), 1);
+    ck_assert_uint_eq(cdc_test_counter(log_text, ", tasks "), 1);
+    cdc_test_temp_dir_remove(dir);
 }
 END_TEST
 
 START_TEST(test_max_task_memory_option)
 {
-    make_dir();
+    cdc_test_temp_dir(dir, sizeof dir, "cdc-limits");
     char endpoint[200];
     const char *extra[] = {"--max-task-memory", "1M", NULL};
     pid_t pid = start_worker("w", 0, 0, NULL, extra, endpoint, sizeof endpoint);
-    void *zmq = zmq_ctx_new(), *socket = dealer(zmq, endpoint, NULL, NULL);
+    void *zmq = zmq_ctx_new(), *socket = cdc_test_dealer(zmq, endpoint, NULL, NULL);
     reply_t reply;
     send_weights(socket, 1, 512, 1, 2.0f);
     send_weights(socket, 2, 513, 1, 1.0f);
@@ -554,8 +413,8 @@ START_TEST(test_max_task_memory_option)
     zmq_close(socket);
     zmq_ctx_term(zmq);
     stop_worker(pid, "w", log_text, sizeof log_text);
-    ck_assert_uint_eq(counter(log_text, ", refused "), 1);
-    remove_dir();
+    ck_assert_uint_eq(cdc_test_counter(log_text, ", refused "), 1);
+    cdc_test_temp_dir_remove(dir);
 }
 END_TEST
 
@@ -564,12 +423,12 @@ END_TEST
 START_TEST(test_max_peer_tasks)
 {
     enum { SENT = 6, D = 1200 }; /* 3.5 GFLOP a task: far longer than sending */
-    make_dir();
+    cdc_test_temp_dir(dir, sizeof dir, "cdc-limits");
     char endpoint[200];
     const char *extra[] = {"--max-peer-tasks", "2", NULL};
     pid_t pid = start_worker("w", 0, 0, NULL, extra, endpoint, sizeof endpoint);
-    void *zmq = zmq_ctx_new(), *busy = dealer(zmq, endpoint, NULL, NULL);
-    void *other = dealer(zmq, endpoint, NULL, NULL);
+    void *zmq = zmq_ctx_new(), *busy = cdc_test_dealer(zmq, endpoint, NULL, NULL);
+    void *other = cdc_test_dealer(zmq, endpoint, NULL, NULL);
     reply_t reply;
     send_weights(busy, 1, D, D, 0.5f);
     send_gemm(busy, 1, 1, 1, D, D, D); /* the weights are in once this is back */
@@ -600,8 +459,8 @@ START_TEST(test_max_peer_tasks)
     zmq_close(other);
     zmq_ctx_term(zmq);
     stop_worker(pid, "w", log_text, sizeof log_text);
-    ck_assert_uint_eq(counter(log_text, ", refused "), (unsigned long long) errors);
-    remove_dir();
+    ck_assert_uint_eq(cdc_test_counter(log_text, ", refused "), (unsigned long long) errors);
+    cdc_test_temp_dir_remove(dir);
 }
 END_TEST
 
@@ -610,11 +469,11 @@ END_TEST
 START_TEST(test_replies_dropped_when_not_read)
 {
     enum { BATCHES = 10, PER_BATCH = 40, SIDE = 256 }; /* 256 KiB results */
-    make_dir();
+    cdc_test_temp_dir(dir, sizeof dir, "cdc-limits");
     char endpoint[200];
     pid_t pid = start_worker("w", 0, 0, NULL, NULL, endpoint, sizeof endpoint);
     void *zmq = zmq_ctx_new();
-    void *deaf = zmq_socket(zmq, ZMQ_DEALER), *reader = dealer(zmq, endpoint, NULL, NULL);
+    void *deaf = zmq_socket(zmq, ZMQ_DEALER), *reader = cdc_test_dealer(zmq, endpoint, NULL, NULL);
     int linger = 0, hwm = 1, buffer = 4096;
     zmq_setsockopt(deaf, ZMQ_LINGER, &linger, sizeof linger);
     zmq_setsockopt(deaf, ZMQ_RCVHWM, &hwm, sizeof hwm);
@@ -637,17 +496,17 @@ START_TEST(test_replies_dropped_when_not_read)
     zmq_close(reader);
     zmq_ctx_term(zmq);
     stop_worker(pid, "w", log_text, sizeof log_text);
-    unsigned long long tasks = counter(log_text, ", tasks ");
-    unsigned long long dropped = counter(log_text, ", replies dropped ");
+    unsigned long long tasks = cdc_test_counter(log_text, ", tasks ");
+    unsigned long long dropped = cdc_test_counter(log_text, ", replies dropped ");
     /* At most the high-water mark (64 + 64) and what the socket buffers hold
        got out; with 256 KiB replies that is well under 400. */
     fprintf(stderr, "limits: %d replies of 256 KiB to a peer not reading: %llu dropped; "
                     "another peer's PONG in %.1f ms\n", BATCHES * PER_BATCH, dropped, pong_ms);
     /* Each ran, or (a slow, e.g. sanitized, worker) was refused over
        --max-peer-tasks. */
-    ck_assert_uint_eq(tasks + counter(log_text, ", refused "), BATCHES * PER_BATCH);
+    ck_assert_uint_eq(tasks + cdc_test_counter(log_text, ", refused "), BATCHES * PER_BATCH);
     ck_assert_msg(dropped >= 100, "only %llu replies dropped: %s", dropped, log_text);
-    remove_dir();
+    cdc_test_temp_dir_remove(dir);
 }
 END_TEST
 
@@ -668,7 +527,7 @@ static float result_of(void *socket, uint64_t id)
    peer A's key; A's results stay A's (issue 9, finding 3: 2 -> 2000). */
 START_TEST(test_weights_scoped_per_key)
 {
-    make_dir();
+    cdc_test_temp_dir(dir, sizeof dir, "cdc-limits");
     cdc_curve_cert_t worker, a_cert, b_cert;
     keygen("w", 0, &worker);
     keygen("a", 1, &a_cert);
@@ -676,15 +535,15 @@ START_TEST(test_weights_scoped_per_key)
     char endpoint[200];
     pid_t pid = start_worker("w", 0, 1, NULL, NULL, endpoint, sizeof endpoint);
     void *zmq = zmq_ctx_new();
-    void *a = dealer(zmq, endpoint, &a_cert, worker.public_key);
-    void *b = dealer(zmq, endpoint, &b_cert, worker.public_key);
+    void *a = cdc_test_dealer(zmq, endpoint, &a_cert, worker.public_key);
+    void *b = cdc_test_dealer(zmq, endpoint, &b_cert, worker.public_key);
     send_weights(a, 5, 2, 2, 1.0f);
     ck_assert(result_of(a, 1) == 2.0f);
     send_weights(b, 5, 2, 2, 1000.0f); /* B's own, under the same key */
     ck_assert(result_of(b, 2) == 2000.0f);
     ck_assert(result_of(a, 3) == 2.0f);
     /* A's second connection (a reconnection) still finds A's. */
-    void *a2 = dealer(zmq, endpoint, &a_cert, worker.public_key);
+    void *a2 = cdc_test_dealer(zmq, endpoint, &a_cert, worker.public_key);
     ck_assert(result_of(a2, 4) == 2.0f);
     /* Within one key's scope a different matrix is still refused. */
     reply_t reply;
@@ -697,7 +556,7 @@ START_TEST(test_weights_scoped_per_key)
     zmq_close(b);
     zmq_ctx_term(zmq);
     stop_worker(pid, "w", log_text, sizeof log_text);
-    remove_dir();
+    cdc_test_temp_dir_remove(dir);
 }
 END_TEST
 
@@ -715,7 +574,7 @@ static int task_reply_type(void *socket, uint64_t id, uint64_t key, int64_t rows
 START_TEST(test_max_peer_memory)
 {
     enum { ROWS = 300, K = 250 }; /* 300 KB a matrix: three fit in 1 MiB */
-    make_dir();
+    cdc_test_temp_dir(dir, sizeof dir, "cdc-limits");
     cdc_curve_cert_t worker, a_cert, b_cert;
     keygen("w", 0, &worker);
     keygen("a", 1, &a_cert);
@@ -724,8 +583,8 @@ START_TEST(test_max_peer_memory)
     const char *extra[] = {"--max-memory", "8M", "--max-peer-memory", "1M", NULL};
     pid_t pid = start_worker("w", 0, 1, NULL, extra, endpoint, sizeof endpoint);
     void *zmq = zmq_ctx_new();
-    void *a = dealer(zmq, endpoint, &a_cert, worker.public_key);
-    void *b = dealer(zmq, endpoint, &b_cert, worker.public_key);
+    void *a = cdc_test_dealer(zmq, endpoint, &a_cert, worker.public_key);
+    void *b = cdc_test_dealer(zmq, endpoint, &b_cert, worker.public_key);
     send_weights(b, 9, ROWS, K, 1.0f);
     ck_assert_int_eq(task_reply_type(b, 1, 9, ROWS, K), CDC_MSG_RESULT);
     for (uint64_t key = 1; key <= 4; key++)
@@ -742,8 +601,8 @@ START_TEST(test_max_peer_memory)
     zmq_close(b);
     zmq_ctx_term(zmq);
     stop_worker(pid, "w", log_text, sizeof log_text);
-    ck_assert_uint_eq(counter(log_text, ", evictions "), 1);
-    remove_dir();
+    ck_assert_uint_eq(cdc_test_counter(log_text, ", evictions "), 1);
+    cdc_test_temp_dir_remove(dir);
 }
 END_TEST
 
@@ -791,20 +650,20 @@ START_TEST(test_idle_connections)
 {
     enum { IDLE = 300 };
     raise_own_limit(IDLE + 256);
-    make_dir();
+    cdc_test_temp_dir(dir, sizeof dir, "cdc-limits");
     cdc_curve_cert_t worker, coordinator;
     keygen("w", 0, &worker);
     keygen("c", 1, &coordinator);
     char endpoint[200];
-    int port = free_port();
+    int port = cdc_test_free_port();
     pid_t pid = start_worker("w", port, 1, "ulimit -S -n 256", NULL, endpoint, sizeof endpoint);
-    void *zmq = zmq_ctx_new(), *allowed = dealer(zmq, endpoint, &coordinator, worker.public_key);
+    void *zmq = zmq_ctx_new(), *allowed = cdc_test_dealer(zmq, endpoint, &coordinator, worker.public_key);
     reply_t reply;
     send_ping(allowed, 1);
     ck_assert(recv_reply(allowed, 5000, &reply) && reply.h.type == CDC_MSG_PONG);
 
     static int fds[IDLE];
-    long rss_before = rss_kib(pid);
+    long rss_before = cdc_test_rss_kib(pid);
     double opened = cdc_test_now_s(), slowest_ms = 0.0;
     for (int i = 0; i < IDLE; i++)
         fds[i] = raw_connect(port);
@@ -817,7 +676,7 @@ START_TEST(test_idle_connections)
         ck_assert_msg(ms < 500.0, "PONG %d after %.0f ms with %d idle connections", i, ms, IDLE);
         slowest_ms = ms > slowest_ms ? ms : slowest_ms;
         cdc_test_sleep_ms(100);
-        long rss = rss_kib(pid);
+        long rss = cdc_test_rss_kib(pid);
         rss_open = rss > rss_open ? rss : rss_open;
     }
     int open = IDLE;
@@ -839,14 +698,14 @@ START_TEST(test_idle_connections)
     fprintf(stderr, "limits: %d idle connections: slowest PONG %.1f ms, all closed by the "
                     "worker %.2f s after opening; worker RSS %ld KiB, %+ld KiB while open, "
                     "%+ld KiB after\n", IDLE, slowest_ms, took, rss_before, rss_open - rss_before,
-            rss_kib(pid) - rss_before);
+            cdc_test_rss_kib(pid) - rss_before);
     send_ping(allowed, 99);
     ck_assert(recv_reply(allowed, 2000, &reply) && reply.h.type == CDC_MSG_PONG);
     zmq_close(allowed);
     zmq_ctx_term(zmq);
     stop_worker(pid, "w", log_text, sizeof log_text);
     ck_assert_msg(strstr(log_text, "was 256"), "no raised descriptor limit in: %s", log_text);
-    remove_dir();
+    cdc_test_temp_dir_remove(dir);
 }
 END_TEST
 

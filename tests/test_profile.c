@@ -12,18 +12,14 @@
 #include "status.h"
 #include "testutil.h"
 
-#include <fcntl.h>
 #include <math.h>
 #include <signal.h>
-#include <spawn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
 #include <unistd.h>
 #include <zmq.h>
-
-extern char **environ;
 
 /* ---- the estimators alone ------------------------------------------------- */
 
@@ -268,32 +264,21 @@ typedef struct {
 
 static void solo_start(solo_t *s, const char *faults)
 {
-    snprintf(s->dir, sizeof s->dir, "/tmp/cdc-profile-XXXXXX");
-    ck_assert_ptr_nonnull(mkdtemp(s->dir));
+    cdc_test_temp_dir(s->dir, sizeof s->dir, "cdc-profile");
     snprintf(s->endpoint, sizeof s->endpoint, "ipc://%s/w", s->dir);
-    char parent_arg[24];
-    snprintf(parent_arg, sizeof parent_arg, "%ld", (long) getpid());
-    char *argv[] = {"cdcgemm-worker", "--bind", s->endpoint, "--threads", "1", "--index", "0",
-                    "--parent-pid", parent_arg, "--log", "error", faults ? "--faults" : NULL,
-                    (char *) faults, NULL};
-    ck_assert_int_eq(posix_spawn(&s->pid, CDC_WORKER_BIN, NULL, NULL, argv, environ), 0);
+    cdc_test_worker_t w = {.bin = CDC_WORKER_BIN, .endpoint = s->endpoint, .threads = 1,
+                           .parent = 1, .log = "error", .faults = faults};
+    s->pid = cdc_test_worker_run(&w);
     s->zmq = zmq_ctx_new();
-    s->socket = zmq_socket(s->zmq, ZMQ_DEALER);
-    int linger = 0;
-    zmq_setsockopt(s->socket, ZMQ_LINGER, &linger, sizeof linger);
-    ck_assert_int_eq(zmq_connect(s->socket, s->endpoint), 0);
+    s->socket = cdc_test_dealer(s->zmq, s->endpoint, NULL, NULL);
 }
 
 static void solo_stop(solo_t *s)
 {
     zmq_close(s->socket);
     zmq_ctx_term(s->zmq);
-    kill(s->pid, SIGTERM);
-    waitpid(s->pid, NULL, 0);
-    char path[96];
-    snprintf(path, sizeof path, "%s/w", s->dir);
-    unlink(path);
-    rmdir(s->dir);
+    cdc_test_worker_stop(s->pid, 30.0);
+    cdc_test_temp_dir_remove(s->dir);
 }
 
 /* The next message within 10 s: its header, and its first payload frame as

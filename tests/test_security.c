@@ -10,7 +10,6 @@
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <signal.h>
-#include <spawn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -21,24 +20,9 @@
 #include <unistd.h>
 #include <zmq.h>
 
-extern char **environ;
-
 #define SILENCE_MS 800 /* how long a refused peer waits for the reply that never comes */
 
 static char dir[64]; /* this test's private directory */
-
-static void make_dir(void)
-{
-    snprintf(dir, sizeof dir, "/tmp/cdc-security-XXXXXX");
-    ck_assert_ptr_nonnull(mkdtemp(dir));
-}
-
-static void remove_dir(void)
-{
-    char command[128];
-    snprintf(command, sizeof command, "rm -rf '%s'", dir);
-    ck_assert_int_eq(system(command), 0);
-}
 
 /* dir/name into out. */
 static const char *in_dir(char *out, size_t size, const char *name)
@@ -50,90 +34,40 @@ static const char *in_dir(char *out, size_t size, const char *name)
 /* A certificate pair dir/name (+ _secret), loaded back into *cert (secret). */
 static void keygen(const char *name, const char *endpoint, cdc_curve_cert_t *cert)
 {
-    char path[160], secret[176];
-    in_dir(path, sizeof path, name);
-    ck_assert_int_eq(cdc__curve_keygen(path, endpoint, NULL), CDC_OK);
-    snprintf(secret, sizeof secret, "%s_secret", path);
-    ck_assert_int_eq(cdc__curve_load_secret(secret, cert), CDC_OK);
+    ck_assert_int_eq(cdc_test_keygen(dir, name, endpoint, cert), CDC_OK);
 }
 
-/* An unused tcp port on 127.0.0.1 (the kernel's choice). */
-static int free_port(void)
-{
-    int fd = socket(AF_INET, SOCK_STREAM, 0);
-    struct sockaddr_in address = {.sin_family = AF_INET, .sin_port = 0};
-    address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    ck_assert_int_eq(bind(fd, (struct sockaddr *) &address, sizeof address), 0);
-    socklen_t size = sizeof address;
-    ck_assert_int_eq(getsockname(fd, (struct sockaddr *) &address, &size), 0);
-    close(fd);
-    return ntohs(address.sin_port);
-}
-
-static int port_open(int port)
-{
-    int fd = socket(AF_INET, SOCK_STREAM, 0);
-    struct sockaddr_in address = {.sin_family = AF_INET, .sin_port = htons((uint16_t) port)};
-    address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    int ok = connect(fd, (struct sockaddr *) &address, sizeof address) == 0;
-    close(fd);
-    return ok;
-}
-
-/* Spawn cdcgemm-worker with args (NULL-terminated, after the program name),
-   stderr to dir/log_name. Exits with this test process (--parent-pid). */
+/* cdcgemm-worker with args (NULL-terminated) and --threads 1, stderr to
+   dir/log_name; exits with this test process (--parent-pid). */
 static pid_t worker_spawn(const char *log_name, const char *const *args)
 {
-    char parent[32], log_path[160];
-    snprintf(parent, sizeof parent, "%ld", (long) getpid());
-    const char *argv[32] = {"cdcgemm-worker", "--parent-pid", parent, "--threads", "1"};
-    int argc = 5;
-    for (int i = 0; args[i]; i++)
-        argv[argc++] = args[i];
-    argv[argc] = NULL;
-    posix_spawn_file_actions_t actions;
-    posix_spawn_file_actions_init(&actions);
-    posix_spawn_file_actions_addopen(&actions, 2, in_dir(log_path, sizeof log_path, log_name),
-                                     O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    pid_t pid = 0;
-    int rc = posix_spawn(&pid, CDC_WORKER_BIN, &actions, NULL, (char **) argv, environ);
-    posix_spawn_file_actions_destroy(&actions);
-    ck_assert_msg(rc == 0, "posix_spawn %s: %s", CDC_WORKER_BIN, strerror(rc));
-    return pid;
+    char log_path[160];
+    cdc_test_worker_t w = {.bin = CDC_WORKER_BIN, .parent = 1, .threads = 1, .args = args,
+                           .stderr_path = in_dir(log_path, sizeof log_path, log_name)};
+    return cdc_test_worker_run(&w);
+}
+
+/* A worker named name in dir with --threads 1, --log info and args
+   (cdc_test_worker_start_in): ready when its socket is. */
+static pid_t named_worker(const char *name, int port, int curve, const char *const *args,
+                          char *endpoint, size_t size)
+{
+    cdc_test_worker_t w = {.bin = CDC_WORKER_BIN, .parent = 1, .threads = 1, .log = "info",
+                           .args = args};
+    return cdc_test_worker_start_in(dir, name, port, curve, &w, endpoint, size);
 }
 
 /* A CURVE worker on tcp://127.0.0.1:port (port > 0) or on ipc dir/name,
-   serving the coordinators in dir/allow; ready when its socket is. */
+   serving the coordinators in dir/allow. */
 static pid_t curve_worker(const char *name, int port, char *endpoint, size_t size)
 {
-    char secret[160], allow[160], log_name[64], path[160];
-    snprintf(secret, sizeof secret, "%s/%s_secret", dir, name);
-    in_dir(allow, sizeof allow, "allow");
-    snprintf(log_name, sizeof log_name, "%s.log", name);
-    if (port > 0)
-        snprintf(endpoint, size, "tcp://127.0.0.1:%d", port);
-    else
-        snprintf(endpoint, size, "ipc://%s", in_dir(path, sizeof path, name));
-    const char *args[] = {"--bind", endpoint, "--curve-secret", secret, "--curve-allow",
-                          allow, "--log", "info", NULL};
-    pid_t pid = worker_spawn(log_name, args);
-    for (int tries = 0; tries < 500; tries++) {
-        struct stat st;
-        if (port > 0 ? port_open(port) : stat(path, &st) == 0)
-            return pid;
-        cdc_test_sleep_ms(10);
-    }
-    ck_abort_msg("worker %s did not bind within 5 s", name);
-    return pid;
+    return named_worker(name, port, 1, NULL, endpoint, size);
 }
 
 /* SIGTERM, reap; the exit status. */
 static int worker_stop(pid_t pid)
 {
-    int status = 0;
-    kill(pid, SIGTERM);
-    ck_assert_int_eq(waitpid(pid, &status, 0), pid);
-    return status;
+    return cdc_test_worker_stop(pid, 30.0);
 }
 
 /* dir/name's text (up to 4 KiB). */
@@ -144,25 +78,6 @@ static void read_log(const char *name, char *text, size_t size)
 }
 
 /* ---- raw clients ---------------------------------------------------------- */
-
-/* A DEALER to endpoint: plaintext when client is NULL, else a CURVE client
-   with client's keys expecting server_key. */
-static void *raw_dealer(void *zmq, const char *endpoint, const cdc_curve_cert_t *client,
-                        const uint8_t *server_key)
-{
-    void *socket = zmq_socket(zmq, ZMQ_DEALER);
-    int linger = 0;
-    zmq_setsockopt(socket, ZMQ_LINGER, &linger, sizeof linger);
-    if (client) {
-        ck_assert_int_eq(zmq_setsockopt(socket, ZMQ_CURVE_SERVERKEY, server_key, 32), 0);
-        ck_assert_int_eq(zmq_setsockopt(socket, ZMQ_CURVE_PUBLICKEY, client->public_key, 32),
-                         0);
-        ck_assert_int_eq(zmq_setsockopt(socket, ZMQ_CURVE_SECRETKEY, client->secret_key, 32),
-                         0);
-    }
-    ck_assert_int_eq(zmq_connect(socket, endpoint), 0);
-    return socket;
-}
 
 static void send_frames(void *socket, const cdc_msg_header_t *h, const void *a, size_t a_size,
                         const void *b, size_t b_size, int payloads)
@@ -228,7 +143,7 @@ static int replies_within(void *socket, long ms)
 
 START_TEST(test_keygen_writes_loadable_pair)
 {
-    make_dir();
+    cdc_test_temp_dir(dir, sizeof dir, "cdc-security");
     char path[160], secret[176], command[512];
     in_dir(path, sizeof path, "worker0");
     snprintf(secret, sizeof secret, "%s_secret", path);
@@ -262,14 +177,14 @@ START_TEST(test_keygen_writes_loadable_pair)
     ck_assert_int_eq(cdc__curve_load_public(path, &again), CDC_OK);
     ck_assert_int_eq(memcmp(again.public_key, pub.public_key, 32), 0);
     ck_assert_int_eq(cdc__curve_load_secret("/nonexistent/cert_secret", &again), CDC_ECONFIG);
-    remove_dir();
+    cdc_test_temp_dir_remove(dir);
 }
 END_TEST
 
 /* Discovery admits a worker by the key it announces (cdc__curve_trusted_key). */
 START_TEST(test_trusted_key_lookup)
 {
-    make_dir();
+    cdc_test_temp_dir(dir, sizeof dir, "cdc-security");
     char trusted[96], path[160];
     in_dir(trusted, sizeof trusted, "trusted");
     ck_assert_int_eq(mkdir(trusted, 0700), 0);
@@ -290,7 +205,7 @@ START_TEST(test_trusted_key_lookup)
     ck_assert_int_eq(cdc__curve_trusted_key(in_dir(path, sizeof path, "trusted/a"),
                                             a.public_txt, &found), CDC_OK);
     ck_assert_int_eq(cdc__curve_trusted_key(path, b.public_txt, &found), CDC_ECONFIG);
-    remove_dir();
+    cdc_test_temp_dir_remove(dir);
 }
 END_TEST
 
@@ -298,7 +213,7 @@ END_TEST
 
 START_TEST(test_user_id_is_client_key)
 {
-    make_dir();
+    cdc_test_temp_dir(dir, sizeof dir, "cdc-security");
     cdc_curve_cert_t worker, coordinator, stranger;
     keygen("worker", NULL, &worker);
     mkdir(in_dir((char[160]){0}, 160, "allow"), 0700);
@@ -321,9 +236,9 @@ START_TEST(test_user_id_is_client_key)
     ck_assert_int_eq(cdc__server_new(&options, &server), CDC_OK);
 
     void *zmq = zmq_ctx_new();
-    void *bad = raw_dealer(zmq, endpoint, &stranger, worker.public_key);
-    void *plain = raw_dealer(zmq, endpoint, NULL, NULL);
-    void *first = raw_dealer(zmq, endpoint, &coordinator, worker.public_key);
+    void *bad = cdc_test_dealer(zmq, endpoint, &stranger, worker.public_key);
+    void *plain = cdc_test_dealer(zmq, endpoint, NULL, NULL);
+    void *first = cdc_test_dealer(zmq, endpoint, &coordinator, worker.public_key);
     send_ping(bad, 1);
     send_ping(plain, 2);
     /* A CANCEL from the first connection... */
@@ -347,7 +262,7 @@ START_TEST(test_user_id_is_client_key)
     cdc__request_destroy(&request);
 
     /* ...applies to the same key's second connection (a reconnection). */
-    void *second = raw_dealer(zmq, endpoint, &coordinator, worker.public_key);
+    void *second = cdc_test_dealer(zmq, endpoint, &coordinator, worker.public_key);
     send_ping(second, 4);
     deadline = cdc_test_now_s() + 5.0;
     while (!request && cdc_test_now_s() < deadline) {
@@ -378,7 +293,7 @@ START_TEST(test_user_id_is_client_key)
     zmq_close(second);
     zmq_ctx_term(zmq);
     cdc__server_destroy(&server);
-    remove_dir();
+    cdc_test_temp_dir_remove(dir);
 }
 END_TEST
 
@@ -473,7 +388,7 @@ static void curve_trio_start(curve_trio_t *trio)
     char name[64], cert_path[240];
     mkdir(in_dir(trio->servers, sizeof trio->servers, "servers"), 0700);
     trio->workers[0] = '\0';
-    int ports[3] = {free_port(), free_port(), 0};
+    int ports[3] = {cdc_test_free_port(), cdc_test_free_port(), 0};
     for (int i = 0; i < 3; i++) {
         snprintf(name, sizeof name, "w%d", i);
         if (ports[i] > 0)
@@ -504,7 +419,7 @@ static void curve_trio_stop(curve_trio_t *trio)
 /* The allowed coordinator's results from three CURVE workers. */
 START_TEST(test_allowed_coordinator_over_curve)
 {
-    make_dir();
+    cdc_test_temp_dir(dir, sizeof dir, "cdc-security");
     cdc_curve_cert_t coordinator;
     coordinator_keys(&coordinator);
     curve_trio_t trio;
@@ -525,7 +440,7 @@ START_TEST(test_allowed_coordinator_over_curve)
     ck_assert_uint_le(stats.weights_sent, 3); /* once per worker at most */
     cdc_context_destroy(&context);
     curve_trio_stop(&trio);
-    remove_dir();
+    cdc_test_temp_dir_remove(dir);
 }
 END_TEST
 
@@ -538,14 +453,14 @@ END_TEST
    worker; the new coordinator's calls are all answered. */
 START_TEST(test_cancelled_ids_not_reused)
 {
-    make_dir();
+    cdc_test_temp_dir(dir, sizeof dir, "cdc-security");
     cdc_curve_cert_t coordinator;
     coordinator_keys(&coordinator);
     curve_trio_t trio;
     curve_trio_start(&trio);
     void *zmq = zmq_ctx_new();
     for (int i = 0; i < 3; i++) {
-        void *socket = raw_dealer(zmq, trio.endpoints[i], &coordinator, trio.certs[i].public_key);
+        void *socket = cdc_test_dealer(zmq, trio.endpoints[i], &coordinator, trio.certs[i].public_key);
         for (uint64_t id = 1; id <= 64; id++) {
             cdc_msg_header_t h;
             cdc__msg_header_init(&h, CDC_MSG_CANCEL);
@@ -566,7 +481,7 @@ START_TEST(test_cancelled_ids_not_reused)
     ck_assert_uint_eq(stats.worker_deaths, 0);
     cdc_context_destroy(&context);
     curve_trio_stop(&trio);
-    remove_dir();
+    cdc_test_temp_dir_remove(dir);
 }
 END_TEST
 
@@ -574,22 +489,22 @@ END_TEST
    never even counts the messages. The allowed key is answered. */
 START_TEST(test_stranger_gets_nothing)
 {
-    make_dir();
+    cdc_test_temp_dir(dir, sizeof dir, "cdc-security");
     cdc_curve_cert_t coordinator, worker, stranger;
     coordinator_keys(&coordinator);
     keygen("w0", NULL, &worker);
     keygen("stranger", NULL, &stranger);
     char endpoint[200];
-    pid_t pid = curve_worker("w0", free_port(), endpoint, sizeof endpoint);
+    pid_t pid = curve_worker("w0", cdc_test_free_port(), endpoint, sizeof endpoint);
 
     void *zmq = zmq_ctx_new();
-    void *plain = raw_dealer(zmq, endpoint, NULL, NULL);
-    void *unknown = raw_dealer(zmq, endpoint, &stranger, worker.public_key);
+    void *plain = cdc_test_dealer(zmq, endpoint, NULL, NULL);
+    void *unknown = cdc_test_dealer(zmq, endpoint, &stranger, worker.public_key);
     /* Posing as the coordinator without its secret key: its public key with
        the stranger's secret one. */
     cdc_curve_cert_t impostor = stranger;
     memcpy(impostor.public_key, coordinator.public_key, 32);
-    void *posing = raw_dealer(zmq, endpoint, &impostor, worker.public_key);
+    void *posing = cdc_test_dealer(zmq, endpoint, &impostor, worker.public_key);
     send_each_type(plain);
     send_each_type(unknown);
     send_each_type(posing);
@@ -597,7 +512,7 @@ START_TEST(test_stranger_gets_nothing)
     ck_assert_int_eq(replies_within(unknown, 1), 0);
     ck_assert_int_eq(replies_within(posing, 1), 0);
 
-    void *allowed = raw_dealer(zmq, endpoint, &coordinator, worker.public_key);
+    void *allowed = cdc_test_dealer(zmq, endpoint, &coordinator, worker.public_key);
     send_ping(allowed, 5);
     ck_assert_int_eq(replies_within(allowed, 3000) >= 1, 1);
     zmq_close(plain);
@@ -611,7 +526,7 @@ START_TEST(test_stranger_gets_nothing)
     read_log("w0.log", log, sizeof log);
     /* Only the allowed PING reached the worker. */
     ck_assert_msg(strstr(log, "messages 1,") != NULL, "worker log: %s", log);
-    remove_dir();
+    cdc_test_temp_dir_remove(dir);
 }
 END_TEST
 
@@ -619,14 +534,14 @@ END_TEST
    complete, right, locally, without hanging. */
 START_TEST(test_wrong_server_key_falls_back)
 {
-    make_dir();
+    cdc_test_temp_dir(dir, sizeof dir, "cdc-security");
     cdc_curve_cert_t coordinator, worker, other;
     coordinator_keys(&coordinator);
     keygen("w0", NULL, &worker);
     keygen("w1", NULL, &worker);
     keygen("other", NULL, &other);
     char endpoints[2][200], workers[420], other_path[160];
-    pid_t a = curve_worker("w0", free_port(), endpoints[0], sizeof endpoints[0]);
+    pid_t a = curve_worker("w0", cdc_test_free_port(), endpoints[0], sizeof endpoints[0]);
     pid_t b = curve_worker("w1", 0, endpoints[1], sizeof endpoints[1]);
     snprintf(workers, sizeof workers, "%s,%s", endpoints[0], endpoints[1]);
     double start = cdc_test_now_s();
@@ -647,22 +562,22 @@ START_TEST(test_wrong_server_key_falls_back)
     ck_assert_msg(strstr(log, "messages 0,") != NULL, "worker log: %s", log);
     read_log("w1.log", log, sizeof log);
     ck_assert_msg(strstr(log, "messages 0,") != NULL, "worker log: %s", log);
-    remove_dir();
+    cdc_test_temp_dir_remove(dir);
 }
 END_TEST
 
 /* A key added to the allow directory works after SIGHUP. */
 START_TEST(test_sighup_reloads_allowed)
 {
-    make_dir();
+    cdc_test_temp_dir(dir, sizeof dir, "cdc-security");
     cdc_curve_cert_t coordinator, worker, late;
     coordinator_keys(&coordinator);
     keygen("w0", NULL, &worker);
     keygen("late", NULL, &late);
     char endpoint[200];
-    pid_t pid = curve_worker("w0", free_port(), endpoint, sizeof endpoint);
+    pid_t pid = curve_worker("w0", cdc_test_free_port(), endpoint, sizeof endpoint);
     void *zmq = zmq_ctx_new();
-    void *before = raw_dealer(zmq, endpoint, &late, worker.public_key);
+    void *before = cdc_test_dealer(zmq, endpoint, &late, worker.public_key);
     send_ping(before, 1);
     ck_assert_int_eq(replies_within(before, SILENCE_MS), 0);
     zmq_close(before);
@@ -672,7 +587,7 @@ START_TEST(test_sighup_reloads_allowed)
     ck_assert_int_eq(system(command), 0);
     ck_assert_int_eq(kill(pid, SIGHUP), 0);
     cdc_test_sleep_ms(200);
-    void *after = raw_dealer(zmq, endpoint, &late, worker.public_key);
+    void *after = cdc_test_dealer(zmq, endpoint, &late, worker.public_key);
     send_ping(after, 2);
     ck_assert_int_eq(replies_within(after, 3000) >= 1, 1);
     zmq_close(after);
@@ -681,7 +596,7 @@ START_TEST(test_sighup_reloads_allowed)
     char log[4096];
     read_log("w0.log", log, sizeof log);
     ck_assert_msg(strstr(log, "re-read") != NULL, "worker log: %s", log);
-    remove_dir();
+    cdc_test_temp_dir_remove(dir);
 }
 END_TEST
 
@@ -690,21 +605,15 @@ END_TEST
 static int run_worker_until_exit(const char *log_name, const char *const *args, long ms)
 {
     pid_t pid = worker_spawn(log_name, args);
-    double deadline = cdc_test_now_s() + ms / 1000.0;
-    int status = 0;
-    while (cdc_test_now_s() < deadline) {
-        if (waitpid(pid, &status, WNOHANG) == pid)
-            return status;
-        cdc_test_sleep_ms(10);
-    }
-    return -1 - worker_stop(pid); /* still running: stopped here */
+    int status = cdc_test_worker_wait(pid, ms / 1000.0);
+    return status >= 0 ? status : -1 - worker_stop(pid); /* still running: stopped here */
 }
 
 START_TEST(test_worker_protected_mode)
 {
-    make_dir();
+    cdc_test_temp_dir(dir, sizeof dir, "cdc-security");
     char bind[64], log[4096];
-    snprintf(bind, sizeof bind, "tcp://0.0.0.0:%d", free_port());
+    snprintf(bind, sizeof bind, "tcp://0.0.0.0:%d", cdc_test_free_port());
     const char *refused[] = {"--bind", bind, NULL};
     int status = run_worker_until_exit("refused.log", refused, 5000);
     ck_assert_msg(status >= 0 && WIFEXITED(status) && WEXITSTATUS(status) == 2,
@@ -712,7 +621,7 @@ START_TEST(test_worker_protected_mode)
     read_log("refused.log", log, sizeof log);
     ck_assert_ptr_nonnull(strstr(log, "refusing to bind"));
     ck_assert_ptr_nonnull(strstr(log, "--insecure"));
-    snprintf(bind, sizeof bind, "tcp://*:%d", free_port());
+    snprintf(bind, sizeof bind, "tcp://*:%d", cdc_test_free_port());
     status = run_worker_until_exit("refused2.log", refused, 5000);
     ck_assert_msg(status >= 0 && WEXITSTATUS(status) == 2, "status %d", status);
 
@@ -724,7 +633,7 @@ START_TEST(test_worker_protected_mode)
     ck_assert_ptr_nonnull(strstr(log, "WARNING: --insecure"));
 
     /* Loopback and CURVE half-configured. */
-    snprintf(bind, sizeof bind, "tcp://127.0.0.1:%d", free_port());
+    snprintf(bind, sizeof bind, "tcp://127.0.0.1:%d", cdc_test_free_port());
     const char *loopback[] = {"--bind", bind, NULL};
     ck_assert_int_lt(run_worker_until_exit("loopback.log", loopback, 300), 0);
     const char *half[] = {"--bind", bind, "--curve-allow", dir, NULL};
@@ -736,7 +645,7 @@ START_TEST(test_worker_protected_mode)
     ck_assert_msg(status >= 0 && WEXITSTATUS(status) == 2, "status %d", status);
     read_log("missing.log", log, sizeof log);
     ck_assert_ptr_nonnull(strstr(log, "--curve-secret"));
-    remove_dir();
+    cdc_test_temp_dir_remove(dir);
 }
 END_TEST
 
@@ -758,7 +667,7 @@ START_TEST(test_coordinator_protected_mode)
     struct sigaction host_sigint, host_sigterm;
     ck_assert_int_eq(sigaction(SIGINT, NULL, &host_sigint), 0);
     ck_assert_int_eq(sigaction(SIGTERM, NULL, &host_sigterm), 0);
-    make_dir();
+    cdc_test_temp_dir(dir, sizeof dir, "cdc-security");
     ck_assert_int_eq(context_error("ipc:///tmp/x,tcp://192.0.2.1:7001", 0), CDC_ECONFIG);
     ck_assert_ptr_nonnull(strstr(cdc_last_error(), "CDCGEMM_WORKERS"));
     ck_assert_ptr_nonnull(strstr(cdc_last_error(), "endpoint 2 'tcp://192.0.2.1:7001'"));
@@ -770,13 +679,10 @@ START_TEST(test_coordinator_protected_mode)
        0.0.0.0 is not loopback by name, yet connecting to it stays on this
        machine (a plaintext worker on 127.0.0.1). */
     char bind[64], endpoint[64];
-    int port = free_port();
-    snprintf(bind, sizeof bind, "tcp://127.0.0.1:%d", port);
+    int port = cdc_test_free_port();
     snprintf(endpoint, sizeof endpoint, "tcp://0.0.0.0:%d", port);
-    const char *args[] = {"--bind", bind, NULL};
-    pid_t pid = worker_spawn("plain.log", args);
-    for (int tries = 0; tries < 500 && !port_open(port); tries++)
-        cdc_test_sleep_ms(10);
+    cdc_test_worker_t plain = {.bin = CDC_WORKER_BIN, .parent = 1, .threads = 1};
+    pid_t pid = cdc_test_worker_start_in(dir, "plain", port, 0, &plain, bind, sizeof bind);
     ck_assert_int_eq(context_error(endpoint, 0), CDC_ECONFIG);
     setenv("CDCGEMM_INSECURE", "1", 1);
     setenv("CDCGEMM_WORKERS", endpoint, 1);
@@ -827,7 +733,7 @@ START_TEST(test_coordinator_protected_mode)
     ck_assert_ptr_nonnull(strstr(cdc_last_error(), "CDCGEMM_CURVE_SERVER"));
     /* A directory that has no certificate for an endpoint. */
     snprintf(config.curve_server, sizeof config.curve_server, "%s", dir);
-    snprintf(config.workers, sizeof config.workers, "tcp://127.0.0.1:%d", free_port());
+    snprintf(config.workers, sizeof config.workers, "tcp://127.0.0.1:%d", cdc_test_free_port());
     ck_assert_int_eq(cdc_context_new(&config, &context), CDC_ECONFIG);
     ck_assert_ptr_nonnull(strstr(cdc_last_error(), "CDCGEMM_CURVE_SERVER"));
     ck_assert_ptr_nonnull(strstr(cdc_last_error(), config.workers));
@@ -843,7 +749,7 @@ START_TEST(test_coordinator_protected_mode)
     unsetenv("CDCGEMM_CURVE_SECRET");
     unsetenv("CDCGEMM_WORKERS");
     unsetenv("CDCGEMM_PARITY");
-    remove_dir();
+    cdc_test_temp_dir_remove(dir);
 }
 END_TEST
 
@@ -924,19 +830,6 @@ static void flood_worker(const char *endpoint)
     }
 }
 
-static long rss_kib(void)
-{
-    FILE *status = fopen("/proc/self/status", "r");
-    char line[256];
-    long kib = -1;
-    while (status && fgets(line, sizeof line, status))
-        if (sscanf(line, "VmRSS: %ld", &kib) == 1)
-            break;
-    if (status)
-        fclose(status);
-    return kib;
-}
-
 /* A fake worker (any peer of a plaintext endpoint can pose as one) pushes
    2,000 unsolicited 1 MiB RESULTs: the coordinator holds at most its data
    socket's queue (ZMQ_RCVHWM, 32 messages) between calls, drops them at the
@@ -944,7 +837,7 @@ static long rss_kib(void)
    1 GB and held it). */
 START_TEST(test_fake_worker_flood_bounded)
 {
-    make_dir();
+    cdc_test_temp_dir(dir, sizeof dir, "cdc-security");
     char endpoint[128];
     snprintf(endpoint, sizeof endpoint, "ipc://%s/fake", dir);
     pid_t fake = fork();
@@ -959,19 +852,19 @@ START_TEST(test_fake_worker_flood_bounded)
     config.log_level = CDC_LOG_ERROR;
     cdc_context_t *context = NULL;
     ck_assert_msg(cdc_context_new(&config, &context) == CDC_OK, "%s", cdc_last_error());
-    long before = rss_kib();
+    long before = cdc_test_rss_kib(getpid());
     fc_check(context, 31); /* three calls, each flooded */
     cdc_test_sleep_ms(1000); /* the flood keeps coming between calls */
-    long parked = rss_kib();
+    long parked = cdc_test_rss_kib(getpid());
     fc_check(context, 32);
     cdc_test_sleep_ms(1000);
-    long after = rss_kib();
+    long after = cdc_test_rss_kib(getpid());
     cdc_stats_t stats;
     ck_assert_int_eq(cdc_context_stats(context, &stats), CDC_OK);
     cdc_context_destroy(&context);
     kill(fake, SIGKILL);
     waitpid(fake, NULL, 0);
-    remove_dir();
+    cdc_test_temp_dir_remove(dir);
     fprintf(stderr, "fake worker flood: coordinator VmRSS %ld -> %ld -> %ld KiB, "
             "%llu invalid, %llu late\n", before, parked, after,
             (unsigned long long) stats.invalid_messages, (unsigned long long) stats.late_replies);
@@ -986,36 +879,17 @@ END_TEST
 
 /* ---- frames per message (issue 24) ----------------------------------------- */
 
-static long pid_rss_kib(pid_t pid)
-{
-    char path[64], line[256];
-    snprintf(path, sizeof path, "/proc/%ld/status", (long) pid);
-    FILE *status = fopen(path, "r");
-    long kib = -1;
-    while (status && fgets(line, sizeof line, status))
-        if (sscanf(line, "VmRSS: %ld", &kib) == 1)
-            break;
-    if (status)
-        fclose(status);
-    return kib;
-}
-
 /* A plaintext worker (--insecure) on tcp://127.0.0.1:port. */
 static pid_t plain_worker(int port, char *endpoint, size_t size)
 {
-    snprintf(endpoint, size, "tcp://127.0.0.1:%d", port);
-    const char *args[] = {"--bind", endpoint, "--insecure", "--log", "info", NULL};
-    pid_t pid = worker_spawn("plain.log", args);
-    for (int tries = 0; tries < 500 && !port_open(port); tries++)
-        cdc_test_sleep_ms(10);
-    ck_assert_msg(port_open(port), "plaintext worker did not bind within 5 s");
-    return pid;
+    static const char *const insecure[] = {"--insecure", NULL};
+    return named_worker("plain", port, 0, insecure, endpoint, size);
 }
 
 /* A PING through a fresh DEALER gets its PONG within 5 s. */
 static void expect_pong(void *zmq, const char *endpoint, uint64_t id)
 {
-    void *socket = raw_dealer(zmq, endpoint, NULL, NULL);
+    void *socket = cdc_test_dealer(zmq, endpoint, NULL, NULL);
     int timeout = 5000;
     zmq_setsockopt(socket, ZMQ_RCVTIMEO, &timeout, sizeof timeout);
     send_ping(socket, id);
@@ -1068,11 +942,11 @@ static void send_all(int fd, const void *data, size_t size)
    samples over up to ms (the worker may still be draining). */
 static long settled_growth_kib(pid_t pid, long base, long bound_kib, long ms)
 {
-    long least = pid_rss_kib(pid) - base;
+    long least = cdc_test_rss_kib(pid) - base;
     double deadline = cdc_test_now_s() + ms / 1000.0;
     while (least >= bound_kib && cdc_test_now_s() < deadline) {
         cdc_test_sleep_ms(100);
-        long now = pid_rss_kib(pid) - base;
+        long now = cdc_test_rss_kib(pid) - base;
         least = now < least ? now : least;
     }
     return least;
@@ -1089,13 +963,13 @@ static long settled_growth_kib(pid_t pid, long base, long bound_kib, long ms)
    stayed after the connection closed), and it serves on. */
 START_TEST(test_empty_frames_flood_bounded)
 {
-    make_dir();
+    cdc_test_temp_dir(dir, sizeof dir, "cdc-security");
     char endpoint[64];
-    int port = free_port();
+    int port = cdc_test_free_port();
     pid_t worker = plain_worker(port, endpoint, sizeof endpoint);
     void *zmq = zmq_ctx_new();
     expect_pong(zmq, endpoint, 1);
-    long base = pid_rss_kib(worker);
+    long base = cdc_test_rss_kib(worker);
     int fd = zmtp_null_connect(port);
     uint8_t *frames = malloc((size_t) 2 * EMPTY_FRAMES);
     ck_assert_ptr_nonnull(frames);
@@ -1105,7 +979,7 @@ START_TEST(test_empty_frames_flood_bounded)
     }
     send_all(fd, frames, (size_t) 2 * EMPTY_FRAMES - 2);
     cdc_test_sleep_ms(500);
-    long during = pid_rss_kib(worker) - base;
+    long during = cdc_test_rss_kib(worker) - base;
     send_all(fd, frames + 2 * EMPTY_FRAMES - 2, 2);
     free(frames);
     long finished = settled_growth_kib(worker, base, 5 * 1024, 5000);
@@ -1116,7 +990,7 @@ START_TEST(test_empty_frames_flood_bounded)
     read_log("plain.log", log, sizeof log);
     zmq_ctx_term(zmq);
     worker_stop(worker);
-    remove_dir();
+    cdc_test_temp_dir_remove(dir);
     fprintf(stderr, "%d empty frames: worker VmRSS +%ld KiB unfinished (libzmq's), "
             "+%ld KiB read, +%ld KiB closed\n", EMPTY_FRAMES, during, finished, closed);
     ck_assert_msg(strstr(log, "header frame is 0 bytes"), "refusal not logged: %s", log);
@@ -1135,14 +1009,14 @@ END_TEST
    worker stays responsive with its memory back. */
 START_TEST(test_frames_past_header_refused)
 {
-    make_dir();
+    cdc_test_temp_dir(dir, sizeof dir, "cdc-security");
     char endpoint[64];
-    int port = free_port();
+    int port = cdc_test_free_port();
     pid_t worker = plain_worker(port, endpoint, sizeof endpoint);
     void *zmq = zmq_ctx_new();
     expect_pong(zmq, endpoint, 1);
-    long base = pid_rss_kib(worker);
-    void *socket = raw_dealer(zmq, endpoint, NULL, NULL);
+    long base = cdc_test_rss_kib(worker);
+    void *socket = cdc_test_dealer(zmq, endpoint, NULL, NULL);
     int timeout = 10000;
     zmq_setsockopt(socket, ZMQ_RCVTIMEO, &timeout, sizeof timeout);
     cdc_msg_header_t h;
@@ -1163,7 +1037,7 @@ START_TEST(test_frames_past_header_refused)
     expect_pong(zmq, endpoint, 2);
     zmq_ctx_term(zmq);
     worker_stop(worker);
-    remove_dir();
+    cdc_test_temp_dir_remove(dir);
     fprintf(stderr, "PING + %d frames: ERROR \"%s\", worker VmRSS +%ld KiB after\n",
             EXTRA_FRAMES, text, closed);
     ck_assert_uint_eq(h.type, CDC_MSG_ERROR);

@@ -5,10 +5,8 @@
 #include "testutil.h"
 
 #include <errno.h>
-#include <fcntl.h>
 #include <limits.h>
 #include <signal.h>
-#include <spawn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -19,45 +17,22 @@
 #include <unistd.h>
 #include <zmq.h>
 
-extern char **environ;
-
 static char worker_bin[PATH_MAX];
 
-/* A private directory for one test's socket and captured stderr. */
-static void make_dir(char *dir, size_t size)
+/* cdcgemm-worker with args (after the program name), stderr into err_path. */
+static pid_t spawn_worker(const char *const *args, const char *err_path)
 {
-    snprintf(dir, size, "/tmp/cdc-wproc-XXXXXX");
-    ck_assert_ptr_nonnull(mkdtemp(dir));
-}
-
-/* Spawn the worker with argv (argv[0] set here), stderr into err_path. */
-static pid_t spawn_worker(char **argv, const char *err_path)
-{
-    posix_spawn_file_actions_t actions;
-    posix_spawn_file_actions_init(&actions);
-    posix_spawn_file_actions_addopen(&actions, 2, err_path, O_WRONLY | O_CREAT | O_TRUNC,
-                                     0600);
-    argv[0] = "cdcgemm-worker";
-    pid_t pid = 0;
-    int rc = posix_spawn(&pid, worker_bin, &actions, NULL, argv, environ);
-    posix_spawn_file_actions_destroy(&actions);
-    ck_assert_msg(rc == 0, "posix_spawn %s: %s", worker_bin, strerror(rc));
-    return pid;
+    cdc_test_worker_t w = {.bin = worker_bin, .args = args, .stderr_path = err_path};
+    return cdc_test_worker_run(&w);
 }
 
 /* Wait up to limit_s for pid: its wait status, or -1 (then it is killed). */
 static int wait_exit(pid_t pid, double limit_s)
 {
-    double start = cdc_test_now_s();
-    int status = 0;
-    while (cdc_test_now_s() - start < limit_s) {
-        if (waitpid(pid, &status, WNOHANG) == pid)
-            return status;
-        cdc_test_sleep_ms(5);
-    }
-    kill(pid, SIGKILL);
-    waitpid(pid, NULL, 0);
-    return -1;
+    int status = cdc_test_worker_wait(pid, limit_s);
+    if (status < 0)
+        cdc_test_worker_kill(pid);
+    return status;
 }
 
 /* ---- command line ------------------------------------------------------- */
@@ -80,15 +55,14 @@ static const struct {
 START_TEST(test_bad_number_exits_2)
 {
     char dir[64], endpoint[96], err_path[96], text[4096];
-    make_dir(dir, sizeof dir);
+    cdc_test_temp_dir(dir, sizeof dir, "cdc-wproc");
     snprintf(endpoint, sizeof endpoint, "ipc://%s/w", dir);
     snprintf(err_path, sizeof err_path, "%s/err", dir);
-    char *argv[] = {NULL, "--bind", endpoint, (char *) bad_arguments[_i].option,
-                    (char *) bad_arguments[_i].value, "--log", "error", NULL};
+    const char *argv[] = {"--bind", endpoint, bad_arguments[_i].option,
+                          bad_arguments[_i].value, "--log", "error", NULL};
     int status = wait_exit(spawn_worker(argv, err_path), 5.0);
     cdc_test_read_text(err_path, text, sizeof text);
-    unlink(err_path);
-    rmdir(dir);
+    cdc_test_temp_dir_remove(dir);
     ck_assert_msg(status >= 0, "%s '%s' accepted: the worker served", bad_arguments[_i].option,
                   bad_arguments[_i].value);
     ck_assert(WIFEXITED(status));
@@ -100,26 +74,23 @@ END_TEST
 START_TEST(test_good_numbers_accepted)
 {
     char dir[64], endpoint[96], err_path[96], socket_path[96];
-    make_dir(dir, sizeof dir);
+    cdc_test_temp_dir(dir, sizeof dir, "cdc-wproc");
     snprintf(endpoint, sizeof endpoint, "ipc://%s/w", dir);
     snprintf(err_path, sizeof err_path, "%s/err", dir);
     snprintf(socket_path, sizeof socket_path, "%s/w", dir);
-    char *argv[] = {NULL,           "--bind",         endpoint,  "--max-memory",
-                    "64M",          "--max-entries",  "100",     "--max-peer-memory",
-                    "16M",          "--max-task-memory", "256M", "--max-peer-tasks",
-                    "8",            "--threads",      "1",       "--index",
-                    "3",            "--log",          "error",   NULL};
+    const char *argv[] = {"--bind",          endpoint, "--max-memory",      "64M",
+                          "--max-entries",   "100",    "--max-peer-memory", "16M",
+                          "--max-task-memory", "256M", "--max-peer-tasks",  "8",
+                          "--threads",       "1",      "--index",           "3",
+                          "--log",           "error",  NULL};
     pid_t pid = spawn_worker(argv, err_path);
+    cdc_test_worker_wait_bound(pid, endpoint, 5.0);
     struct stat st;
-    double start = cdc_test_now_s();
-    while (stat(socket_path, &st) != 0 && cdc_test_now_s() - start < 5.0)
-        cdc_test_sleep_ms(5);
     ck_assert_int_eq(stat(socket_path, &st), 0);
     kill(pid, SIGTERM);
     int status = wait_exit(pid, 5.0);
     ck_assert(status >= 0 && WIFEXITED(status) && WEXITSTATUS(status) == 0);
-    unlink(err_path);
-    rmdir(dir);
+    cdc_test_temp_dir_remove(dir);
 }
 END_TEST
 
@@ -176,15 +147,6 @@ static void send_task(void *socket, uint64_t id, int64_t d)
     send_frames(socket, &h, NULL, 0, 3);
 }
 
-static unsigned long long counter(const char *text, const char *name)
-{
-    const char *at = strstr(text, name);
-    ck_assert_msg(at != NULL, "no '%s' in '%s'", name, text);
-    unsigned long long value = 0;
-    ck_assert_int_eq(sscanf(at + strlen(name), "%llu", &value), 1);
-    return value;
-}
-
 /* SIGTERM finishes the task being computed and drops the queue (issue 9,
    finding 10: 23 queued tasks all ran after SIGTERM). */
 START_TEST(test_sigterm_drops_queue)
@@ -192,16 +154,13 @@ START_TEST(test_sigterm_drops_queue)
     enum { QUEUED = 20 };
     const int64_t d = 1600; /* 8 GFLOP a task: a few hundred ms on one thread */
     char dir[64], endpoint[96], err_path[96], socket_path[96], text[4096];
-    make_dir(dir, sizeof dir);
+    cdc_test_temp_dir(dir, sizeof dir, "cdc-wproc");
     snprintf(endpoint, sizeof endpoint, "ipc://%s/w", dir);
     snprintf(err_path, sizeof err_path, "%s/err", dir);
     snprintf(socket_path, sizeof socket_path, "%s/w", dir);
-    char *argv[] = {NULL, "--bind", endpoint, "--threads", "1", "--log", "info", NULL};
+    const char *argv[] = {"--bind", endpoint, "--threads", "1", "--log", "info", NULL};
     pid_t pid = spawn_worker(argv, err_path);
-    void *zmq = zmq_ctx_new(), *socket = zmq_socket(zmq, ZMQ_DEALER);
-    int linger = 0;
-    zmq_setsockopt(socket, ZMQ_LINGER, &linger, sizeof linger);
-    ck_assert_int_eq(zmq_connect(socket, endpoint), 0);
+    void *zmq = zmq_ctx_new(), *socket = cdc_test_dealer(zmq, endpoint, NULL, NULL);
     cdc_msg_header_t h;
     cdc__msg_header_init(&h, CDC_MSG_PING);
     h.request_id = 1;
@@ -240,8 +199,8 @@ START_TEST(test_sigterm_drops_queue)
        the queue too takes QUEUED tasks' time. */
     ck_assert_msg(took < 3.0 * task_s + 1.5, "exit %.3f s after SIGTERM, a task takes %.3f s",
                   took, task_s);
-    unsigned long long tasks = counter(text, ", tasks "),
-                       dropped = counter(text, "dropped at exit ");
+    unsigned long long tasks = cdc_test_counter(text, ", tasks "),
+                       dropped = cdc_test_counter(text, "dropped at exit ");
     ck_assert_uint_eq(tasks - 2 + dropped, QUEUED); /* each queued task ran or was dropped */
     ck_assert_msg(dropped >= QUEUED / 2, "only %llu of %d dropped (%.3f s a task): %s",
                   dropped, QUEUED, task_s, text);
@@ -250,8 +209,7 @@ START_TEST(test_sigterm_drops_queue)
     free(w);
     zmq_close(socket);
     zmq_ctx_term(zmq);
-    unlink(err_path);
-    rmdir(dir);
+    cdc_test_temp_dir_remove(dir);
 }
 END_TEST
 
@@ -260,15 +218,12 @@ END_TEST
 START_TEST(test_version_refused_and_goodbye)
 {
     char dir[64], endpoint[96], err_path[96], text[2048];
-    make_dir(dir, sizeof dir);
+    cdc_test_temp_dir(dir, sizeof dir, "cdc-wproc");
     snprintf(endpoint, sizeof endpoint, "ipc://%s/w", dir);
     snprintf(err_path, sizeof err_path, "%s/err", dir);
-    char *argv[] = {NULL, "--bind", endpoint, "--log", "warn", NULL};
+    const char *argv[] = {"--bind", endpoint, "--log", "warn", NULL};
     pid_t pid = spawn_worker(argv, err_path);
-    void *zmq = zmq_ctx_new(), *socket = zmq_socket(zmq, ZMQ_DEALER);
-    int linger = 0;
-    zmq_setsockopt(socket, ZMQ_LINGER, &linger, sizeof linger);
-    ck_assert_int_eq(zmq_connect(socket, endpoint), 0);
+    void *zmq = zmq_ctx_new(), *socket = cdc_test_dealer(zmq, endpoint, NULL, NULL);
     cdc_msg_header_t h;
     cdc__msg_header_init(&h, CDC_MSG_PING);
     h.request_id = 1;
@@ -300,8 +255,7 @@ START_TEST(test_version_refused_and_goodbye)
     ck_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0);
     zmq_close(socket);
     zmq_ctx_term(zmq);
-    unlink(err_path);
-    rmdir(dir);
+    cdc_test_temp_dir_remove(dir);
 }
 END_TEST
 
@@ -311,12 +265,12 @@ END_TEST
 START_TEST(test_goodbye_is_not_a_death)
 {
     char dir[64], endpoints[256], ep[2][96], err_path[2][96];
-    make_dir(dir, sizeof dir);
+    cdc_test_temp_dir(dir, sizeof dir, "cdc-wproc");
     pid_t pids[2];
     for (int i = 0; i < 2; i++) {
         snprintf(ep[i], sizeof ep[i], "ipc://%s/w%d", dir, i);
         snprintf(err_path[i], sizeof err_path[i], "%s/err%d", dir, i);
-        char *argv[] = {NULL, "--bind", ep[i], "--log", "warn", NULL};
+        const char *argv[] = {"--bind", ep[i], "--log", "warn", NULL};
         pids[i] = spawn_worker(argv, err_path[i]);
     }
     snprintf(endpoints, sizeof endpoints, "%s,%s", ep[0], ep[1]);
@@ -347,7 +301,7 @@ START_TEST(test_goodbye_is_not_a_death)
     for (int i = 0; i < 5; i++)
         ck_assert_int_eq(cdc_sgemm(ctx, CDC_ROW_MAJOR, CDC_NO_TRANS, CDC_NO_TRANS, M, N, K,
                                    1.0f, a, K, b, N, 0.0f, c, N), CDC_OK);
-    char *argv[] = {NULL, "--bind", ep[1], "--log", "warn", NULL};
+    const char *argv[] = {"--bind", ep[1], "--log", "warn", NULL};
     pids[1] = spawn_worker(argv, err_path[1]); /* the upgraded one */
     start = cdc_test_now_s();
     do {
@@ -362,9 +316,8 @@ START_TEST(test_goodbye_is_not_a_death)
     for (int i = 0; i < 2; i++) {
         kill(pids[i], SIGTERM);
         wait_exit(pids[i], 10.0);
-        unlink(err_path[i]);
     }
-    rmdir(dir);
+    cdc_test_temp_dir_remove(dir);
 }
 END_TEST
 
@@ -434,7 +387,7 @@ static void socket_file(const char *path)
 START_TEST(test_stale_directory_swept)
 {
     char tmp[64], dead_dir[128], live_dir[128], file[160];
-    make_dir(tmp, sizeof tmp);
+    cdc_test_temp_dir(tmp, sizeof tmp, "cdc-wproc");
     setenv("TMPDIR", tmp, 1);
     pid_t dead = fork();
     ck_assert_int_ge(dead, 0);

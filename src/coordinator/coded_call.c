@@ -636,35 +636,3 @@ int cdc__coded_call_run(cdc_context_t *context, cdc_coded_call_t *call)
         share_rc = cdc__share_thread_wait(context->share_thread);
     return rc != CDC_OK ? rc : share_rc;
 }
-
-int cdc__context_code(cdc_context_t *context, int n, int r, const cdc_code_t **code)
-{
-    *code = NULL;
-    /* The plan over the workers in it: n came from cdc__context_data_shards;
-       lower r so that the n + r shards fit them (r <= n). With none the
-       call is local anyway: keep r. */
-    int live = cdc__context_plan_workers(context, NULL);
-    /* keep-shards with n live: the missing workers' slots are erasures
-       (decodable while at most r), so no weight shard moves. */
-    int erasures_ok = context->config.replan == CDC_REPLAN_KEEP_SHARDS && live >= n;
-    if (live > 0 && n + r > live && !erasures_ok)
-        r = live - n > 0 ? live - n : 0;
-    if (r > n)
-        r = n;
-    if (r == 0)
-        return CDC_OK;
-    pthread_mutex_lock(&context->lock);
-    cdc_code_t **slot = &context->codes[r][n];
-    int rc = CDC_OK;
-    if (!*slot) {
-        const cdc_code_ops_t *ops = context->config.code[0]
-                                        ? cdc__code_find_ops(context->config.code)
-                                        : NULL;
-        if (ops && ops->max_parity < r)
-            ops = NULL; /* the named scheme cannot do r: use the default */
-        rc = cdc__code_new(ops, n, r, slot);
-    }
-    *code = *slot;
-    pthread_mutex_unlock(&context->lock);
-    return rc;
-}

@@ -117,7 +117,5 @@ int cdc__check_wait_over(cdc_check_wait_t *wait, int decodable, int checkable);
 
 int cdc__coded_call_run_here(const cdc_context_t *context, const cdc_shard_task_t *task);
 
-/* The code for (n, r) on this context, built once and cached (NULL for r = 0). */
-int cdc__context_code(cdc_context_t *context, int n, int r, const cdc_code_t **code);
 
 #endif

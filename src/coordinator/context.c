@@ -119,6 +119,20 @@ static void worker_moved(void *arg, int w, const char *endpoint)
         CDC_LOG_WARNF("local worker %d: %s", w, cdc_last_error());
 }
 
+/* Stop the supervisor (nothing respawned after); its counters outlive it:
+   CDCGEMM_STATS may be written later. */
+static void supervisor_stop(cdc_context_t *self)
+{
+    if (self->supervisor)
+        cdc__supervisor_counters(self->supervisor, &self->respawns, &self->given_up);
+    cdc__supervisor_stop(&self->supervisor);
+}
+
+static void supervisor_stop_at_exit(void *context)
+{
+    supervisor_stop(context);
+}
+
 /* The embedded default: spawn the workers, then talk to them like any
    others, and (config->respawn) keep them alive. They answer within ms of
    binding; the bound is only for a machine under heavy load. */
@@ -138,7 +152,10 @@ static int local_start(cdc_context_t *self, const cdc_config_t *config)
     rc = cdc__executor_zmq_new(config, endpoints, wait, &self->executor);
     free(endpoints);
     if (rc == CDC_OK && config->respawn) {
-        rc = cdc__local_workers_supervise(self->local, heartbeat_live, worker_moved, self);
+        rc = cdc__supervisor_start(self->local, heartbeat_live, worker_moved, self,
+                                   &self->supervisor);
+        if (rc == CDC_OK)
+            cdc__local_workers_before_stop(self->local, supervisor_stop_at_exit, self);
         if (rc != CDC_OK) {
             self->executor->ops->destroy(self->executor);
             self->executor = NULL;
@@ -208,7 +225,7 @@ int cdc_context_new(const cdc_config_t *config, cdc_context_t **context_p)
     return CDC_OK;
 
 fail_executor:
-    cdc__local_workers_supervise_stop(self->local); /* it reads the executor */
+    supervisor_stop(self); /* it reads the executor */
     self->executor->ops->destroy(self->executor);
     cdc__local_workers_destroy(&self->local);
 fail_config:
@@ -239,7 +256,7 @@ void cdc_context_destroy(cdc_context_t **context_p)
         if (cdc__stats_write_json(&stats, &profile, self->config.stats_path) != CDC_OK)
             CDC_LOG_WARNF("CDCGEMM_STATS: %s", cdc_last_error());
     }
-    cdc__local_workers_supervise_stop(self->local); /* before the executor it reads */
+    supervisor_stop(self); /* before the executor it reads */
     self->executor->ops->destroy(self->executor);
     cdc__local_workers_destroy(&self->local); /* after the sockets are closed */
     cdc__share_thread_free(&self->share_thread);
@@ -340,8 +357,11 @@ int cdc_context_stats(cdc_context_t *context, cdc_stats_t *stats)
         stats->repair_us_sum = remote.repair_us_sum;
         stats->repair_us_max = remote.repair_us_max;
     }
-    cdc__local_workers_respawn_counters(context->local, &stats->worker_respawns,
-                                        &stats->respawns_given_up);
+    stats->worker_respawns = context->respawns;
+    stats->respawns_given_up = context->given_up;
+    if (context->supervisor)
+        cdc__supervisor_counters(context->supervisor, &stats->worker_respawns,
+                                 &stats->respawns_given_up);
     return CDC_OK;
 }
 
@@ -406,6 +426,38 @@ int cdc__context_data_shards(const cdc_context_t *context, int parity, int *n)
     int r = parity <= live / 2 ? parity : live / 2;
     *n = live - r < data ? live - r : data;
     return CDC_OK;
+}
+
+int cdc__context_code(cdc_context_t *context, int n, int r, const cdc_code_t **code)
+{
+    *code = NULL;
+    /* The plan over the workers in it: n came from cdc__context_data_shards;
+       lower r so that the n + r shards fit them (r <= n). With none the
+       call is local anyway: keep r. */
+    int live = cdc__context_plan_workers(context, NULL);
+    /* keep-shards with n live: the missing workers' slots are erasures
+       (decodable while at most r), so no weight shard moves. */
+    int erasures_ok = context->config.replan == CDC_REPLAN_KEEP_SHARDS && live >= n;
+    if (live > 0 && n + r > live && !erasures_ok)
+        r = live - n > 0 ? live - n : 0;
+    if (r > n)
+        r = n;
+    if (r == 0)
+        return CDC_OK;
+    pthread_mutex_lock(&context->lock);
+    cdc_code_t **slot = &context->codes[r][n];
+    int rc = CDC_OK;
+    if (!*slot) {
+        const cdc_code_ops_t *ops = context->config.code[0]
+                                        ? cdc__code_find_ops(context->config.code)
+                                        : NULL;
+        if (ops && ops->max_parity < r)
+            ops = NULL; /* the named scheme cannot do r: use the default */
+        rc = cdc__code_new(ops, n, r, slot);
+    }
+    *code = *slot;
+    pthread_mutex_unlock(&context->lock);
+    return rc;
 }
 
 int cdc__context_worker_total(const cdc_context_t *context)

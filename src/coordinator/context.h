@@ -6,6 +6,7 @@
 #include "code.h"
 #include "executor.h"
 #include "local_workers.h"
+#include "supervisor.h"
 #include "profile.h"
 
 #include <pthread.h>
@@ -83,6 +84,8 @@ struct cdc_context {
                              are found                                      */
     cdc_executor_t *executor;
     cdc_local_workers_t *local; /* spawned workers (embedded default), or NULL */
+    cdc_supervisor_t *supervisor; /* keeps them alive (config.respawn), or NULL */
+    uint64_t respawns, given_up;  /* a stopped supervisor's counters         */
     cdc_code_t *codes[CDC_CODE_MAX_R + 1][CDC_CODE_MAX_N + 1]; /* [r][n], lazily */
     double block_weights[CDC_CODE_MAX_N]; /* cdc_testing_force_block_weights:
                              data blocks sized in these proportions when a
@@ -125,6 +128,10 @@ int cdc__context_plan_workers(const cdc_context_t *context, uint64_t *mask);
 
 /* Count one completed layer or GEMM call. Thread-safe. */
 void cdc__context_count_call(cdc_context_t *context);
+
+/* The code for (n, r) on this context, built once and cached (NULL for r =
+   0); r lowered so that the n + r shards fit the workers in the plan. */
+int cdc__context_code(cdc_context_t *context, int n, int r, const cdc_code_t **code);
 
 /* Hold / let go of the context's call lock (call_lock above). */
 void cdc__context_call_begin(cdc_context_t *context);

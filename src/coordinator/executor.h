@@ -2,7 +2,9 @@
  *
  * The coordinator hands an executor a batch of shard tasks and learns which
  * results arrived; it never knows how or where they ran. The math (encode,
- * decode, fallback) stays in coded_call.c whatever the transport. */
+ * decode, fallback) stays in coded_call.c whatever the transport. Everything
+ * the coordinator asks of an executor is in its ops table: no caller looks
+ * at which kind it is. */
 #ifndef CDC_EXECUTOR_H_INCLUDED
 #define CDC_EXECUTOR_H_INCLUDED
 
@@ -36,6 +38,20 @@ typedef struct {
        a grace period); NULL = every worker, always. *mask (may be NULL) gets
        bit w for each. Thread-safe. */
     int (*live)(cdc_executor_t *self, uint64_t *mask);
+    /* What an executor with remote workers also answers (each NULL for one
+       without: the cdc__executor_* functions below say what that means).
+       Each is the function below of the same name. */
+    int (*heartbeat_live)(cdc_executor_t *self, uint64_t *mask);
+    int (*worker_moved)(cdc_executor_t *self, int w, const char *endpoint);
+    int (*set_homes)(cdc_executor_t *self, const int *home_of_slot, int slots);
+    int (*stage)(cdc_executor_t *self, uint64_t token, int needed,
+                 const cdc_slot_weight_t *block, int count, const int *order);
+    void (*last_call)(cdc_executor_t *self, int *sent_to, int *answered_by, int max);
+    int (*worker_count)(cdc_executor_t *self);
+    int (*worker_status)(cdc_executor_t *self, cdc_worker_status_t *out, int max);
+    int (*profile)(cdc_executor_t *self, cdc_worker_profile_t *out, int max,
+                   cdc_worker_profile_t *coordinator);
+    void (*remote_counters)(cdc_executor_t *self, cdc_remote_counters_t *counters);
 } cdc_executor_ops_t;
 
 struct cdc_executor {

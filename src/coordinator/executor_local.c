@@ -34,7 +34,9 @@ static void local_destroy(cdc_executor_t *self)
     free(self);
 }
 
-static const cdc_executor_ops_t local_ops = {"local", local_run, local_destroy, NULL};
+/* No remote workers: every other op NULL (executor.c answers for them). */
+static const cdc_executor_ops_t local_ops = {
+    .name = "local", .run = local_run, .destroy = local_destroy};
 
 cdc_executor_t *cdc__executor_local_new(void)
 {

@@ -57,10 +57,16 @@ static int workers_refuse(const cdc_shard_task_t *tasks, int count)
     return 0;
 }
 
+/* The executor's own ops see its struct (base is its first member). */
+static zmq_executor_t *zmq_of(cdc_executor_t *base)
+{
+    return (zmq_executor_t *) base;
+}
+
 static int zmq_run(cdc_executor_t *base, cdc_shard_task_t *tasks, int count, int n,
                    int needed, const cdc_call_goal_t *goal, uint64_t *arrived)
 {
-    zmq_executor_t *self = (zmq_executor_t *) base;
+    zmq_executor_t *self = zmq_of(base);
     profile_self(self); /* the previous call's fallbacks are done by now */
     if (workers_refuse(tasks, count)) {
         *arrived = 0;
@@ -72,7 +78,7 @@ static int zmq_run(cdc_executor_t *base, cdc_shard_task_t *tasks, int count, int
 
 static void zmq_destroy(cdc_executor_t *base)
 {
-    zmq_executor_t *self = (zmq_executor_t *) base;
+    zmq_executor_t *self = zmq_of(base);
     cdc__client_destroy(&self->client); /* joins the thread that feeds the profile */
     cdc__profile_destroy(&self->profile);
     free(self);
@@ -80,10 +86,80 @@ static void zmq_destroy(cdc_executor_t *base)
 
 static int zmq_live(cdc_executor_t *base, uint64_t *mask)
 {
-    return cdc__client_planned(((zmq_executor_t *) base)->client, mask);
+    return cdc__client_planned(zmq_of(base)->client, mask);
 }
 
-static const cdc_executor_ops_t zmq_ops = {"zmq", zmq_run, zmq_destroy, zmq_live};
+static int zmq_profile(cdc_executor_t *base, cdc_worker_profile_t *out, int max,
+                       cdc_worker_profile_t *coordinator)
+{
+    zmq_executor_t *self = zmq_of(base);
+    int count = cdc__client_worker_count(self->client);
+    count = count < max ? count : max;
+    uint64_t live;
+    cdc__client_live(self->client, &live);
+    profile_self(self);
+    cdc__profile_snapshot(self->profile, out, count, coordinator);
+    for (int w = 0; w < count; w++)
+        out[w].live = (live >> w) & 1;
+    return count;
+}
+
+static void zmq_remote_counters(cdc_executor_t *base, cdc_remote_counters_t *counters)
+{
+    cdc__client_counters(zmq_of(base)->client, counters);
+}
+
+static int zmq_worker_count(cdc_executor_t *base)
+{
+    return cdc__client_admitted(zmq_of(base)->client);
+}
+
+static int zmq_worker_status(cdc_executor_t *base, cdc_worker_status_t *out, int max)
+{
+    return cdc__client_status(zmq_of(base)->client, out, max);
+}
+
+static int zmq_heartbeat_live(cdc_executor_t *base, uint64_t *mask)
+{
+    return cdc__client_live(zmq_of(base)->client, mask);
+}
+
+static int zmq_worker_moved(cdc_executor_t *base, int w, const char *endpoint)
+{
+    return cdc__client_move(zmq_of(base)->client, w, endpoint);
+}
+
+static int zmq_set_homes(cdc_executor_t *base, const int *home_of_slot, int slots)
+{
+    return cdc__client_set_homes(zmq_of(base)->client, home_of_slot, slots);
+}
+
+static int zmq_stage(cdc_executor_t *base, uint64_t token, int needed,
+                     const cdc_slot_weight_t *block, int count, const int *order)
+{
+    return cdc__client_stage(zmq_of(base)->client, token, needed, block, count, order);
+}
+
+static void zmq_last_call(cdc_executor_t *base, int *sent_to, int *answered_by, int max)
+{
+    cdc__client_last_call(zmq_of(base)->client, sent_to, answered_by, max);
+}
+
+static const cdc_executor_ops_t zmq_ops = {
+    .name = "zmq",
+    .run = zmq_run,
+    .destroy = zmq_destroy,
+    .live = zmq_live,
+    .heartbeat_live = zmq_heartbeat_live,
+    .worker_moved = zmq_worker_moved,
+    .set_homes = zmq_set_homes,
+    .stage = zmq_stage,
+    .last_call = zmq_last_call,
+    .worker_count = zmq_worker_count,
+    .worker_status = zmq_worker_status,
+    .profile = zmq_profile,
+    .remote_counters = zmq_remote_counters,
+};
 
 /* The CURVE certificates for config->workers: this coordinator's secret one
    into *client, and one worker certificate per endpoint into servers (from
@@ -174,89 +250,4 @@ int cdc__executor_zmq_new(const cdc_config_t *config, const char *endpoints,
     return CDC_OK;
 }
 
-int cdc__executor_profile(cdc_executor_t *executor, cdc_worker_profile_t *out, int max,
-                          cdc_worker_profile_t *coordinator)
-{
-    if (!executor || executor->ops != &zmq_ops)
-        return -1;
-    zmq_executor_t *self = (zmq_executor_t *) executor;
-    int count = cdc__client_worker_count(self->client);
-    count = count < max ? count : max;
-    uint64_t live;
-    cdc__client_live(self->client, &live);
-    profile_self(self);
-    cdc__profile_snapshot(self->profile, out, count, coordinator);
-    for (int w = 0; w < count; w++)
-        out[w].live = (live >> w) & 1;
-    return count;
-}
 
-int cdc__executor_remote_counters(cdc_executor_t *executor, cdc_remote_counters_t *counters)
-{
-    if (!executor || !counters || executor->ops != &zmq_ops)
-        return cdc__fail(CDC_EINVAL, "not a ZeroMQ executor");
-    cdc__client_counters(((zmq_executor_t *) executor)->client, counters);
-    return CDC_OK;
-}
-
-int cdc__executor_worker_count(cdc_executor_t *executor)
-{
-    if (!executor || executor->ops != &zmq_ops)
-        return -1;
-    return cdc__client_admitted(((zmq_executor_t *) executor)->client);
-}
-
-int cdc__executor_worker_status(cdc_executor_t *executor, cdc_worker_status_t *out, int max)
-{
-    if (!executor || executor->ops != &zmq_ops)
-        return 0;
-    return cdc__client_status(((zmq_executor_t *) executor)->client, out, max);
-}
-
-int cdc__executor_heartbeat_live(cdc_executor_t *executor, uint64_t *mask)
-{
-    if (!executor || executor->ops != &zmq_ops)
-        return -1;
-    return cdc__client_live(((zmq_executor_t *) executor)->client, mask);
-}
-
-int cdc__executor_worker_moved(cdc_executor_t *executor, int w, const char *endpoint)
-{
-    if (!executor || executor->ops != &zmq_ops)
-        return cdc__fail(CDC_EINVAL, "not a ZeroMQ executor");
-    return cdc__client_move(((zmq_executor_t *) executor)->client, w, endpoint);
-}
-
-int cdc__executor_set_homes(cdc_executor_t *executor, const int *home_of_slot, int slots)
-{
-    if (!executor || executor->ops != &zmq_ops)
-        return CDC_OK; /* no slots: every shard runs here */
-    return cdc__client_set_homes(((zmq_executor_t *) executor)->client, home_of_slot, slots);
-}
-
-int cdc__executor_stage(cdc_executor_t *executor, uint64_t token, int needed,
-                        const cdc_slot_weight_t *block, int count, const int *order)
-{
-    if (!executor || executor->ops != &zmq_ops)
-        return 1; /* no slots: every shard runs here */
-    return cdc__client_stage(((zmq_executor_t *) executor)->client, token, needed, block, count,
-                             order);
-}
-
-int cdc__executor_last_call(cdc_executor_t *executor, int *sent_to, int *answered_by,
-                            int max)
-{
-    if (!executor || executor->ops != &zmq_ops)
-        return cdc__fail(CDC_EINVAL, "not a ZeroMQ executor");
-    cdc__client_last_call(((zmq_executor_t *) executor)->client, sent_to, answered_by, max);
-    return CDC_OK;
-}
-
-int cdc__executor_live(cdc_executor_t *executor, uint64_t *mask)
-{
-    if (executor->ops->live)
-        return executor->ops->live(executor, mask);
-    if (mask)
-        *mask = ~UINT64_C(0);
-    return -1; /* every worker */
-}

@@ -36,7 +36,6 @@
 #include "plan.h"
 
 #include "bits.h"
-#include "coded_call.h"
 #include "error.h"
 #include "log.h"
 #include "profiled_plan.h"
@@ -99,12 +98,6 @@ static void lengths_by_weights(const double *weights, int n, int64_t rows, int64
             len[largest]--;
             len[i]++;
         }
-}
-
-void cdc__plan_equal_lengths(int n, int64_t rows, int64_t *len)
-{
-    for (int i = 0; i < n; i++)
-        len[i] = rows / n + (i < rows % n);
 }
 
 /* The plan as the context's last_plan, with the model's prediction for it

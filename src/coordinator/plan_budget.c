@@ -14,20 +14,6 @@
 
 #include <math.h>
 
-/* What a cache entry costs beyond its floats (the entry record, the
-   allocator's rounding, the index's share): generous, so that a shard
-   planned to fit does fit. */
-#define PLAN_BUDGET_ENTRY_SLACK 65536.0
-
-double cdc__plan_budget_rows(uint64_t max_memory, const cdc_block_cost_t *cost)
-{
-    if (max_memory == 0 || cost->held_per_row <= 0.0)
-        return 0.0;
-    double room = (double) max_memory - cost->held_fixed - PLAN_BUDGET_ENTRY_SLACK;
-    double rows = floor(room / cost->held_per_row);
-    return rows >= 1.0 ? rows : 0.5;
-}
-
 /* Warn once per operand shape (a model's layers each get their own). */
 static void warn_over_budget(cdc_context_t *context, const cdc_call_plan_t *plan,
                              const cdc_block_cost_t *cost, int64_t rows, int slot,
@@ -70,7 +56,7 @@ uint64_t cdc__plan_unfit_slots(cdc_context_t *context, const cdc_call_plan_t *pl
         if (home >= workers || profile[home].max_memory == 0 || !profile[home].live)
             continue;
         double held = (double) (s < plan->n ? plan->block_len[s] : longest) * cost->held_per_row +
-                      cost->held_fixed + PLAN_BUDGET_ENTRY_SLACK;
+                      cost->held_fixed + CDC_PLAN_BUDGET_ENTRY_SLACK;
         if (held > (double) profile[home].max_memory) {
             unfit |= UINT64_C(1) << s;
             first = first < 0 ? s : first;

@@ -110,6 +110,7 @@ void cdc__profile_note_counters(cdc_profile_state_t *state, uint64_t instance, u
         return; /* busy without work counted: nothing to say about speed */
     if (state->implausible || gflops < CDC_PROFILE_MIN_GFLOPS ||
         gflops > CDC_PROFILE_MAX_GFLOPS) {
+        state->generation += !state->implausible; /* re-plan without its claim */
         state->implausible = 1;
         state->rate_samples = 0; /* nothing it said of its speed holds */
         state->rate = (cdc_profile_estimate_t){0};

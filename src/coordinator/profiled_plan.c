@@ -56,16 +56,23 @@ static uint64_t usable_bits(const cdc_worker_profile_t *p)
            2 * (uint64_t) (p->link_samples >= PLAN_MIN_LINK_SAMPLES);
 }
 
-/* Worker p's line for this call's work; slowest_gflops: the slowest rate
-   measured, assumed for a worker not measured yet. */
+/* The slowest device measured: the rate and the link a worker whose own are
+   not trusted is planned with (an implausible one gets both: nothing it
+   says of itself holds, and a free link would make it the cheapest). */
+typedef struct {
+    double gflops, mbit; /* mbit 0: no link measured (free, as unmeasured) */
+} slowest_t;
+
+/* Worker p's line for this call's work; slowest: the slowest device
+   measured, whose rate is assumed for a worker not measured yet. */
 static cdc_shard_cost_t cost_line(const cdc_worker_profile_t *p, const cdc_block_cost_t *cost,
-                                  double slowest_gflops)
+                                  const slowest_t *slowest)
 {
     cdc_worker_profile_t trusted = *p;
     if (trusted.rate_samples < PLAN_MIN_RATE_SAMPLES)
-        trusted.gflops = slowest_gflops;
+        trusted.gflops = slowest->gflops;
     if (trusted.link_samples < PLAN_MIN_LINK_SAMPLES)
-        trusted.mbit = 0.0;
+        trusted.mbit = p->implausible ? slowest->mbit : 0.0;
     p = &trusted;
     double base = cdc__profile_predict_ms(p, 0.0, 0.0, 0.0);
     double fixed = cdc__profile_predict_ms(p, cost->flops_fixed, cost->bytes_fixed_out, 0.0);
@@ -410,16 +417,21 @@ static int anchored_lines(const cdc_profiled_state_t *st, int n, int r,
     if (st->workers < n + r || rows < n)
         return 0;
     int measured = 0;
-    double slowest = INFINITY;
-    for (int w = 0; w < st->workers; w++)
-        if (st->anchored[w].rate_samples >= PLAN_MIN_RATE_SAMPLES) {
+    slowest_t slowest = {INFINITY, 0.0};
+    for (int w = 0; w < st->workers; w++) {
+        const cdc_worker_profile_t *p = &st->anchored[w];
+        if (p->rate_samples >= PLAN_MIN_RATE_SAMPLES) {
             measured++;
-            slowest = st->anchored[w].gflops < slowest ? st->anchored[w].gflops : slowest;
+            slowest.gflops = p->gflops < slowest.gflops ? p->gflops : slowest.gflops;
         }
-    if (measured < n || !(slowest > 0.0))
+        if (p->link_samples >= PLAN_MIN_LINK_SAMPLES && p->mbit > 0 &&
+            (slowest.mbit == 0.0 || p->mbit < slowest.mbit))
+            slowest.mbit = p->mbit;
+    }
+    if (measured < n || !(slowest.gflops > 0.0))
         return 0;
     for (int w = 0; w < st->workers; w++)
-        line[w] = cost_line(&st->anchored[w], cost, slowest);
+        line[w] = cost_line(&st->anchored[w], cost, &slowest);
     return 1;
 }
 

@@ -4,7 +4,7 @@
 #define CDC_PROFILED_PLAN_H_INCLUDED
 
 #include "context.h"
-#include "plan.h"
+#include "plan_model.h"
 
 #include <stdint.h>
 

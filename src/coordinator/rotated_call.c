@@ -273,26 +273,6 @@ static void stripe_gather(const rotated_run_t *run, int s, uint64_t present, flo
     }
 }
 
-/* Rebuild stripe s's lost data blocks from its parity (present: what came)
-   in scratch ((n + r) blocks of B x cols), then copy them into out. */
-static int stripe_decode(rotated_run_t *run, int s, uint64_t present, float *scratch)
-{
-    const cdc_rotated_set_t *set = run->call->set;
-    const cdc_stripes_t *layout = &set->layout;
-    int64_t cols = run->call->proto.cols, B = set->block_rows;
-    float *blocks[CDC_CODE_MAX_N + CDC_CODE_MAX_R];
-    stripe_gather(run, s, present, scratch, blocks);
-    int rc = cdc__code_decode(set->code, B, cols, blocks, cols, present);
-    if (rc != CDC_OK)
-        return rc;
-    for (int b = 0; b < layout->n; b++)
-        if (!(present & (UINT64_C(1) << b))) {
-            cdc_shard_task_t data = block_task(run, s, b);
-            memcpy(data.result, blocks[b], (size_t) (data.a_rows * cols) * sizeof(float));
-            run->report.decoded++;
-        }
-    return CDC_OK;
-}
 
 /* The 2-norms of the product's columns' operand: bt's rows (GEMM) or the
    input patches (conv), the check's rounding scale with the rows'. */
@@ -329,6 +309,72 @@ static void stripe_scales(const rotated_run_t *run, int s, double *rows, const d
         scales[b].row = row;
         scales[b].col = cols;
     }
+}
+
+/* The BLAS accuracy guard (context decode_guard, as coded_call.c's for the
+   dedicated layout): a rebuilt block whose error amplification, the used
+   blocks' operand row norms over its own, passes guard·sqrt(k) is not used.
+   The input's column norms are the same for every block of a stripe and
+   cancel. Rows whose own operand is zero are exactly zero: set so. Returns
+   the rebuilt blocks that pass. */
+static uint64_t stripe_guard(const rotated_run_t *run, int s, uint64_t present,
+                             uint64_t rebuilt, float *const *blocks, double limit)
+{
+    const cdc_rotated_set_t *set = run->call->set;
+    int shards = set->layout.n + set->layout.r;
+    int64_t B = set->block_rows, cols = run->call->proto.cols;
+    double *rows = malloc((size_t) shards * (size_t) B * sizeof(double));
+    cdc_shard_scale_t scales[CDC_CODE_MAX_N + CDC_CODE_MAX_R];
+    if (!rows)
+        return 0; /* cannot tell: computed here */
+    stripe_scales(run, s, rows, NULL, scales);
+    for (int b = 0; b < set->layout.n; b++) {
+        if (!(rebuilt & (UINT64_C(1) << b)))
+            continue;
+        double worst = 0.0;
+        for (int64_t p = 0; p < B; p++) {
+            double mine = scales[b].row[p], sum = 0.0;
+            if (mine == 0.0) {
+                memset(blocks[b] + p * cols, 0, (size_t) cols * sizeof(float));
+                continue;
+            }
+            for (int u = 0; u < shards; u++)
+                if (present & (UINT64_C(1) << u))
+                    sum += scales[u].row[p];
+            worst = sum / mine > worst ? sum / mine : worst;
+        }
+        if (worst > limit)
+            rebuilt &= ~(UINT64_C(1) << b);
+    }
+    free(rows);
+    return rebuilt;
+}
+
+/* Rebuild stripe s's lost data blocks from its parity (present: what came)
+   in scratch ((n + r) blocks of B x cols), then copy them into out. */
+static int stripe_decode(cdc_context_t *context, rotated_run_t *run, int s, uint64_t present,
+                         float *scratch, uint64_t *filled)
+{
+    const cdc_rotated_set_t *set = run->call->set;
+    const cdc_stripes_t *layout = &set->layout;
+    int64_t cols = run->call->proto.cols, B = set->block_rows;
+    float *blocks[CDC_CODE_MAX_N + CDC_CODE_MAX_R];
+    stripe_gather(run, s, present, scratch, blocks);
+    int rc = cdc__code_decode(set->code, B, cols, blocks, cols, present);
+    if (rc != CDC_OK)
+        return rc;
+    uint64_t rebuilt = cdc__low_bits(layout->n) & ~present;
+    if (context->decode_guard > 0.0)
+        rebuilt = stripe_guard(run, s, present, rebuilt, blocks,
+                               context->decode_guard * sqrt((double) run->call->proto.k));
+    for (int b = 0; b < layout->n; b++)
+        if (rebuilt & (UINT64_C(1) << b)) {
+            cdc_shard_task_t data = block_task(run, s, b);
+            memcpy(data.result, blocks[b], (size_t) (data.a_rows * cols) * sizeof(float));
+            run->report.decoded++;
+        }
+    *filled = rebuilt;
+    return CDC_OK;
 }
 
 /* A checked call: every stripe with more blocks than its n data blocks is
@@ -403,14 +449,12 @@ static int rotated_finish(cdc_context_t *context, rotated_run_t *run)
             if (!scratch)
                 CDC_LOG_WARNF("rotated decode: %zu floats; computing lost blocks here", floats);
         }
-        if (scratch && decodable) {
-            if (stripe_decode(run, s, present, scratch) == CDC_OK)
-                continue;
+        uint64_t filled = 0; /* blocks the decode rebuilt and the guard kept */
+        if (scratch && decodable && stripe_decode(context, run, s, present, scratch, &filled))
             CDC_LOG_WARNF("stripe %d: decode failed (%s); computing it here", s,
                           cdc_last_error());
-        }
         for (int b = 0; b < layout->n && rc == CDC_OK; b++) {
-            if (present & (UINT64_C(1) << b))
+            if ((present | filled) & (UINT64_C(1) << b))
                 continue;
             cdc_shard_task_t here = block_task(run, s, b);
             rc = cdc__coded_call_run_here(context, &here);

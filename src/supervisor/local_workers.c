@@ -3,7 +3,6 @@
 #include "local_workers.h"
 
 #include "clock.h"
-#include "supervisor.h"
 #include "error.h"
 #include "log.h"
 
@@ -44,13 +43,13 @@ struct cdc_local_workers {
     char endpoints[CDC_LOCAL_ENDPOINTS_MAX]; /* the current ones */
     int registered; /* in the atexit list */
     pid_t owner;    /* the process that spawned them: only it stops them */
+    void (*before_stop)(void *arg); /* at exit, before the workers stop */
+    void *before_stop_arg;
     /* What a respawn needs to start a worker again as it was started. */
     char binary[PATH_MAX];
     char faults[CDC_CONFIG_STR];
     cdc_log_level_t log_level;
     int threads;
-    cdc_supervisor_t *supervisor; /* NULL: dead workers stay dead */
-    uint64_t respawns, given_up;  /* a stopped supervisor's counters */
 };
 
 /* Every live set, so an exiting process stops workers it never destroyed. */
@@ -197,7 +196,8 @@ static void stop_all_at_exit(void)
     pthread_mutex_lock(&registry_lock);
     for (size_t i = 0; i < sizeof registry / sizeof *registry; i++)
         if (registry[i]) {
-            cdc__local_workers_supervise_stop(registry[i]); /* no respawn while stopping */
+            if (registry[i]->before_stop) /* no respawn while stopping */
+                registry[i]->before_stop(registry[i]->before_stop_arg);
             workers_stop(registry[i]);
         }
     pthread_mutex_unlock(&registry_lock);
@@ -629,31 +629,13 @@ int cdc__local_workers_respawn(cdc_local_workers_t *self, int i, int incarnation
     return worker_spawn(self, i, incarnation);
 }
 
-int cdc__local_workers_supervise(cdc_local_workers_t *self, cdc_live_fn live,
-                                 cdc_moved_fn moved, void *arg)
+void cdc__local_workers_before_stop(cdc_local_workers_t *self, void (*fn)(void *arg),
+                                   void *arg)
 {
-    if (!self || self->supervisor)
-        return cdc__fail(CDC_EINVAL, "local workers: no set, or already supervised");
-    return cdc__supervisor_start(self, live, moved, arg, &self->supervisor);
-}
-
-void cdc__local_workers_supervise_stop(cdc_local_workers_t *self)
-{
-    /* Only the owner has the thread: a forked child's copy has none to join. */
-    if (self && self->supervisor && getpid() == self->owner) {
-        /* Its counters outlive it: CDCGEMM_STATS may be written later. */
-        cdc__supervisor_counters(self->supervisor, &self->respawns, &self->given_up);
-        cdc__supervisor_stop(&self->supervisor);
-    }
-}
-
-void cdc__local_workers_respawn_counters(const cdc_local_workers_t *self,
-                                         uint64_t *respawns, uint64_t *given_up)
-{
-    *respawns = self ? self->respawns : 0;
-    *given_up = self ? self->given_up : 0;
-    if (self && self->supervisor)
-        cdc__supervisor_counters(self->supervisor, respawns, given_up);
+    pthread_mutex_lock(&registry_lock); /* stop_all_at_exit reads them */
+    self->before_stop = fn;
+    self->before_stop_arg = arg;
+    pthread_mutex_unlock(&registry_lock);
 }
 
 void cdc__local_workers_destroy(cdc_local_workers_t **self_p)
@@ -661,7 +643,6 @@ void cdc__local_workers_destroy(cdc_local_workers_t **self_p)
     if (!self_p || !*self_p)
         return;
     cdc_local_workers_t *self = *self_p;
-    cdc__local_workers_supervise_stop(self); /* first: no respawn during shutdown */
     if (self->registered)
         registry_set(self, 0);
     workers_stop(self);

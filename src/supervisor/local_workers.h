@@ -86,21 +86,14 @@ void cdc__local_workers_kill(cdc_local_workers_t *self, int i);
    again. The slot must have no process (the old one reaped). */
 int cdc__local_workers_respawn(cdc_local_workers_t *self, int i, int incarnation);
 
-/* Start the supervisor thread (supervisor.h): dead workers are respawned,
-   hung ones (silent by live) killed and respawned. live and moved (either
-   may be NULL) are called from that thread with arg. At most once per set. */
-int cdc__local_workers_supervise(cdc_local_workers_t *self, cdc_live_fn live,
-                                 cdc_moved_fn moved, void *arg);
+/* fn(arg) is called before the workers are stopped at the program's exit
+   (an atexit handler stops the workers of a set never destroyed): the
+   owner stops whatever respawns them (the context: its supervisor). NULL:
+   nothing. */
+void cdc__local_workers_before_stop(cdc_local_workers_t *self, void (*fn)(void *arg),
+                                   void *arg);
 
-/* Stop the supervisor (joins its thread; nothing is respawned after). Call
-   before whatever live reads is destroyed. Accepts NULL; idempotent. */
-void cdc__local_workers_supervise_stop(cdc_local_workers_t *self);
-
-/* Workers respawned, and slots given up as crash loops (0 unsupervised). */
-void cdc__local_workers_respawn_counters(const cdc_local_workers_t *self,
-                                         uint64_t *respawns, uint64_t *given_up);
-
-/* Stop the supervisor, then SIGTERM every worker, wait for them (at most 1 s together), SIGKILL the
+/* SIGTERM every worker (the caller stopped its supervisor first, if any), wait for them (at most 1 s together), SIGKILL the
    rest, reap them all, remove the directory. Accepts NULL and *NULL; nulls
    *self_p. */
 void cdc__local_workers_destroy(cdc_local_workers_t **self_p);

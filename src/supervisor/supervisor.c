@@ -9,6 +9,7 @@
 #include <limits.h>
 #include <pthread.h>
 #include <stdlib.h>
+#include <unistd.h>
 #include <sys/wait.h>
 #include <time.h>
 
@@ -35,6 +36,8 @@ typedef struct {
 } slot_t;
 
 struct cdc_supervisor {
+    pid_t owner;          /* the process whose thread it is: a forked child's
+                             copy has no thread to join                   */
     cdc_local_workers_t *workers;
     cdc_live_fn live;
     cdc_moved_fn moved;
@@ -218,6 +221,7 @@ int cdc__supervisor_start(cdc_local_workers_t *workers, cdc_live_fn live, cdc_mo
     cdc_supervisor_t *self = calloc(1, sizeof *self);
     if (!self)
         return cdc__fail(CDC_ENOMEM, "supervisor");
+    self->owner = getpid();
     self->workers = workers;
     self->live = live;
     self->moved = moved;
@@ -250,6 +254,9 @@ void cdc__supervisor_stop(cdc_supervisor_t **self_p)
     if (!self_p || !*self_p)
         return;
     cdc_supervisor_t *self = *self_p;
+    *self_p = NULL;
+    if (getpid() != self->owner)
+        return; /* a forked child's copy: the parent's thread, not ours */
     pthread_mutex_lock(&self->lock);
     self->stop = 1;
     pthread_cond_signal(&self->wake);
@@ -258,7 +265,6 @@ void cdc__supervisor_stop(cdc_supervisor_t **self_p)
     pthread_cond_destroy(&self->wake);
     pthread_mutex_destroy(&self->lock);
     free(self);
-    *self_p = NULL;
 }
 
 void cdc__supervisor_counters(cdc_supervisor_t *self, uint64_t *respawns, uint64_t *given_up)

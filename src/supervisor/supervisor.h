@@ -1,4 +1,6 @@
-/* supervisor.h - keeps the embedded local workers alive: reaps, respawns, kills the hung. */
+/* supervisor.h - keeps the embedded local workers alive: reaps, respawns,
+   kills the hung. It drives a set of local workers (local_workers.h), which
+   knows nothing of it; the context owns both. */
 #ifndef CDC_SUPERVISOR_H_INCLUDED
 #define CDC_SUPERVISOR_H_INCLUDED
 
@@ -24,8 +26,9 @@ typedef struct cdc_supervisor cdc_supervisor_t;
 int cdc__supervisor_start(cdc_local_workers_t *workers, cdc_live_fn live, cdc_moved_fn moved,
                           void *arg, cdc_supervisor_t **self_p);
 
-/* Stop and join the thread; nothing is respawned after it returns. Accepts
-   NULL and *NULL; nulls *self_p. */
+/* Stop and join the thread; nothing is respawned after it returns. In a
+   forked child (not the process that started it) only *self_p is nulled:
+   the thread is the parent's. Accepts NULL and *NULL; nulls *self_p. */
 void cdc__supervisor_stop(cdc_supervisor_t **self_p);
 
 /* Workers respawned, slots given up. Thread-safe. */

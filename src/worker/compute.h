@@ -6,7 +6,7 @@
 #include "peer_tasks.h"
 #include "server.h"
 #include "status.h"
-#include "worker.h"
+#include "worker_options.h"
 
 #include <stdint.h>
 
@@ -79,8 +79,5 @@ void cdc__worker_compute_finish(cdc_worker_compute_t *self);
    *compute_p. */
 void cdc__worker_compute_stop(cdc_worker_compute_t **compute_p,
                               cdc_worker_counters_t *counters);
-
-/* into += from, field by field. */
-void cdc__worker_counters_add(cdc_worker_counters_t *into, const cdc_worker_counters_t *from);
 
 #endif

@@ -6,50 +6,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
-
-void cdc_test_rng_seed(cdc_test_rng_t *rng, uint64_t seed)
-{
-    rng->state = seed ? seed : 0x9E3779B97F4A7C15ull;
-}
-
-uint64_t cdc_test_rng_next(cdc_test_rng_t *rng)
-{
-    uint64_t x = rng->state;
-    x ^= x >> 12;
-    x ^= x << 25;
-    x ^= x >> 27;
-    rng->state = x;
-    return x * 0x2545F4914F6CDD1Dull;
-}
-
-double cdc_test_rng_uniform(cdc_test_rng_t *rng, double lo, double hi)
-{
-    double unit = (double) (cdc_test_rng_next(rng) >> 11) * (1.0 / 9007199254740992.0);
-    return lo + (hi - lo) * unit;
-}
-
-int64_t cdc_test_rng_int(cdc_test_rng_t *rng, int64_t lo, int64_t hi)
-{
-    uint64_t span = (uint64_t) (hi - lo) + 1;
-    return lo + (int64_t) (cdc_test_rng_next(rng) % span);
-}
-
-double cdc_test_rng_normal(cdc_test_rng_t *rng)
-{
-    double u1 = cdc_test_rng_uniform(rng, 0.0, 1.0);
-    double u2 = cdc_test_rng_uniform(rng, 0.0, 1.0);
-    if (u1 < 1e-300)
-        u1 = 1e-300;
-    return sqrt(-2.0 * log(u1)) * cos(2.0 * 3.14159265358979323846 * u2);
-}
-
-void cdc_test_fill_uniform(cdc_test_rng_t *rng, float *x, size_t count)
-{
-    for (size_t i = 0; i < count; i++)
-        x[i] = (float) cdc_test_rng_uniform(rng, -1.0, 1.0);
-}
+#include <zmq.h>
 
 double cdc_test_rel_error(const float *got, const double *want, size_t count)
 {
@@ -84,25 +42,89 @@ void *cdc_test_alloc(size_t bytes)
     return p;
 }
 
-double cdc_test_now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double) ts.tv_sec + ts.tv_nsec * 1e-9;
-}
-
-void cdc_test_sleep_ms(long ms)
-{
-    struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
-    while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
-        ;
-}
-
 void cdc_test_temp_file(char *template_path)
 {
     int fd = mkstemp(template_path);
     ck_assert_msg(fd >= 0, "mkstemp %s: %s", template_path, strerror(errno));
     close(fd);
+}
+
+void cdc_test_temp_dir(char *dir, size_t size, const char *name)
+{
+    ck_assert_msg(cdc_test_dir_make(dir, size, name) == 0, "mkdtemp /tmp/%s: %s", name,
+                  strerror(errno));
+}
+
+void cdc_test_temp_dir_remove(const char *dir)
+{
+    ck_assert_msg(cdc_test_dir_remove(dir) == 0, "removing %s: %s", dir, strerror(errno));
+}
+
+pid_t cdc_test_worker_run(const cdc_test_worker_t *w)
+{
+    char error[512];
+    pid_t pid = cdc_test_worker_spawn(w, error, sizeof error);
+    ck_assert_msg(pid > 0, "%s", error);
+    return pid;
+}
+
+pid_t cdc_test_worker_start(const cdc_test_worker_t *w)
+{
+    pid_t pid = cdc_test_worker_run(w);
+    int bound = cdc_test_worker_wait_bound(pid, w->endpoint, 5.0);
+    ck_assert_msg(bound == 0, "worker %s %s", w->endpoint,
+                  bound > 0 ? "exited before binding" : "did not bind within 5 s");
+    return pid;
+}
+
+pid_t cdc_test_worker_start_in(const char *dir, const char *name, int port, int curve,
+                               const cdc_test_worker_t *w, char *endpoint, size_t size)
+{
+    char secret[256], allow[256], log[256];
+    snprintf(secret, sizeof secret, "%s/%s_secret", dir, name);
+    snprintf(allow, sizeof allow, "%s/allow", dir);
+    snprintf(log, sizeof log, "%s/%s.log", dir, name);
+    if (port > 0)
+        snprintf(endpoint, size, "tcp://127.0.0.1:%d", port);
+    else
+        snprintf(endpoint, size, "ipc://%s/%s", dir, name);
+    cdc_test_worker_t options = {0};
+    if (w)
+        options = *w;
+    options.endpoint = endpoint;
+    options.stderr_path = log;
+    if (curve) {
+        options.curve_secret = secret;
+        options.curve_allow = allow;
+    }
+    return cdc_test_worker_start(&options);
+}
+
+void *cdc_test_dealer(void *zmq, const char *endpoint, const cdc_curve_cert_t *client,
+                      const uint8_t *server_key)
+{
+    void *socket = zmq_socket(zmq, ZMQ_DEALER);
+    ck_assert_ptr_nonnull(socket);
+    int linger = 0;
+    zmq_setsockopt(socket, ZMQ_LINGER, &linger, sizeof linger);
+    if (client) {
+        ck_assert_int_eq(zmq_setsockopt(socket, ZMQ_CURVE_SERVERKEY, server_key, 32), 0);
+        ck_assert_int_eq(zmq_setsockopt(socket, ZMQ_CURVE_PUBLICKEY, client->public_key, 32),
+                         0);
+        ck_assert_int_eq(zmq_setsockopt(socket, ZMQ_CURVE_SECRETKEY, client->secret_key, 32),
+                         0);
+    }
+    ck_assert_int_eq(zmq_connect(socket, endpoint), 0);
+    return socket;
+}
+
+unsigned long long cdc_test_counter(const char *text, const char *name)
+{
+    const char *at = strstr(text, name);
+    ck_assert_msg(at != NULL, "no '%s' in '%s'", name, text);
+    unsigned long long value = 0;
+    ck_assert_int_eq(sscanf(at + strlen(name), "%llu", &value), 1);
+    return value;
 }
 
 void cdc_test_read_text(const char *path, char *text, size_t size)
