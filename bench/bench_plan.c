@@ -1,6 +1,6 @@
 /* bench_plan.c - `cdcgemm-bench plan`: the plan of each layer and the latency
    model's prediction against the measured time (bench_plan.h). The model
-   (src/coordinator/planner.h) counts each shard's round trip, bytes over its
+   (src/coordinator/profile/planner.h) counts each shard's round trip, bytes over its
    link and flops at its device's rate, as the live profile measured them;
    it leaves out the coordinator's own work (packing, encoding and decoding,
    assembling results), which the measured time includes. */

@@ -17,8 +17,8 @@ grep -ohE '\bcdc_[a-z][a-z0-9_]*[[:space:]]*\(' "$src"/include/*.h |
 
 # Definitions start at column 0 (the project's style): a return type, the
 # name, "(", on one line, not static.
-for name in $(grep -hE '^[a-z_][a-z0-9_ *]*\bcdc_[a-z][a-z0-9_]*\(' \
-                "$src"/src/*/*.c "$src"/codes/*.c "$src"/transport/*.c |
+for name in $(find "$src"/src "$src"/codes "$src"/transport -name '*.c' -exec \
+                grep -hE '^[a-z_][a-z0-9_ *]*\bcdc_[a-z][a-z0-9_]*\(' {} + |
               grep -v '^static' | grep -oE 'cdc_[a-z][a-z0-9_]*\(' | sed 's/($//' | sort -u); do
   if ! grep -qx "$name" "$public"; then
     echo "private function with a public name: $name (call it cdc__${name#cdc_})"

@@ -1,4 +1,4 @@
-/* test_planner.c - the latency model (src/coordinator/planner.c): block lengths
+/* test_planner.c - the latency model (src/coordinator/profile/planner.c): block lengths
    against brute force, the parity cap, the homes of a heterogeneous mix, and
    bad arguments. */
 #include "cdcgemm.h"

@@ -184,7 +184,7 @@ int cdc__client_status(cdc_client_t *self, cdc_worker_status_t *out, int max);
 void cdc__client_counters(cdc_client_t *self, cdc_remote_counters_t *counters);
 
 /* What the client learns about each worker's speed as it learns it, for a
-   profile (src/coordinator/profile.h). pong: on the heartbeat thread, for
+   profile (src/coordinator/profile/profile.h). pong: on the heartbeat thread, for
    every PONG: rtt_ms its round trip when it answers the latest PING (else
    -1: a worker that stalled answers a backlog of them), status what it said
    about itself (NULL when malformed). call_done: on the calling thread, once

@@ -13,7 +13,7 @@
  * round trip of the latest PING and the worker's status: busy_us, flops,
  * memory; client_heartbeat.c) and, at the end of each call, each worker's
  * completed tasks (elapsed, flops, bytes; call_observe here): the
- * coordinator's live profile of its workers (src/coordinator/profile.h) is
+ * coordinator's live profile of its workers (src/coordinator/profile/profile.h) is
  * made of these. */
 #include "client_internal.h"
 

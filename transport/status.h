@@ -4,7 +4,7 @@
  * (value: decimal, unsigned), at most CDC_PROTO_MAX_TEXT bytes. A reader
  * takes the keys it knows and skips the others, so a newer worker can add
  * keys (busy_us and flops came that way: the coordinator's profile of each
- * worker's speed, src/coordinator/profile.h) without a protocol change. */
+ * worker's speed, src/coordinator/profile/profile.h) without a protocol change. */
 #ifndef CDC_STATUS_H_INCLUDED
 #define CDC_STATUS_H_INCLUDED
 

@@ -14,7 +14,7 @@ int cdc__task_run_local(const cdc_shard_task_t *task);
 /* What cdc__task_run_local has computed in this process so far: the work
    of every task that ran (2*a_rows*k*cols) and the wall time it took. In
    the coordinator that is its own CPU's work (local fallbacks, the
-   in-process executor), which its profile reads (src/coordinator/profile.h);
+   in-process executor), which its profile reads (src/coordinator/profile/profile.h);
    worker processes count theirs apart, per task (src/worker/compute.c).
    Workers run as threads of the coordinator's process (some tests) would
    add theirs here too. Thread-safe. */
