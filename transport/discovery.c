@@ -108,6 +108,13 @@ void cdc__listener_destroy(cdc_listener_t **listener_p)
 {
     if (!listener_p || !*listener_p)
         return;
+    /* zactor_destroy waits for the actor's end on its pipe, with the pipe's
+       receive timeout: cdc__listener_next leaves it at 0, and then the wait
+       returned at once, the pipe was destroyed under the running actor, and
+       CZMQ's shutdown at exit met that thread still using its sockets
+       (libzmq "Assertion failed: pfd.revents & POLLIN", 1 exit in ~8 of the
+       netns discovery runs). Wait for it. */
+    zsock_set_rcvtimeo((*listener_p)->beacon, -1);
     zactor_destroy(&(*listener_p)->beacon);
     free(*listener_p);
     *listener_p = NULL;
