@@ -123,9 +123,7 @@ static void worker_moved(void *arg, int w, const char *endpoint)
    CDCGEMM_STATS may be written later. */
 static void supervisor_stop(cdc_context_t *self)
 {
-    if (self->supervisor)
-        cdc__supervisor_counters(self->supervisor, &self->respawns, &self->given_up);
-    cdc__supervisor_stop(&self->supervisor);
+    cdc__supervisor_stop(&self->supervisor, &self->respawns, &self->given_up);
 }
 
 static void supervisor_stop_at_exit(void *context)

@@ -249,7 +249,7 @@ int cdc__supervisor_start(cdc_local_workers_t *workers, cdc_live_fn live, cdc_mo
     return CDC_OK;
 }
 
-void cdc__supervisor_stop(cdc_supervisor_t **self_p)
+void cdc__supervisor_stop(cdc_supervisor_t **self_p, uint64_t *respawns, uint64_t *given_up)
 {
     if (!self_p || !*self_p)
         return;
@@ -262,6 +262,10 @@ void cdc__supervisor_stop(cdc_supervisor_t **self_p)
     pthread_cond_signal(&self->wake);
     pthread_mutex_unlock(&self->lock);
     pthread_join(self->thread, NULL);
+    if (respawns)
+        *respawns = self->respawns;
+    if (given_up)
+        *given_up = self->given_up;
     pthread_cond_destroy(&self->wake);
     pthread_mutex_destroy(&self->lock);
     free(self);

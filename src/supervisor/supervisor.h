@@ -26,10 +26,12 @@ typedef struct cdc_supervisor cdc_supervisor_t;
 int cdc__supervisor_start(cdc_local_workers_t *workers, cdc_live_fn live, cdc_moved_fn moved,
                           void *arg, cdc_supervisor_t **self_p);
 
-/* Stop and join the thread; nothing is respawned after it returns. In a
-   forked child (not the process that started it) only *self_p is nulled:
-   the thread is the parent's. Accepts NULL and *NULL; nulls *self_p. */
-void cdc__supervisor_stop(cdc_supervisor_t **self_p);
+/* Stop and join the thread; nothing is respawned after it returns. Its
+   counters go to *respawns and *given_up (either may be NULL; untouched
+   when there was none). In a forked child (not the process that started
+   it) only *self_p is nulled: the thread and its lock are the parent's.
+   Accepts NULL and *NULL; nulls *self_p. */
+void cdc__supervisor_stop(cdc_supervisor_t **self_p, uint64_t *respawns, uint64_t *given_up);
 
 /* Workers respawned, slots given up. Thread-safe. */
 void cdc__supervisor_counters(cdc_supervisor_t *self, uint64_t *respawns,
