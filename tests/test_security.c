@@ -181,7 +181,7 @@ START_TEST(test_keygen_writes_loadable_pair)
 }
 END_TEST
 
-/* Discovery admits a worker by the key it announces (cdc__curve_trusted_key). */
+/* Discovery admits a worker by the key it announces (cdc__trust_find). */
 START_TEST(test_trusted_key_lookup)
 {
     cdc_test_temp_dir(dir, sizeof dir, "cdc-security");
@@ -192,19 +192,23 @@ START_TEST(test_trusted_key_lookup)
     keygen("trusted/a", NULL, &a);
     keygen("trusted/b", "tcp://10.0.0.9:7001", &b);
     keygen("stranger", NULL, &stranger);
-    ck_assert_int_eq(cdc__curve_trusted_key(trusted, b.public_txt, &found), CDC_OK);
+    cdc_trust_t *trust = NULL;
+    ck_assert_int_eq(cdc__trust_new(trusted, &trust), CDC_OK);
+    ck_assert_int_eq(cdc__trust_find(trust, b.public_txt, 0, &found), CDC_OK);
     ck_assert_int_eq(memcmp(found.public_key, b.public_key, 32), 0);
     ck_assert_int_eq(found.has_secret, 0);
-    ck_assert_int_eq(cdc__curve_trusted_key(trusted, a.public_txt, &found), CDC_OK);
+    ck_assert_int_eq(cdc__trust_find(trust, a.public_txt, 0, &found), CDC_OK);
     ck_assert_int_eq(memcmp(found.public_key, a.public_key, 32), 0);
     /* The stranger's key is nowhere in the directory: not admitted (its
        _secret files there are never read as trust). */
-    ck_assert_int_eq(cdc__curve_trusted_key(trusted, stranger.public_txt, &found), CDC_ECONFIG);
+    ck_assert_int_eq(cdc__trust_find(trust, stranger.public_txt, 0, &found), CDC_ECONFIG);
     ck_assert_ptr_nonnull(strstr(cdc_last_error(), stranger.public_txt));
+    cdc__trust_destroy(&trust);
     /* One certificate file: that key only. */
-    ck_assert_int_eq(cdc__curve_trusted_key(in_dir(path, sizeof path, "trusted/a"),
-                                            a.public_txt, &found), CDC_OK);
-    ck_assert_int_eq(cdc__curve_trusted_key(path, b.public_txt, &found), CDC_ECONFIG);
+    ck_assert_int_eq(cdc__trust_new(in_dir(path, sizeof path, "trusted/a"), &trust), CDC_OK);
+    ck_assert_int_eq(cdc__trust_find(trust, a.public_txt, 0, &found), CDC_OK);
+    ck_assert_int_eq(cdc__trust_find(trust, b.public_txt, 0, &found), CDC_ECONFIG);
+    cdc__trust_destroy(&trust);
     cdc_test_temp_dir_remove(dir);
 }
 END_TEST
@@ -879,13 +883,6 @@ END_TEST
 
 /* ---- frames per message (issue 24) ----------------------------------------- */
 
-/* A plaintext worker (--insecure) on tcp://127.0.0.1:port. */
-static pid_t plain_worker(int port, char *endpoint, size_t size)
-{
-    static const char *const insecure[] = {"--insecure", NULL};
-    return named_worker("plain", port, 0, insecure, endpoint, size);
-}
-
 /* A PING through a fresh DEALER gets its PONG within 5 s. */
 static void expect_pong(void *zmq, const char *endpoint, uint64_t id)
 {
@@ -900,6 +897,36 @@ static void expect_pong(void *zmq, const char *endpoint, uint64_t id)
     ck_assert_uint_eq(h.type, CDC_MSG_PONG);
     ck_assert_uint_eq(h.request_id, id);
     zmq_close(socket);
+}
+
+/* A plaintext worker (--insecure) on tcp://127.0.0.1:port in the test's
+   directory, answering, and its VmRSS then (base_kib). */
+typedef struct {
+    pid_t pid;
+    int port;
+    char endpoint[64];
+    void *zmq;
+    long base_kib;
+} plain_worker_t;
+
+static void plain_start(plain_worker_t *w)
+{
+    static const char *const insecure[] = {"--insecure", NULL};
+    cdc_test_temp_dir(dir, sizeof dir, "cdc-security");
+    w->port = cdc_test_free_port();
+    w->pid = named_worker("plain", w->port, 0, insecure, w->endpoint, sizeof w->endpoint);
+    w->zmq = zmq_ctx_new();
+    expect_pong(w->zmq, w->endpoint, 1);
+    w->base_kib = cdc_test_rss_kib(w->pid);
+}
+
+/* It still serves (a PING answered); then stopped, the directory removed. */
+static void plain_finish(plain_worker_t *w)
+{
+    expect_pong(w->zmq, w->endpoint, 2);
+    zmq_ctx_term(w->zmq);
+    worker_stop(w->pid);
+    cdc_test_temp_dir_remove(dir);
 }
 
 /* Raw TCP to 127.0.0.1:port through the ZMTP 3.0 NULL handshake (greeting,
@@ -963,14 +990,9 @@ static long settled_growth_kib(pid_t pid, long base, long bound_kib, long ms)
    stayed after the connection closed), and it serves on. */
 START_TEST(test_empty_frames_flood_bounded)
 {
-    cdc_test_temp_dir(dir, sizeof dir, "cdc-security");
-    char endpoint[64];
-    int port = cdc_test_free_port();
-    pid_t worker = plain_worker(port, endpoint, sizeof endpoint);
-    void *zmq = zmq_ctx_new();
-    expect_pong(zmq, endpoint, 1);
-    long base = cdc_test_rss_kib(worker);
-    int fd = zmtp_null_connect(port);
+    plain_worker_t w;
+    plain_start(&w);
+    int fd = zmtp_null_connect(w.port);
     uint8_t *frames = malloc((size_t) 2 * EMPTY_FRAMES);
     ck_assert_ptr_nonnull(frames);
     for (int i = 0; i < EMPTY_FRAMES; i++) {
@@ -979,18 +1001,15 @@ START_TEST(test_empty_frames_flood_bounded)
     }
     send_all(fd, frames, (size_t) 2 * EMPTY_FRAMES - 2);
     cdc_test_sleep_ms(500);
-    long during = cdc_test_rss_kib(worker) - base;
+    long during = cdc_test_rss_kib(w.pid) - w.base_kib;
     send_all(fd, frames + 2 * EMPTY_FRAMES - 2, 2);
     free(frames);
-    long finished = settled_growth_kib(worker, base, 5 * 1024, 5000);
+    long finished = settled_growth_kib(w.pid, w.base_kib, 5 * 1024, 5000);
     close(fd);
-    long closed = settled_growth_kib(worker, base, 5 * 1024, 5000);
-    expect_pong(zmq, endpoint, 2); /* still serving */
+    long closed = settled_growth_kib(w.pid, w.base_kib, 5 * 1024, 5000);
     char log[4096];
     read_log("plain.log", log, sizeof log);
-    zmq_ctx_term(zmq);
-    worker_stop(worker);
-    cdc_test_temp_dir_remove(dir);
+    plain_finish(&w);
     fprintf(stderr, "%d empty frames: worker VmRSS +%ld KiB unfinished (libzmq's), "
             "+%ld KiB read, +%ld KiB closed\n", EMPTY_FRAMES, during, finished, closed);
     ck_assert_msg(strstr(log, "header frame is 0 bytes"), "refusal not logged: %s", log);
@@ -1009,14 +1028,9 @@ END_TEST
    worker stays responsive with its memory back. */
 START_TEST(test_frames_past_header_refused)
 {
-    cdc_test_temp_dir(dir, sizeof dir, "cdc-security");
-    char endpoint[64];
-    int port = cdc_test_free_port();
-    pid_t worker = plain_worker(port, endpoint, sizeof endpoint);
-    void *zmq = zmq_ctx_new();
-    expect_pong(zmq, endpoint, 1);
-    long base = cdc_test_rss_kib(worker);
-    void *socket = cdc_test_dealer(zmq, endpoint, NULL, NULL);
+    plain_worker_t w;
+    plain_start(&w);
+    void *socket = cdc_test_dealer(w.zmq, w.endpoint, NULL, NULL);
     int timeout = 10000;
     zmq_setsockopt(socket, ZMQ_RCVTIMEO, &timeout, sizeof timeout);
     cdc_msg_header_t h;
@@ -1033,11 +1047,8 @@ START_TEST(test_frames_past_header_refused)
     int size = zmq_recv(socket, text, CDC_PROTO_MAX_TEXT, 0);
     text[size > 0 ? size : 0] = '\0';
     zmq_close(socket);
-    long closed = settled_growth_kib(worker, base, 5 * 1024, 5000);
-    expect_pong(zmq, endpoint, 2);
-    zmq_ctx_term(zmq);
-    worker_stop(worker);
-    cdc_test_temp_dir_remove(dir);
+    long closed = settled_growth_kib(w.pid, w.base_kib, 5 * 1024, 5000);
+    plain_finish(&w);
     fprintf(stderr, "PING + %d frames: ERROR \"%s\", worker VmRSS +%ld KiB after\n",
             EXTRA_FRAMES, text, closed);
     ck_assert_uint_eq(h.type, CDC_MSG_ERROR);

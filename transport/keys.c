@@ -184,27 +184,18 @@ static int has_suffix(const char *name, const char *suffix)
     return n >= s && strcmp(name + n - s, suffix) == 0;
 }
 
-/* What picks a certificate out of a directory: its "endpoint" metadata
-   (an endpoint list) or its public key (a discovered worker). */
-typedef enum { MATCH_ENDPOINT, MATCH_KEY } match_t;
 
-static int cert_matches(zcert_t *zc, match_t match, const char *value)
-{
-    const char *field = match == MATCH_ENDPOINT ? zcert_meta(zc, "endpoint")
-                                                : zcert_public_txt(zc);
-    return field && strcmp(field, value) == 0;
-}
-
-/* The certificate in dir that matches value. */
-static int server_cert_in_dir(const char *dir, match_t match, const char *value,
-                              cdc_curve_cert_t *cert)
+/* Each public certificate of dir (a regular file, not hidden, not *_secret,
+   that loads) to visit(zc, ctx), until it returns nonzero: 1 (stop: found)
+   or a status, which is returned; CDC_OK once every one was visited. */
+static int certs_in_dir(const char *dir, int (*visit)(zcert_t *zc, void *ctx), void *ctx)
 {
     DIR *d = opendir(dir);
     if (!d)
         return cdc__fail(CDC_ECONFIG, "certificate directory '%s': %s", dir, strerror(errno));
-    int found = 0, certs = 0;
+    int rc = CDC_OK;
     struct dirent *entry;
-    while (!found && (entry = readdir(d)) != NULL) {
+    while (rc == CDC_OK && (entry = readdir(d)) != NULL) {
         if (entry->d_name[0] == '.' || has_suffix(entry->d_name, "_secret"))
             continue;
         char path[ZCERT_PATH_MAX + 1];
@@ -214,39 +205,45 @@ static int server_cert_in_dir(const char *dir, match_t match, const char *value,
         if (stat(path, &st) != 0 || !S_ISREG(st.st_mode))
             continue;
         zcert_t *zc = screened_load(path);
-        if (!zc)
-            continue;
-        certs++;
-        if (cert_matches(zc, match, value)) {
-            cert_copy(zc, 0, cert);
-            found = 1;
-        }
+        if (zc)
+            rc = visit(zc, ctx);
         zcert_destroy(&zc);
     }
     closedir(d);
-    if (found)
+    return rc;
+}
+
+/* A search by "endpoint" metadata (an endpoint list names its workers). */
+typedef struct {
+    const char *endpoint;
+    cdc_curve_cert_t *cert;
+    int certs; /* looked at */
+} cert_search_t;
+
+static int cert_search_visit(zcert_t *zc, void *ctx)
+{
+    cert_search_t *search = ctx;
+    search->certs++;
+    const char *field = zcert_meta(zc, "endpoint");
+    if (!field || strcmp(field, search->endpoint) != 0)
         return CDC_OK;
-    if (match == MATCH_KEY)
-        return cdc__fail(CDC_ECONFIG, "no certificate in '%s' holds key %s (of %d certificates)",
-                         dir, value, certs);
+    cert_copy(zc, 0, search->cert);
+    return 1;
+}
+
+/* The certificate in dir that names endpoint. */
+static int server_cert_in_dir(const char *dir, const char *endpoint, cdc_curve_cert_t *cert)
+{
+    cert_search_t search = {endpoint, cert, 0};
+    int rc = certs_in_dir(dir, cert_search_visit, &search);
+    if (rc == 1)
+        return CDC_OK;
+    if (rc != CDC_OK)
+        return rc;
     return cdc__fail(CDC_ECONFIG,
                      "no certificate in '%s' names endpoint '%s' (of %d certificates; "
                      "cdcgemm-keygen --endpoint %s writes one)",
-                     dir, value, certs, value);
-}
-
-int cdc__curve_trusted_key(const char *path, const char *public_txt, cdc_curve_cert_t *cert)
-{
-    int is_dir = cdc__curve_path_is_dir(path);
-    if (is_dir < 0)
-        return cdc__fail(CDC_ECONFIG, "worker certificate '%s': %s", path ? path : "(null)",
-                         strerror(errno));
-    if (is_dir)
-        return server_cert_in_dir(path, MATCH_KEY, public_txt, cert);
-    int rc = cdc__curve_load_public(path, cert);
-    if (rc == CDC_OK && strcmp(cert->public_txt, public_txt) != 0)
-        rc = cdc__fail(CDC_ECONFIG, "certificate '%s' does not hold key %s", path, public_txt);
-    return rc;
+                     dir, endpoint, search.certs, endpoint);
 }
 
 int cdc__curve_server_cert(const char *path, const char *endpoint, cdc_curve_cert_t *cert)
@@ -256,7 +253,7 @@ int cdc__curve_server_cert(const char *path, const char *endpoint, cdc_curve_cer
         return cdc__fail(CDC_ECONFIG, "worker certificate '%s': %s", path ? path : "(null)",
                          strerror(errno));
     if (is_dir)
-        return server_cert_in_dir(path, MATCH_ENDPOINT, endpoint, cert);
+        return server_cert_in_dir(path, endpoint, cert);
     return cdc__curve_load_public(path, cert);
 }
 
@@ -298,32 +295,9 @@ static int trust_add(cdc_trust_t *self, zcert_t *zc)
     return CDC_OK;
 }
 
-/* Every certificate of the directory path (as server_cert_in_dir reads them). */
-static int trust_read_dir(cdc_trust_t *self)
+static int trust_add_visit(zcert_t *zc, void *self)
 {
-    DIR *d = opendir(self->path);
-    if (!d)
-        return cdc__fail(CDC_ECONFIG, "certificate directory '%s': %s", self->path,
-                         strerror(errno));
-    int rc = CDC_OK;
-    struct dirent *entry;
-    while (rc == CDC_OK && (entry = readdir(d)) != NULL) {
-        if (entry->d_name[0] == '.' || has_suffix(entry->d_name, "_secret"))
-            continue;
-        char path[ZCERT_PATH_MAX + 1];
-        if ((size_t) snprintf(path, sizeof path, "%s/%s", self->path, entry->d_name) >=
-            sizeof path)
-            continue;
-        struct stat st;
-        if (stat(path, &st) != 0 || !S_ISREG(st.st_mode))
-            continue;
-        zcert_t *zc = screened_load(path);
-        if (zc)
-            rc = trust_add(self, zc);
-        zcert_destroy(&zc);
-    }
-    closedir(d);
-    return rc;
+    return trust_add(self, zc);
 }
 
 /* Read path again (st: its stat now); on failure nothing is trusted. */
@@ -334,7 +308,7 @@ static int trust_read(cdc_trust_t *self, const struct stat *st)
     self->seen = *st;
     int rc;
     if (S_ISDIR(st->st_mode)) {
-        rc = trust_read_dir(self);
+        rc = certs_in_dir(self->path, trust_add_visit, self);
     } else {
         zcert_t *zc = load_file(self->path);
         rc = zc ? trust_add(self, zc) : CDC_ECONFIG;

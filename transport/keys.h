@@ -49,14 +49,8 @@ int cdc__curve_load_public(const char *path, cdc_curve_cert_t *cert);
    skipped). Returns CDC_OK or CDC_ECONFIG (none found, unreadable). */
 int cdc__curve_server_cert(const char *path, const char *endpoint, cdc_curve_cert_t *cert);
 
-/* The trusted worker certificate holding public_txt (Z85), from path: a
-   certificate file or a directory of them (as cdc__curve_server_cert). For
-   discovered workers, which announce their key. Returns CDC_OK or
-   CDC_ECONFIG (not trusted: no such key; unreadable). */
-int cdc__curve_trusted_key(const char *path, const char *public_txt, cdc_curve_cert_t *cert);
-
 /* Trusted worker keys held in memory, for discovery: path (a certificate
-   file or a directory of them, as cdc__curve_trusted_key) is read once, and
+   file or a directory of them, as cdc__curve_server_cert) is read once, and
    again when its modification or change time or inode differs, looked at at
    most once per CDC_TRUST_RECHECK_MS: a beacon with an unknown key costs a
    binary search, never a directory scan (a flood of random keys made the
