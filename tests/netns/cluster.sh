@@ -34,6 +34,7 @@
 # Every loop is bounded in count; each bench run is under `timeout`. Runtime:
 # 35-45 s on a 2-core VM.
 set -u
+. "$(dirname "$0")/lib.sh"
 
 worker=${1:?usage: cluster.sh WORKER_BIN BENCH_BIN KEYGEN_BIN UNIT_FILE}
 bench=${2:?}
@@ -41,11 +42,7 @@ keygen=${3:?}
 unit=${4:?}                   # cdcgemm-worker@.service (the build tree's copy)
 unit_exec=$(cd "$(dirname "$0")/../service" && pwd)/unit_exec.sh
 
-skip() { echo "SKIP: $*"; exit 77; }
-[ "$(id -u)" -eq 0 ] || skip "needs root (network namespaces)"
-command -v ip >/dev/null 2>&1 || skip "no ip (iproute2)"
-command -v timeout >/dev/null 2>&1 || skip "no timeout (coreutils)"
-[ -n "${EPOCHREALTIME:-}" ] || skip "bash without EPOCHREALTIME (bash >= 5)"
+netns_require
 
 prefix=cdcnt
 run=$prefix$$                 # every name of this run carries its pid
@@ -62,31 +59,13 @@ host_ip() { echo "$net.$((10 + $1))"; }
 # them: 0.04-0.44 s over a dozen runs). CDC_NETNS_PARTITION_S overrides it.
 partition_s=${CDC_NETNS_PARTITION_S:-3.5}
 
-failures=0
-fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
-pass() { echo "ok: $*"; }
-
-# ---- cleanup on every path, the bridge ------------------------------------------
-. "$(dirname "$0")/lib.sh"
-created=()
-tmp=""
+# ---- cleanup on every path (lib.sh) ---------------------------------------------
 netns_start
 
 # ---- the network ---------------------------------------------------------------
-coordinator_ns=$run-co
 host_ns() { echo "$run-h$1"; }
-
-netns_bridge
-ns_add "$coordinator_ns" && attach 0 "$coordinator_ns" "$coordinator_ip" ||
-  { echo "FAIL: setting up the coordinator's namespace"; exit 1; }
-for i in 1 2 3 4 5 6; do # host 6 joins later, found by discovery (scenario 6)
-  ns_add "$(host_ns $i)" && attach "$i" "$(host_ns $i)" "$(host_ip $i)" ||
-    { echo "FAIL: setting up host $i"; exit 1; }
-done
-for ns in "${created[@]}"; do
-  [ -z "$(ip -n "$ns" route show default)" ] || { echo "FAIL: $ns has a default route"; exit 1; }
-done
-pass "7 namespaces on bridge $bridge_ns, $net.0/24, no default route"
+netns_hosts 6 # host 6 joins later, found by discovery (scenario 6)
+netns_no_route_out
 
 # ---- install (docs/deploy.md, "Install") -------------------------------------------
 # The build tree stands for the installed files: its binaries, and its copy of

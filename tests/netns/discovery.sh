@@ -37,19 +37,16 @@
 # 77 skipped (not root, no ip, no python3, no GNU time). Every loop is
 # bounded; each bench run is under `timeout`. Runtime: about 33 s.
 set -u
+. "$(dirname "$0")/lib.sh"
 
 worker=${1:?usage: discovery.sh WORKER_BIN BENCH_BIN KEYGEN_BIN}
 bench=${2:?}
 keygen=${3:?}
 beacon_py=$(cd "$(dirname "$0")" && pwd)/beacon.py
 
-skip() { echo "SKIP: $*"; exit 77; }
-[ "$(id -u)" -eq 0 ] || skip "needs root (network namespaces)"
-command -v ip >/dev/null 2>&1 || skip "no ip (iproute2)"
-command -v timeout >/dev/null 2>&1 || skip "no timeout (coreutils)"
+netns_require
 command -v python3 >/dev/null 2>&1 || skip "no python3 (the beacon sender)"
 [ -x /usr/bin/time ] || skip "no /usr/bin/time (GNU time: the coordinator's CPU)"
-[ -n "${EPOCHREALTIME:-}" ] || skip "bash without EPOCHREALTIME (bash >= 5)"
 
 prefix=cdcnd
 run=$prefix$$
@@ -61,33 +58,16 @@ attacker_ip=$net.99
 broadcast=$net.255
 host_ip() { echo "$net.$((10 + $1))"; }
 
-failures=0
-fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
-pass() { echo "ok: $*"; }
-
-# ---- cleanup on every path, the bridge ------------------------------------------
-. "$(dirname "$0")/lib.sh"
-created=()
-tmp=""
+# ---- cleanup on every path (lib.sh) ---------------------------------------------
 netns_start
 
 # ---- the network ---------------------------------------------------------------
-coordinator_ns=$run-co
-attacker_ns=$run-ev
 host_ns() { echo "$run-h$1"; }
-netns_bridge
-ns_add "$coordinator_ns" && attach 0 "$coordinator_ns" "$coordinator_ip" ||
-  { echo "FAIL: setting up the coordinator's namespace"; exit 1; }
+netns_hosts 4
+attacker_ns=$run-ev
 ns_add "$attacker_ns" && attach 9 "$attacker_ns" "$attacker_ip" ||
   { echo "FAIL: setting up the attacker's namespace"; exit 1; }
-for i in 1 2 3 4; do
-  ns_add "$(host_ns $i)" && attach "$i" "$(host_ns $i)" "$(host_ip $i)" ||
-    { echo "FAIL: setting up host $i"; exit 1; }
-done
-for ns in "${created[@]}"; do
-  [ -z "$(ip -n "$ns" route show default)" ] || { echo "FAIL: $ns has a default route"; exit 1; }
-done
-pass "7 namespaces on bridge $bridge_ns, $net.0/24, no default route"
+netns_no_route_out
 
 # ---- keys (docs/deploy.md, "Keys") ------------------------------------------------
 co_etc=$tmp/co/etc/cdcgemm
@@ -174,6 +154,33 @@ check() {
     fail "$what: $(counter "$name" degraded_calls) calls ran with less redundancy"
 }
 
+# run_late NAME REQUESTS WHAT: the coordinator's run with worker 4 started 3 s
+# into it (at fourth_at), the beacon sender stopped after it; checked; into
+# live4 when worker 4 (entry w4, from the log line that names its address)
+# was first live since it started.
+run_late() {
+  run_discover "$1" "$2" &
+  local bench_pid=$! status
+  sleep 3
+  fourth_at=$EPOCHREALTIME
+  start_worker 4
+  kill -0 $bench_pid 2>/dev/null || fail "$1: the run ended before worker 4 started"
+  wait $bench_pid
+  status=$?
+  kill "$sender_pid" 2>/dev/null
+  wait "$sender_pid" 2>/dev/null
+  check "$1" $status "$3"
+  w4=$(sed -n "s/.*worker \([0-9]*\)\( is\|: a new process at\) tcp:\/\/$(host_ip 4):$port\$/\1/p" \
+    "$tmp/$1.log" | tail -n 1)
+  live4=$(awk -v t="$fourth_at" -v w="worker ${w4:-none} live" \
+    'index($0, w) && $1 >= t { print $1; exit }' "$tmp/$1.log")
+}
+# "entry W, live X s after it started" (or "never") for worker 4.
+late_summary() {
+  echo "worker 4 is entry ${w4:-none}, live $([ -n "$live4" ] && awk -v a="$live4" \
+    -v b="$fourth_at" 'BEGIN { printf "%.2f s after it started", a - b }' || echo never)"
+}
+
 t0=$EPOCHREALTIME
 for i in 1 2 3; do start_worker "$i"; done
 template=$(ip netns exec "$attacker_ns" timeout 5 python3 "$beacon_py" capture "$(host_ip 1)" \
@@ -185,28 +192,11 @@ pass "workers 1-3 announce; the attacker captured worker 1's beacon"
 key1=$(public_key "$tmp/h1/etc/cdcgemm/worker-h1") key4=$(public_key "$tmp/h4/etc/cdcgemm/worker-h4")
 send_beacons "$key1,$key4" 7001-7070 1400 11
 sleep 0.5
-run_discover replay 700 &
-bench_pid=$!
-sleep 3
-fourth_at=$EPOCHREALTIME
-start_worker 4
-kill -0 $bench_pid 2>/dev/null || fail "replay: the run ended before worker 4 started"
-wait $bench_pid
-status=$?
-kill "$sender_pid" 2>/dev/null
-wait "$sender_pid" 2>/dev/null
-check replay $status "replayed beacons (70 ports, 2 keys)"
-# Worker 4's entry: the index it was added or moved to.
-w4=$(sed -n "s/.*worker \([0-9]*\)\( is\|: a new process at\) tcp:\/\/$(host_ip 4):$port\$/\1/p" \
-  "$tmp/replay.log" | tail -n 1)
-live4=$(awk -v t="$fourth_at" -v w="worker ${w4:-none} live" \
-  'index($0, w) && $1 >= t { print $1; exit }' "$tmp/replay.log")
+run_late replay 700 "replayed beacons (70 ports, 2 keys)"
 highest=$(sed -n 's/.*discovery: worker \([0-9]*\) is .*/\1/p' "$tmp/replay.log" | sort -n | tail -n 1)
 # Each refusal once per (endpoint, reason): no line repeats but for its time.
 repeats=$(sed -n 's/^[0-9.]* \(.*refused: [^:]*\).*/\1/p' "$tmp/replay.log" | sort | uniq -d | wc -l)
-echo "  worker 4 is entry ${w4:-none}, live $([ -n "$live4" ] && awk -v a="$live4" \
-  -v b="$fourth_at" 'BEGIN { printf "%.2f s after it started", a - b }' || echo never);" \
-  "highest entry ${highest:-none}; entries freed (never answered)" \
+echo "  $(late_summary); highest entry ${highest:-none}; entries freed (never answered)" \
   "$(grep -c "never answered within" "$tmp/replay.log"); refusals logged" \
   "$(grep -c "refused:" "$tmp/replay.log")"
 [ -n "$live4" ] && awk -v a="$live4" -v b="$fourth_at" 'BEGIN { exit !(a - b <= 2.0) }' ||
@@ -228,23 +218,8 @@ lines=$(grep -c "$attacker_ip" "$tmp/replay.log")
 stop_worker 4
 send_beacons "$absent" 7001-7070 700 10
 sleep 0.5
-run_discover full 600 &
-bench_pid=$!
-sleep 3
-fourth_at=$EPOCHREALTIME
-start_worker 4
-kill -0 $bench_pid 2>/dev/null || fail "full: the run ended before worker 4 started"
-wait $bench_pid
-status=$?
-kill "$sender_pid" 2>/dev/null
-wait "$sender_pid" 2>/dev/null
-check full $status "70 absent devices' keys replayed"
-w4=$(sed -n "s/.*worker \([0-9]*\) is tcp:\/\/$(host_ip 4):$port\$/\1/p" "$tmp/full.log" | tail -n 1)
-live4=$(awk -v t="$fourth_at" -v w="worker ${w4:-none} live" \
-  'index($0, w) && $1 >= t { print $1; exit }' "$tmp/full.log")
-echo "  worker 4 is entry ${w4:-none}, live $([ -n "$live4" ] && awk -v a="$live4" \
-  -v b="$fourth_at" 'BEGIN { printf "%.2f s after it started", a - b }' || echo never);" \
-  "entries given up for a new key $(grep -c "the full table gives" "$tmp/full.log")," \
+run_late full 600 "70 absent devices' keys replayed"
+echo "  $(late_summary); entries given up for a new key $(grep -c "the full table gives" "$tmp/full.log")," \
   "freed $(grep -c "never answered within" "$tmp/full.log")"
 [ -n "$live4" ] && awk -v a="$live4" -v b="$fourth_at" 'BEGIN { exit !(a - b <= 2.0) }' ||
   fail "full: worker 4 not live within 2 s of starting"

@@ -1,11 +1,27 @@
 # lib.sh - what the netns suites share, sourced by cluster.sh and discovery.sh:
 # cleanup on every exit path, leftovers of aborted runs, and hosts on a bridge.
 #
-# The sourcing script sets, before calling these: prefix (names of its runs),
-# run ($prefix$$: every name of this run carries its pid), created=() (the
-# namespaces to delete) and tmp="" (its directory, once made). Each host is a
-# namespace with one veth (eth0) whose peer is a port of a bridge that lives
-# in a namespace of its own; no default route, nothing in the root namespace.
+# Sourced first thing. The sourcing script then sets, before calling these:
+# prefix (names of its runs), run ($prefix$$: every name of this run carries
+# its pid), net (its /24), coordinator_ip, and host_ns/host_ip (host I's
+# namespace and address). Each host is a namespace with one veth (eth0) whose
+# peer is a port of a bridge that lives in a namespace of its own; no default
+# route, nothing in the root namespace.
+
+skip() { echo "SKIP: $*"; exit 77; }
+failures=0
+fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
+pass() { echo "ok: $*"; }
+created=() # the namespaces to delete
+tmp=""     # the run's directory, once made
+
+# What every suite needs, or skip (77): root, ip, timeout, bash 5.
+netns_require() {
+  [ "$(id -u)" -eq 0 ] || skip "needs root (network namespaces)"
+  command -v ip >/dev/null 2>&1 || skip "no ip (iproute2)"
+  command -v timeout >/dev/null 2>&1 || skip "no timeout (coreutils)"
+  [ -n "${EPOCHREALTIME:-}" ] || skip "bash without EPOCHREALTIME (bash >= 5)"
+}
 
 # Kill what runs in this run's namespaces, delete them and the directory
 # (kept with CDC_NETNS_KEEP=1). The EXIT trap.
@@ -74,4 +90,27 @@ netns_bridge() {
   ip -n "$bridge_ns" link add br0 type bridge 2>"$tmp/netns.err" ||
     skip "cannot create a bridge: $(cat "$tmp/netns.err")"
   ip -n "$bridge_ns" link set br0 up
+}
+
+# The bridge, the coordinator ($run-co, host 0, in coordinator_ns) and hosts
+# 1..count on it; exits 1 naming what could not be set up.
+netns_hosts() { # count
+  netns_bridge
+  coordinator_ns=$run-co
+  ns_add "$coordinator_ns" && attach 0 "$coordinator_ns" "$coordinator_ip" ||
+    { echo "FAIL: setting up the coordinator's namespace"; exit 1; }
+  local i
+  for ((i = 1; i <= $1; i++)); do
+    ns_add "$(host_ns $i)" && attach "$i" "$(host_ns $i)" "$(host_ip $i)" ||
+      { echo "FAIL: setting up host $i"; exit 1; }
+  done
+}
+
+# No namespace of the run has a default route: no packet can leave.
+netns_no_route_out() {
+  local ns
+  for ns in "${created[@]}"; do
+    [ -z "$(ip -n "$ns" route show default)" ] || { echo "FAIL: $ns has a default route"; exit 1; }
+  done
+  pass "${#created[@]} namespaces on bridge $bridge_ns, $net.0/24, no default route"
 }
