@@ -149,15 +149,6 @@ START_TEST(test_tiny_budget_costs_its_slot)
 }
 END_TEST
 
-/* Whether some operand's re-sized blocks are being staged. */
-static int staging(const cdc_context_t *context)
-{
-    for (int i = 0; i < CDC_PROFILED_LAYOUTS; i++)
-        if (context->profiled.layouts[i].pending_token)
-            return 1;
-    return 0;
-}
-
 /* Worker 1 claims 10^11 GFLOP/s. The profiled plan (devices at 0.5 GFLOP/s,
    the coordinator too, so the work goes out) does not believe it: every
    call exact, its rate marked implausible (dropped), and its block no
@@ -178,7 +169,9 @@ START_TEST(test_absurd_speed_planned_slowest)
     ck_assert_msg(p[1].implausible, "worker 1's claim believed after %d calls", calls);
     /* Found out, it is re-planned: the new blocks are staged (the calls keep
        the old ones meanwhile), then 30 calls on them. */
-    for (calls = 0; calls < 400 && cdc_test_now_s() - start < 60.0 && staging(context); calls++)
+    for (calls = 0;
+         calls < 400 && cdc_test_now_s() - start < 60.0 && cdc__profiled_plan_staging(context);
+         calls++)
         cdc_test_fc_check(&f, REL_TOL);
     for (int i = 0; i < 30; i++)
         cdc_test_fc_check(&f, REL_TOL);

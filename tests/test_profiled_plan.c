@@ -9,6 +9,7 @@
 #include "layer.h"
 #include "fc_fixture.h"
 #include "plan.h"
+#include "profiled_plan.h"
 #include "reference.h"
 #include "testutil.h"
 
@@ -62,15 +63,6 @@ static int blocks_unequal(const cdc_test_fc_t *f)
     return 0;
 }
 
-/* Whether some operand's re-sized blocks are being staged. */
-static int staging_under_way(const cdc_context_t *context)
-{
-    for (int i = 0; i < CDC_PROFILED_LAYOUTS; i++)
-        if (context->profiled.layouts[i].pending_token)
-            return 1;
-    return 0;
-}
-
 /* Two fast devices, two at a quarter, one at an eighth (the issue's mix),
    and a coordinator at a twentieth: it takes a share of the rows too. */
 START_TEST(test_mix_sized_to_devices)
@@ -92,10 +84,10 @@ START_TEST(test_mix_sized_to_devices)
        move and the blocks are re-sized once more (staged): the lengths
        checked below are those for the homes, once in use. */
     for (; calls < 2 * MAX_CALLS && cdc_test_now_s() - start < 2 * MAX_SECONDS &&
-           staging_under_way(context);
+           cdc__profiled_plan_staging(context);
          calls++)
         cdc_test_fc_check(&f, REL_TOL);
-    ck_assert_msg(!staging_under_way(context), "still staging after %d calls", calls);
+    ck_assert_msg(!cdc__profiled_plan_staging(context), "still staging after %d calls", calls);
     for (int i = 0; i < 20; i++)
         cdc_test_fc_check(&f, REL_TOL);
 
@@ -354,11 +346,11 @@ START_TEST(test_resize_staged)
     int calls = 0;
     /* Sized, and any re-size of the first estimates (a loaded host) in use. */
     for (; calls < MAX_CALLS && cdc_test_now_s() - start < MAX_SECONDS &&
-           (!blocks_unequal(&f) || staging_under_way(context));
+           (!blocks_unequal(&f) || cdc__profiled_plan_staging(context));
          calls++)
         cdc_test_fc_check(&f, REL_TOL);
     ck_assert_msg(blocks_unequal(&f), "still equal blocks after %d calls", calls);
-    ck_assert_msg(!staging_under_way(context), "still staging after %d calls", calls);
+    ck_assert_msg(!cdc__profiled_plan_staging(context), "still staging after %d calls", calls);
     int64_t sized[CDC_CODE_MAX_N];
     memcpy(sized, f.layer->weight_sets.in_use->len, sizeof sized);
     int sized_home[WORKERS];
@@ -371,7 +363,7 @@ START_TEST(test_resize_staged)
     for (calls = 0; calls < 2 * MAX_CALLS && cdc_test_now_s() - start < 2 * MAX_SECONDS;
          calls++) {
         cdc_test_fc_check(&f, REL_TOL);
-        if (staging_under_way(context))
+        if (cdc__profiled_plan_staging(context))
             staged_calls++;
         changed = memcmp(sized, f.layer->weight_sets.in_use->len, sizeof sized) != 0;
         if (changed)
@@ -435,7 +427,7 @@ START_TEST(test_slow_link_left_out)
         double err = cdc_test_rel_error(y, c.want, c.ycount);
         ck_assert_msg(err <= REL_TOL, "call %d: relative error %g", calls, err);
         cdc__plan_last(context, &record);
-        for (int s = 0; s < record.n && !staging_under_way(context); s++)
+        for (int s = 0; s < record.n && !cdc__profiled_plan_staging(context); s++)
             if (record.block_len[s] == 0)
                 left_out = s;
     }

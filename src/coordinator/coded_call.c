@@ -233,12 +233,19 @@ typedef struct {
     cdc_check_wait_t wait;
 } check_goal_t;
 
-static int goal_checked(void *ctx, const cdc_shard_task_t *tasks, int count)
+/* The tasks whose result is in. */
+static int results_in(const cdc_shard_task_t *tasks, int count)
 {
-    check_goal_t *goal = ctx;
     int in = 0;
     for (int t = 0; t < count; t++)
         in += (int) (tasks[t].parts_in & 1);
+    return in;
+}
+
+static int goal_checked(void *ctx, const cdc_shard_task_t *tasks, int count)
+{
+    check_goal_t *goal = ctx;
+    int in = results_in(tasks, count);
     return cdc__check_wait_over(&goal->wait, in >= goal->needed, in > goal->needed);
 }
 
@@ -248,10 +255,7 @@ static int goal_checked(void *ctx, const cdc_shard_task_t *tasks, int count)
 static int goal_needed(void *ctx, const cdc_shard_task_t *tasks, int count)
 {
     const check_goal_t *goal = ctx;
-    int in = 0;
-    for (int t = 0; t < count; t++)
-        in += (int) (tasks[t].parts_in & 1);
-    return in >= goal->needed;
+    return results_in(tasks, count) >= goal->needed;
 }
 
 /* Every shard not erased (nor empty) to the executor (and, under 2-modular

@@ -113,9 +113,8 @@ static void record_plan(cdc_context_t *context, cdc_call_plan_t *plan,
     record.r = plan->r;
     record.over_budget = plan->over_budget;
     memcpy(record.block_len, plan->block_len, (size_t) plan->n * sizeof *plan->block_len);
-    const cdc_profiled_state_t *st = &context->profiled;
     for (int s = 0; s < plan->n + plan->r; s++)
-        record.home[s] = st->slots == plan->n + plan->r ? st->home_of_slot[s] : s;
+        record.home[s] = cdc__profiled_plan_home(context, plan->n, plan->r, s);
     record.here_rows = plan->here_rows;
     if (plan->over_budget ||
         cdc__profiled_plan_predict_lengths(context, plan->n, plan->r, cost, rows, plan->here_rows,

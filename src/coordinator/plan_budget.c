@@ -11,8 +11,8 @@
 
 #include "bits.h"
 #include "log.h"
+#include "profiled_plan.h"
 
-#include <math.h>
 
 /* Warn once per operand shape (a model's layers each get their own). */
 static void warn_over_budget(cdc_context_t *context, const cdc_call_plan_t *plan,
@@ -45,27 +45,28 @@ uint64_t cdc__plan_unfit_slots(cdc_context_t *context, const cdc_call_plan_t *pl
         return 0;
     cdc_worker_profile_t profile[CDC_MAX_WORKERS];
     int workers = cdc__context_profile(context, profile, CDC_MAX_WORKERS);
-    const cdc_profiled_state_t *st = &context->profiled;
     int64_t longest = 0;
     for (int i = 0; i < plan->n; i++)
         longest = plan->block_len[i] > longest ? plan->block_len[i] : longest;
     uint64_t unfit = 0;
     int first = -1;
+    uint64_t first_budget = 0; /* the first unfit slot's home's */
     for (int s = 0; s < plan->n + plan->r; s++) {
-        int home = st->slots == plan->n + plan->r ? st->home_of_slot[s] : s;
+        int home = cdc__profiled_plan_home(context, plan->n, plan->r, s);
         if (home >= workers || profile[home].max_memory == 0 || !profile[home].live)
             continue;
         double held = (double) (s < plan->n ? plan->block_len[s] : longest) * cost->held_per_row +
                       cost->held_fixed + CDC_PLAN_BUDGET_ENTRY_SLACK;
         if (held > (double) profile[home].max_memory) {
+            if (!unfit) {
+                first = s;
+                first_budget = profile[home].max_memory;
+            }
             unfit |= UINT64_C(1) << s;
-            first = first < 0 ? s : first;
         }
     }
-    if (unfit) {
-        int home = st->slots == plan->n + plan->r ? st->home_of_slot[first] : first;
-        warn_over_budget(context, plan, cost, rows, first, profile[home].max_memory,
+    if (unfit)
+        warn_over_budget(context, plan, cost, rows, first, first_budget,
                          cdc__popcount64(unfit) <= plan->r);
-    }
     return unfit;
 }

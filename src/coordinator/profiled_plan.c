@@ -390,6 +390,20 @@ void cdc__profiled_plan_staged(cdc_context_t *context, uint64_t token)
             st->layouts[i].pending_staged = 1;
 }
 
+int cdc__profiled_plan_home(const cdc_context_t *context, int n, int r, int s)
+{
+    const cdc_profiled_state_t *st = &context->profiled;
+    return st->slots == n + r ? st->home_of_slot[s] : s;
+}
+
+int cdc__profiled_plan_staging(const cdc_context_t *context)
+{
+    for (int i = 0; i < CDC_PROFILED_LAYOUTS; i++)
+        if (context->profiled.layouts[i].pending_token)
+            return 1;
+    return 0;
+}
+
 /* Re-anchor the plan's profile when an estimate moved for good, or when one
    became usable (enough samples): that changes the plan as much. */
 static void anchor(cdc_context_t *context)
@@ -446,7 +460,7 @@ int cdc__profiled_plan_predict(cdc_context_t *context, int n, int r,
         return 0;
     int home[CDC_MAX_WORKERS];
     for (int s = 0; s < n + r; s++)
-        home[s] = st->slots == n + r ? st->home_of_slot[s] : s;
+        home[s] = cdc__profiled_plan_home(context, n, r, s);
     int64_t len[CDC_MAX_WORKERS], here;
     double t = lengths_with_share(line, home, n, r, cost, rows, len, &here);
     if (!isfinite(t))

@@ -46,4 +46,12 @@ int cdc__profiled_plan_predict_lengths(cdc_context_t *context, int n, int r,
    next call of that operand uses them. */
 void cdc__profiled_plan_staged(cdc_context_t *context, uint64_t token);
 
+/* Slot s's home among n + r slots: the profiled plan's map when it has one
+   for that many slots, else worker s (the equal plan's). */
+int cdc__profiled_plan_home(const cdc_context_t *context, int n, int r, int s);
+
+/* Whether some operand's re-sized blocks are being staged now (the calls
+   keep the old ones meanwhile). */
+int cdc__profiled_plan_staging(const cdc_context_t *context);
+
 #endif
