@@ -17,7 +17,7 @@
 #include "blas_backend.h"
 #include "cdcgemm.h"
 #include "code.h"
-#include "coded_call.h"
+#include "engine.h"
 
 #include <math.h>
 #include <stdint.h>

@@ -330,7 +330,7 @@ START_TEST(test_workers_parity_on_demand)
     cdc_layer_t *layer = NULL;
     ck_assert_int_eq(cdc_fc_new(ctx, c.out, c.in, c.w, c.bias, NULL, &layer), CDC_OK);
     double took;
-    /* The weights go; the first 4 calls are the check's sample (coded_call.h):
+    /* The weights go; the first 4 calls are the check's sample (dedicated_layout.h):
        each waits for every stripe's parity block too (B = 400 / 20 rows). */
     for (int i = 0; i < 4; i++)
         workers_call(ctx, layer, &c, &took);

@@ -12,7 +12,7 @@
  *             the data blocks' lengths (cdc__plan_size_blocks)
  *   encode    pack per-call operands, cut + encode the cut one (or take the
  *             cached weights' blocks), the whole one as contiguous rows
- *   dispatch  shard tasks through cdc__coded_call_run (decode, fallback):
+ *   dispatch  shard tasks through cdc__dedicated_call_run (decode, fallback):
  *             a data task computes only its block's real rows (row cut) or
  *             columns (column cut); parity tasks the largest block's
  *   assemble  data results into T (row blocks or column blocks, at their
@@ -27,7 +27,7 @@
 #include "local_cost.h"
 #include "log.h"
 #include "norms.h"
-#include "rotated_call.h"
+#include "rotated_layout.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -184,7 +184,7 @@ static int driver_encode(const cdc_gemm_desc_t *desc, const cdc_call_plan_t *pla
 /* The parity check's scales, filled only when the check or the accuracy
    guard runs: the cut blocks' row norms (kept with the set) and the whole
    operand's (cached with weights, else computed now). */
-static int driver_scales_fill(cdc_coded_call_t *call)
+static int driver_scales_fill(cdc_dedicated_call_t *call)
 {
     const driver_operands_t *ops = call->scales_job;
     const double *whole_norms;
@@ -211,7 +211,7 @@ static int driver_scales_fill(cdc_coded_call_t *call)
 /* The coordinator's share: T's first here_rows rows (A cut: written in
    place, T's rows are contiguous) or columns (Bt cut: into *columns, a
    whole_rows x here_rows block that driver_assemble puts in place). */
-static int driver_share(const driver_operands_t *ops, cdc_coded_call_t *call, float *t,
+static int driver_share(const driver_operands_t *ops, cdc_dedicated_call_t *call, float *t,
                         float **columns)
 {
     if (ops->here_rows == 0)
@@ -242,7 +242,7 @@ static int driver_share(const driver_operands_t *ops, cdc_coded_call_t *call, fl
 
 /* The data results into T (ldt): row blocks, or column blocks when Bt was
    cut; and the coordinator's share columns (Bt cut) before them. */
-static void driver_assemble(const cdc_coded_call_t *call, const driver_operands_t *ops,
+static void driver_assemble(const cdc_dedicated_call_t *call, const driver_operands_t *ops,
                             const float *share_columns, float *t, int64_t ldt)
 {
     const cdc_shard_set_t *set = ops->set;
@@ -272,7 +272,7 @@ static void driver_stage(cdc_context_t *context, const cdc_gemm_desc_t *desc,
                          const cdc_call_plan_t *plan)
 {
     const cdc_gemm_operand_t *cut = plan->cut == CDC_SHARD_A ? &desc->a : &desc->bt;
-    if (!plan->stage_token || !cut->weights || cdc__coded_call_here(plan))
+    if (!plan->stage_token || !cut->weights || cdc__plan_here(plan))
         return;
     const cdc_shard_set_t *staged;
     if (cut->weights->shards(cut->weights, 1, plan->code, plan->n, plan->stage_here_rows,
@@ -291,11 +291,11 @@ static int driver_dispatch(cdc_context_t *context, const cdc_call_plan_t *plan,
     int cut_a = ops->cut == CDC_SHARD_A;
     int64_t result_rows = cut_a ? set->block_rows : ops->whole_rows;
     int64_t result_cols = cut_a ? ops->whole_rows : set->block_rows;
-    cdc_coded_call_t call;
-    int rc = cdc__coded_call_init(&call, plan->code, plan->n, result_rows, result_cols);
+    cdc_dedicated_call_t call;
+    int rc = cdc__dedicated_call_init(&call, plan->code, plan->n, result_rows, result_cols);
     if (rc != CDC_OK)
         return rc;
-    cdc__coded_call_follow(&call, plan);
+    cdc__dedicated_call_follow(&call, plan);
     for (int s = 0; s < set->n + set->r; s++) {
         cdc_shard_task_t *task = &call.tasks[s];
         task->kind = CDC_TASK_GEMM;
@@ -318,15 +318,15 @@ static int driver_dispatch(cdc_context_t *context, const cdc_call_plan_t *plan,
     float *share_columns = NULL;
     rc = driver_share(ops, &call, t, &share_columns);
     if (rc == CDC_OK)
-        rc = cdc__coded_call_run(context, &call);
+        rc = cdc__dedicated_call_run(context, &call);
     if (rc == CDC_OK)
         driver_assemble(&call, ops, share_columns, t, ldt);
     free(share_columns);
-    cdc__coded_call_release(&call);
+    cdc__dedicated_call_release(&call);
     return rc;
 }
 
-/* The rotated parity layout (rotated_call.h), for a cut operand that is
+/* The rotated parity layout (rotated_layout.h), for a cut operand that is
    cached weights: those weights are every task's a, the whole operand its
    bt, so a task's result rows are rows of the cut operand's product: T's
    rows (A cut, straight into t) or its columns (Bt cut: transposed into t,

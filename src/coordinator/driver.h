@@ -3,7 +3,7 @@
 #ifndef CDC_DRIVER_H_INCLUDED
 #define CDC_DRIVER_H_INCLUDED
 
-#include "coded_call.h"
+#include "dedicated_layout.h"
 #include "gemm_operands.h"
 #include "plan.h"
 #include "rotated_set.h"
@@ -83,7 +83,7 @@ typedef struct {
    each moves, cached weights not counted) and the operand it cuts, size its
    data blocks (cdc__plan_size_blocks), encode
    (pack per-call operands, cut and encode the cut one unless it is cached),
-   dispatch and decode (cdc__coded_call_run), assemble T, apply the
+   dispatch and decode (cdc__dedicated_call_run), assemble T, apply the
    epilogue, count the call. plan comes from cdc__plan_resolve; on return it
    holds the split used. On error the output is untouched for STORE
    (undefined for BIAS_RELU). The caller holds the context's call lock

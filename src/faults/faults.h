@@ -122,7 +122,7 @@ typedef struct {
 void cdc__fault_misreport(const cdc_fault_state_t *state, cdc_fault_misreport_t *out);
 
 /* The emulated GFLOP/s of the coordinator (slow@c:gflops=G), 0 for none:
-   its local computations take at least flops / G (coded_call.c), and the
+   its local computations take at least flops / G (engine.c), and the
    planner predicts them so (local_cost.h). */
 double cdc__fault_coordinator_gflops(const cdc_fault_plan_t *plan);
 

@@ -14,7 +14,7 @@
 #include "scratch.h"
 #include "plan.h"
 #include "profile.h"
-#include "rotated_call.h"
+#include "rotated_layout.h"
 
 #include <limits.h>
 #include <math.h>
@@ -92,7 +92,7 @@ typedef struct {
     const cdc_shard_set_t *filters; /* channel split; NULL: spatial split */
 } conv_scales_job_t;
 
-static int conv_scales_fill(cdc_coded_call_t *call)
+static int conv_scales_fill(cdc_dedicated_call_t *call)
 {
     const conv_scales_job_t *job = call->scales_job;
     const double *filter_norms = job->filters ? NULL : cdc__layer_weight_norms(job->layer);
@@ -127,15 +127,15 @@ static int conv_scales_fill(cdc_coded_call_t *call)
    a (filters) · im2col(input) over geometry g, filled in but for a, a_hold
    (a_key names the whole filters: a is always held) and input; the parity
    check's scales come from job. */
-static int conv_call_init(cdc_coded_call_t *call, const cdc_layer_t *layer,
+static int conv_call_init(cdc_dedicated_call_t *call, const cdc_layer_t *layer,
                           const cdc_call_plan_t *plan, int64_t rows, int64_t cols,
                           const cdc_conv_geometry_t *g, int64_t batch,
                           const conv_scales_job_t *job)
 {
-    int rc = cdc__coded_call_init(call, plan->code, plan->n, rows, cols);
+    int rc = cdc__dedicated_call_init(call, plan->code, plan->n, rows, cols);
     if (rc != CDC_OK)
         return rc;
-    cdc__coded_call_follow(call, plan);
+    cdc__dedicated_call_follow(call, plan);
     if (plan->code) {
         call->scales_fill = conv_scales_fill;
         call->scales_job = job;
@@ -157,7 +157,7 @@ static int conv_call_init(cdc_coded_call_t *call, const cdc_layer_t *layer,
 static void stage_filters(cdc_layer_t *layer, const cdc_call_plan_t *plan)
 {
     const cdc_shard_set_t *staged;
-    if (!plan->stage_token || cdc__coded_call_here(plan))
+    if (!plan->stage_token || cdc__plan_here(plan))
         return;
     if (cdc__layer_stage_shards(layer, plan->code, plan->n, plan->stage_here_rows,
                                 plan->stage_len, &staged) != CDC_OK) {
@@ -180,7 +180,7 @@ static void filters_into_output(const cdc_layer_t *layer, int64_t first, int64_t
                    (size_t) spatial * sizeof(float));
 }
 
-/* Channel split in the rotated parity layout (rotated_call.h): each worker
+/* Channel split in the rotated parity layout (rotated_layout.h): each worker
    its filters' rows, then its parity blocks, over the whole input. */
 static int conv_channel_rotated(cdc_layer_t *layer, const cdc_call_plan_t *plan,
                                 const cdc_conv_geometry_t *g, int64_t batch,
@@ -226,18 +226,18 @@ static int conv_channel_split(cdc_layer_t *layer, const cdc_call_plan_t *plan,
         return rc;
     stage_filters(layer, plan);
     int64_t spatial = g->out_h * g->out_w, cols = batch * spatial;
-    cdc_coded_call_t call;
+    cdc_dedicated_call_t call;
     conv_scales_job_t job = {layer, filters};
     rc = conv_call_init(&call, layer, plan, filters->block_rows, cols, g, batch, &job);
     if (rc != CDC_OK)
         return rc;
     /* The coordinator's share: the first here_rows filters, computed here
-       beside the shards (coded_call.h), into rows of their own. */
+       beside the shards (dedicated_layout.h), into rows of their own. */
     float *share = NULL;
     if (plan->here_rows > 0) {
         share = malloc((size_t) plan->here_rows * (size_t) cols * sizeof(float));
         if (!share) {
-            cdc__coded_call_release(&call);
+            cdc__dedicated_call_release(&call);
             return cdc__fail(CDC_ENOMEM, "the coordinator's share: %lld x %lld",
                              (long long) plan->here_rows, (long long) cols);
         }
@@ -259,7 +259,7 @@ static int conv_channel_split(cdc_layer_t *layer, const cdc_call_plan_t *plan,
         call.tasks[s].a_hold = cdc__shard_set_hold(filters);
         call.tasks[s].input = x;
     }
-    rc = cdc__coded_call_run(layer->context, &call);
+    rc = cdc__dedicated_call_run(layer->context, &call);
     if (rc == CDC_OK && share)
         filters_into_output(layer, 0, plan->here_rows, share, batch, spatial, y);
     free(share);
@@ -267,7 +267,7 @@ static int conv_channel_split(cdc_layer_t *layer, const cdc_call_plan_t *plan,
         filters_into_output(layer, cdc__shard_set_first_row(filters, s),
                             cdc__shard_set_valid_rows(filters, s), call.results[s], batch,
                             spatial, y);
-    cdc__coded_call_release(&call);
+    cdc__dedicated_call_release(&call);
     return rc;
 }
 
@@ -415,7 +415,7 @@ static int conv_spatial_split(cdc_layer_t *layer, const cdc_call_plan_t *plan,
     if (rc != CDC_OK)
         return rc;
     int64_t b_rows = bands.block_rows, cols = batch * b_rows * g->out_w;
-    cdc_coded_call_t call;
+    cdc_dedicated_call_t call;
     conv_scales_job_t job = {layer, NULL};
     rc = conv_call_init(&call, layer, plan, layer->rows, cols, &bands.geometry[n], batch, &job);
     if (rc != CDC_OK)
@@ -428,7 +428,7 @@ static int conv_spatial_split(cdc_layer_t *layer, const cdc_call_plan_t *plan,
         call.tasks[s].geometry = &bands.geometry[s];
         call.tasks[s].cols = batch * bands.out_rows[s] * g->out_w;
     }
-    rc = cdc__coded_call_run(layer->context, &call);
+    rc = cdc__dedicated_call_run(layer->context, &call);
     if (rc == CDC_OK) {
         int64_t plane = g->out_h * g->out_w;
         size_t row_bytes = (size_t) g->out_w * sizeof(float);
@@ -441,7 +441,7 @@ static int conv_spatial_split(cdc_layer_t *layer, const cdc_call_plan_t *plan,
                                call.results[s] + o * cols + (b * b_rows + t) * g->out_w,
                                row_bytes);
     }
-    cdc__coded_call_release(&call);
+    cdc__dedicated_call_release(&call);
     return rc;
 }
 

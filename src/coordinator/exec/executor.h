@@ -2,7 +2,7 @@
  *
  * The coordinator hands an executor a batch of shard tasks and learns which
  * results arrived; it never knows how or where they ran. The math (encode,
- * decode, fallback) stays in coded_call.c whatever the transport. Everything
+ * decode, fallback) stays in engine.c whatever the transport. Everything
  * the coordinator asks of an executor is in its ops table: no caller looks
  * at which kind it is. */
 #ifndef CDC_EXECUTOR_H_INCLUDED

@@ -8,7 +8,7 @@
  * P_j = sum_i g_ji X_i has B rows. The padding exists only there: a data
  * block aliases X (weights stay in one place; only the r parity blocks are
  * owned), its shard computes only its len_i real rows, and the coordinator
- * puts the zeros back into the result before decoding (coded_call.c). Zero
+ * puts the zeros back into the result before decoding (engine.c). Zero
  * rows in a data block give zero rows in its result, so padding never
  * changes a real element.
  *

@@ -1,6 +1,6 @@
 /* share_thread.h - the coordinator's own share of a coded call, computed on
    a helper thread while the calling thread dispatches the shards, collects
-   and decodes (coded_call.c). One per context, started at the first call
+   and decodes (engine.c). One per context, started at the first call
    that takes a share; the thread is kept so its scratch buffers (scratch.h)
    are kept too. */
 #ifndef CDC_SHARE_THREAD_H_INCLUDED

@@ -24,7 +24,7 @@ cdc_local_speed_t cdc__local_speed(void);
 
 /* Predicted ms for T (m x ncols) = A (m x k) · Btᵀ (ncols x k) here; on an
    emulated coordinator of emulated_gflops (> 0) no less than its flops at
-   that speed (coded_call.c makes it so). */
+   that speed (engine.c makes it so). */
 double cdc__local_gemm_ms(int64_t m, int64_t ncols, int64_t k, double emulated_gflops);
 
 #endif

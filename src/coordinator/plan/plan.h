@@ -70,6 +70,12 @@ void cdc__plan_prefer_here(cdc_context_t *context, cdc_call_plan_t *plan, double
 void cdc__plan_stage_weights(cdc_context_t *context, const cdc_call_plan_t *plan,
                              const cdc_shard_set_t *set, uint64_t key);
 
+/* Where a sized plan computes its data blocks: CDC_HERE_BUDGET, they would
+   not fit their homes' memory (over_budget); CDC_HERE_FASTER, it is
+   predicted faster here (local_faster); 0, on the workers. */
+enum { CDC_HERE_BUDGET = 1, CDC_HERE_FASTER = 2 };
+int cdc__plan_here(const cdc_call_plan_t *plan);
+
 /* The last sized call's plan and prediction (context.h) into *record.
    Thread-safe. */
 void cdc__plan_last(cdc_context_t *context, cdc_plan_record_t *record);

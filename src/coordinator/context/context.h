@@ -55,7 +55,7 @@ typedef struct {
     int over_budget;    /* run on the coordinator (budget_fallbacks)       */
     int here;           /* run on the coordinator, predicted faster there
                            (planned_local): expected_ms is that prediction */
-    int rotated;        /* ran in the rotated parity layout (rotated_call.h):
+    int rotated;        /* ran in the rotated parity layout (rotated_layout.h):
                            workers' data rows are the block lengths summed
                            over W workers; the prediction is the dedicated
                            layout's                                       */

@@ -117,7 +117,7 @@ static int lay_out_operands(cdc_rotated_set_t *set, const float *src)
 }
 
 /* Every operand row's norm, once per weights: the check of a sampled call
-   (rotated_call.c) scales its tolerance by them. */
+   (the call engine's check) scales its tolerance by them. */
 static int norm_operands(cdc_rotated_set_t *set)
 {
     int64_t parity_rows = (int64_t) set->layout.r * set->block_rows;

@@ -156,6 +156,11 @@ int cdc__plan_size_blocks(cdc_context_t *context, cdc_call_plan_t *plan,
     return CDC_OK;
 }
 
+int cdc__plan_here(const cdc_call_plan_t *plan)
+{
+    return plan->over_budget ? CDC_HERE_BUDGET : plan->local_faster ? CDC_HERE_FASTER : 0;
+}
+
 void cdc__plan_last(cdc_context_t *context, cdc_plan_record_t *record)
 {
     pthread_mutex_lock(&context->lock);

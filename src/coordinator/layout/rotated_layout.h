@@ -1,14 +1,17 @@
-/* rotated_call.h - one coded product in the rotated parity layout: every
+/* rotated_layout.h - one coded product in the rotated parity layout: every
  * worker computes its data rows first and streams them; parity blocks are
- * computed only for the stripes that lost a data block (docs/codes.md). */
-#ifndef CDC_ROTATED_CALL_H_INCLUDED
-#define CDC_ROTATED_CALL_H_INCLUDED
+ * computed only for the stripes that lost a data block (docs/codes.md).
+ * The call engine (engine.h) runs it. */
+#ifndef CDC_ROTATED_LAYOUT_H_INCLUDED
+#define CDC_ROTATED_LAYOUT_H_INCLUDED
 
 #include "context.h"
+#include "layout.h"
 #include "plan.h"
 #include "rotated_set.h"
 
 typedef struct {
+    cdc_call_layout_t layout;          /* first: the engine's view (set by the run) */
     const cdc_rotated_set_t *set; /* the cut operand: A's rows (weights)     */
     uint64_t a_key;               /* the weights' key (the set's layout is
                                      mixed in here)                          */
@@ -19,6 +22,11 @@ typedef struct {
                                      of the product of the cut operand's row i */
     cdc_split_t split;            /* the report's, in the caller's terms     */
     int wanted_r;                 /* the parity asked for (plan.h)           */
+    /* The run's own (cdc__rotated_call_run). */
+    float *tails;                 /* worker w's parity results: W x r·B x cols */
+    double *col_norms;            /* the product's columns' operand norms,
+                                     computed when first needed             */
+    double *row_norms;            /* one stripe's blocks' row norms          */
 } cdc_rotated_call_t;
 
 /* Whether a call of this plan over rows of the cut operand runs in the
@@ -29,14 +37,8 @@ typedef struct {
    in both), and every data block gets a row (cdc__rotated_fits). */
 int cdc__rotated_wanted(cdc_context_t *context, const cdc_call_plan_t *plan, int64_t rows);
 
-/* Run it: one streamed task per worker (its data rows, then its parity
-   blocks), waiting until every stripe is whole or decodable within the
-   accuracy guard (and, in a call the check samples, has a parity block to
-   check with, within its wait); stripes that fail the check computed here;
-   stripes that lost data blocks decoded with the set's code from the
-   parity blocks that came; what still misses computed here. On CDC_OK
-   every row of out is the product. Updates the context's counters and
-   last call report. */
+/* Run it through the engine: one streamed task per worker (its data rows,
+   then its parity blocks). On CDC_OK every row of out is the product. */
 int cdc__rotated_call_run(cdc_context_t *context, cdc_rotated_call_t *call);
 
 #endif

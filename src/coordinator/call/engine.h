@@ -1,0 +1,54 @@
+/* engine.h - the one sequence of a coded call's steps, whatever its
+ * parity layout (layout.h): dispatch, collect, verify, decode, fall back,
+ * account. */
+#ifndef CDC_ENGINE_H_INCLUDED
+#define CDC_ENGINE_H_INCLUDED
+
+#include "context.h"
+#include "layout.h"
+
+/* Run the call: the coordinator's share (layout->share) on the helper
+   thread while the layout's tasks run on the context's executor (slots
+   named by cdc_context_erase_next skipped); wait until every stripe is
+   whole or decodable within cdc__decode_limit (and, in a call the check
+   samples, checkable, within its wait); check the stripes that can be;
+   decode the lost data blocks from parity; compute here what is still
+   missing. With layout->here, every data block is computed here and
+   nothing is sent. On CDC_OK every data block is the product. Updates
+   the context's counters and last call report. */
+int cdc__call_run(cdc_context_t *context, cdc_call_layout_t *layout);
+
+/* Compute task here, now: a local computation on an emulated coordinator
+   (slow@c:gflops=G) ends no sooner than its flops at G, as on the device
+   it stands for. An empty task (no rows or columns) computes nothing. */
+int cdc__call_compute_here(const cdc_context_t *context, const cdc_shard_task_t *task);
+
+/* The largest error amplification A (cdc__code_decode_amplification) a
+   decode of products of inner dimension k may have: a rebuilt block's
+   predicted relative error u * sqrt(k) * A (u = 2^-24) at most 1e-4, which
+   it measures at about a quarter of (docs/codes.md). Never below 8 =
+   sqrt(64), the all-ones parity's A for one loss at the largest n, so
+   r = 1 decodes are never refused. The BLAS entry points add their
+   per-element guard (context decode_guard). */
+double cdc__decode_limit(int64_t k);
+
+/* Whether this call waits for a parity block to check its data blocks
+   with (config.verify: 0 never; 1 the first CDC_VERIFY_FIRST calls, then
+   one in CDC_VERIFY_EVERY, and every call once a check has failed; 2
+   always). Counts the call; takes the context's lock. */
+int cdc__verify_this_call(cdc_context_t *context);
+
+/* How long a checked call waits for the parity it checks with, past the
+   moment its results first sufficed (decodable): half the time it took to
+   get there, so a straggler costs a checked call at most 1.5x. */
+typedef struct {
+    double started_ms;   /* the call's dispatch                           */
+    double decodable_ms; /* when its results first sufficed; < 0: not yet */
+} cdc_check_wait_t;
+
+void cdc__check_wait_start(cdc_check_wait_t *wait);
+/* Whether the call is done: decodable and either checkable (a parity to
+   check with is in) or past the wait. Reads the clock. */
+int cdc__check_wait_over(cdc_check_wait_t *wait, int decodable, int checkable);
+
+#endif
