@@ -9,6 +9,7 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <dirent.h>
 #include <ftw.h>
 #include <math.h>
 #include <netinet/in.h>
@@ -317,4 +318,58 @@ void cdc_test_worker_kill(pid_t pid)
     kill(pid, SIGKILL);
     while (waitpid(pid, NULL, 0) < 0 && errno == EINTR)
         ;
+}
+
+/* The first size - 1 bytes of /proc/PID/NAME, NUL-terminated: the count
+   read, or -1. */
+static long proc_read(const char *pid, const char *name, char *buffer, size_t size)
+{
+    char path[64];
+    snprintf(path, sizeof path, "/proc/%s/%s", pid, name);
+    FILE *file = fopen(path, "r");
+    if (!file)
+        return -1;
+    size_t got = fread(buffer, 1, size - 1, file);
+    fclose(file);
+    buffer[got] = '\0';
+    return (long) got;
+}
+
+/* Whether /proc/PID is a live child of this process whose argv names
+   cdcgemm-worker and holds --index INDEX. */
+static int worker_child_is(const char *pid, const char *index)
+{
+    char buffer[4096];
+    if (proc_read(pid, "stat", buffer, sizeof buffer) < 0)
+        return 0;
+    const char *after = strrchr(buffer, ')'); /* the name may hold spaces */
+    char state = 0;
+    long ppid = 0;
+    if (!after || sscanf(after + 1, " %c %ld", &state, &ppid) != 2 ||
+        ppid != (long) getpid() || state == 'Z')
+        return 0;
+    long got = proc_read(pid, "cmdline", buffer, sizeof buffer);
+    if (got <= 0 || !strstr(buffer, "cdcgemm-worker"))
+        return 0;
+    for (long at = 0; at < got; at += (long) strlen(buffer + at) + 1)
+        if (strcmp(buffer + at, "--index") == 0 && at + 8 < got &&
+            strcmp(buffer + at + 8, index) == 0)
+            return 1;
+    return 0;
+}
+
+pid_t cdc_test_worker_child(int index)
+{
+    char wanted[24];
+    snprintf(wanted, sizeof wanted, "%d", index);
+    DIR *proc = opendir("/proc");
+    pid_t found = -1;
+    struct dirent *entry;
+    while (proc && found < 0 && (entry = readdir(proc)) != NULL)
+        if (entry->d_name[0] >= '1' && entry->d_name[0] <= '9' &&
+            worker_child_is(entry->d_name, wanted))
+            found = (pid_t) atol(entry->d_name);
+    if (proc)
+        closedir(proc);
+    return found;
 }

@@ -95,4 +95,11 @@ int cdc_test_worker_stop(pid_t pid, double limit_s);
 /* SIGCONT and SIGKILL, reaped. */
 void cdc_test_worker_kill(pid_t pid);
 
+/* The pid of a live cdcgemm-worker that is a child of this process started
+   with --index index: an embedded worker of a context this process created,
+   one the test has no handle on (the BLAS entry points' process-wide
+   context), found in /proc. -1 when there is none. Not reaped here: its
+   parent's library reaps it. */
+pid_t cdc_test_worker_child(int index);
+
 #endif
