@@ -343,7 +343,7 @@ START_TEST(test_weight_shards_outlive_layer)
     cdc_layer_t *layer = NULL;
     ck_assert_int_eq(cdc_fc_new(ctx, OUT, IN, w, NULL, &options, &layer), CDC_OK);
     ck_assert_int_eq(cdc_fc_forward(layer, 1, x, y), CDC_OK);
-    const cdc_shard_set_t *set = layer->weight_sets.in_use;
+    const cdc_shard_set_t *set = layer->encoded.sets.in_use;
     ck_assert_ptr_nonnull(set);
     ck_assert_int_eq(set->n, 4);
     ck_assert_int_eq(set->r, 1);
@@ -357,7 +357,9 @@ START_TEST(test_weight_shards_outlive_layer)
 
     /* A new plan: the old set is retired, not freed. */
     const cdc_shard_set_t *other = NULL;
-    ck_assert_int_eq(cdc__layer_weight_shards(layer, NULL, 2, 0, NULL, &other), CDC_OK);
+    cdc_weights_t weights;
+    cdc__layer_weights(layer, &weights);
+    ck_assert_int_eq(cdc__weights_shards(&weights, 0, NULL, 2, 0, NULL, &other), CDC_OK);
     ck_assert_ptr_ne(other, set);
     ck_assert(cdc__hold_retired(held));
     ck_assert_int_eq(cdc__hold_refs(layer->weights_hold), 3); /* layer, both sets */

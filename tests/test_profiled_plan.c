@@ -54,7 +54,7 @@ static cdc_context_t *profiled_context(const char *faults)
 /* Whether the layer's cached blocks are unequal (the profiled plan sized them). */
 static int blocks_unequal(const cdc_test_fc_t *f)
 {
-    const cdc_shard_set_t *set = f->layer->weight_sets.in_use;
+    const cdc_shard_set_t *set = f->layer->encoded.sets.in_use;
     if (!set)
         return 0;
     for (int i = 1; i < set->n; i++)
@@ -98,7 +98,7 @@ START_TEST(test_mix_sized_to_devices)
     const int *home = context->profiled.home_of_slot;
     ck_assert_int_eq(context->profiled.slots, WORKERS);
     ck_assert_msg(home[4] == 0 || home[4] == 1, "parity on worker %d", home[4]);
-    const cdc_shard_set_t *set = f.layer->weight_sets.in_use;
+    const cdc_shard_set_t *set = f.layer->encoded.sets.in_use;
     static const double speed[WORKERS] = {1, 1, 0.25, 0.25, 0.125};
     for (int s = 0; s < set->n; s++)
         for (int t = 0; t < set->n; t++)
@@ -190,7 +190,7 @@ START_TEST(test_identical_devices_stay_equal)
     for (int calls = 0; calls < 60 && cdc_test_now_s() - start < MAX_SECONDS; calls++)
         cdc_test_fc_check(&f, REL_TOL);
     ck_assert(!blocks_unequal(&f));
-    ck_assert_int_eq(f.layer->weight_sets.in_use->first_row, 0);
+    ck_assert_int_eq(f.layer->encoded.sets.in_use->first_row, 0);
     for (int s = 0; s < context->profiled.slots; s++)
         ck_assert_int_eq(context->profiled.home_of_slot[s], s);
     cdc_test_fc_free(&f);
@@ -240,7 +240,7 @@ START_TEST(test_conv_split_by_latency)
     cdc_plan_record_t record;
     cdc__plan_last(context, &record);
     ck_assert_int_gt(record.here_rows, 0);
-    ck_assert_int_eq(layer->weight_sets.in_use->first_row, record.here_rows);
+    ck_assert_int_eq(layer->encoded.sets.in_use->first_row, record.here_rows);
     cdc_layer_destroy(&layer);
     conv_case_free(&c);
     cdc_context_destroy(&context);
@@ -352,7 +352,7 @@ START_TEST(test_resize_staged)
     ck_assert_msg(blocks_unequal(&f), "still equal blocks after %d calls", calls);
     ck_assert_msg(!cdc__profiled_plan_staging(context), "still staging after %d calls", calls);
     int64_t sized[CDC_CODE_MAX_N];
-    memcpy(sized, f.layer->weight_sets.in_use->len, sizeof sized);
+    memcpy(sized, f.layer->encoded.sets.in_use->len, sizeof sized);
     int sized_home[WORKERS];
     memcpy(sized_home, context->profiled.home_of_slot, sizeof sized_home);
     uint64_t sized_bytes = call_path_weight_bytes(context);
@@ -365,7 +365,7 @@ START_TEST(test_resize_staged)
         cdc_test_fc_check(&f, REL_TOL);
         if (cdc__profiled_plan_staging(context))
             staged_calls++;
-        changed = memcmp(sized, f.layer->weight_sets.in_use->len, sizeof sized) != 0;
+        changed = memcmp(sized, f.layer->encoded.sets.in_use->len, sizeof sized) != 0;
         if (changed)
             break;
     }
@@ -388,7 +388,7 @@ START_TEST(test_resize_staged)
     for (int s = 0; s < 4; s++)
         for (int t = 0; t < 4; t++)
             if (home[s] == 2 && sized_home[t] == 2)
-                ck_assert_int_lt(f.layer->weight_sets.in_use->len[s], sized[t]);
+                ck_assert_int_lt(f.layer->encoded.sets.in_use->len[s], sized[t]);
     cdc_test_fc_free(&f);
     cdc_context_destroy(&context);
 }

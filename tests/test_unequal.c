@@ -449,17 +449,17 @@ START_TEST(test_layer_reencodes_when_lengths_change)
     cdc_context_stats(ctx, &stats);
     ck_assert_uint_eq(stats.weight_encodes, 1);
     const int64_t first[] = {8, 4, 2, 2}, second[] = {2, 2, 2, 10};
-    ck_assert(cdc__shard_set_has_layout(layer->weight_sets.in_use, DATA, 0, first));
-    uint64_t first_key = cdc__shard_set_key(layer->weight_sets.in_use, layer->weights_key);
-    cdc_hold_t *old = cdc__hold_retain(cdc__shard_set_hold(layer->weight_sets.in_use));
+    ck_assert(cdc__shard_set_has_layout(layer->encoded.sets.in_use, DATA, 0, first));
+    uint64_t first_key = cdc__shard_set_key(layer->encoded.sets.in_use, layer->weights_key);
+    cdc_hold_t *old = cdc__hold_retain(cdc__shard_set_hold(layer->encoded.sets.in_use));
 
     ck_assert_int_eq(cdc_testing_force_block_weights(ctx, weight_sets[1], DATA), CDC_OK);
     ck_assert_int_eq(cdc_fc_forward(layer, 1, x, y), CDC_OK);
     cdc_context_stats(ctx, &stats);
     ck_assert_uint_eq(stats.weight_encodes, 2);
     ck_assert(cdc__hold_retired(old)); /* retired, alive while held */
-    ck_assert(cdc__shard_set_has_layout(layer->weight_sets.in_use, DATA, 0, second));
-    uint64_t second_key = cdc__shard_set_key(layer->weight_sets.in_use, layer->weights_key);
+    ck_assert(cdc__shard_set_has_layout(layer->encoded.sets.in_use, DATA, 0, second));
+    uint64_t second_key = cdc__shard_set_key(layer->encoded.sets.in_use, layer->weights_key);
     ck_assert_uint_ne(first_key, second_key);
     ck_assert_uint_ne(first_key, layer->weights_key);
     cdc__hold_release(old);

@@ -186,41 +186,11 @@ static void count_weights(cdc_context_t *context, int encoded, int hit)
     pthread_mutex_unlock(&context->lock);
 }
 
-/* A cache entry lent to the driver as weights; notes whether this call
-   encoded its row blocks. */
-typedef struct {
-    cdc_weights_t weights;
-    cdc_operand_entry_t *entry;
-    int encoded;
-} blas_weights_t;
-
-static int blas_weights_shards(cdc_weights_t *self, int stage, const cdc_code_t *code, int n,
-                               int64_t first_row, const int64_t *lengths,
-                               const cdc_shard_set_t **set)
+/* A cache entry lent to the driver as weights: notes whether this call
+   encoded something of it. */
+static void blas_weights_encoded(cdc_weights_t *weights)
 {
-    blas_weights_t *w = self->owner;
-    int encoded;
-    int rc = cdc__operand_entry_shards(state_cache, w->entry, stage, code, n, first_row,
-                                       lengths, set, &encoded);
-    w->encoded |= encoded;
-    return rc;
-}
-
-static int blas_weights_rotated(cdc_weights_t *self, const cdc_code_t *code,
-                                const cdc_rotated_set_t **set)
-{
-    blas_weights_t *w = self->owner;
-    int encoded;
-    int rc = cdc__operand_entry_rotated(state_cache, w->entry, code, set, &encoded);
-    w->encoded |= encoded;
-    return rc;
-}
-
-static const double *blas_weights_norms(cdc_weights_t *self)
-{
-    blas_weights_t *w = self->owner;
-    const double *norms = NULL;
-    return cdc__operand_entry_norms(state_cache, w->entry, &norms) == CDC_OK ? norms : NULL;
+    *(int *) weights->owner = 1;
 }
 
 /* C = alpha·T + beta·C for T = op_a · op_btᵀ with the lock held: the operand
@@ -244,24 +214,22 @@ static int coded_product_locked(int col_major, const cdc_operand_t *op_a,
     desc.transposed = col_major;
     desc.epilogue = (cdc_epilogue_t){.kind = CDC_EPILOGUE_STORE, .out = c, .ld = ldc,
                                      .alpha = alpha, .beta = beta};
-    blas_weights_t w;
-    memset(&w, 0, sizeof w);
+    cdc_weights_t weights;
+    int encoded_now = 0;
     if (side != 0) {
         /* Distinct keys: the row blocks and the whole matrix live side by side
            on the workers. */
-        w.weights = (cdc_weights_t){.packed = entry->packed,
-                                    .hold = entry->packed_hold,
-                                    .set_key = entry->key ^ 0x5d1a,
-                                    .whole_key = entry->key ^ 0x3e7b,
-                                    .shards = blas_weights_shards,
-                                    .norms = blas_weights_norms,
-                                    .rotated = blas_weights_rotated,
-                                    .owner = &w};
-        w.entry = entry;
+        weights = (cdc_weights_t){.packed = entry->packed,
+                                  .hold = entry->packed_hold,
+                                  .set_key = entry->key ^ 0x5d1a,
+                                  .whole_key = entry->key ^ 0x3e7b,
+                                  .store = &entry->encoded,
+                                  .encoded = blas_weights_encoded,
+                                  .owner = &encoded_now};
         if (side == 1)
-            desc.a.weights = &w.weights;
+            desc.a.weights = &weights;
         else
-            desc.bt.weights = &w.weights;
+            desc.bt.weights = &weights;
     }
     cdc_call_plan_t plan;
     cdc__context_call_begin(ctx); /* the driver's contract; state_lock already
@@ -270,10 +238,12 @@ static int coded_product_locked(int col_major, const cdc_operand_t *op_a,
     if (rc == CDC_OK)
         rc = cdc__driver_gemm(ctx, &desc, &plan);
     cdc__context_call_end(ctx);
+    if (side != 0)
+        cdc__operand_entry_settle(state_cache, entry);
     if (rc == CDC_OK && side != 0) {
         /* Weights sent whole count as encoded the first time only. */
         int cut = (plan.cut == CDC_SHARD_A) == (side == 1);
-        int encoded = cut ? w.encoded : !entry->whole_ready;
+        int encoded = cut ? encoded_now : !entry->whole_ready;
         entry->whole_ready |= !cut;
         count_weights(ctx, encoded, !encoded);
     }

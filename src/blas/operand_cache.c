@@ -36,53 +36,18 @@ static size_t packed_bytes(const cdc_operand_entry_t *e)
     return (size_t) e->desc.rows * (size_t) e->desc.k * sizeof(float);
 }
 
-static size_t set_bytes(const cdc_shard_set_t *set)
-{
-    if (!set)
-        return 0;
-    /* Owned blocks (parity: data blocks alias the packed copy) and the row
-       norms of every block. */
-    return (size_t) set->r * (size_t) set->block_rows * (size_t) set->k * sizeof(float) +
-           (size_t) (set->n + set->r) * (size_t) set->block_rows * sizeof(double);
-}
-
-static size_t sets_bytes(const cdc_shard_sets_t *sets)
-{
-    return set_bytes(sets->in_use) + set_bytes(sets->staged);
-}
-
-/* The rotated layout's operands (a copy of the rows and every parity block)
-   and its block table. */
-static size_t rotated_bytes(const cdc_rotated_set_t *set)
-{
-    if (!set)
-        return 0;
-    size_t blocks = (size_t) set->layout.workers * (size_t) set->layout.n;
-    return (size_t) (set->rows + set->layout.workers * set->layout.r * set->block_rows) *
-               (size_t) set->k * sizeof(float) +
-           2 * blocks * sizeof(int64_t);
-}
-
-static size_t norms_bytes(const cdc_operand_entry_t *e)
-{
-    return e->whole_norms ? (size_t) e->desc.rows * sizeof(double) : 0;
-}
-
 /* Back to a candidate: forget the copy and its shards (stale or evicted).
    Both are retired: a send in flight may still hold them. */
 static void entry_demote(cdc_operand_cache_t *cache, cdc_operand_entry_t *e)
 {
-    cache->bytes -= sets_bytes(&e->sets) + rotated_bytes(e->rotated);
-    cdc__shard_sets_retire(&e->sets);
-    cdc__rotated_set_retire(&e->rotated);
+    cache->bytes -= e->encoded_bytes;
+    cdc__encoded_weights_retire(&e->encoded);
+    e->encoded_bytes = 0;
     if (e->packed)
         cache->bytes -= packed_bytes(e);
-    cache->bytes -= norms_bytes(e);
     cdc__hold_retire(e->packed_hold);
-    free(e->whole_norms);
     e->packed_hold = NULL;
     e->packed = NULL;
-    e->whole_norms = NULL;
     e->key = 0;
     e->whole_ready = 0;
 }
@@ -192,6 +157,7 @@ static int entry_promote(cdc_operand_cache_t *cache, cdc_operand_entry_t *e)
         return cdc__fail(CDC_ENOMEM, "weights copy of %zu bytes", bytes);
     e->packed = storage;
     cdc__operand_pack(&e->desc, e->packed);
+    cdc__encoded_weights_init(&e->encoded, e->packed, e->desc.rows, e->desc.k, e->packed_hold);
     cache->bytes += bytes;
     /* The key names content and shape, not the address: the same weights at
        another address (or after a fork) reuse what workers hold. */
@@ -269,56 +235,20 @@ int cdc__operand_entry_shards(cdc_operand_cache_t *cache, cdc_operand_entry_t *e
     *encoded = 0;
     if (!entry->packed)
         return cdc__fail(CDC_ESTATE, "operand entry has no packed copy");
-    size_t before = sets_bytes(&entry->sets);
-    int rc = cdc__shard_sets_get(&entry->sets, stage, code, n, first_row, lengths,
-                                 entry->packed, entry->desc.rows, entry->desc.k,
-                                 entry->packed_hold, set, encoded);
-    cache->bytes = cache->bytes - before + sets_bytes(&entry->sets);
-    if (rc == CDC_OK && *encoded)
-        cache_evict(cache, entry, NULL, 0);
+    int rc = cdc__encoded_weights_shards(&entry->encoded, stage, code, n, first_row, lengths,
+                                         set, encoded);
+    cdc__operand_entry_settle(cache, entry);
     return rc;
 }
 
-int cdc__operand_entry_rotated(cdc_operand_cache_t *cache, cdc_operand_entry_t *entry,
-                               const cdc_code_t *code, const cdc_rotated_set_t **set,
-                               int *encoded)
+void cdc__operand_entry_settle(cdc_operand_cache_t *cache, cdc_operand_entry_t *entry)
 {
-    *encoded = 0;
-    if (!entry->packed)
-        return cdc__fail(CDC_ESTATE, "operand entry has no packed copy");
-    if (!cdc__rotated_set_matches(entry->rotated, code, entry->desc.rows, entry->desc.k)) {
-        cdc_rotated_set_t *fresh;
-        int rc = cdc__rotated_set_new(code, entry->packed, entry->desc.rows, entry->desc.k,
-                                      &fresh);
-        if (rc != CDC_OK)
-            return rc;
-        cache->bytes -= rotated_bytes(entry->rotated);
-        cdc__rotated_set_retire(&entry->rotated);
-        entry->rotated = fresh;
-        cache->bytes += rotated_bytes(fresh);
-        *encoded = 1;
-        cache_evict(cache, entry, NULL, 0);
-    }
-    *set = entry->rotated;
-    return CDC_OK;
-}
-
-int cdc__operand_entry_norms(cdc_operand_cache_t *cache, cdc_operand_entry_t *entry,
-                             const double **norms)
-{
-    if (!entry->packed)
-        return cdc__fail(CDC_ESTATE, "operand entry has no packed copy");
-    if (!entry->whole_norms) {
-        entry->whole_norms = malloc((size_t) entry->desc.rows * sizeof(double));
-        if (!entry->whole_norms)
-            return cdc__fail(CDC_ENOMEM, "row norms of %lld rows",
-                             (long long) entry->desc.rows);
-        cdc__row_norms(entry->packed, entry->desc.rows, entry->desc.k, entry->whole_norms);
-        cache->bytes += norms_bytes(entry);
-        cache_evict(cache, entry, NULL, 0);
-    }
-    *norms = entry->whole_norms;
-    return CDC_OK;
+    size_t now = cdc__encoded_weights_bytes(&entry->encoded);
+    if (now == entry->encoded_bytes)
+        return;
+    cache->bytes = cache->bytes - entry->encoded_bytes + now;
+    entry->encoded_bytes = now;
+    cache_evict(cache, entry, NULL, 0);
 }
 
 void cdc__operand_cache_usage(const cdc_operand_cache_t *cache, int *entries, size_t *bytes)

@@ -16,9 +16,8 @@
 #ifndef CDC_OPERAND_CACHE_H_INCLUDED
 #define CDC_OPERAND_CACHE_H_INCLUDED
 
+#include "encoded_weights.h"
 #include "gemm_operands.h"
-#include "rotated_set.h"
-#include "shard_set.h"
 
 #include <stddef.h>
 #include <stdint.h>
@@ -36,13 +35,11 @@ typedef struct {
     float *packed;        /* rows x k private copy once promoted, in
                              packed_hold's buffer                           */
     cdc_hold_t *packed_hold; /* keeps packed alive for its sets and sends  */
-    cdc_shard_sets_t sets; /* row blocks + parity of packed for (code, n,
-                             block lengths), in use and staged; they hold
-                             packed_hold                                   */
-    cdc_rotated_set_t *rotated; /* packed in the rotated parity layout for
-                             the code it was encoded with (NULL: none)   */
+    cdc_encoded_weights_t encoded; /* packed's encodings (row blocks +
+                             parity per plan, a parity layout's, the row
+                             norms); they hold packed_hold              */
+    size_t encoded_bytes; /* of them, as the cache's count has them       */
     int whole_ready;      /* packed was handed out whole (counted once)     */
-    double *whole_norms;  /* row norms of packed (parity check scale), lazily */
     uint64_t last_use;    /* LRU clock                                      */
     int in_use;           /* slot holds an operand (slots never move)       */
     int repeats;          /* calls in a row that found it unchanged         */
@@ -71,23 +68,17 @@ int cdc__operand_cache_match(cdc_operand_cache_t *cache, const cdc_operand_t *a,
                              cdc_operand_entry_t **entry);
 
 /* The entry's row blocks (n of these lengths from first_row on, NULL:
-   equal) and parity for (code, n), encoded on first use (*encoded = 1 then), as
-   cdc__shard_sets_get (stage: for lengths being staged). The set aliases
-   entry->packed and holds entry->packed_hold. */
+   equal) and parity for (code, n), as cdc__encoded_weights_shards, then
+   settled (cdc__operand_entry_settle). */
 int cdc__operand_entry_shards(cdc_operand_cache_t *cache, cdc_operand_entry_t *entry,
                               int stage, const cdc_code_t *code, int n, int64_t first_row,
                               const int64_t *lengths, const cdc_shard_set_t **set,
                               int *encoded);
 
-/* The entry's rows in the rotated parity layout for code (rotated_set.h),
-   encoded on first use and when the code changes (*encoded = 1 then). */
-int cdc__operand_entry_rotated(cdc_operand_cache_t *cache, cdc_operand_entry_t *entry,
-                               const cdc_code_t *code, const cdc_rotated_set_t **set,
-                               int *encoded);
-
-/* The row norms of the entry's packed copy, computed on first use. */
-int cdc__operand_entry_norms(cdc_operand_cache_t *cache, cdc_operand_entry_t *entry,
-                             const double **norms);
+/* After a call encoded something of the entry (encoded): its bytes into
+   the cache's count, and other entries evicted if the cache is over its
+   budget. */
+void cdc__operand_entry_settle(cdc_operand_cache_t *cache, cdc_operand_entry_t *entry);
 
 /* Counters: entries held, bytes of packed copies and shard sets. */
 void cdc__operand_cache_usage(const cdc_operand_cache_t *cache, int *entries, size_t *bytes);

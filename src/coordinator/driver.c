@@ -165,8 +165,8 @@ static int driver_encode(const cdc_gemm_desc_t *desc, const cdc_call_plan_t *pla
         /* Cached weights: row blocks + parity encoded once per layout, kept
            by workers under a key that names the layout too. */
         ops->cut_rows = cut->weights->packed;
-        int rc = cut->weights->shards(cut->weights, 0, plan->code, plan->n, plan->here_rows,
-                                      lengths, &ops->set);
+        int rc = cdc__weights_shards(cut->weights, 0, plan->code, plan->n, plan->here_rows,
+                                     lengths, &ops->set);
         if (rc == CDC_OK) {
             ops->set_key = cdc__shard_set_key(ops->set, cut->weights->set_key);
             ops->set_hold = cdc__shard_set_hold(ops->set);
@@ -189,7 +189,7 @@ static int driver_scales_fill(cdc_dedicated_call_t *call)
     const driver_operands_t *ops = call->scales_job;
     const double *whole_norms;
     if (ops->whole_weights) {
-        whole_norms = ops->whole_weights->norms(ops->whole_weights);
+        whole_norms = cdc__weights_norms(ops->whole_weights);
         if (!whole_norms)
             return cdc__fail(CDC_ENOMEM, "weight norms");
     } else {
@@ -275,8 +275,8 @@ static void driver_stage(cdc_context_t *context, const cdc_gemm_desc_t *desc,
     if (!plan->stage_token || !cut->weights || cdc__plan_here(plan))
         return;
     const cdc_shard_set_t *staged;
-    if (cut->weights->shards(cut->weights, 1, plan->code, plan->n, plan->stage_here_rows,
-                             plan->stage_len, &staged) != CDC_OK) {
+    if (cdc__weights_shards(cut->weights, 1, plan->code, plan->n, plan->stage_here_rows,
+                            plan->stage_len, &staged) != CDC_OK) {
         CDC_LOG_WARNF("staging re-sized blocks: %s", cdc_last_error());
         return;
     }
@@ -337,8 +337,9 @@ static int driver_rotated(cdc_context_t *context, const cdc_gemm_desc_t *desc,
     int cut_a = plan->cut == CDC_SHARD_A;
     const cdc_gemm_operand_t *cut = cut_a ? &desc->a : &desc->bt;
     const cdc_gemm_operand_t *whole = cut_a ? &desc->bt : &desc->a;
-    const cdc_rotated_set_t *set;
-    int rc = cut->weights->rotated(cut->weights, plan->code, &set);
+    const void *encoding;
+    int rc = cdc__weights_layout(cut->weights, &cdc__rotated_encoding, plan->code, &encoding);
+    const cdc_rotated_set_t *set = encoding;
     if (rc != CDC_OK)
         return rc;
     int64_t rows = cut->view.rows, cols = whole->view.rows;
@@ -377,7 +378,7 @@ static int driver_rotated_wanted(cdc_context_t *context, const cdc_gemm_desc_t *
                                  const cdc_call_plan_t *plan)
 {
     const cdc_gemm_operand_t *cut = plan->cut == CDC_SHARD_A ? &desc->a : &desc->bt;
-    return cut->weights && cut->weights->rotated &&
+    return cut->weights && cut->weights->store &&
            cdc__rotated_wanted(context, plan, cut->view.rows);
 }
 

@@ -4,42 +4,10 @@
 #define CDC_DRIVER_H_INCLUDED
 
 #include "dedicated_layout.h"
+#include "encoded_weights.h"
 #include "gemm_operands.h"
 #include "plan.h"
 #include "rotated_set.h"
-
-/* A weight matrix its front end keeps between calls (a layer's weights, a
-   BLAS operand the cache found repeating). The driver asks for its row
-   blocks only when it cuts it and for its row norms only when the parity
-   check or the accuracy guard needs them; the front end encodes and counts
-   (weight_encodes) once per plan.
-
-   Holds (hold.h): a shard task that names a cached operand by key carries
-   a hold that keeps it readable past the call, so the transport can send
-   it without a copy. The cut weights' tasks hold their shard set
-   (cdc__shard_set_hold; the set holds `hold` in turn, its data blocks alias
-   packed), the whole weights' tasks hold `hold` itself. */
-typedef struct cdc_weights cdc_weights_t;
-struct cdc_weights {
-    const float *packed; /* rows x k, row-major, contiguous                 */
-    cdc_hold_t *hold;    /* keeps packed alive; shard sets of it retain it  */
-    uint64_t set_key;    /* names its row blocks on workers (nonzero)       */
-    uint64_t whole_key;  /* names the whole matrix on workers (nonzero)     */
-    /* Its row blocks (of these n lengths from first_row on, NULL: equal)
-       + parity for (code, n), encoded on first use and again when the
-       layout changes; stage: for lengths being staged, kept beside the set
-       in use (cdc_shard_sets_t). */
-    int (*shards)(cdc_weights_t *self, int stage, const cdc_code_t *code, int n,
-                  int64_t first_row, const int64_t *lengths, const cdc_shard_set_t **set);
-    /* Its row norms, computed once; NULL when out of memory. */
-    const double *(*norms)(cdc_weights_t *self);
-    /* Its rows in the rotated parity layout for code (rotated_set.h),
-       encoded on first use and again when the code changes; NULL: this
-       owner has none (its calls use the dedicated layout). */
-    int (*rotated)(cdc_weights_t *self, const cdc_code_t *code,
-                   const cdc_rotated_set_t **set);
-    void *owner;
-};
 
 /* One operand of T = A·Btᵀ: rows x k as the caller stores it, or weights. */
 typedef struct {

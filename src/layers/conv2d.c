@@ -95,7 +95,9 @@ typedef struct {
 static int conv_scales_fill(cdc_dedicated_call_t *call)
 {
     const conv_scales_job_t *job = call->scales_job;
-    const double *filter_norms = job->filters ? NULL : cdc__layer_weight_norms(job->layer);
+    cdc_weights_t weights;
+    cdc__layer_weights(job->layer, &weights);
+    const double *filter_norms = job->filters ? NULL : cdc__weights_norms(&weights);
     if (!job->filters && !filter_norms)
         return cdc__fail(CDC_ENOMEM, "filter norms");
     /* A channel split has one input for every shard. */
@@ -157,10 +159,12 @@ static int conv_call_init(cdc_dedicated_call_t *call, const cdc_layer_t *layer,
 static void stage_filters(cdc_layer_t *layer, const cdc_call_plan_t *plan)
 {
     const cdc_shard_set_t *staged;
+    cdc_weights_t weights;
     if (!plan->stage_token || cdc__plan_here(plan))
         return;
-    if (cdc__layer_stage_shards(layer, plan->code, plan->n, plan->stage_here_rows,
-                                plan->stage_len, &staged) != CDC_OK) {
+    cdc__layer_weights(layer, &weights);
+    if (cdc__weights_shards(&weights, 1, plan->code, plan->n, plan->stage_here_rows,
+                            plan->stage_len, &staged) != CDC_OK) {
         CDC_LOG_WARNF("staging re-sized filter blocks: %s", cdc_last_error());
         return;
     }
@@ -186,10 +190,13 @@ static int conv_channel_rotated(cdc_layer_t *layer, const cdc_call_plan_t *plan,
                                 const cdc_conv_geometry_t *g, int64_t batch,
                                 const float *x, float *y)
 {
-    const cdc_rotated_set_t *set;
-    int rc = cdc__layer_rotated(layer, plan->code, &set);
+    cdc_weights_t weights;
+    const void *encoding;
+    cdc__layer_weights(layer, &weights);
+    int rc = cdc__weights_layout(&weights, &cdc__rotated_encoding, plan->code, &encoding);
     if (rc != CDC_OK)
         return rc;
+    const cdc_rotated_set_t *set = encoding;
     int64_t spatial = g->out_h * g->out_w, cols = batch * spatial;
     float *out = malloc((size_t) layer->rows * (size_t) cols * sizeof(float));
     if (!out)
@@ -221,7 +228,9 @@ static int conv_channel_split(cdc_layer_t *layer, const cdc_call_plan_t *plan,
     int n = plan->n;
     const cdc_shard_set_t *filters;
     const int64_t *lengths = plan->sized ? plan->block_len : NULL;
-    int rc = cdc__layer_weight_shards(layer, plan->code, n, plan->here_rows, lengths, &filters);
+    cdc_weights_t weights;
+    cdc__layer_weights(layer, &weights);
+    int rc = cdc__weights_shards(&weights, 0, plan->code, n, plan->here_rows, lengths, &filters);
     if (rc != CDC_OK)
         return rc;
     stage_filters(layer, plan);

@@ -1,14 +1,14 @@
-/* layer.c - layer creation, weight shard caching, destruction.
+/* layer.c - layer creation, the weights as the driver takes them,
+ * destruction.
  *
- * A layer keeps one shard set of its weights: the row blocks and parity of
- * the plan in use (code, n and the blocks' lengths). A call whose plan
- * differs in any of these retires it and encodes anew; the retired set
- * lives on while a send or a slot manifest holds it. */
+ * A layer keeps its weights' encodings in the coordinator's store
+ * (encoded_weights.h): a call whose plan differs retires what no longer
+ * matches and encodes anew; a retired encoding lives on while a send or a
+ * slot manifest holds it. */
 #include "layer.h"
 
 #include "error.h"
 #include "hash.h"
-#include "norms.h"
 
 #include <limits.h>
 #include <stdlib.h>
@@ -89,6 +89,7 @@ int cdc__layer_new(cdc_context_t *context, cdc_layer_kind_t kind, int64_t rows,
     layer->weights_key = cdc__hash_bytes(layer->weights, count * sizeof(float),
                                          (uint64_t) rows);
     layer->last_split = CDC_SPLIT_AUTO;
+    cdc__encoded_weights_init(&layer->encoded, layer->weights, rows, k, layer->weights_hold);
     *layer_p = layer;
     return CDC_OK;
 }
@@ -99,56 +100,13 @@ int cdc__layer_plan(cdc_layer_t *layer, cdc_call_plan_t *plan)
                              plan);
 }
 
-/* A layer's weight shards for a call (stage 0) or for staging (stage 1). */
-static int layer_shards(cdc_layer_t *layer, int stage, const cdc_code_t *code, int n,
-                        int64_t first_row, const int64_t *lengths, const cdc_shard_set_t **set)
+/* Something of the weights was encoded: counted. */
+static void layer_weights_encoded(cdc_weights_t *weights)
 {
-    int encoded;
-    int rc = cdc__shard_sets_get(&layer->weight_sets, stage, code, n, first_row, lengths,
-                                 layer->weights, layer->rows, layer->k, layer->weights_hold,
-                                 set, &encoded);
-    if (rc == CDC_OK && encoded) {
-        pthread_mutex_lock(&layer->context->lock);
-        layer->context->stats.weight_encodes++;
-        pthread_mutex_unlock(&layer->context->lock);
-    }
-    return rc;
-}
-
-static int layer_weights_shards(cdc_weights_t *self, int stage, const cdc_code_t *code,
-                                int n, int64_t first_row, const int64_t *lengths,
-                                const cdc_shard_set_t **set)
-{
-    return layer_shards(self->owner, stage, code, n, first_row, lengths, set);
-}
-
-int cdc__layer_rotated(cdc_layer_t *layer, const cdc_code_t *code,
-                       const cdc_rotated_set_t **set)
-{
-    if (!cdc__rotated_set_matches(layer->rotated, code, layer->rows, layer->k)) {
-        cdc_rotated_set_t *fresh;
-        int rc = cdc__rotated_set_new(code, layer->weights, layer->rows, layer->k, &fresh);
-        if (rc != CDC_OK)
-            return rc;
-        cdc__rotated_set_retire(&layer->rotated);
-        layer->rotated = fresh;
-        pthread_mutex_lock(&layer->context->lock);
-        layer->context->stats.weight_encodes++;
-        pthread_mutex_unlock(&layer->context->lock);
-    }
-    *set = layer->rotated;
-    return CDC_OK;
-}
-
-static int layer_weights_rotated(cdc_weights_t *self, const cdc_code_t *code,
-                                 const cdc_rotated_set_t **set)
-{
-    return cdc__layer_rotated(self->owner, code, set);
-}
-
-static const double *layer_weights_norms(cdc_weights_t *self)
-{
-    return cdc__layer_weight_norms(self->owner);
+    cdc_layer_t *layer = weights->owner;
+    pthread_mutex_lock(&layer->context->lock);
+    layer->context->stats.weight_encodes++;
+    pthread_mutex_unlock(&layer->context->lock);
 }
 
 void cdc__layer_weights(cdc_layer_t *layer, cdc_weights_t *weights)
@@ -158,9 +116,8 @@ void cdc__layer_weights(cdc_layer_t *layer, cdc_weights_t *weights)
                                .hold = layer->weights_hold,
                                .set_key = layer->weights_key,
                                .whole_key = layer->weights_key,
-                               .shards = layer_weights_shards,
-                               .norms = layer_weights_norms,
-                               .rotated = layer_weights_rotated,
+                               .store = &layer->encoded,
+                               .encoded = layer_weights_encoded,
                                .owner = layer};
 }
 
@@ -170,30 +127,6 @@ cdc_epilogue_t cdc__layer_epilogue(const cdc_layer_t *layer, int64_t batch, int6
     return (cdc_epilogue_t){.kind = CDC_EPILOGUE_BIAS_RELU, .out = y, .bias = layer->bias,
                             .relu = layer->options.relu, .outer = batch,
                             .channels = layer->rows, .inner = plane};
-}
-
-int cdc__layer_weight_shards(cdc_layer_t *layer, const cdc_code_t *code, int n,
-                             int64_t first_row, const int64_t *lengths,
-                             const cdc_shard_set_t **set)
-{
-    return layer_shards(layer, 0, code, n, first_row, lengths, set);
-}
-
-int cdc__layer_stage_shards(cdc_layer_t *layer, const cdc_code_t *code, int n,
-                            int64_t first_row, const int64_t *lengths,
-                            const cdc_shard_set_t **set)
-{
-    return layer_shards(layer, 1, code, n, first_row, lengths, set);
-}
-
-const double *cdc__layer_weight_norms(cdc_layer_t *layer)
-{
-    if (!layer->weight_norms) {
-        layer->weight_norms = malloc((size_t) layer->rows * sizeof(double));
-        if (layer->weight_norms)
-            cdc__row_norms(layer->weights, layer->rows, layer->k, layer->weight_norms);
-    }
-    return layer->weight_norms;
 }
 
 cdc_split_t cdc_layer_split(const cdc_layer_t *layer)
@@ -210,12 +143,10 @@ void cdc_layer_destroy(cdc_layer_t **layer_p)
        (a zero-copy send still in flight, the client's slot manifest); not
        while another thread's call on the context reads the layer's sets. */
     cdc__context_call_begin(layer->context);
-    cdc__shard_sets_retire(&layer->weight_sets);
-    cdc__rotated_set_retire(&layer->rotated);
+    cdc__encoded_weights_retire(&layer->encoded);
     cdc__context_call_end(layer->context);
     cdc__hold_retire(layer->weights_hold);
     free(layer->bias);
-    free(layer->weight_norms);
     free(layer);
     *layer_p = NULL;
 }

@@ -19,17 +19,12 @@ struct cdc_layer {
     int64_t rows, k;
     uint64_t weights_key; /* content hash: names the weights on workers   */
     cdc_conv2d_desc_t conv;
-    /* Row blocks + parity of the weights for the current (code, n, block
-       lengths), encoded once and reused by every call until the plan
-       changes, and those of new lengths being staged (shard_set.h); a new
-       plan (and cdc_layer_destroy) retires a set: it goes when its last
-       holder lets go. */
-    cdc_shard_sets_t weight_sets;
-    cdc_rotated_set_t *rotated; /* the weights in the rotated parity layout,
-                           for the code it was encoded with (NULL: none
-                           yet); retired like a shard set               */
+    /* The weights' encodings (encoded_weights.h): row blocks + parity for
+       the current plan and those being staged, the parity layout's, the
+       row norms; a new plan (and cdc_layer_destroy) retires an encoding:
+       it goes when its last holder lets go. */
+    cdc_encoded_weights_t encoded;
     cdc_split_t last_split;
-    double *weight_norms; /* row norms of the weights, computed on first use */
 };
 
 /* Validate options and copy weights/bias into a new layer. */
@@ -37,26 +32,7 @@ int cdc__layer_new(cdc_context_t *context, cdc_layer_kind_t kind, int64_t rows,
                    int64_t k, const float *weights, const float *bias,
                    const cdc_layer_options_t *options, cdc_layer_t **layer_p);
 
-/* The weight row blocks for (code, n, lengths: n entries, NULL = equal) of
-   the rows from first_row on (the coordinator's share before it, plan.h),
-   encoding them on first use and whenever the layout changes. */
-int cdc__layer_weight_shards(cdc_layer_t *layer, const cdc_code_t *code, int n,
-                             int64_t first_row, const int64_t *lengths,
-                             const cdc_shard_set_t **set);
-/* The same for lengths being staged (the workers sent them in the
-   background, plan_staging.c): the calls keep the set in use meanwhile. */
-int cdc__layer_stage_shards(cdc_layer_t *layer, const cdc_code_t *code, int n,
-                            int64_t first_row, const int64_t *lengths,
-                            const cdc_shard_set_t **set);
 
-/* The weights in the rotated parity layout for code, encoded on first use
-   and when the code changes (rotated_set.h). */
-int cdc__layer_rotated(cdc_layer_t *layer, const cdc_code_t *code,
-                       const cdc_rotated_set_t **set);
-
-/* Row norms of the whole weight matrix (scale of the parity check), computed
-   once; NULL when out of memory (the check is then skipped). */
-const double *cdc__layer_weight_norms(cdc_layer_t *layer);
 
 /* The plan of this call (cdc__plan_resolve with the layer's parity and
    split overrides); the split may stay AUTO for the layer's own rule. */

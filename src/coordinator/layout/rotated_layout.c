@@ -42,6 +42,47 @@ int cdc__rotated_wanted(cdc_context_t *context, const cdc_call_plan_t *plan, int
     return plain;
 }
 
+static int encoding_new(const cdc_code_t *code, const float *src, int64_t rows, int64_t k,
+                        void **encoding)
+{
+    cdc_rotated_set_t *set;
+    int rc = cdc__rotated_set_new(code, src, rows, k, &set);
+    *encoding = rc == CDC_OK ? set : NULL;
+    return rc;
+}
+
+static int encoding_matches(const void *encoding, const cdc_code_t *code, int64_t rows,
+                            int64_t k)
+{
+    return cdc__rotated_set_matches(encoding, code, rows, k);
+}
+
+/* The operands (a copy of the rows and every parity block) and the block
+   table. */
+static size_t encoding_bytes(const void *encoding)
+{
+    const cdc_rotated_set_t *set = encoding;
+    if (!set)
+        return 0;
+    size_t blocks = (size_t) set->layout.workers * (size_t) set->layout.n;
+    return (size_t) (set->rows + set->layout.workers * set->layout.r * set->block_rows) *
+               (size_t) set->k * sizeof(float) +
+           2 * blocks * sizeof(int64_t);
+}
+
+static void encoding_retire(void *encoding)
+{
+    cdc_rotated_set_t *set = encoding;
+    cdc__rotated_set_retire(&set);
+}
+
+const cdc_layout_encoding_t cdc__rotated_encoding = {
+    .encode = encoding_new,
+    .matches = encoding_matches,
+    .bytes = encoding_bytes,
+    .retire = encoding_retire,
+};
+
 static cdc_rotated_call_t *rotated(const cdc_call_layout_t *layout)
 {
     return (cdc_rotated_call_t *) layout; /* its first member */

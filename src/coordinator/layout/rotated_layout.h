@@ -6,6 +6,7 @@
 #define CDC_ROTATED_LAYOUT_H_INCLUDED
 
 #include "context.h"
+#include "encoded_weights.h"
 #include "layout.h"
 #include "plan.h"
 #include "rotated_set.h"
@@ -36,6 +37,9 @@ typedef struct {
    names shards of the dedicated layout; workers' corrupt faults are checked
    in both), and every data block gets a row (cdc__rotated_fits). */
 int cdc__rotated_wanted(cdc_context_t *context, const cdc_call_plan_t *plan, int64_t rows);
+
+/* Weights in this layout (encoded_weights.h): a cdc_rotated_set_t. */
+extern const cdc_layout_encoding_t cdc__rotated_encoding;
 
 /* Run it through the engine: one streamed task per worker (its data rows,
    then its parity blocks). On CDC_OK every row of out is the product. */

@@ -1,0 +1,124 @@
+/* encoded_weights.c - a weight matrix kept encoded between calls
+ * (encoded_weights.h). */
+#include "encoded_weights.h"
+
+#include "error.h"
+#include "norms.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+void cdc__encoded_weights_init(cdc_encoded_weights_t *weights, const float *src,
+                               int64_t rows, int64_t k, cdc_hold_t *hold)
+{
+    memset(weights, 0, sizeof *weights);
+    weights->src = src;
+    weights->rows = rows;
+    weights->k = k;
+    weights->hold = hold;
+}
+
+int cdc__encoded_weights_shards(cdc_encoded_weights_t *weights, int stage,
+                                const cdc_code_t *code, int n, int64_t first_row,
+                                const int64_t *lengths, const cdc_shard_set_t **set,
+                                int *encoded)
+{
+    *encoded = 0;
+    if (!weights->src)
+        return cdc__fail(CDC_ESTATE, "encoded weights without rows");
+    return cdc__shard_sets_get(&weights->sets, stage, code, n, first_row, lengths,
+                               weights->src, weights->rows, weights->k, weights->hold, set,
+                               encoded);
+}
+
+int cdc__encoded_weights_layout(cdc_encoded_weights_t *weights,
+                                const cdc_layout_encoding_t *layout, const cdc_code_t *code,
+                                const void **encoding, int *encoded)
+{
+    *encoded = 0;
+    if (!weights->src)
+        return cdc__fail(CDC_ESTATE, "encoded weights without rows");
+    if (weights->layout != layout ||
+        !layout->matches(weights->encoding, code, weights->rows, weights->k)) {
+        void *fresh;
+        int rc = layout->encode(code, weights->src, weights->rows, weights->k, &fresh);
+        if (rc != CDC_OK)
+            return rc;
+        if (weights->layout)
+            weights->layout->retire(weights->encoding);
+        weights->layout = layout;
+        weights->encoding = fresh;
+        *encoded = 1;
+    }
+    *encoding = weights->encoding;
+    return CDC_OK;
+}
+
+const double *cdc__encoded_weights_norms(cdc_encoded_weights_t *weights)
+{
+    if (!weights->norms && weights->src) {
+        weights->norms = malloc((size_t) weights->rows * sizeof(double));
+        if (weights->norms)
+            cdc__row_norms(weights->src, weights->rows, weights->k, weights->norms);
+    }
+    return weights->norms;
+}
+
+static size_t set_bytes(const cdc_shard_set_t *set)
+{
+    if (!set)
+        return 0;
+    /* Owned blocks (parity: data blocks alias src) and the row norms of
+       every block. */
+    return (size_t) set->r * (size_t) set->block_rows * (size_t) set->k * sizeof(float) +
+           (size_t) (set->n + set->r) * (size_t) set->block_rows * sizeof(double);
+}
+
+size_t cdc__encoded_weights_bytes(const cdc_encoded_weights_t *weights)
+{
+    return set_bytes(weights->sets.in_use) + set_bytes(weights->sets.staged) +
+           (weights->layout ? weights->layout->bytes(weights->encoding) : 0) +
+           (weights->norms ? (size_t) weights->rows * sizeof(double) : 0);
+}
+
+void cdc__encoded_weights_retire(cdc_encoded_weights_t *weights)
+{
+    cdc__shard_sets_retire(&weights->sets);
+    if (weights->layout)
+        weights->layout->retire(weights->encoding);
+    weights->layout = NULL;
+    weights->encoding = NULL;
+    free(weights->norms);
+    weights->norms = NULL;
+}
+
+static void weights_encoded(cdc_weights_t *weights, int encoded)
+{
+    if (encoded && weights->encoded)
+        weights->encoded(weights);
+}
+
+int cdc__weights_shards(cdc_weights_t *weights, int stage, const cdc_code_t *code, int n,
+                        int64_t first_row, const int64_t *lengths,
+                        const cdc_shard_set_t **set)
+{
+    int encoded;
+    int rc = cdc__encoded_weights_shards(weights->store, stage, code, n, first_row, lengths,
+                                         set, &encoded);
+    weights_encoded(weights, rc == CDC_OK && encoded);
+    return rc;
+}
+
+int cdc__weights_layout(cdc_weights_t *weights, const cdc_layout_encoding_t *layout,
+                        const cdc_code_t *code, const void **encoding)
+{
+    int encoded;
+    int rc = cdc__encoded_weights_layout(weights->store, layout, code, encoding, &encoded);
+    weights_encoded(weights, rc == CDC_OK && encoded);
+    return rc;
+}
+
+const double *cdc__weights_norms(cdc_weights_t *weights)
+{
+    return cdc__encoded_weights_norms(weights->store);
+}
