@@ -84,7 +84,7 @@ static void slots_start(cdc_slots_t *slots, int workers, int count, fake_io_t *f
     slots->worker_count = workers;
     memset(fake, 0, sizeof *fake);
     *io = (cdc_slot_io_t){fake_send_weights, fake_send_ping, fake};
-    cdc__slots_call(slots, count);
+    cdc__slots_call(slots, NULL, count);
     cdc__slots_restore(slots, BIT(workers) - 1, io);
 }
 
@@ -482,6 +482,51 @@ START_TEST(test_spares_are_homeless_workers)
 }
 END_TEST
 
+/* A call of 5 slots whose data shard 3 has no rows (a 3-row operand cut
+   in 4 blocks: known zero, not sent): its 4 tasks are shards 0, 1, 2, 4. The slots are still 0..4: worker 4
+   is slot 4's home, not a spare, so it is sent no other slot's weights and
+   cannot stand in for a dead home; with home 2 dead redundancy is not full
+   after such a call, as after the calls with all 5 tasks. (The slots once
+   followed the task count: slot 4 was dropped, worker 4 made a spare, and
+   redundancy flipped between the two kinds of call, each flip a repair.) */
+START_TEST(test_shard_kept_here_keeps_its_slot)
+{
+    cdc_slots_t *slots = malloc(sizeof *slots);
+    fake_io_t fake;
+    cdc_slot_io_t io;
+    int freed = 0;
+    slots_start(slots, 5, 5, &fake, &io);
+    held_block_t *block = held_block_new(&freed);
+    const int shards[4] = {0, 1, 2, 4};
+    cdc__slots_call(slots, shards, 4);
+    ck_assert_int_eq(slots->slot_count, 5);
+    for (int t = 0; t < 4; t++) {
+        int s = shards[t];
+        cdc__slots_sent(slots, s, 90 + (uint64_t) s);
+        cdc_slot_weight_t weight = weight_of(block, 90 + (uint64_t) s);
+        cdc__slots_note(slots, s, &weight, s);
+    }
+    memset(fake.weights_sent, 0, sizeof fake.weights_sent);
+    cdc__slots_restore(slots, BIT(5) - 1, &io);
+    ck_assert_int_eq(fake.weights_sent[4], 0); /* a home: it holds its own */
+    for (int w = 0; w < 5; w++)
+        cdc__slots_acked(slots, w, slots->workers[w].sent_seq);
+    uint64_t live = (BIT(5) - 1) & ~BIT(2);
+    cdc__slots_call(slots, shards, 4);
+    cdc__slots_restore(slots, live, &io);
+    ck_assert_int_eq(fake.weights_sent[4], 0);
+    ck_assert_uint_eq(slots->workers[4].ready, BIT(4));
+    ck_assert(!cdc__slots_full(slots, live));
+    cdc__slots_call(slots, NULL, 5); /* a call with all five tasks */
+    cdc__slots_restore(slots, live, &io);
+    ck_assert(!cdc__slots_full(slots, live));
+    ck_assert(cdc__slots_full(slots, BIT(5) - 1));
+    cdc__hold_release(&block->hold);
+    cdc__slots_fini(slots);
+    free(slots);
+}
+END_TEST
+
 /* ---- staging: a re-sized layout's blocks -------------------------------- */
 
 /* Every worker acknowledges what it was sent, then a pass. */
@@ -692,6 +737,7 @@ static Suite *slots_suite(void)
     tcase_add_test(homes, test_set_homes_validates);
     tcase_add_test(homes, test_moved_home_restored);
     tcase_add_test(homes, test_spares_are_homeless_workers);
+    tcase_add_test(homes, test_shard_kept_here_keeps_its_slot);
     suite_add_tcase(suite, homes);
     TCase *staging = tcase_create("staging");
     tcase_add_test(staging, test_staged_one_slot_at_a_time);

@@ -14,7 +14,10 @@
    FC weight matrix (found repeating by the operand cache, as an FC layer's
    would be) in three call forms, and each multiplies fresh operands of its
    own, while a worker is SIGKILLed mid-run and respawned: every call
-   completed on the coded path (none failed over to local OpenBLAS). */
+   completed on the coded path (none failed over to local OpenBLAS).
+
+   Either way the one kill counts exactly one redundancy repair, and only
+   after the respawned worker ran (redundancy_repairs, docs/workers.md). */
 #include "blas_context.h"
 #include "cdcgemm.h"
 #include "context.h"
@@ -35,6 +38,7 @@
 #define MAX_ROUNDS 2000 /* per thread at most, while the respawn is awaited    */
 #define LIMIT_S 20.0    /* the killer's bound: the kill, the respawn, the calls */
 #define SETTLE_MS 300   /* calls go on this long once the respawned worker runs */
+#define REPAIR_S 5.0    /* then at most this long until its repair is counted  */
 #define WORKERS 5
 #define TOLERANCE 1e-4
 
@@ -70,6 +74,8 @@ typedef struct {
     atomic_int settled;     /* the killer is done: the threads may stop        */
     int killed_after;       /* rounds done when the worker was killed, -1: not */
     int respawned;          /* a new worker 2 process ran after the kill       */
+    uint64_t repairs_at_kill;    /* redundancy_repairs just before the kill    */
+    uint64_t repairs_at_respawn; /* and once the new process was seen running  */
 } shared_t;
 
 typedef struct {
@@ -212,6 +218,15 @@ static pid_t victim_pid(shared_t *sh)
     return sh->context ? cdc__local_workers_pid(sh->context->local, 2) : cdc_test_worker_child(2);
 }
 
+/* The context's redundancy_repairs (the BLAS one's when sh has none). */
+static uint64_t repairs_of(const shared_t *sh)
+{
+    cdc_stats_t stats;
+    int rc = sh->context ? cdc_context_stats(sh->context, &stats) : cdc__blas_context_stats(&stats);
+    ck_assert_int_eq(rc, CDC_OK);
+    return stats.redundancy_repairs;
+}
+
 /* The killer: worker 2 SIGKILLed once a third of the rounds are done; the
    library respawns it, and the threads go on calling until the new process
    has run for SETTLE_MS (it rejoins and is sent its weights while they call);
@@ -224,17 +239,53 @@ static void *killer_main(void *arg)
            cdc_test_now_s() - start < LIMIT_S)
         cdc_test_sleep_ms(1);
     pid_t pid = victim_pid(sh), next = -1;
+    sh->repairs_at_kill = repairs_of(sh);
     if (pid > 0 && kill(pid, SIGKILL) == 0) {
         sh->killed_after = atomic_load(&sh->rounds_done);
         while (((next = victim_pid(sh)) <= 0 || next == pid) &&
                cdc_test_now_s() - start < LIMIT_S)
             cdc_test_sleep_ms(2);
         sh->respawned = next > 0 && next != pid;
+        /* The new process holds nothing yet: no repair can be complete. */
+        sh->repairs_at_respawn = repairs_of(sh);
         if (sh->respawned)
             cdc_test_sleep_ms(SETTLE_MS);
     }
     atomic_store(&sh->settled, 1);
     return NULL;
+}
+
+/* After the threads: one SIGKILL is one loss of redundancy, so exactly one
+   repair, and none before the new process ran (it must first be sent its
+   slot's blocks). Calls of both kinds (cached weights, per-call operands)
+   go on, on this thread, until the repair is counted (REPAIR_S at most),
+   then a few more: the count must stay. Before the slots followed the
+   calls' shards, the FC calls (a 3-row batch in 4 blocks: shard 3 empty,
+   not sent, 4 tasks) made slot 4's home a spare standing in for the dead
+   worker, the calls with all 5 tasks took it back, and every flip
+   counted another repair (11-65 for one kill). */
+static void assert_one_repair(shared_t *sh)
+{
+    thread_job_t job = {.shared = sh, .index = 0};
+    cdc_test_rng_t rng;
+    cdc_test_rng_seed(&rng, 99);
+    ck_assert_msg(sh->repairs_at_respawn == sh->repairs_at_kill,
+                  "%llu repairs counted before worker 2's new process ran",
+                  (unsigned long long) (sh->repairs_at_respawn - sh->repairs_at_kill));
+    double start = cdc_test_now_s();
+    int after = 0;
+    while (after < 10 && cdc_test_now_s() - start < REPAIR_S) {
+        after += repairs_of(sh) > sh->repairs_at_kill;
+        if (sh->context) {
+            one_fc(&job, &rng);
+            one_conv(&job, &rng);
+        } else {
+            blas_fc(&job, &rng);
+        }
+        one_sgemm(&job, &rng);
+    }
+    ck_assert_msg(job.failures == 0, "%s", job.first_error);
+    ck_assert_uint_eq(repairs_of(sh), sh->repairs_at_kill + 1);
 }
 
 static cdc_layer_t *conv_layer(cdc_context_t *context, const float *w, const float *bias)
@@ -307,6 +358,7 @@ START_TEST(test_four_threads_one_context)
     cdc_stats_t stats;
     ck_assert_int_eq(cdc_context_stats(sh.context, &stats), CDC_OK);
     ck_assert_uint_ge(stats.calls, (uint64_t) atomic_load(&sh.rounds_done) * 3);
+    assert_one_repair(&sh);
     cdc_layer_destroy(&sh.fc);
     cdc_layer_destroy(&sh.conv);
     cdc_context_destroy(&sh.context);
@@ -371,6 +423,7 @@ START_TEST(test_four_threads_blas)
         ck_assert_uint_eq(stats.rotated_calls, 0);
     ck_assert_uint_ge(stats.worker_deaths, 1);
     ck_assert_uint_ge(stats.worker_respawns, 1);
+    assert_one_repair(&sh);
     cdc__blas_context_shutdown(); /* its workers stopped and reaped */
     ck_assert_int_eq(cdc_test_worker_child(2), -1);
     free(fc_w);

@@ -543,7 +543,10 @@ int cdc__client_run_goal(cdc_client_t *self, cdc_shard_task_t *tasks, int count,
         cdc__client_discovery_publish(self); /* a worker discovered since the last call */
     cdc__client_discovery_homes(self);       /* none on a discovered entry never live */
     cdc__client_data_moves(self);            /* a respawned worker's new endpoint */
-    cdc__slots_call(self->slots, count);
+    int shards[64];
+    for (int t = 0; t < count; t++)
+        shards[t] = tasks[t].shard;
+    cdc__slots_call(self->slots, shards, count); /* the slots: by shard, not task count */
     cdc__client_restore_pass(self);
     client_call_t call;
     call_begin(self, &call, tasks, count, n, needed, goal, wait_ms, timeout_ms, arrived);

@@ -192,10 +192,14 @@ int cdc__slots_instance(cdc_slots_t *slots, int w, uint64_t instance)
     return 0;
 }
 
-void cdc__slots_call(cdc_slots_t *slots, int count)
+void cdc__slots_call(cdc_slots_t *slots, const int *shards, int count)
 {
     slots->stamp++;
-    slots->slot_count = count < CDC_MAX_WORKERS ? count : CDC_MAX_WORKERS;
+    int top = shards ? 0 : count;
+    for (int t = 0; shards && t < count; t++)
+        if (shards[t] >= top)
+            top = shards[t] + 1;
+    slots->slot_count = top < CDC_MAX_WORKERS ? top : CDC_MAX_WORKERS;
 }
 
 void cdc__slots_placed(cdc_slots_t *slots, const int *shards, const int *worker_of, int count)

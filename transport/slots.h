@@ -84,7 +84,9 @@ typedef struct {
 
 typedef struct {
     int worker_count;
-    int slot_count;      /* tasks of the latest call: slots 0..slot_count-1;
+    int slot_count;      /* the latest call's slots: 0..slot_count-1, its
+                            highest shard + 1 (a slot the call sends nothing,
+                            an empty data block, is still the plan's);
                             workers home of none of them are spares          */
     int home_of_slot[CDC_MAX_WORKERS]; /* a permutation of 0..63: slot s's
                             home (none when >= worker_count)                  */
@@ -145,8 +147,12 @@ void cdc__slots_new_process(cdc_slots_t *slots, int w);
    refused for that (the caller may ask again after a departure). */
 int cdc__slots_instance(cdc_slots_t *slots, int w, uint64_t instance);
 
-/* A call with count tasks begins: slot_count follows it. */
-void cdc__slots_call(cdc_slots_t *slots, int count);
+/* A call begins whose count tasks are shards[0..count-1] (NULL: shards
+   0..count-1): slot_count follows its highest shard, not its task count,
+   since a call may leave a slot out (a data block with no rows, known to
+   be zero, or one no worker can hold: call/layout.h), and the slots after
+   it are still the plan's: their homes are no spares. */
+void cdc__slots_call(cdc_slots_t *slots, const int *shards, int count);
 /* Where its tasks went (placement.h): shards[t] on worker_of[t]. */
 void cdc__slots_placed(cdc_slots_t *slots, const int *shards, const int *worker_of, int count);
 /* Task of slot s used weight (its hold retained by the manifest when not
