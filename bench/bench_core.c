@@ -7,6 +7,7 @@
 #include "blas_backend.h"
 #include "code.h"
 #include "im2col.h"
+#include "conv_bands.h"
 #include "layer.h"
 #include "models.h"
 #include "plan.h"

@@ -1,6 +1,7 @@
 /* test_blas.c - the BLAS entry points (cblas_sgemm, sgemm_): semantics on the
    local and the coded path, error exits, and weight detection (operand_cache). */
 #include "blas_context.h"
+#include "blas_entry.h"
 #include "cdcgemm.h"
 #include "operand_cache.h"
 #include "testutil.h"
@@ -11,14 +12,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* The entry points compiled into this program (see CMakeLists.txt). */
-void cblas_sgemm(int layout, int trans_a, int trans_b, int m, int n, int k, float alpha,
-                 const float *a, int lda, const float *b, int ldb, float beta, float *c,
-                 int ldc);
-void sgemm_(const char *transa, const char *transb, const int *m, const int *n,
-            const int *k, const float *alpha, const float *a, const int *lda,
-            const float *b, const int *ldb, const float *beta, float *c, const int *ldc,
-            size_t transa_len, size_t transb_len);
 
 enum { ROW = 101, COL = 102, NT = 111, TR = 112, CT = 113 };
 

@@ -19,6 +19,7 @@
    Either way the one kill counts exactly one redundancy repair, and only
    after the respawned worker ran (redundancy_repairs, docs/workers.md). */
 #include "blas_context.h"
+#include "blas_entry.h"
 #include "cdcgemm.h"
 #include "context.h"
 #include "local_workers.h"
@@ -46,15 +47,6 @@
 #define FC_IN 384
 #define FC_BATCH 3
 
-/* The entry points compiled into this program (CMakeLists.txt, as for
-   test_blas): the static archive leaves them out. */
-void cblas_sgemm(int layout, int trans_a, int trans_b, int m, int n, int k, float alpha,
-                 const float *a, int lda, const float *b, int ldb, float beta, float *c,
-                 int ldc);
-void sgemm_(const char *transa, const char *transb, const int *m, const int *n,
-            const int *k, const float *alpha, const float *a, const int *lda,
-            const float *b, const int *ldb, const float *beta, float *c, const int *ldc,
-            size_t transa_len, size_t transb_len);
 enum { CBLAS_ROW = 101, CBLAS_COL = 102, CBLAS_NT = 111, CBLAS_TR = 112 };
 /* BLAS calls per round: three forms of the FC product, one fresh GEMM. */
 #define BLAS_CALLS 4

@@ -1,20 +1,24 @@
 /* driver.c - the one coded-GEMM path under every front end.
  *
- * The problem. cdc_sgemm, the BLAS entry points and the FC layer all compute
- * a product T = A·Btᵀ (row-major operands, gemm_operands.h) with one operand
- * cut into n coded row blocks, then finish it differently: alpha/beta into
- * C, or bias and ReLU into y. Kept as separate copies, the sequences drifted
- * (a column-major cdc_sgemm once cut the wrong side); so each front end only
- * describes its operands (cdc_gemm_desc_t: views of the caller's memory, or
- * cached weights) and its epilogue, and this file runs the steps:
+ * The problem. cdc_sgemm, the BLAS entry points, the FC and the conv layer
+ * all compute a product T = A·Btᵀ (row-major operands, gemm_operands.h;
+ * for conv, Bt is the input's im2col patches, built where a task runs) with
+ * one operand cut into coded row blocks, then finish it differently:
+ * alpha/beta into C, or bias and ReLU into y. Kept as separate copies, the
+ * sequences drifted (a column-major cdc_sgemm once cut the wrong side; conv
+ * once had its own call paths); so each front end only describes its
+ * operands (cdc_gemm_desc_t: views of the caller's memory, cached weights,
+ * patches) and its epilogue, and this file runs the steps:
  *
  *   resolve   AUTO split by bytes moved; the caller's split -> the cut side;
  *             the data blocks' lengths (cdc__plan_size_blocks)
  *   encode    pack per-call operands, cut + encode the cut one (or take the
  *             cached weights' blocks), the whole one as contiguous rows
- *   dispatch  shard tasks through cdc__dedicated_call_run (decode, fallback):
- *             a data task computes only its block's real rows (row cut) or
- *             columns (column cut); parity tasks the largest block's
+ *   dispatch  through the call engine (engine.h) in the rotated layout when
+ *             the plan allows it (cached weights cut), else the dedicated
+ *             one: a data task computes only its block's real rows (row
+ *             cut) or columns (column cut); parity tasks the largest
+ *             block's. A conv's spatial split: driver_spatial.c
  *   assemble  data results into T (row blocks or column blocks, at their
  *             offsets)
  *   finish    the epilogue and the call's count
@@ -23,6 +27,7 @@
  * shard, rebuilt from parity, or computed locally; never a stale result. */
 #include "driver.h"
 
+#include "driver_spatial.h"
 #include "error.h"
 #include "local_cost.h"
 #include "log.h"
@@ -48,6 +53,8 @@ typedef struct {
     const float *whole;           /* whole_rows x k, contiguous             */
     int64_t whole_rows, k;
     cdc_weights_t *whole_weights; /* the whole operand when it is weights   */
+    const cdc_patches_t *patches; /* the whole operand when it is a conv's
+                                     input (whole is NULL): conv tasks     */
     float *packed;                /* owned: per-call packed copies          */
 } driver_operands_t;
 
@@ -158,6 +165,7 @@ static int driver_encode(const cdc_gemm_desc_t *desc, const cdc_call_plan_t *pla
     ops->whole = operand_rows(whole, &next);
     ops->whole_rows = whole->view.rows;
     ops->whole_weights = whole->weights;
+    ops->patches = desc->patches;
     ops->whole_key = whole->weights ? whole->weights->whole_key : 0;
     ops->whole_hold = whole->weights ? whole->weights->hold : NULL;
     const int64_t *lengths = plan->sized ? plan->block_len : NULL;
@@ -196,7 +204,11 @@ static int driver_scales_fill(cdc_dedicated_call_t *call)
         call->scale_storage = malloc((size_t) ops->whole_rows * sizeof(double));
         if (!call->scale_storage)
             return cdc__fail(CDC_ENOMEM, "norms of %lld rows", (long long) ops->whole_rows);
-        cdc__row_norms(ops->whole, ops->whole_rows, ops->k, call->scale_storage);
+        if (ops->patches)
+            cdc__patch_norms(ops->patches->geometry, ops->patches->batch,
+                             ops->patches->input, call->scale_storage);
+        else
+            cdc__row_norms(ops->whole, ops->whole_rows, ops->k, call->scale_storage);
         whole_norms = call->scale_storage;
     }
     int cut_a = ops->cut == CDC_SHARD_A;
@@ -208,6 +220,20 @@ static int driver_scales_fill(cdc_dedicated_call_t *call)
     return CDC_OK;
 }
 
+/* A task's product against the whole operand: its rows (a GEMM's bt) or
+   the conv input's patches (a conv task, im2col where it runs). */
+static void task_against_whole(const driver_operands_t *ops, cdc_shard_task_t *task)
+{
+    if (!ops->patches) {
+        task->kind = CDC_TASK_GEMM;
+        return;
+    }
+    task->kind = CDC_TASK_CONV;
+    task->input = ops->patches->input;
+    task->geometry = ops->patches->geometry;
+    task->batch = ops->patches->batch;
+}
+
 /* The coordinator's share: T's first here_rows rows (A cut: written in
    place, T's rows are contiguous) or columns (Bt cut: into *columns, a
    whole_rows x here_rows block that driver_assemble puts in place). */
@@ -217,8 +243,8 @@ static int driver_share(const driver_operands_t *ops, cdc_dedicated_call_t *call
     if (ops->here_rows == 0)
         return CDC_OK;
     cdc_shard_task_t *share = &call->share;
-    share->kind = CDC_TASK_GEMM;
     share->shard = share->cover = -1;
+    task_against_whole(ops, share);
     share->k = ops->k;
     if (ops->cut == CDC_SHARD_A) {
         share->a = ops->cut_rows;
@@ -298,7 +324,7 @@ static int driver_dispatch(cdc_context_t *context, const cdc_call_plan_t *plan,
     cdc__dedicated_call_follow(&call, plan);
     for (int s = 0; s < set->n + set->r; s++) {
         cdc_shard_task_t *task = &call.tasks[s];
-        task->kind = CDC_TASK_GEMM;
+        task_against_whole(ops, task);
         task->k = ops->k;
         /* A data task computes its block's real rows only. */
         int64_t len = s < set->n ? cdc__shard_set_valid_rows(set, s) : set->block_rows;
@@ -356,7 +382,8 @@ static int driver_rotated(cdc_context_t *context, const cdc_gemm_desc_t *desc,
     float *next = packed;
     cdc_rotated_call_t call = {.set = set, .a_key = cut->weights->set_key, .out = product,
                                .split = plan->split, .wanted_r = plan->wanted_r};
-    call.proto.kind = CDC_TASK_GEMM;
+    driver_operands_t whole_ops = {.patches = desc->patches};
+    task_against_whole(&whole_ops, &call.proto);
     call.proto.k = cut->view.k;
     call.proto.cols = cols;
     call.proto.bt = operand_rows(whole, &next);
@@ -382,38 +409,84 @@ static int driver_rotated_wanted(cdc_context_t *context, const cdc_gemm_desc_t *
            cdc__rotated_wanted(context, plan, cut->view.rows);
 }
 
-int cdc__driver_gemm(cdc_context_t *context, const cdc_gemm_desc_t *desc,
-                     cdc_call_plan_t *plan)
+int cdc__driver_row_cut_spread(cdc_context_t *context, const cdc_call_plan_t *plan,
+                               int64_t rows)
 {
-    int64_t rows = desc->a.view.rows, cols = desc->bt.view.rows;
-    int rc = driver_resolve(context, desc, plan);
-    if (rc != CDC_OK)
-        return rc;
-    /* STORE needs T apart from C (C's layout, ld and beta); a layer's y is T. */
-    float *t = desc->epilogue.out, *t_owned = NULL;
-    if (desc->epilogue.kind == CDC_EPILOGUE_STORE) {
-        t = t_owned = malloc((size_t) rows * (size_t) cols * sizeof(float));
-        if (!t)
-            return cdc__fail(CDC_ENOMEM, "result of %lld x %lld", (long long) rows,
-                             (long long) cols);
-    }
-    if (driver_rotated_wanted(context, desc, plan)) {
-        rc = driver_rotated(context, desc, plan, t, cols);
-        if (rc == CDC_OK)
-            cdc__driver_finish(context, &desc->epilogue, t, rows, cols);
-        free(t_owned);
-        return rc;
-    }
+    return cdc__rotated_wanted(context, plan, rows) ? plan->n + plan->r : plan->n;
+}
+
+/* The encoded call over T (ldt = cols wide): in the rotated layout when the
+   plan allows it, else the dedicated one. */
+static int driver_run(cdc_context_t *context, const cdc_gemm_desc_t *desc,
+                      const cdc_call_plan_t *plan, float *t, int64_t cols)
+{
+    if (driver_rotated_wanted(context, desc, plan))
+        return driver_rotated(context, desc, plan, t, cols);
     driver_operands_t ops;
-    rc = driver_encode(desc, plan, &ops);
+    int rc = driver_encode(desc, plan, &ops);
     if (rc == CDC_OK)
         driver_stage(context, desc, plan);
     if (rc == CDC_OK)
         rc = driver_dispatch(context, plan, &ops, t, cols);
-    if (rc == CDC_OK)
-        cdc__driver_finish(context, &desc->epilogue, t, rows, cols);
     cdc__shard_set_retire(&ops.call_set);
     free(ops.packed);
+    return rc;
+}
+
+/* Where T is computed: in the epilogue's out when it is T (a layer's y),
+   else apart (STORE: C's layout, ld and beta; a conv's T of more than one
+   image: channels first, y images first). */
+static int driver_t(const cdc_epilogue_t *epilogue, int64_t rows, int64_t cols, float **t,
+                    float **owned)
+{
+    int apart = epilogue->kind == CDC_EPILOGUE_STORE ||
+                (epilogue->channels_major && epilogue->outer > 1);
+    *t = epilogue->out;
+    *owned = NULL;
+    if (!apart)
+        return CDC_OK;
+    *t = *owned = malloc((size_t) rows * (size_t) cols * sizeof(float));
+    return *t ? CDC_OK
+              : cdc__fail(CDC_ENOMEM, "result of %lld x %lld", (long long) rows,
+                          (long long) cols);
+}
+
+/* A conv's T (channels x (images x plane)) into y (images x channels x
+   plane). */
+static void channels_major_into_out(const cdc_epilogue_t *e, const float *t)
+{
+    for (int64_t o = 0; o < e->channels; o++)
+        for (int64_t b = 0; b < e->outer; b++)
+            memcpy(e->out + (b * e->channels + o) * e->inner, t + (o * e->outer + b) * e->inner,
+                   (size_t) e->inner * sizeof(float));
+}
+
+int cdc__driver_gemm(cdc_context_t *context, const cdc_gemm_desc_t *desc,
+                     cdc_call_plan_t *plan)
+{
+    int64_t rows = desc->a.view.rows, cols = desc->bt.view.rows;
+    const cdc_epilogue_t *epilogue = &desc->epilogue;
+    int rc = CDC_OK;
+    if (desc->patches)
+        plan->cut = CDC_SHARD_A; /* resolved by the front end; COLUMNS: bands */
+    else
+        rc = driver_resolve(context, desc, plan);
+    if (rc != CDC_OK)
+        return rc;
+    if (desc->patches && plan->split == CDC_SPLIT_COLUMNS) {
+        rc = cdc__driver_spatial(context, desc, plan);
+        if (rc == CDC_OK)
+            cdc__driver_finish(context, epilogue, epilogue->out, rows, cols);
+        return rc;
+    }
+    float *t, *t_owned;
+    rc = driver_t(epilogue, rows, cols, &t, &t_owned);
+    if (rc == CDC_OK)
+        rc = driver_run(context, desc, plan, t, cols);
+    if (rc == CDC_OK && epilogue->channels_major && t != epilogue->out)
+        channels_major_into_out(epilogue, t);
+    if (rc == CDC_OK)
+        cdc__driver_finish(context, epilogue, t, rows, cols);
     free(t_owned);
     return rc;
 }

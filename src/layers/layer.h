@@ -49,28 +49,6 @@ cdc_epilogue_t cdc__layer_epilogue(const cdc_layer_t *layer, int64_t batch, int6
 /* 0 when a * b fits in int64 and stays <= limit, else CDC_EDIM naming what. */
 int cdc__check_product(int64_t a, int64_t b, int64_t limit, const char *what);
 
-/* The input bands of a spatial split: shard s's band of input rows (with
-   its halo, in zero-padded row coordinates; pad_h = 0 in its geometry) and
-   the output rows it computes. */
-typedef struct {
-    int64_t block_rows;                        /* B: the longest band's rows  */
-    int64_t first_row[CDC_CODE_MAX_N];         /* a data band's first output
-                                                  row in the layer's output */
-    int64_t real_rows[CDC_CODE_MAX_N];         /* its output rows            */
-    int64_t out_rows[CDC_MAX_SHARDS];          /* rows its task computes:
-                                                  real + halo rows (see
-                                                  conv2d.c); B for parity  */
-    cdc_conv_geometry_t geometry[CDC_MAX_SHARDS]; /* of one image's band     */
-    const float *input[CDC_MAX_SHARDS];        /* batch images' bands        */
-} cdc_conv_bands_t;
 
-/* Spatial split input: cut the n bands of input rows that n output-row
-   blocks of lengths[0..n-1] rows need (NULL: ceil(out_h / n) rows each, the
-   tail shorter), and encode r parity bands as long as the longest. The
-   bands' memory is this thread's scratch buffer: valid until the thread's
-   next call. */
-int cdc__conv_bands_encode(const cdc_code_t *code, int n, const int64_t *lengths,
-                           const cdc_conv_geometry_t *g, int64_t batch, const float *x,
-                           cdc_conv_bands_t *bands);
 
 #endif
