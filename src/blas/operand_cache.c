@@ -3,7 +3,6 @@
 
 #include "error.h"
 #include "hash.h"
-#include "norms.h"
 
 #include <stdlib.h>
 #include <string.h>

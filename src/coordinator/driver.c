@@ -27,6 +27,7 @@
  * shard, rebuilt from parity, or computed locally; never a stale result. */
 #include "driver.h"
 
+#include "dedicated_layout.h"
 #include "driver_spatial.h"
 #include "error.h"
 #include "local_cost.h"

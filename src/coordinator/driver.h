@@ -3,10 +3,9 @@
 #ifndef CDC_DRIVER_H_INCLUDED
 #define CDC_DRIVER_H_INCLUDED
 
-#include "dedicated_layout.h"
+#include "context.h"
 #include "gemm_desc.h"
 #include "plan.h"
-#include "rotated_set.h"
 
 
 

@@ -8,15 +8,12 @@
 
 #include "error.h"
 #include "local_cost.h"
-#include "log.h"
-#include "norms.h"
 #include "plan.h"
 #include "profile.h"
 
 #include <limits.h>
 #include <math.h>
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 
 static int desc_geometry(const cdc_conv2d_desc_t *desc, int64_t h, int64_t w,

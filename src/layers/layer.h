@@ -1,4 +1,4 @@
-/* layer.h - what FC and conv layers share: weights, bias, cached weight shards. */
+/* layer.h - what FC and conv layers share: weights, bias, their encodings. */
 #ifndef CDC_LAYER_H_INCLUDED
 #define CDC_LAYER_H_INCLUDED
 
@@ -32,14 +32,12 @@ int cdc__layer_new(cdc_context_t *context, cdc_layer_kind_t kind, int64_t rows,
                    int64_t k, const float *weights, const float *bias,
                    const cdc_layer_options_t *options, cdc_layer_t **layer_p);
 
-
-
 /* The plan of this call (cdc__plan_resolve with the layer's parity and
    split overrides); the split may stay AUTO for the layer's own rule. */
 int cdc__layer_plan(cdc_layer_t *layer, cdc_call_plan_t *plan);
 
-/* The layer's weights as the driver takes them (row blocks and norms cached
-   on the layer); valid while the layer lives. */
+/* The layer's weights as the driver takes them (their encodings kept on
+   the layer); valid while the layer lives. */
 void cdc__layer_weights(cdc_layer_t *layer, cdc_weights_t *weights);
 
 /* The layer's epilogue over y (batch x rows x plane): bias, then ReLU. */
@@ -48,7 +46,5 @@ cdc_epilogue_t cdc__layer_epilogue(const cdc_layer_t *layer, int64_t batch, int6
 
 /* 0 when a * b fits in int64 and stays <= limit, else CDC_EDIM naming what. */
 int cdc__check_product(int64_t a, int64_t b, int64_t limit, const char *what);
-
-
 
 #endif
