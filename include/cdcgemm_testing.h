@@ -1,11 +1,16 @@
 /* cdcgemm_testing.h - test and demo hooks of cdcgemm: fault injection into the
    next coded call, where the plan's slots live, forced sizes of the data
-   blocks. Not part of the stable API of cdcgemm.h (docs/abi.md): a hook may
-   change or go in any minor release. */
+   blocks, and what the bench reads of a context besides cdcgemm.h (its
+   embedded workers' processes, the last call's plan, the workers' status and
+   live profile). Not part of the stable API of cdcgemm.h (docs/abi.md): a
+   hook or a struct here may change or go in any minor release. */
 #ifndef CDCGEMM_TESTING_H_INCLUDED
 #define CDCGEMM_TESTING_H_INCLUDED
 
 #include "cdcgemm.h"
+
+#include <stdint.h>
+#include <stdio.h>
 
 #ifdef __cplusplus
 extern "C" {
@@ -47,6 +52,71 @@ CDC_EXPORT int cdc_context_set_homes(cdc_context_t *context, const int *home_of_
    0..64 or a weight that is not finite and > 0. Thread-safe. */
 CDC_EXPORT int cdc_testing_force_block_weights(cdc_context_t *context,
                                                const double *weights, int n);
+
+/* ---- what the bench reads of a context ------------------------------------ */
+
+/* The embedded workers (config.local_workers, spawned by the context as its
+   children): how many, 0 for a NULL context or one without (endpoints,
+   discovery, in process). Thread-safe. */
+CDC_EXPORT int cdc_testing_local_worker_count(cdc_context_t *context);
+
+/* The pid of the process serving embedded worker `worker` now (a respawned
+   worker's new one), for crash and stop injection from outside: > 0, or
+   <= 0 when there is none (a NULL context, no embedded workers, worker out
+   of range, or not running now). Thread-safe. */
+CDC_EXPORT long cdc_testing_local_worker_pid(cdc_context_t *context, int worker);
+
+/* The plan of the last call the context planned (a coded call, or one the
+   plan ran on the coordinator): its split, n, r, block lengths and where each
+   slot ran, and the latency model's prediction for it. */
+typedef struct {
+    cdc_split_t split;
+    int n, r;
+    int64_t block_len[CDC_MAX_WORKERS]; /* data blocks' rows 0..n-1          */
+    int64_t here_rows;                  /* the coordinator's own share      */
+    int home[CDC_MAX_WORKERS];          /* slot s's worker, s < n + r       */
+    double expected_ms; /* predicted, nothing failing; < 0: no prediction yet */
+    double worst_ms;    /* predicted, every shard done (after a crash)       */
+    int over_budget;    /* ran on the coordinator: over the workers' budget  */
+    int here;           /* ran on the coordinator: predicted faster there    */
+    int rotated;        /* ran in the rotated layout: the workers' data rows
+                           are the block lengths summed over n + r workers;
+                           the prediction is the dedicated layout's        */
+} cdc_testing_plan_t;
+
+/* The last planned call's plan into *plan (all zero before the first).
+   CDC_OK, or CDC_EINVAL for a NULL argument. Thread-safe. */
+CDC_EXPORT int cdc_testing_last_plan(cdc_context_t *context, cdc_testing_plan_t *plan);
+
+/* One remote worker as the coordinator's heartbeats see it. */
+typedef struct {
+    char endpoint[256];
+    int live;           /* answers heartbeats now                          */
+    double rtt_ms;      /* its last round trip; < 0: never answered        */
+    int protocol;       /* wire protocol version it speaks (0: not heard)  */
+    int has_status;     /* the fields below came from its PONGs            */
+    uint64_t cache_bytes, cache_entries; /* its weight cache               */
+    uint64_t max_memory; /* its --max-memory                               */
+    uint64_t tasks;     /* shard tasks computed since it started           */
+    uint64_t load;      /* weights and tasks queued or running now         */
+    uint64_t busy_us;   /* time computing those tasks ...                  */
+    uint64_t flops;     /* ... and their work                              */
+} cdc_testing_worker_status_t;
+
+/* Up to max remote workers' status into out[0..]: returns how many were
+   written (0 for a NULL context or one in process). Thread-safe; never
+   waits for a call in progress. */
+CDC_EXPORT int cdc_testing_worker_status(cdc_context_t *context,
+                                         cdc_testing_worker_status_t *out, int max);
+
+/* The workers' live profile now, as the JSON members that CDCGEMM_STATS
+   writes: `"profile": [...]` (one object per worker: worker, live, gflops,
+   mbit, rtt_ms, max_memory, cache_bytes, rate_samples, link_samples,
+   generation) and, when the context has remote workers,
+   `"coordinator_profile": {gflops, rate_samples}`, comma-separated and with
+   no braces around them, to go inside an object. CDC_OK, or CDC_EINVAL for
+   a NULL argument. Thread-safe. */
+CDC_EXPORT int cdc_testing_profile_json(cdc_context_t *context, FILE *out);
 
 #ifdef __cplusplus
 }
