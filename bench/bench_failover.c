@@ -3,8 +3,7 @@
 
 #include "bench_util.h"
 #include "cdcgemm.h"
-#include "context.h"
-#include "local_workers.h"
+#include "cdcgemm_testing.h"
 #include "models.h"
 #include "run.h"
 #include "workload.h"
@@ -119,13 +118,19 @@ typedef struct {
     volatile int stop;
 } watch_t;
 
+/* Worker w answers heartbeats now. */
+static int worker_live(cdc_context_t *context, int worker)
+{
+    cdc_testing_worker_status_t status[CDC_MAX_WORKERS];
+    int count = cdc_testing_worker_status(context, status, CDC_MAX_WORKERS);
+    return worker < count && status[worker].live;
+}
+
 static void *watch_main(void *arg)
 {
     watch_t *w = arg;
     while (!w->stop) {
-        cdc_remote_counters_t counters;
-        cdc__executor_remote_counters(w->context->executor, &counters);
-        if (!(counters.live_mask & (UINT64_C(1) << w->worker))) {
+        if (!worker_live(w->context, w->worker)) {
             w->detected_at = cdc_bench_now_ms();
             break;
         }
@@ -154,7 +159,7 @@ static int kill_one(bench_layer_t *b, int workers, int parity, int requests, int
 
     watch_t watch = {context, victim, 0.0, -1.0, 0};
     pthread_t thread;
-    pid_t pid = cdc__local_workers_pid(context->local, victim);
+    pid_t pid = (pid_t) cdc_testing_local_worker_pid(context, victim);
     if (pid <= 0) { /* never kill(0): that is our own process group */
         fprintf(stderr, "cdcgemm-bench failover: no worker %d\n", victim);
         free(before);

@@ -43,7 +43,7 @@ static const char *split_name(cdc_split_t split)
 /* "c:400 w0:1200 w1:1180 ... p@w3:1200": the coordinator's share (when it
    takes one), each data block's rows on its worker, then each parity's (as
    long as the longest). */
-static void blocks_text(const cdc_plan_record_t *p, char *out, size_t size)
+static void blocks_text(const cdc_testing_plan_t *p, char *out, size_t size)
 {
     size_t used = 0;
     int64_t longest = 0, rows = p->here_rows;

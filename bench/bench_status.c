@@ -3,16 +3,15 @@
 
 #include "bench_util.h"
 #include "cdcgemm.h"
-#include "context.h"
-#include "executor.h"
-#include "stats_json.h"
+#include "cdcgemm_testing.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 /* The worker's own average compute rate since it started (its PONG's
    flops over busy_us), or "-" before it has computed. */
-static void lifetime_gflops(const cdc_status_report_t *r, char *out, size_t size)
+static void lifetime_gflops(const cdc_testing_worker_status_t *r, char *out, size_t size)
 {
     if (r->busy_us > 0)
         snprintf(out, size, "%.2f", (double) r->flops / ((double) r->busy_us * 1e3));
@@ -20,19 +19,19 @@ static void lifetime_gflops(const cdc_status_report_t *r, char *out, size_t size
         snprintf(out, size, "-");
 }
 
-static void print_table(const cdc_worker_status_t *s, int count)
+static void print_table(const cdc_testing_worker_status_t *s, int count)
 {
     printf("%-3s %-28s %-5s %8s %5s %12s %7s %12s %9s %5s %9s %7s\n", "w", "endpoint", "alive",
            "rtt_ms", "proto", "cache_bytes", "entries", "max_memory", "tasks", "load", "busy_ms",
            "gflops");
     for (int w = 0; w < count; w++) {
-        const cdc_status_report_t *r = &s[w].status;
+        const cdc_testing_worker_status_t *r = &s[w];
         char rtt[16] = "-", gflops[16];
         if (s[w].rtt_ms >= 0)
             snprintf(rtt, sizeof rtt, "%.1f", s[w].rtt_ms);
         lifetime_gflops(r, gflops, sizeof gflops);
         printf("%-3d %-28s %-5s %8s %5d %12llu %7llu %12llu %9llu %5llu %9llu %7s\n", w,
-               s[w].endpoint, s[w].live ? "yes" : "no", rtt, s[w].version,
+               s[w].endpoint, s[w].live ? "yes" : "no", rtt, s[w].protocol,
                (unsigned long long) r->cache_bytes, (unsigned long long) r->cache_entries,
                (unsigned long long) r->max_memory, (unsigned long long) r->tasks,
                (unsigned long long) r->load, (unsigned long long) (r->busy_us / 1000), gflops);
@@ -41,25 +40,24 @@ static void print_table(const cdc_worker_status_t *s, int count)
 
 /* The workers, then the profile this short-lived coordinator formed of
    them (round trips and memory; rates need calls). */
-static void print_json(const cdc_worker_status_t *s, int count,
-                       const cdc_profile_report_t *profile)
+static void print_json(const cdc_testing_worker_status_t *s, int count, const char *profile)
 {
     printf("{\"workers\": [");
     for (int w = 0; w < count; w++) {
-        const cdc_status_report_t *r = &s[w].status;
+        const cdc_testing_worker_status_t *r = &s[w];
         printf("%s\n  {\"endpoint\": \"%s\", \"alive\": %s, \"rtt_ms\": %.3f, "
                "\"protocol\": %d, \"status\": %s, \"cache_bytes\": %llu, "
                "\"cache_entries\": %llu, \"max_memory\": %llu, \"tasks\": %llu, "
                "\"load\": %llu, \"busy_us\": %llu, \"flops\": %llu}",
                w ? "," : "", s[w].endpoint, s[w].live ? "true" : "false", s[w].rtt_ms,
-               s[w].version, s[w].has_status ? "true" : "false",
+               s[w].protocol, s[w].has_status ? "true" : "false",
                (unsigned long long) r->cache_bytes, (unsigned long long) r->cache_entries,
                (unsigned long long) r->max_memory, (unsigned long long) r->tasks,
                (unsigned long long) r->load, (unsigned long long) r->busy_us,
                (unsigned long long) r->flops);
     }
     printf("\n],\n");
-    cdc__profile_write_json(stdout, profile);
+    fputs(profile ? profile : "\"profile\": []", stdout);
     printf("}\n");
 }
 
@@ -76,15 +74,15 @@ int cdc_bench_status(int argc, char **argv)
         return 1;
     }
     cdc_test_sleep_ms(300); /* a few heartbeats: round trips and status */
-    static cdc_worker_status_t status[CDC_MAX_WORKERS];
-    static cdc_profile_report_t profile;
-    int count = cdc__executor_worker_status(context->executor, status, CDC_MAX_WORKERS);
-    cdc__context_profile_report(context, &profile);
+    static cdc_testing_worker_status_t status[CDC_MAX_WORKERS];
+    int count = cdc_testing_worker_status(context, status, CDC_MAX_WORKERS);
+    char *profile = cdc_bench_profile_json(context);
     cdc_context_destroy(&context);
     if (json)
-        print_json(status, count, &profile);
+        print_json(status, count, profile);
     else
         print_table(status, count);
+    free(profile);
     int alive = 0;
     for (int w = 0; w < count; w++)
         alive += status[w].live;

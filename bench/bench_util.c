@@ -1,6 +1,8 @@
 /* bench_util.c - clock, data, error norm and percentiles for the benchmarks. */
 #include "bench_util.h"
 
+#include "cdcgemm_testing.h"
+
 #include <dirent.h>
 #include <math.h>
 #include <stdio.h>
@@ -83,6 +85,21 @@ int cdc_bench_self_fds(void)
 int cdc_bench_self_threads(void)
 {
     return count_entries("/proc/self/task");
+}
+
+char *cdc_bench_profile_json(cdc_context_t *context)
+{
+    char *text = NULL;
+    size_t size = 0;
+    FILE *out = open_memstream(&text, &size);
+    if (!out)
+        return NULL;
+    int rc = cdc_testing_profile_json(context, out);
+    if (fclose(out) != 0 || rc != CDC_OK) {
+        free(text);
+        return NULL;
+    }
+    return text;
 }
 
 void cdc_bench_worker_path(char *out, size_t size)

@@ -2,6 +2,7 @@
 #ifndef CDC_BENCH_UTIL_H_INCLUDED
 #define CDC_BENCH_UTIL_H_INCLUDED
 
+#include "cdcgemm.h"
 #include "harness.h" /* the clock, sleeps, worker processes (tests/support) */
 
 #include <stddef.h>
@@ -25,6 +26,11 @@ double cdc_bench_percentile(const double *values, size_t count, double p);
    included) and of /proc/self/task (threads); -1 if unknown. */
 int cdc_bench_self_fds(void);
 int cdc_bench_self_threads(void);
+
+/* The workers' live profile now, as the JSON members of
+   cdc_testing_profile_json, in a string the caller frees; NULL when it
+   cannot be had. */
+char *cdc_bench_profile_json(cdc_context_t *context);
 
 /* The cdcgemm-worker beside this program (its own directory) into out. */
 void cdc_bench_worker_path(char *out, size_t size);

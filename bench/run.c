@@ -2,12 +2,8 @@
    outside chaos (chaos_actor.c) and samples of the bench process meanwhile. */
 #include "run.h"
 
-#include "plan.h"
-
 #include "bench_util.h"
-#include "context.h"
 #include "external.h"
-#include "local_workers.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -23,7 +19,7 @@ const char *cdc_outcome_name(cdc_outcome_t outcome)
 /* Layer i's plan and time in this request (cdcgemm-bench plan). */
 static void note_layer_plan(cdc_context_t *context, cdc_layer_plan_t *plan, double ms)
 {
-    cdc__plan_last(context, &plan->last);
+    cdc_testing_last_plan(context, &plan->last);
     plan->expected_ms[plan->count] = plan->last.expected_ms;
     plan->measured_ms[plan->count] = ms;
     plan->count++;
@@ -113,7 +109,7 @@ static void progress_end(progress_t *p)
 
 static pid_t embedded_pid(void *arg, int worker)
 {
-    return cdc__local_workers_pid(arg, worker);
+    return (pid_t) cdc_testing_local_worker_pid(arg, worker);
 }
 
 /* The process serving worker i: the library's child or one the bench started;
@@ -122,8 +118,8 @@ static long worker_pid(cdc_context_t *context, cdc_external_t *external, int wor
 {
     if (external)
         return cdc_external_pid(external, worker);
-    if (context->local)
-        return cdc__local_workers_pid(context->local, worker);
+    if (cdc_testing_local_worker_count(context) > 0)
+        return cdc_testing_local_worker_pid(context, worker);
     return -1;
 }
 
@@ -136,9 +132,9 @@ static int chaos_targets(cdc_context_t *context, cdc_external_t *external,
     if (external) {
         *targets = (cdc_chaos_targets_t){external->count, cdc_external_pid,
                                          cdc_external_restart, external};
-    } else if (context->local) {
-        *targets = (cdc_chaos_targets_t){cdc__local_workers_count(context->local), embedded_pid,
-                                         NULL, context->local};
+    } else if (cdc_testing_local_worker_count(context) > 0) {
+        *targets = (cdc_chaos_targets_t){cdc_testing_local_worker_count(context), embedded_pid,
+                                         NULL, context};
     } else {
         fprintf(stderr, "cdcgemm-bench: --chaos needs worker processes the bench knows: the "
                         "embedded ones or --external W (not CDCGEMM_WORKERS or in process)\n");
@@ -230,7 +226,7 @@ int cdc_run_execute(const cdc_workload_t *workload, const cdc_config_t *config,
 {
     run->config = *config;
     run->requests = requests;
-    memset(&run->profile, 0, sizeof run->profile); /* none unless the run gets that far */
+    run->profile_json = NULL; /* none unless the run gets that far */
     run->records = cdc_bench_xmalloc((size_t) (requests > 0 ? requests : 1) *
                                      sizeof *run->records);
     if (run->plan_table) {
@@ -276,7 +272,7 @@ int cdc_run_execute(const cdc_workload_t *workload, const cdc_config_t *config,
             run_request(workload, st.context, st.layers, st.y, &scratch, NULL);
         failed = timed_requests(workload, &st, run);
         cdc_context_stats(st.context, &run->stats);
-        cdc__context_profile_report(st.context, &run->profile);
+        run->profile_json = cdc_bench_profile_json(st.context);
         free(st.y);
         for (int i = 0; i < workload->count; i++)
             cdc_layer_destroy(&st.layers[i]);
@@ -299,6 +295,8 @@ void cdc_run_free(cdc_run_t *run)
     free(run->records);
     free(run->events);
     free(run->samples);
+    free(run->profile_json);
+    run->profile_json = NULL;
     run->records = NULL;
     run->events = NULL;
     run->samples = NULL;

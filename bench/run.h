@@ -2,9 +2,8 @@
 #ifndef CDC_RUN_H_INCLUDED
 #define CDC_RUN_H_INCLUDED
 
+#include "cdcgemm_testing.h"
 #include "chaos_actor.h"
-#include "context.h"
-#include "profile.h"
 #include "workload.h"
 
 typedef enum {
@@ -41,7 +40,7 @@ typedef struct {
 /* One layer's calls over the timed requests (cdcgemm-bench plan). */
 typedef struct {
     char name[32];          /* the layer's                                 */
-    cdc_plan_record_t last; /* the plan of its last call                   */
+    cdc_testing_plan_t last; /* the plan of its last call                  */
     double *expected_ms;    /* per timed request: the model's prediction (< 0:
                                none), and the layer call's wall time      */
     double *measured_ms;
@@ -64,7 +63,8 @@ typedef struct {
     int requests;
     cdc_request_record_t *records;
     cdc_stats_t stats;     /* context counters at the end of the run       */
-    cdc_profile_report_t profile; /* the workers' live profiles then       */
+    char *profile_json;    /* the workers' live profiles then: JSON members
+                              (cdc_testing_profile_json); NULL: none       */
     cdc_chaos_event_t *events; /* chaos events and the --crash-at fault,
                               in time order                                */
     int event_count;

@@ -15,8 +15,10 @@
 #define CDC_CURVE_ENDPOINT_MAX 256
 
 /* One certificate as loaded: the public key, the secret key when the file
-   held one (has_secret), and its "endpoint" metadata ("" when absent). */
-typedef struct {
+   held one (has_secret), and its "endpoint" metadata ("" when absent).
+   Tagged, so a header that only passes it by pointer can name it without
+   including this one (tests/support/harness.h). */
+typedef struct cdc_curve_cert {
     uint8_t public_key[CDC_CURVE_KEY_BYTES];
     uint8_t secret_key[CDC_CURVE_KEY_BYTES];
     char public_txt[CDC_CURVE_KEY_TEXT];

@@ -4,6 +4,7 @@
 #include "harness.h"
 
 #include "cdcgemm.h"
+#include "keys.h"
 #include "local_workers.h"
 
 #include <arpa/inet.h>

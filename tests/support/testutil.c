@@ -1,6 +1,8 @@
 /* testutil.c - deterministic random data, error norms, files, suite runner. */
 #include "testutil.h"
 
+#include "keys.h"
+
 #include <errno.h>
 #include <math.h>
 #include <stdio.h>
