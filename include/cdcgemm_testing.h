@@ -68,20 +68,26 @@ CDC_EXPORT long cdc_testing_local_worker_pid(cdc_context_t *context, int worker)
 
 /* The plan of the last call the context planned (a coded call, or one the
    plan ran on the coordinator): its split, n, r, block lengths and where each
-   slot ran, and the latency model's prediction for it. */
+   slot ran, and the latency model's prediction for it. The library keeps its
+   last plan in this struct (src/coordinator/context/context.h). */
 typedef struct {
     cdc_split_t split;
     int n, r;
-    int64_t block_len[CDC_MAX_WORKERS]; /* data blocks' rows 0..n-1          */
+    int64_t block_len[CDC_MAX_WORKERS]; /* data blocks' rows, 0..n-1 (a
+                                           parity block: the longest)     */
     int64_t here_rows;                  /* the coordinator's own share      */
     int home[CDC_MAX_WORKERS];          /* slot s's worker, s < n + r       */
-    double expected_ms; /* predicted, nothing failing; < 0: no prediction yet */
-    double worst_ms;    /* predicted, every shard done (after a crash)       */
-    int over_budget;    /* ran on the coordinator: over the workers' budget  */
-    int here;           /* ran on the coordinator: predicted faster there    */
-    int rotated;        /* ran in the rotated layout: the workers' data rows
-                           are the block lengths summed over n + r workers;
-                           the prediction is the dedicated layout's        */
+    double expected_ms; /* predicted, nothing failing (the n-th shard done);
+                           < 0: the profile cannot predict it yet        */
+    double worst_ms;    /* predicted, every shard done (after a crash)     */
+    int over_budget;    /* ran on the coordinator: over the workers' memory
+                           budgets (budget_fallbacks)                     */
+    int here;           /* ran on the coordinator, predicted faster there
+                           (planned_local): expected_ms is that prediction */
+    int rotated;        /* ran in the rotated parity layout: the workers'
+                           data rows are the block lengths summed over the
+                           n + r workers; the prediction is the dedicated
+                           layout's                                       */
 } cdc_testing_plan_t;
 
 /* The last planned call's plan into *plan (all zero before the first).

@@ -13,7 +13,6 @@
 
 #include <string.h>
 
-_Static_assert(CDC_CODE_MAX_N <= CDC_MAX_WORKERS, "cdc_testing_plan_t.block_len is too short");
 _Static_assert(sizeof(((cdc_testing_worker_status_t *) 0)->endpoint) ==
                    sizeof(((cdc_worker_status_t *) 0)->endpoint),
                "cdc_testing_worker_status_t.endpoint is not the client's");
@@ -34,20 +33,7 @@ int cdc_testing_last_plan(cdc_context_t *context, cdc_testing_plan_t *plan)
 {
     if (!context || !plan)
         return cdc__fail(CDC_EINVAL, "cdc_testing_last_plan: NULL argument");
-    cdc_plan_record_t record;
-    cdc__plan_last(context, &record);
-    memset(plan, 0, sizeof *plan);
-    plan->split = record.split;
-    plan->n = record.n;
-    plan->r = record.r;
-    memcpy(plan->block_len, record.block_len, sizeof record.block_len);
-    plan->here_rows = record.here_rows;
-    memcpy(plan->home, record.home, sizeof record.home);
-    plan->expected_ms = record.expected_ms;
-    plan->worst_ms = record.worst_ms;
-    plan->over_budget = record.over_budget;
-    plan->here = record.here;
-    plan->rotated = record.rotated;
+    cdc__plan_last(context, plan); /* cdc_plan_record_t is cdc_testing_plan_t */
     return CDC_OK;
 }
 

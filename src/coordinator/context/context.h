@@ -3,6 +3,7 @@
 #define CDC_CONTEXT_H_INCLUDED
 
 #include "cdcgemm.h"
+#include "cdcgemm_testing.h"
 #include "code.h"
 #include "executor.h"
 #include "local_workers.h"
@@ -42,24 +43,10 @@ typedef struct {
 
 /* What the last call sized by cdc__plan_size_blocks was planned to do, and
    what the latency model predicted for it (plan.c): for `cdcgemm-bench
-   plan` and the tests. */
-typedef struct {
-    cdc_split_t split;
-    int n, r;
-    int64_t block_len[CDC_CODE_MAX_N]; /* data blocks; parity: the longest */
-    int64_t here_rows;                 /* the coordinator's share (plan.h) */
-    int home[CDC_MAX_WORKERS];         /* slot s's worker                  */
-    double expected_ms; /* predicted, nothing failing (the n-th shard done);
-                           < 0: the profile cannot predict it yet        */
-    double worst_ms;    /* predicted, every shard done (after a crash)     */
-    int over_budget;    /* run on the coordinator (budget_fallbacks)       */
-    int here;           /* run on the coordinator, predicted faster there
-                           (planned_local): expected_ms is that prediction */
-    int rotated;        /* ran in the rotated parity layout (rotated_layout.h):
-                           workers' data rows are the block lengths summed
-                           over W workers; the prediction is the dedicated
-                           layout's                                       */
-} cdc_plan_record_t;
+   plan` and the tests, which read it with cdc_testing_last_plan, so it is
+   cdcgemm_testing.h's struct (the fields are described there). */
+typedef cdc_testing_plan_t cdc_plan_record_t;
+_Static_assert(CDC_CODE_MAX_N <= CDC_MAX_WORKERS, "cdc_plan_record_t.block_len is too short");
 
 struct cdc_context {
     cdc_config_t config;
