@@ -1,16 +1,18 @@
-/* main.c - cdcgemm-bench: the demo (no arguments) and the benchmark commands. */
-#include "bench_accuracy.h"
-#include "bench_blas.h"
-#include "bench_cache.h"
-#include "bench_codes.h"
-#include "bench_core.h"
+/* main.c - cdcgemm-bench: the demo (no arguments) and the benchmark commands:
+   the driver's here in bench/ (public API only), the micro-benchmarks of
+   internals in bench/micro/. */
 #include "bench_failover.h"
-#include "bench_hostile.h"
-#include "bench_im2col.h"
 #include "bench_run.h"
 #include "bench_plan.h"
 #include "bench_status.h"
 #include "demo.h"
+#include "micro/bench_accuracy.h"
+#include "micro/bench_blas.h"
+#include "micro/bench_cache.h"
+#include "micro/bench_codes.h"
+#include "micro/bench_core.h"
+#include "micro/bench_hostile.h"
+#include "micro/bench_im2col.h"
 
 #include <stdio.h>
 #include <string.h>
