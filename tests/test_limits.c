@@ -329,6 +329,29 @@ START_TEST(test_admission_names_the_limit)
 }
 END_TEST
 
+/* A task whose matrices are each within the protocol's 1 GiB but add up
+   past 4 GiB: both operands inline in chunks (so each is also gathered into
+   a copy) and a 1 GiB result, 5 GiB in all. The sum is kept in 64 bits (a
+   32-bit worker's size_t would wrap it to 1 GiB and admit the task under
+   a 4 GiB - 1 limit, issue 28); the ERROR names the whole of it. */
+START_TEST(test_task_memory_past_4gib)
+{
+    cdc_msg_header_t h;
+    cdc__msg_header_init(&h, CDC_MSG_TASK_GEMM);
+    h.rows = h.k = h.cols = (int64_t) 1 << 14;
+    size_t gib = (size_t) 1 << 30;
+    cdc_task_memory_t memory;
+    ck_assert_int_eq(admit_header(&h, gib, gib, (size_t) 1 << 40, &memory), CDC_OK);
+    ck_assert_uint_eq(memory.inline_bytes, UINT64_C(2) << 30);
+    ck_assert_uint_eq(memory.copy_bytes, UINT64_C(2) << 30);
+    ck_assert_uint_eq(memory.result_bytes, UINT64_C(1) << 30);
+    ck_assert_uint_eq(memory.total, UINT64_C(5) << 30);
+    ck_assert_int_eq(admit_header(&h, gib, gib, (size_t) UINT32_MAX, &memory), CDC_ENOMEM);
+    ck_assert_ptr_nonnull(strstr(cdc_last_error(), "needs 5368709120 bytes"));
+    ck_assert_ptr_nonnull(strstr(cdc_last_error(), "--max-task-memory 4294967295"));
+}
+END_TEST
+
 /* ---- task memory and padding at a real worker ---------------------------- */
 
 START_TEST(test_worker_refuses_padding_and_big_results)
@@ -715,6 +738,7 @@ static Suite *limits_suite(void)
     TCase *admission = tcase_create("admission");
     tcase_add_test(admission, test_default_admits_alexnet_and_vgg16);
     tcase_add_test(admission, test_admission_names_the_limit);
+    tcase_add_test(admission, test_task_memory_past_4gib);
     suite_add_tcase(suite, admission);
     TCase *worker = tcase_create("worker");
     tcase_add_test(worker, test_worker_refuses_padding_and_big_results);

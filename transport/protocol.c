@@ -144,11 +144,11 @@ int cdc__msg_payload_count(cdc_msg_type_t type)
     return -1;
 }
 
-int cdc__msg_payload_frames(size_t size)
+int cdc__msg_payload_frames(uint64_t size)
 {
     if (size == 0)
         return 1; /* an empty payload (a cached operand) is one empty frame */
-    size_t frames = (size - 1) / CDC_PROTO_CHUNK_BYTES + 1;
+    uint64_t frames = (size - 1) / CDC_PROTO_CHUNK_BYTES + 1;
     return frames > INT_MAX ? INT_MAX : (int) frames;
 }
 

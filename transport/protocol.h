@@ -115,8 +115,10 @@ int cdc__msg_header_unpack(const void *data, size_t size, cdc_msg_header_t *head
 /* Payloads a message of this type carries (0, 1 or 2); -1 if unknown. */
 int cdc__msg_payload_count(cdc_msg_type_t type);
 
-/* Frames a payload of size bytes travels in: max(1, ceil(size / chunk)). */
-int cdc__msg_payload_frames(size_t size);
+/* Frames a payload of size bytes travels in: max(1, ceil(size / chunk)),
+   INT_MAX when more. 64-bit: a header's sizes are counted before anything
+   checks that they fit a 32-bit size_t. */
+int cdc__msg_payload_frames(uint64_t size);
 
 /* Copy the payload's bytes, chunk after chunk, into out (payload->size
    bytes). Thread-safe. */

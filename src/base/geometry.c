@@ -51,7 +51,7 @@ static int axis_finish(const char *axis, int64_t in, int64_t kernel, int64_t str
 
 int cdc__conv_geometry_finish(cdc_conv_geometry_t *g)
 {
-    int64_t out_h, out_w, rows, cols, cells, image;
+    int64_t out_h = 0, out_w = 0, rows, cols, cells, image;
     int status;
     if (!g)
         return cdc__fail(CDC_EDIM, "conv geometry is NULL");

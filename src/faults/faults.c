@@ -52,7 +52,7 @@ static int parse_number(const char *rule, const char *key, const char *text, siz
 /* "seed=N": the plan's generator seed, an integer up to 2^53. */
 static int parse_seed(const char *text, cdc_fault_plan_t *plan)
 {
-    double seed;
+    double seed = 0;
     int rc = parse_number(text, "seed", text + 5, strlen(text + 5), 0, 9007199254740992.0,
                           &seed);
     if (rc == CDC_OK && seed != floor(seed))
@@ -93,7 +93,7 @@ static int parse_target(const char *text, const char *target, size_t len, cdc_fa
         return cdc__fail(CDC_ECONFIG,
                          "CDCGEMM_FAULTS: rule '%s': target must be wINDEX (decimal), * or c",
                          text);
-    double index;
+    double index = 0;
     int rc = parse_number(text, "target index", target + 1, len - 1, 0, CDC_MAX_WORKERS - 1,
                           &index);
     if (rc != CDC_OK)

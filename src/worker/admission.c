@@ -7,7 +7,8 @@
  * the result, and for a conv the im2col matrix. Cached operands are not
  * counted: --max-memory bounds the cache. The protocol bounds each matrix
  * to 2^28 floats and each dimension to 2^24, so every product and sum here
- * fits in 64 bits. */
+ * fits in 64 bits; they are kept in 64 bits on a 32-bit worker too, where
+ * the sum of a task's matrices can pass what size_t holds. */
 #include "admission.h"
 
 #include "error.h"
@@ -15,20 +16,20 @@
 #include <stdalign.h>
 #include <stdint.h>
 
-static size_t floats_bytes(int64_t a, int64_t b)
+static uint64_t floats_bytes(int64_t a, int64_t b)
 {
-    return (size_t) ((uint64_t) a * (uint64_t) b * sizeof(float));
+    return (uint64_t) a * (uint64_t) b * sizeof(float);
 }
 
 /* An operand's bytes when it is carried inline (key 0), else 0. */
-static size_t inline_operand(uint64_t key, int64_t rows, int64_t k)
+static uint64_t inline_operand(uint64_t key, int64_t rows, int64_t k)
 {
     return key == 0 ? floats_bytes(rows, k) : 0;
 }
 
 /* An inline payload is used in place when it is one aligned frame; one in
    several chunks, or misaligned, is gathered into a copy (compute.c). */
-static size_t copy_of(const cdc_msg_payload_t *payload)
+static uint64_t copy_of(const cdc_msg_payload_t *payload)
 {
     int in_place = payload->count == 1 &&
                    (uintptr_t) payload->frames[0].data % alignof(float) == 0;
@@ -65,12 +66,14 @@ int cdc__worker_admit(const cdc_msg_t *msg, size_t max_task_memory)
         return rc;
     cdc_task_memory_t memory;
     cdc__task_memory(msg, &memory);
-    if (memory.total > max_task_memory)
+    if (memory.total > (uint64_t) max_task_memory)
         return cdc__fail(CDC_ENOMEM,
-                         "it needs %zu bytes (operands %zu, result %zu, im2col %zu), over "
-                         "this worker's --max-task-memory %zu",
-                         memory.total,
-                         memory.inline_bytes + memory.copy_bytes, memory.result_bytes,
-                         memory.im2col_bytes, max_task_memory);
+                         "it needs %llu bytes (operands %llu, result %llu, im2col %llu), over "
+                         "this worker's --max-task-memory %zu%s",
+                         (unsigned long long) memory.total,
+                         (unsigned long long) (memory.inline_bytes + memory.copy_bytes),
+                         (unsigned long long) memory.result_bytes,
+                         (unsigned long long) memory.im2col_bytes, max_task_memory,
+                         SIZE_MAX <= UINT32_MAX ? " (a 32-bit worker: at most 4 GiB - 1)" : "");
     return CDC_OK;
 }

@@ -11,6 +11,7 @@
 #include "protocol.h"
 
 #include <stddef.h>
+#include <stdint.h>
 
 /* Default --max-task-memory: every AlexNet and VGG-16 layer shard at batch 1
    fits with room to spare; the largest, VGG-16 conv1_2 on one worker, needs
@@ -18,13 +19,15 @@
    chunks and gathered). docs/security.md. */
 #define CDC_WORKER_DEFAULT_TASK_MEMORY ((size_t) 512 << 20)
 
-/* The memory a task holds while it runs, in bytes. */
+/* The memory a task holds while it runs, in bytes. 64-bit on every host:
+   each matrix is at most 1 GiB (CDC_PROTO_MAX_FLOATS), but their sum can
+   pass 4 GiB, which a 32-bit worker's size_t would wrap (issue 28). */
 typedef struct {
-    size_t inline_bytes; /* operands carried in the message (not cached keys) */
-    size_t copy_bytes;   /* of those, copies of frames not float-aligned       */
-    size_t result_bytes; /* rows x cols floats                                 */
-    size_t im2col_bytes; /* TASK_CONV: the k x cols unfolded input             */
-    size_t total;
+    uint64_t inline_bytes; /* operands carried in the message (not cached keys) */
+    uint64_t copy_bytes;   /* of those, copies of frames not float-aligned       */
+    uint64_t result_bytes; /* rows x cols floats                                 */
+    uint64_t im2col_bytes; /* TASK_CONV: the k x cols unfolded input             */
+    uint64_t total;
 } cdc_task_memory_t;
 
 /* The working set of a validated TASK_GEMM or TASK_CONV (zero for other
@@ -36,7 +39,7 @@ void cdc__task_memory(const cdc_msg_t *msg, cdc_task_memory_t *memory);
    smaller than the dilated kernel span; CDC_ENOMEM when the working set
    exceeds max_task_memory. The text (cdc_last_error) names the limit (the
    padding and the span, or --max-task-memory with the bytes needed and the
-   limit). Thread-safe. */
+   limit; on a 32-bit worker also its address space). Thread-safe. */
 int cdc__worker_admit(const cdc_msg_t *msg, size_t max_task_memory);
 
 #endif

@@ -344,11 +344,18 @@ static int put_existing(cdc_weight_cache_t *self, entry_t *e, const cdc_weight_v
     return CDC_OK;
 }
 
+/* Whether used + add bytes exceed max, without computing the sum: on a
+   32-bit worker --max-memory may be up to 4 GiB - 1 and the sum would wrap. */
+static int over(size_t used, size_t add, size_t max)
+{
+    return used > max || add > max - used;
+}
+
 /* An entry of charge bytes can never fit: refused before anything is
    evicted for it. */
 static int check_fits_at_all(cdc_weight_cache_t *self, cdc_weight_key_t key, size_t charge)
 {
-    if (charge + self->stats.index_bytes > self->stats.max_bytes) {
+    if (over(self->stats.index_bytes, charge, self->stats.max_bytes)) {
         self->stats.refused++;
         return cdc__fail(CDC_ENOMEM,
                          "weights %016llx: %zu bytes (with overhead) exceed the cache's "
@@ -391,7 +398,7 @@ static scope_t *most_entries(const cdc_weight_cache_t *self, uint64_t id)
 static void make_room(cdc_weight_cache_t *self, uint64_t id, size_t charge)
 {
     scope_t *own = scope_find(self, id);
-    while (own && own->oldest && own->bytes + charge > self->stats.max_scope_bytes) {
+    while (own && own->oldest && over(own->bytes, charge, self->stats.max_scope_bytes)) {
         int last = own->count == 1; /* the record goes with its last entry */
         evict(self, own->oldest);
         if (last)
@@ -399,7 +406,7 @@ static void make_room(cdc_weight_cache_t *self, uint64_t id, size_t charge)
     }
     while (self->oldest && self->stats.count + 1 > self->stats.max_entries)
         evict(self, most_entries(self, id)->oldest);
-    while (self->oldest && self->stats.bytes + charge > self->stats.max_bytes)
+    while (self->oldest && over(self->stats.bytes, charge, self->stats.max_bytes))
         evict(self, self->oldest);
 }
 
@@ -422,7 +429,7 @@ int cdc__weight_cache_put(cdc_weight_cache_t *self, cdc_weight_key_t key,
         return CDC_ENOMEM;
     }
     make_room(self, key.scope, charge);
-    if (self->stats.bytes + charge > self->stats.max_bytes) { /* the grown index */
+    if (over(self->stats.bytes, charge, self->stats.max_bytes)) { /* the grown index */
         free(e);
         self->stats.refused++;
         return cdc__fail(CDC_ENOMEM, "weights %016llx: %zu bytes do not fit beside the "

@@ -136,6 +136,8 @@ static void usage_announce(FILE *out)
             "                      CZMQ's choice, the first broadcast interface)\n");
 }
 
+/* BYTES[K|M|G] into *out: 0, -1 when it is no such number, -2 when it is
+   more than a size_t holds (4 GiB - 1 on a 32-bit worker). */
 static int parse_bytes(const char *text, size_t *out)
 {
     char *end = NULL;
@@ -155,8 +157,10 @@ static int parse_bytes(const char *text, size_t *out)
         scale = 1ULL << 30;
     if (scale != 1)
         end++;
-    if (*end != '\0' || value == 0 || value > (unsigned long long) SIZE_MAX / scale)
+    if (*end != '\0' || value == 0)
         return -1;
+    if (value > (unsigned long long) SIZE_MAX / scale)
+        return -2;
     *out = (size_t) (value * scale);
     return 0;
 }
@@ -182,6 +186,18 @@ static int set_log_level(const char *name)
     return 0;
 }
 
+/* Why a byte count for what (an option, a variable) was refused. */
+static void bytes_error(const char *what, const char *value, int rc)
+{
+    if (rc == -2)
+        fprintf(stderr, "cdcgemm-worker: %s '%s': more than this worker can address "
+                        "(at most %zu bytes with its %d-bit size_t)\n",
+                what, value, (size_t) SIZE_MAX, (int) (8 * sizeof(size_t)));
+    else
+        fprintf(stderr, "cdcgemm-worker: %s '%s': expected bytes > 0 with an optional K, "
+                        "M or G suffix\n", what, value);
+}
+
 /* The options bounding what the worker holds (docs/security.md): 1 when
    arg is one of them and value was taken, 0 when arg is none of them, 2
    after a message on stderr. */
@@ -197,10 +213,10 @@ static int parse_limit(const char *arg, const char *value, cdc_worker_options_t 
     for (int i = 0; i < 3; i++) {
         if (strcmp(arg, bytes[i]) != 0)
             continue;
-        if (parse_bytes(value, targets[i]) == 0)
+        int rc = parse_bytes(value, targets[i]);
+        if (rc == 0)
             return 1;
-        fprintf(stderr, "cdcgemm-worker: %s '%s': expected bytes > 0 with an optional K, "
-                        "M or G suffix\n", arg, value);
+        bytes_error(arg, value, rc);
         return 2;
     }
     if (strcmp(arg, "--max-entries") == 0) {
@@ -449,10 +465,12 @@ static void print_counters(int index, const cdc_worker_counters_t *counters)
 static int max_memory_from_env(cdc_worker_options_t *options)
 {
     const char *value = getenv("CDCGEMM_WORKER_MAX_MEMORY");
-    if (!value || !value[0] || parse_bytes(value, &options->max_memory) == 0)
+    if (!value || !value[0])
         return 0;
-    fprintf(stderr, "cdcgemm-worker: CDCGEMM_WORKER_MAX_MEMORY='%s': expected bytes > 0 "
-                    "with an optional K, M or G suffix\n", value);
+    int rc = parse_bytes(value, &options->max_memory);
+    if (rc == 0)
+        return 0;
+    bytes_error("CDCGEMM_WORKER_MAX_MEMORY", value, rc);
     return 2;
 }
 
