@@ -79,7 +79,7 @@ int cdc_conv2d_new(cdc_context_t *context, const cdc_conv2d_desc_t *desc,
 /* What an output row (spatial) or a filter (channel) costs (plan.h): a
    band of rows output rows reads (rows - 1) * stride_h + window input rows,
    so each row adds stride_h input rows to a fixed halo, and a data band
-   also computes its halo's output rows (conv_spatial_split): a fixed cost
+   also computes its halo's output rows (driver_spatial.c): a fixed cost
    that makes short bands dear; the filters are cached on workers. */
 static cdc_block_cost_t conv_block_cost(const cdc_layer_t *layer, cdc_split_t split,
                                         const cdc_conv_geometry_t *g, int64_t batch)
