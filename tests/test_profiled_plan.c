@@ -63,6 +63,38 @@ static int blocks_unequal(const cdc_test_fc_t *f)
     return 0;
 }
 
+/* The mix's devices (test_mix_sized_to_devices). */
+static const double mix_speed[WORKERS] = {1, 1, 0.25, 0.25, 0.125};
+
+/* Whether a faster home has the longer block in use, by at least half the
+   speed ratio. */
+static int sized_by_speed(const cdc_test_fc_t *f, const int *home)
+{
+    const cdc_shard_set_t *set = f->layer->encoded.sets.in_use;
+    for (int s = 0; set && s < set->n; s++)
+        for (int t = 0; t < set->n; t++)
+            if (mix_speed[home[s]] > mix_speed[home[t]] &&
+                (set->len[s] <= set->len[t] ||
+                 (double) set->len[s] * mix_speed[home[t]] <
+                     0.5 * (double) set->len[t] * mix_speed[home[s]]))
+                return 0;
+    return set != NULL;
+}
+
+/* Each slot's home and rows, for a failure's message. */
+static const char *sized_by_speed_text(const cdc_test_fc_t *f, const int *home)
+{
+    static char text[256];
+    const cdc_shard_set_t *set = f->layer->encoded.sets.in_use;
+    size_t used = 0;
+    text[0] = '\0';
+    for (int s = 0; set && s < set->n && used < sizeof text; s++)
+        used += (size_t) snprintf(text + used, sizeof text - used,
+                                  "%sslot %d: worker %d, %lld rows", s ? "; " : "", s,
+                                  home[s], (long long) set->len[s]);
+    return text;
+}
+
 /* Two fast devices, two at a quarter, one at an eighth (the issue's mix),
    and a coordinator at a twentieth: it takes a share of the rows too. */
 START_TEST(test_mix_sized_to_devices)
@@ -80,35 +112,30 @@ START_TEST(test_mix_sized_to_devices)
             break;
     }
     ck_assert_msg(blocks_unequal(&f), "still equal blocks after %d calls", calls);
-    /* On a loaded host the first estimates can be off enough that the homes
-       move and the blocks are re-sized once more (staged): the lengths
-       checked below are those for the homes, once in use. */
-    for (; calls < 2 * MAX_CALLS && cdc_test_now_s() - start < 2 * MAX_SECONDS &&
-           cdc__profiled_plan_staging(context);
-         calls++)
-        cdc_test_fc_check(&f, REL_TOL);
-    ck_assert_msg(!cdc__profiled_plan_staging(context), "still staging after %d calls", calls);
-    for (int i = 0; i < 20; i++)
-        cdc_test_fc_check(&f, REL_TOL);
-
     /* The parity on a fast device; a faster home has the longer block, by at
        least half the speed ratio (the model also counts each home's link and
        round trip as measured, and on a loaded host the real GEMV under each
-       emulated device adds to the slow and the fast alike). */
+       emulated device adds to the slow and the fast alike). On a loaded host
+       a first rate sample can be off (the first touch of the weights under
+       the emulated time): the estimate moves once later samples persist,
+       and the blocks are re-sized and staged. So the plan must reach that
+       order, and keep it once reached, within the bound. */
     const int *home = context->profiled.home_of_slot;
+    int settled = 0;
+    for (; calls < 2 * MAX_CALLS && cdc_test_now_s() - start < 2 * MAX_SECONDS && !settled;
+         calls++) {
+        cdc_test_fc_check(&f, REL_TOL);
+        settled = !cdc__profiled_plan_staging(context) && sized_by_speed(&f, home);
+    }
+    ck_assert_msg(settled, "blocks not sized to the devices after %d calls (%s)", calls,
+                  sized_by_speed_text(&f, home));
+    for (int i = 0; i < 20; i++)
+        cdc_test_fc_check(&f, REL_TOL);
     ck_assert_int_eq(context->profiled.slots, WORKERS);
     ck_assert_msg(home[4] == 0 || home[4] == 1, "parity on worker %d", home[4]);
+    ck_assert_msg(sized_by_speed(&f, home), "the order did not hold: %s",
+                  sized_by_speed_text(&f, home));
     const cdc_shard_set_t *set = f.layer->encoded.sets.in_use;
-    static const double speed[WORKERS] = {1, 1, 0.25, 0.25, 0.125};
-    for (int s = 0; s < set->n; s++)
-        for (int t = 0; t < set->n; t++)
-            if (speed[home[s]] > speed[home[t]])
-                ck_assert_msg(set->len[s] > set->len[t] &&
-                                  (double) set->len[s] * speed[home[t]] >=
-                                      0.5 * (double) set->len[t] * speed[home[s]],
-                              "slot %d (worker %d) has %lld rows, slot %d (worker %d) %lld",
-                              s, home[s], (long long) set->len[s], t, home[t],
-                              (long long) set->len[t]);
     cdc_stats_t stats;
     ck_assert_int_eq(cdc_context_stats(context, &stats), CDC_OK);
     ck_assert_uint_eq(stats.fallbacks, 0);
