@@ -226,20 +226,6 @@ int cdc__operand_cache_match(cdc_operand_cache_t *cache, const cdc_operand_t *a,
     return CDC_OK;
 }
 
-int cdc__operand_entry_shards(cdc_operand_cache_t *cache, cdc_operand_entry_t *entry,
-                              int stage, const cdc_code_t *code, int n, int64_t first_row,
-                              const int64_t *lengths, const cdc_shard_set_t **set,
-                              int *encoded)
-{
-    *encoded = 0;
-    if (!entry->packed)
-        return cdc__fail(CDC_ESTATE, "operand entry has no packed copy");
-    int rc = cdc__encoded_weights_shards(&entry->encoded, stage, code, n, first_row, lengths,
-                                         set, encoded);
-    cdc__operand_entry_settle(cache, entry);
-    return rc;
-}
-
 void cdc__operand_entry_settle(cdc_operand_cache_t *cache, cdc_operand_entry_t *entry)
 {
     size_t now = cdc__encoded_weights_bytes(&entry->encoded);

@@ -67,17 +67,9 @@ int cdc__operand_cache_match(cdc_operand_cache_t *cache, const cdc_operand_t *a,
                              const cdc_operand_t *bt, int *side,
                              cdc_operand_entry_t **entry);
 
-/* The entry's row blocks (n of these lengths from first_row on, NULL:
-   equal) and parity for (code, n), as cdc__encoded_weights_shards, then
-   settled (cdc__operand_entry_settle). */
-int cdc__operand_entry_shards(cdc_operand_cache_t *cache, cdc_operand_entry_t *entry,
-                              int stage, const cdc_code_t *code, int n, int64_t first_row,
-                              const int64_t *lengths, const cdc_shard_set_t **set,
-                              int *encoded);
-
-/* After a call encoded something of the entry (encoded): its bytes into
-   the cache's count, and other entries evicted if the cache is over its
-   budget. */
+/* After a call encoded something of the entry (its `encoded` store,
+   encoded_weights.h): its bytes into the cache's count, and other entries
+   evicted if the cache is over its budget. */
 void cdc__operand_entry_settle(cdc_operand_cache_t *cache, cdc_operand_entry_t *entry);
 
 /* Counters: entries held, bytes of packed copies and shard sets. */

@@ -221,18 +221,19 @@ static int driver_scales_fill(cdc_dedicated_call_t *call)
     return CDC_OK;
 }
 
-/* A task's product against the whole operand: its rows (a GEMM's bt) or
-   the conv input's patches (a conv task, im2col where it runs). */
-static void task_against_whole(const driver_operands_t *ops, cdc_shard_task_t *task)
+/* A task's product against the whole operand: its rows (a GEMM's bt;
+   patches NULL) or a conv input's patches (a conv task, im2col where it
+   runs). */
+static void task_against_whole(const cdc_patches_t *patches, cdc_shard_task_t *task)
 {
-    if (!ops->patches) {
+    if (!patches) {
         task->kind = CDC_TASK_GEMM;
         return;
     }
     task->kind = CDC_TASK_CONV;
-    task->input = ops->patches->input;
-    task->geometry = ops->patches->geometry;
-    task->batch = ops->patches->batch;
+    task->input = patches->input;
+    task->geometry = patches->geometry;
+    task->batch = patches->batch;
 }
 
 /* The coordinator's share: T's first here_rows rows (A cut: written in
@@ -245,7 +246,7 @@ static int driver_share(const driver_operands_t *ops, cdc_dedicated_call_t *call
         return CDC_OK;
     cdc_shard_task_t *share = &call->share;
     share->shard = share->cover = -1;
-    task_against_whole(ops, share);
+    task_against_whole(ops->patches, share);
     share->k = ops->k;
     if (ops->cut == CDC_SHARD_A) {
         share->a = ops->cut_rows;
@@ -325,7 +326,7 @@ static int driver_dispatch(cdc_context_t *context, const cdc_call_plan_t *plan,
     cdc__dedicated_call_follow(&call, plan);
     for (int s = 0; s < set->n + set->r; s++) {
         cdc_shard_task_t *task = &call.tasks[s];
-        task_against_whole(ops, task);
+        task_against_whole(ops->patches, task);
         task->k = ops->k;
         /* A data task computes its block's real rows only. */
         int64_t len = s < set->n ? cdc__shard_set_valid_rows(set, s) : set->block_rows;
@@ -383,8 +384,7 @@ static int driver_rotated(cdc_context_t *context, const cdc_gemm_desc_t *desc,
     float *next = packed;
     cdc_rotated_call_t call = {.set = set, .a_key = cut->weights->set_key, .out = product,
                                .split = plan->split, .wanted_r = plan->wanted_r};
-    driver_operands_t whole_ops = {.patches = desc->patches};
-    task_against_whole(&whole_ops, &call.proto);
+    task_against_whole(desc->patches, &call.proto);
     call.proto.k = cut->view.k;
     call.proto.cols = cols;
     call.proto.bt = operand_rows(whole, &next);
@@ -406,8 +406,7 @@ static int driver_rotated_wanted(cdc_context_t *context, const cdc_gemm_desc_t *
                                  const cdc_call_plan_t *plan)
 {
     const cdc_gemm_operand_t *cut = plan->cut == CDC_SHARD_A ? &desc->a : &desc->bt;
-    return cut->weights && cut->weights->store &&
-           cdc__rotated_wanted(context, plan, cut->view.rows);
+    return cut->weights && cdc__rotated_wanted(context, plan, cut->view.rows);
 }
 
 int cdc__driver_row_cut_spread(cdc_context_t *context, const cdc_call_plan_t *plan,

@@ -155,17 +155,23 @@ static int call_dispatch(cdc_context_t *context, call_run_t *run)
     return rc;
 }
 
+/* The report's fields every call has: its shape, no shard's time yet. */
+static void report_start(const cdc_call_layout_t *layout, cdc_call_report_t *report)
+{
+    report->n = layout->n;
+    report->r = layout->r;
+    report->split = layout->split;
+    for (int w = 0; w < CDC_MAX_WORKERS; w++)
+        report->shard_ms[w] = -1.0;
+}
+
 /* What came back: per slot, per stripe; the report's first fields. */
 static void call_collect(call_run_t *run)
 {
     cdc_call_layout_t *layout = run->layout;
     cdc_call_report_t *report = &run->report;
-    report->n = layout->n;
-    report->r = layout->r;
-    report->split = layout->split;
+    report_start(layout, report);
     report->erased = cdc__popcount64(run->erased);
-    for (int w = 0; w < CDC_MAX_WORKERS; w++)
-        report->shard_ms[w] = -1.0;
     /* Redundancy: the losses the call could still take. */
     int dispatched = cdc__popcount64(run->zero);
     for (int t = 0; t < run->count; t++) {
@@ -400,12 +406,8 @@ static int call_run_here(cdc_context_t *context, cdc_call_layout_t *layout)
 {
     cdc_call_report_t report;
     memset(&report, 0, sizeof report);
-    report.n = layout->n;
-    report.r = layout->r;
-    report.split = layout->split;
+    report_start(layout, &report);
     report.oracle_ms = -1.0;
-    for (int w = 0; w < CDC_MAX_WORKERS; w++)
-        report.shard_ms[w] = -1.0;
     for (int s = 0; s < layout->stripes; s++)
         for (int b = 0; b < layout->n; b++) {
             int rc = layout->ops->compute_here(layout, context, s, b);
