@@ -9,11 +9,14 @@ for ver in ('a', 'b'):
     for run in sorted(glob.glob(f'{root}/{ver}[0-9]')):
         for f in sorted(glob.glob(f'{run}/*.json')):
             d = json.load(open(f))
+            if 'latency_ms' not in d:   # a `plan` run's JSON: no request figures
+                continue
             name = os.path.basename(f)[:-5]
             rows.setdefault(name, {}).setdefault(ver, []).append(
                 (d['latency_ms']['p50'], d['latency_ms']['p99'], d['lost'], d['wrong'],
                  d['fallbacks']))
-print(f"{'scenario':34s} {'A p50 (runs)':>26s} {'B p50 (runs)':>26s} {'B/A':>8s} {'spread':>7s}  lost/wrong")
+print(f"{'scenario':34s} {'A p50 (runs)':>26s} {'B p50 (runs)':>26s} {'B/A':>8s} {'spread':>7s}"
+      f" {'p99 B/A':>8s}  lost/wrong")
 for name, v in rows.items():
     o, n = v.get('a', []), v.get('b', [])
     if not o or not n:
@@ -23,4 +26,6 @@ for name, v in rows.items():
                  for s in (o, n))
     fmt = lambda s: ' '.join(f'{x[0]:.1f}' for x in s)
     lw = f"{sum(x[2] for x in o)}/{sum(x[3] for x in o)} -> {sum(x[2] for x in n)}/{sum(x[3] for x in n)}"
-    print(f"{name:34s} {mo:7.1f} ({fmt(o):>17s}) {mn:7.1f} ({fmt(n):>17s}) {mn/mo:8.3f} {spread:7.3f}  {lw}")
+    p99 = statistics.median(x[1] for x in n) / statistics.median(x[1] for x in o)
+    print(f"{name:34s} {mo:7.1f} ({fmt(o):>17s}) {mn:7.1f} ({fmt(n):>17s}) {mn/mo:8.3f} {spread:7.3f}"
+          f" {p99:8.3f}  {lw}")

@@ -4,7 +4,8 @@
 #   scenarios: crash stragglers scaling speedup chaos repair hetero hetero-crash
 #   hetero-shift hetero-drift hetero-link rotated rotated-crash rotated-stragglers
 #   rotated-hetero soak (default: all but soak, which takes about 20 minutes;
-#   SOAK_REQUESTS=N shortens it)
+#   SOAK_REQUESTS=N shortens it). Request counts: *_REQUESTS variables below (the
+#   documented figures use their defaults; bench/ab.sh runs may shorten them)
 set -eu
 build=${1:-build}
 out=${2:-bench-results}
@@ -37,12 +38,14 @@ for s in $scenarios; do
     # Respawned (the default) beside the same run uncoded, then without respawn under
     # each re-plan policy: keep-shards (the dead slot an erasure) and keep-parity
     # (n - 1 data shards, r kept). redundancy_summary.py reads the redundancy after.
-    "$bench" --model alexnet --workers 5 --parity 1 --requests 200 --crash-at 100 \
-      --faults "$PI4;$WIFI;seed=1" --baseline uncoded --json "$out/crash.json" \
+    crash_requests=${CRASH_REQUESTS:-200}
+    "$bench" --model alexnet --workers 5 --parity 1 --requests "$crash_requests" \
+      --crash-at $((crash_requests / 2)) --faults "$PI4;$WIFI;seed=1" --baseline uncoded --json "$out/crash.json" \
       --csv "$out/crash.csv" --plot "$out/crash.png"
     for policy in keep-shards keep-parity; do
       CDCGEMM_RESPAWN=0 CDCGEMM_REPLAN=$policy "$bench" --model alexnet --workers 5 \
-        --parity 1 --requests 200 --crash-at 100 --faults "$PI4;$WIFI;seed=1" \
+        --parity 1 --requests "$crash_requests" --crash-at $((crash_requests / 2)) \
+        --faults "$PI4;$WIFI;seed=1" \
         --json "$out/crash_$policy.json" --csv "$out/crash_$policy.csv" \
         --plot "$out/crash_$policy.png"
     done
@@ -53,7 +56,7 @@ for s in $scenarios; do
   chaos)
     # A SIGKILL of a seeded random embedded worker every 2 s from outside the
     # library (the supervisor respawns it); coded r = 1 vs uncoded on 5 workers.
-    "$bench" --layer fc:1024x1024:16 --requests 2000 --workers 5 \
+    "$bench" --layer fc:1024x1024:16 --requests "${CHAOS_REQUESTS:-2000}" --workers 5 \
       --faults "$PI4;$WIFI;seed=1" --chaos 'kill@random:every=2s;seed=7' \
       --baseline uncoded --json "$out/chaos.json" --csv "$out/chaos.csv" \
       --plot "$out/chaos.png"
@@ -259,14 +262,15 @@ for line in sys.stdin: sys.stdout.write("%.3f %s" % (time.time(), line))' \
       layer=$1 dev=$2 mean=$3
       name=$(echo "$layer" | tr ':x' '__')
       faults="$dev;delay@*:dist=exp,mean=$mean;seed=7"
-      "$bench" --layer "$layer" --workers 4 --parity 0 --requests 600 --faults "$faults" \
-        --json "$out/stragglers_${name}_r0.json"
-      "$bench" --layer "$layer" --workers 5 --parity 1 --requests 600 --faults "$faults" \
-        --json "$out/stragglers_${name}_r1.json"
-      "$bench" --layer "$layer" --workers 6 --parity 2 --requests 600 --faults "$faults" \
-        --json "$out/stragglers_${name}_r2.json"
+      "$bench" --layer "$layer" --workers 4 --parity 0 --requests "${STRAGGLER_REQUESTS:-600}" \
+        --faults "$faults" --json "$out/stragglers_${name}_r0.json"
+      "$bench" --layer "$layer" --workers 5 --parity 1 --requests "${STRAGGLER_REQUESTS:-600}" \
+        --faults "$faults" --json "$out/stragglers_${name}_r1.json"
+      "$bench" --layer "$layer" --workers 6 --parity 2 --requests "${STRAGGLER_REQUESTS:-600}" \
+        --faults "$faults" --json "$out/stragglers_${name}_r2.json"
       # Cost vs replication: the same 4 data shards, each on two of 8 workers.
-      CDCGEMM_REPLICATE=1 "$bench" --layer "$layer" --workers 8 --parity 0 --requests 600 \
+      CDCGEMM_REPLICATE=1 "$bench" --layer "$layer" --workers 8 --parity 0 \
+        --requests "${STRAGGLER_REQUESTS:-600}" \
         --faults "$faults" --json "$out/stragglers_${name}_2mr.json"
     done
     ;;

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # interop.sh - ARM devices against an x86-64 coordinator (issue 28; ctest cross_interop,
-# label cross). Builds cdcgemm-worker, cdcgemm-keygen and (arm64) cdcgemm-bench with
-# cmake/toolchain-arm64.cmake and toolchain-armhf.cmake into BUILD/cross-ARCH, then on
-# tcp loopback only (127.0.0.1), CURVE on everywhere:
+# label cross). Builds everything (the library, cdcgemm-worker, cdcgemm-keygen,
+# cdcgemm-bench) with cmake/toolchain-arm64.cmake and toolchain-armhf.cmake into
+# BUILD/cross-ARCH and its Debian packages (cpack; their architecture, ARM code,
+# lintian), then on tcp loopback only (127.0.0.1), CURVE on everywhere:
 #   - four ARM workers under qemu-user (two arm64, two armhf), each with a key made by
 #     its own architecture's keygen;
 #   - this build's cdcgemm-bench as the coordinator, plan pinned to equal blocks, over
@@ -107,9 +108,9 @@ for arch in $arches; do
 done
 
 # ---- the cross builds ------------------------------------------------------------
+# Everything a package holds: the library, the worker, the keygen, the bench.
 build_arch() {
-  local arch=$1 dir=$build/cross-$1 targets=(cdcgemm-worker cdcgemm-keygen)
-  [ "$arch" = arm64 ] && targets+=(cdcgemm-bench)
+  local arch=$1 dir=$build/cross-$1 targets=(all)
   if ! cmake -S "$src" -B "$dir" -DCMAKE_BUILD_TYPE=Release \
       -DCMAKE_TOOLCHAIN_FILE="$src/cmake/toolchain-$arch.cmake" \
       -DCDC_CROSS_SYSROOT="${sysroot[$arch]}" >"$tmp/cmake-$arch.log" 2>&1 ||
@@ -125,6 +126,42 @@ for arch in $arches; do
   build_arch "$arch"
   pass "$arch cross build in $(( $(date +%s) - t0 )) s ($build/cross-$arch)"
 done
+
+# ---- the Debian packages of each architecture (cmake/packaging.cmake) ------------
+# cpack in the cross build: four packages of that architecture, whose programs and
+# library are ARM code, and (where lintian is installed) no E: line.
+package_arch() {
+  local arch=$1 dir=$build/cross-$1 p deb
+  rm -rf "$dir/packages"
+  (cd "$dir" && cpack -G DEB -B "$dir/packages") >"$tmp/cpack-$arch.log" 2>&1 ||
+    { tail -n 20 "$tmp/cpack-$arch.log"; fail "cpack in the $arch cross build"; }
+  for p in libcdcgemm0 libcdcgemm-dev cdcgemm-worker cdcgemm-tools; do
+    deb=$(ls "$dir/packages/${p}_"*"_$arch.deb" 2>/dev/null)
+    [ -n "$deb" ] || fail "no ${p}_*_$arch.deb ($(ls "$dir/packages"))"
+    [ "$(dpkg-deb -f "$deb" Architecture)" = "$arch" ] || fail "$deb: not Architecture $arch"
+  done
+  rm -rf "$tmp/deb-$arch"
+  for p in libcdcgemm0 cdcgemm-worker cdcgemm-tools; do
+    dpkg-deb -x "$dir/packages/${p}_"*"_$arch.deb" "$tmp/deb-$arch"
+  done
+  for f in usr/bin/cdcgemm-worker usr/bin/cdcgemm-keygen usr/bin/cdcgemm-bench \
+      usr/lib/libcdcgemm.so.0; do
+    file -L "$tmp/deb-$arch/$f" | grep -q "ELF .* ARM" || fail "$arch package: $f is not ARM code"
+  done
+  if command -v lintian >/dev/null; then
+    lintian --tag-display-limit 0 "$dir/packages/"*.deb >"$tmp/lintian-$arch.log" 2>&1
+    ! grep '^E:' "$tmp/lintian-$arch.log" || fail "lintian: errors in the $arch packages"
+  fi
+}
+if command -v cpack >/dev/null && command -v dpkg-deb >/dev/null; then
+  for arch in $arches; do
+    package_arch "$arch"
+    pass "$arch Debian packages: the four, ARM code, lintian $(command -v lintian >/dev/null &&
+      echo "without errors" || echo "not installed")"
+  done
+else
+  echo "  (no cpack or dpkg-deb: the packages are not built)"
+fi
 
 # ---- ports, keys, workers ---------------------------------------------------------
 free_ports() {
