@@ -14,6 +14,7 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <math.h>
 #include <netinet/in.h>
 #include <poll.h>
 #include <signal.h>
@@ -441,6 +442,81 @@ START_TEST(test_max_task_memory_option)
 }
 END_TEST
 
+/* The coordinator's side of --max-task-memory: a worker whose PONGs say it
+   refuses a task that large is not sent one. Its shard is an erasure the
+   parity covers (no ERROR round trip), and every result is right. Each
+   shard of a 512 x 512 x 512 GEMM over 2 + 1 needs at least 1.5 MiB (its
+   inline operands and its result); w1 holds at most 1 MiB. */
+START_TEST(test_coordinator_skips_oversized_tasks)
+{
+    enum { D = 512, WORKERS = 3 };
+    cdc_test_temp_dir(dir, sizeof dir, "cdc-limits");
+    char endpoints[WORKERS][200];
+    const char *small[] = {"--max-task-memory", "1M", NULL};
+    pid_t pids[WORKERS];
+    for (int i = 0; i < WORKERS; i++) {
+        char name[8];
+        snprintf(name, sizeof name, "w%d", i);
+        pids[i] = start_worker(name, 0, 0, NULL, i == 1 ? small : NULL, endpoints[i],
+                               sizeof endpoints[i]);
+    }
+    cdc_config_t config;
+    cdc_config_init(&config);
+    snprintf(config.workers, sizeof config.workers, "%s,%s,%s", endpoints[0], endpoints[1],
+             endpoints[2]);
+    config.parity = 1;
+    config.min_flops = 0.0; /* (cdc_sgemm is always distributed; as the drop-in would) */
+    config.log_level = CDC_LOG_ERROR;
+    cdc_context_t *context = NULL;
+    ck_assert_int_eq(cdc_context_new(&config, &context), CDC_OK);
+    float *a = malloc(sizeof(float) * D * D), *b = malloc(sizeof(float) * D * D),
+          *c = malloc(sizeof(float) * D * D);
+    double *want = calloc((size_t) D * D, sizeof(double));
+    ck_assert(a && b && c && want);
+    for (int i = 0; i < D * D; i++) {
+        a[i] = (float) ((int64_t) i * 7919 % 2001 - 1000) / 1000.0f;
+        b[i] = (float) ((int64_t) i * 104729 % 1999 - 999) / 999.0f;
+    }
+    for (int i = 0; i < D; i++)
+        for (int p = 0; p < D; p++)
+            for (int j = 0; j < D; j++)
+                want[i * D + j] += (double) a[i * D + p] * b[p * D + j];
+    for (int call = 0; call < 3; call++) {
+        ck_assert_int_eq(cdc_sgemm(context, CDC_ROW_MAJOR, CDC_NO_TRANS, CDC_NO_TRANS, D, D, D,
+                                   1.0f, a, D, b, D, 0.0f, c, D),
+                         CDC_OK);
+        double diff = 0.0, norm = 0.0;
+        for (int i = 0; i < D * D; i++) {
+            diff += (c[i] - want[i]) * (c[i] - want[i]);
+            norm += want[i] * want[i];
+        }
+        ck_assert_msg(sqrt(diff / norm) < 1e-5, "call %d: relative error %.2e", call,
+                      sqrt(diff / norm));
+    }
+    cdc_remote_counters_t counters;
+    ck_assert_int_eq(cdc__executor_remote_counters(context->executor, &counters), CDC_OK);
+    ck_assert_uint_ge(counters.oversized_skipped, 3); /* w1's shard, every call */
+    ck_assert_uint_eq(counters.error_replies, 0);
+    cdc_context_destroy(&context);
+    free(a);
+    free(b);
+    free(c);
+    free(want);
+    for (int i = 0; i < WORKERS; i++) {
+        char name[8];
+        snprintf(name, sizeof name, "w%d", i);
+        stop_worker(pids[i], name, log_text, sizeof log_text);
+        if (i == 1) { /* sent nothing, so refused nothing */
+            ck_assert_uint_eq(cdc_test_counter(log_text, ", refused "), 0);
+            ck_assert_uint_eq(cdc_test_counter(log_text, ", tasks "), 0);
+        } else {
+            ck_assert_uint_ge(cdc_test_counter(log_text, ", tasks "), 3);
+        }
+    }
+    cdc_test_temp_dir_remove(dir);
+}
+END_TEST
+
 /* ---- per-peer tasks in flight -------------------------------------------- */
 
 START_TEST(test_max_peer_tasks)
@@ -743,6 +819,7 @@ static Suite *limits_suite(void)
     TCase *worker = tcase_create("worker");
     tcase_add_test(worker, test_worker_refuses_padding_and_big_results);
     tcase_add_test(worker, test_max_task_memory_option);
+    tcase_add_test(worker, test_coordinator_skips_oversized_tasks);
     tcase_add_test(worker, test_max_peer_tasks);
     tcase_add_test(worker, test_replies_dropped_when_not_read);
     tcase_set_timeout(worker, 120);

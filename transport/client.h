@@ -33,6 +33,8 @@ typedef struct {
     uint64_t worker_rejoins;  /* dead -> live again (answered a PING)        */
     uint64_t worker_goodbyes; /* live workers that left on purpose (GOODBYE) */
     uint64_t dead_skipped;    /* tasks not sent or given up: worker dead     */
+    uint64_t oversized_skipped; /* tasks not sent: over the worker's
+                                 --max-task-memory (its PONG), an erasure  */
     uint64_t cancels_sent;    /* CANCELs for a finished call's shards still
                                  pending on a live worker (one per worker)  */
     uint64_t background_weight_bytes; /* weights sent between calls (slots.h) */

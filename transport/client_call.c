@@ -50,46 +50,81 @@ static task_keys_t task_keys(const cdc_shard_task_t *task, int needed)
     return keys;
 }
 
-static int send_task(cdc_client_t *self, int w, const cdc_shard_task_t *task,
-                     task_keys_t keys, uint64_t request_id)
+/* A task's header: its sizes, and its operands' keys where they are cached. */
+static void task_header(const cdc_shard_task_t *task, task_keys_t keys, uint64_t request_id,
+                        cdc_msg_header_t *h)
 {
-    cdc_msg_header_t h;
     int is_conv = task->kind == CDC_TASK_CONV;
-    cdc__msg_header_init(&h, is_conv ? CDC_MSG_TASK_CONV : CDC_MSG_TASK_GEMM);
-    h.request_id = request_id;
-    h.shard = task->shard;
-    h.rows = task->a_rows;
-    h.k = task->k;
-    h.cols = task->cols;
+    cdc__msg_header_init(h, is_conv ? CDC_MSG_TASK_CONV : CDC_MSG_TASK_GEMM);
+    h->request_id = request_id;
+    h->shard = task->shard;
+    h->rows = task->a_rows;
+    h->k = task->k;
+    h->cols = task->cols;
     if (cdc_task_parts(task) > 1) { /* streamed: the lead rows first, then parts */
-        h.lead_rows = task->lead_rows;
-        h.part_rows = task->part_rows;
+        h->lead_rows = task->lead_rows;
+        h->part_rows = task->part_rows;
     }
+    h->a_key = keys.a;
+    if (is_conv) {
+        h->batch = task->batch;
+        h->geometry = *task->geometry;
+    } else {
+        h->bt_key = keys.bt;
+    }
+}
+
+/* Whether worker w said (in its PONGs) that it refuses a task of h's working
+   set: then the task is not sent, an erasure like a dead worker's, rather
+   than answered with an ERROR a round trip later (a 32-bit device, or one
+   started with a small --max-task-memory). Logged once per worker. */
+static int task_over_limit(cdc_client_t *self, int w, const cdc_msg_header_t *h)
+{
+    cdc_task_memory_t memory;
+    cdc__task_memory_of_header(h, &memory);
+    pthread_mutex_lock(&self->state_lock);
+    const heartbeat_peer_t *peer = &self->peers[w];
+    uint64_t limit = peer->has_status ? peer->status.max_task_memory : 0;
+    pthread_mutex_unlock(&self->state_lock);
+    if (limit == 0 || memory.total <= limit)
+        return 0;
+    if (!(self->task_memory_warned & (UINT64_C(1) << w))) {
+        self->task_memory_warned |= UINT64_C(1) << w;
+        CDC_LOG_WARNF("worker %d (%s): shard %d needs %llu bytes, over its --max-task-memory "
+                      "%llu: not sent (an erasure; oversized_skipped counts them)",
+                      w, self->endpoints[w], (int) h->shard,
+                      (unsigned long long) memory.total, (unsigned long long) limit);
+    }
+    self->counters.oversized_skipped++;
+    return 1;
+}
+
+/* Send the task whose header is h to worker w: its cached operands' weights
+   first where w lacks them, then the message with the inline ones. */
+static int send_task(cdc_client_t *self, int w, const cdc_shard_task_t *task,
+                     const cdc_msg_header_t *h)
+{
     cdc_frame_t payloads[2] = {{NULL, 0}, {NULL, 0}};
     int rc;
-    if (keys.a) {
-        h.a_key = keys.a;
-        if ((rc = cdc__client_ensure_weights(self, w, h.a_key, task->a_rows, task->k, task->a,
+    if (h->a_key) {
+        if ((rc = cdc__client_ensure_weights(self, w, h->a_key, task->a_rows, task->k, task->a,
                                              task->a_hold)))
             return rc;
     } else {
         payloads[0] = (cdc_frame_t){task->a, (size_t) task->a_rows * (size_t) task->k * 4};
     }
-    if (is_conv) {
+    if (task->kind == CDC_TASK_CONV) {
         const cdc_conv_geometry_t *g = task->geometry;
-        h.batch = task->batch;
-        h.geometry = *g;
         payloads[1] = (cdc_frame_t){
             task->input, (size_t) task->batch * (size_t) (g->channels * g->h * g->w) * 4};
-    } else if (keys.bt) {
-        h.bt_key = keys.bt;
-        if ((rc = cdc__client_ensure_weights(self, w, h.bt_key, task->cols, task->k, task->bt,
+    } else if (h->bt_key) {
+        if ((rc = cdc__client_ensure_weights(self, w, h->bt_key, task->cols, task->k, task->bt,
                                              task->bt_hold)))
             return rc;
     } else {
         payloads[1] = (cdc_frame_t){task->bt, (size_t) task->cols * (size_t) task->k * 4};
     }
-    rc = cdc__wire_send(self->workers[w].socket, NULL, &h, payloads, 2, ZMQ_DONTWAIT);
+    rc = cdc__wire_send(self->workers[w].socket, NULL, h, payloads, 2, ZMQ_DONTWAIT);
     if (rc != CDC_OK)
         return rc;
     self->counters.tasks_sent++;
@@ -208,8 +243,12 @@ static void call_dispatch(cdc_client_t *self, client_call_t *call)
             self->counters.dead_skipped++;
             continue;
         }
+        cdc_msg_header_t h;
+        task_header(&call->tasks[t], call->keys[t], call->request_id, &h);
+        if (task_over_limit(self, w, &h))
+            continue;
         uint64_t before = self->counters.bytes_out;
-        int sent = send_task(self, w, &call->tasks[t], call->keys[t], call->request_id);
+        int sent = send_task(self, w, &call->tasks[t], &h);
         call->bytes_out[t] = self->counters.bytes_out - before;
         if (sent == CDC_OK) {
             call->state[t] = TASK_PENDING;
@@ -392,7 +431,9 @@ static void call_apply_reply(cdc_client_t *self, client_call_t *call, int t, int
         self->counters.misses++;
         call->retries[t]++;
         cdc__slots_forget(self->slots, w, h->a_key);
-        if (send_task(self, w, &call->tasks[t], call->keys[t], call->request_id) != CDC_OK) {
+        cdc_msg_header_t again;
+        task_header(&call->tasks[t], call->keys[t], call->request_id, &again);
+        if (send_task(self, w, &call->tasks[t], &again) != CDC_OK) {
             call->state[t] = TASK_IDLE;
             call->pending--;
         }

@@ -95,6 +95,8 @@ struct cdc_client {
     cdc_slots_t *slots;   /* slots and homes: who holds what (slots.h)   */
     int last_sent_to[64];     /* the last call's shard s went to this worker  */
     int last_answered_by[64]; /* and its result came from this one (-1: none) */
+    uint64_t task_memory_warned; /* bit w: a task over worker w's
+                                    --max-task-memory was logged            */
     uint64_t deaths_seen[CDC_MAX_WORKERS]; /* departures[w] at the last pass */
     /* Re-sends after a worker came back empty, rate-limited (cdc__client_restore_pass). */
     int empty_returns[CDC_MAX_WORKERS];    /* in a row, each < a minute apart */

@@ -72,6 +72,34 @@ void cdc__msg_header_init(cdc_msg_header_t *header, cdc_msg_type_t type)
     header->dtype = type_has_matrix(type) ? CDC_PROTO_DTYPE_F32 : 0;
 }
 
+static uint64_t floats_bytes(int64_t a, int64_t b)
+{
+    return (uint64_t) a * (uint64_t) b * sizeof(float);
+}
+
+/* An operand's bytes when it is carried inline (key 0), else 0. */
+static uint64_t inline_operand(uint64_t key, int64_t rows, int64_t k)
+{
+    return key == 0 ? floats_bytes(rows, k) : 0;
+}
+
+void cdc__task_memory_of_header(const cdc_msg_header_t *h, cdc_task_memory_t *memory)
+{
+    *memory = (cdc_task_memory_t){0, 0, 0, 0, 0};
+    if (h->type != CDC_MSG_TASK_GEMM && h->type != CDC_MSG_TASK_CONV)
+        return;
+    int is_conv = h->type == CDC_MSG_TASK_CONV;
+    memory->inline_bytes = inline_operand(h->a_key, h->rows, h->k);
+    if (is_conv)
+        memory->inline_bytes += floats_bytes(h->batch, h->geometry.channels * h->geometry.h *
+                                                           h->geometry.w);
+    else
+        memory->inline_bytes += inline_operand(h->bt_key, h->cols, h->k);
+    memory->result_bytes = floats_bytes(h->rows, h->cols);
+    memory->im2col_bytes = is_conv ? floats_bytes(h->k, h->cols) : 0;
+    memory->total = memory->inline_bytes + memory->result_bytes + memory->im2col_bytes;
+}
+
 void cdc__msg_header_pack(const cdc_msg_header_t *header, uint8_t *out)
 {
     cdc_conv_geometry_t g = header->geometry;

@@ -102,6 +102,25 @@ typedef struct {
     int payload_count;
 } cdc_msg_t;
 
+/* The memory a worker holds for a task while it runs, in bytes (its
+   admission, src/worker/admission.h; the coordinator's check before sending,
+   transport/client_call.c). 64-bit on every host: each matrix is at most
+   1 GiB (CDC_PROTO_MAX_FLOATS), but their sum can pass 4 GiB, which a 32-bit
+   worker's size_t would wrap (issue 28). */
+typedef struct {
+    uint64_t inline_bytes; /* operands carried in the message (not cached keys) */
+    uint64_t copy_bytes;   /* of those, copies of frames not float-aligned
+                              (known where the message is received)        */
+    uint64_t result_bytes; /* rows x cols floats                                 */
+    uint64_t im2col_bytes; /* TASK_CONV: the k x cols unfolded input             */
+    uint64_t total;
+} cdc_task_memory_t;
+
+/* The working set of a TASK_GEMM or TASK_CONV whose header is h, all but
+   copy_bytes (0 here; zero for other types). Pure arithmetic on the header:
+   the least the task will need on any worker. */
+void cdc__task_memory_of_header(const cdc_msg_header_t *h, cdc_task_memory_t *memory);
+
 /* Zero *header and set magic, version, type and (for matrix types) dtype. */
 void cdc__msg_header_init(cdc_msg_header_t *header, cdc_msg_type_t type);
 

@@ -19,6 +19,7 @@ static const struct {
     {"instance", offsetof(cdc_status_report_t, instance)},
     {"busy_us", offsetof(cdc_status_report_t, busy_us)},
     {"flops", offsetof(cdc_status_report_t, flops)},
+    {"max_task_memory", offsetof(cdc_status_report_t, max_task_memory)},
 };
 #define FIELD_COUNT (sizeof fields / sizeof fields[0])
 

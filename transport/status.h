@@ -24,6 +24,10 @@ typedef struct {
                                it started: real compute plus a slow fault's
                                emulated extra, never emulated link time     */
     uint64_t flops;         /* work of those tasks: sum of 2*rows*k*cols     */
+    uint64_t max_task_memory; /* its --max-task-memory: a task whose working
+                               set (protocol.h) is over it gets an ERROR, so
+                               the coordinator does not send it (0: not
+                               reported, an older worker)                    */
 } cdc_status_report_t;
 
 /* The text for *status into out (size bytes, NUL-terminated); returns its

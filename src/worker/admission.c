@@ -16,17 +16,6 @@
 #include <stdalign.h>
 #include <stdint.h>
 
-static uint64_t floats_bytes(int64_t a, int64_t b)
-{
-    return (uint64_t) a * (uint64_t) b * sizeof(float);
-}
-
-/* An operand's bytes when it is carried inline (key 0), else 0. */
-static uint64_t inline_operand(uint64_t key, int64_t rows, int64_t k)
-{
-    return key == 0 ? floats_bytes(rows, k) : 0;
-}
-
 /* An inline payload is used in place when it is one aligned frame; one in
    several chunks, or misaligned, is gathered into a copy (compute.c). */
 static uint64_t copy_of(const cdc_msg_payload_t *payload)
@@ -38,22 +27,9 @@ static uint64_t copy_of(const cdc_msg_payload_t *payload)
 
 void cdc__task_memory(const cdc_msg_t *msg, cdc_task_memory_t *memory)
 {
-    const cdc_msg_header_t *h = &msg->header;
-    *memory = (cdc_task_memory_t){0, 0, 0, 0, 0};
-    if (h->type != CDC_MSG_TASK_GEMM && h->type != CDC_MSG_TASK_CONV)
-        return;
-    int is_conv = h->type == CDC_MSG_TASK_CONV;
-    memory->inline_bytes = inline_operand(h->a_key, h->rows, h->k);
-    if (is_conv)
-        memory->inline_bytes += floats_bytes(h->batch, h->geometry.channels * h->geometry.h *
-                                                           h->geometry.w);
-    else
-        memory->inline_bytes += inline_operand(h->bt_key, h->cols, h->k);
+    cdc__task_memory_of_header(&msg->header, memory);
     memory->copy_bytes = copy_of(&msg->payload[0]) + copy_of(&msg->payload[1]);
-    memory->result_bytes = floats_bytes(h->rows, h->cols);
-    memory->im2col_bytes = is_conv ? floats_bytes(h->k, h->cols) : 0;
-    memory->total = memory->inline_bytes + memory->copy_bytes + memory->result_bytes +
-                    memory->im2col_bytes;
+    memory->total += memory->copy_bytes;
 }
 
 int cdc__worker_admit(const cdc_msg_t *msg, size_t max_task_memory)

@@ -19,19 +19,9 @@
    chunks and gathered). docs/security.md. */
 #define CDC_WORKER_DEFAULT_TASK_MEMORY ((size_t) 512 << 20)
 
-/* The memory a task holds while it runs, in bytes. 64-bit on every host:
-   each matrix is at most 1 GiB (CDC_PROTO_MAX_FLOATS), but their sum can
-   pass 4 GiB, which a 32-bit worker's size_t would wrap (issue 28). */
-typedef struct {
-    uint64_t inline_bytes; /* operands carried in the message (not cached keys) */
-    uint64_t copy_bytes;   /* of those, copies of frames not float-aligned       */
-    uint64_t result_bytes; /* rows x cols floats                                 */
-    uint64_t im2col_bytes; /* TASK_CONV: the k x cols unfolded input             */
-    uint64_t total;
-} cdc_task_memory_t;
-
 /* The working set of a validated TASK_GEMM or TASK_CONV (zero for other
-   types). Pure arithmetic on the header and the frames' addresses. */
+   types): cdc__task_memory_of_header's and the copies of its frames. Pure
+   arithmetic on the header and the frames' addresses. */
 void cdc__task_memory(const cdc_msg_t *msg, cdc_task_memory_t *memory);
 
 /* Whether the worker runs a validated request: CDC_OK for every non-task

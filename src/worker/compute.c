@@ -36,7 +36,7 @@ struct cdc_worker_compute {
     /* Work done (cdc__worker_compute_count_work), written by the socket
        thread, which also builds heartbeat PONGs: they see both in step. */
     atomic_uint_fast64_t busy_us, flops;
-    uint64_t max_memory;
+    uint64_t max_memory, max_task_memory;
     int report_weights; /* post a notice of each WEIGHTS cached (link emulation) */
     uint64_t instance; /* drawn at start: tells a coordinator this process
                           from the one before it on the same endpoint       */
@@ -377,6 +377,7 @@ int cdc__worker_compute_start(cdc_server_t *server, const cdc_worker_options_t *
     self->server = server;
     self->peer_tasks = peer_tasks;
     self->max_memory = options->max_memory;
+    self->max_task_memory = cdc__worker_task_memory_limit(options);
     self->report_weights = report_weights;
     self->instance = draw_instance();
     if (lie)
@@ -429,6 +430,7 @@ void cdc__worker_compute_status(cdc_worker_compute_t *self, cdc_status_report_t 
         .instance = self->instance,
         .busy_us = atomic_load(&self->busy_us),
         .flops = atomic_load(&self->flops),
+        .max_task_memory = self->max_task_memory,
     };
     if (self->lie.memory > 0)
         status->max_memory = (uint64_t) self->lie.memory;

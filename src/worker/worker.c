@@ -436,8 +436,7 @@ static int loop_open(loop_t *loop, const cdc_worker_options_t *options)
     if ((rc = cdc__blas_ready()) != CDC_OK)
         return rc;
     cdc__blas_set_threads(options->threads > 0 ? options->threads : 1);
-    loop->max_task_memory = options->max_task_memory ? options->max_task_memory
-                                                     : CDC_WORKER_DEFAULT_TASK_MEMORY;
+    loop->max_task_memory = cdc__worker_task_memory_limit(options);
     size_t max_peer_tasks = options->max_peer_tasks ? options->max_peer_tasks
                                                     : CDC_WORKER_DEFAULT_PEER_TASKS;
     if ((rc = cdc__peer_tasks_new(max_peer_tasks, &loop->peer_tasks)) != CDC_OK)

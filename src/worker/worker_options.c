@@ -15,6 +15,11 @@ void cdc__worker_options_init(cdc_worker_options_t *options)
     options->threads = 1;
 }
 
+size_t cdc__worker_task_memory_limit(const cdc_worker_options_t *options)
+{
+    return options->max_task_memory ? options->max_task_memory : CDC_WORKER_DEFAULT_TASK_MEMORY;
+}
+
 void cdc__worker_counters_add(cdc_worker_counters_t *into, const cdc_worker_counters_t *from)
 {
     into->messages += from->messages;

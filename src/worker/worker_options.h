@@ -67,6 +67,9 @@ typedef struct {
    use all of it), tasks of up to 512 MiB, 64 requests per peer, 1 thread. */
 void cdc__worker_options_init(cdc_worker_options_t *options);
 
+/* The --max-task-memory options apply: the default for 0. */
+size_t cdc__worker_task_memory_limit(const cdc_worker_options_t *options);
+
 /* into += from, counter by counter. */
 void cdc__worker_counters_add(cdc_worker_counters_t *into, const cdc_worker_counters_t *from);
 
