@@ -201,6 +201,54 @@ START_TEST(test_link_window_max)
 }
 END_TEST
 
+/* A cut call (the worker's tasks still pending when the call ended, issue
+   26): the wait is a lower bound on their time, so an upper bound on the
+   link. A device that is never waited for is measured from those bounds;
+   a bound the estimate already respects says nothing. */
+START_TEST(test_link_bound_from_cut_calls)
+{
+    cdc_profile_state_t s;
+    cdc_worker_profile_t view;
+    cdc__profile_state_init(&s);
+    cdc__profile_note_cut(&s, 100.0, 1e6, 1e6); /* no rate yet: nothing */
+    ck_assert_uint_eq(s.link_samples, 0);
+    cdc__profile_note_counters(&s, 1, 0, 0);
+    cdc__profile_note_counters(&s, 1, 4000000, 4000); /* 1 GFLOP/s */
+    cdc__profile_note_pong(&s, 2.0, NULL);            /* rtt 2 ms */
+    /* Never measured (a free link to the predictor), cut at 102 ms: 20 ms of
+       compute, 2 ms round trip, so 1 MB took more than 80 ms: < 100 Mbit/s. */
+    cdc__profile_note_cut(&s, 102.0, 20e6, 1e6);
+    cdc__profile_state_view(&s, &view);
+    ck_assert_uint_eq(view.link_samples, 1);
+    ck_assert_double_eq_tol(view.mbit, 100.0, 1e-9);
+    uint64_t generation = view.generation;
+    /* A looser bound (cut sooner): the estimate already says slower; it
+       agrees, a sample at the estimate. */
+    cdc__profile_note_cut(&s, 52.0, 20e6, 1e6);
+    cdc__profile_state_view(&s, &view);
+    ck_assert_uint_eq(view.link_samples, 2);
+    ck_assert_double_eq_tol(view.mbit, 100.0, 1e-9);
+    /* Compute alone explains the wait: nothing. */
+    cdc__profile_note_cut(&s, 21.0, 20e6, 1e6);
+    ck_assert_uint_eq(s.link_samples, 2);
+    /* Tighter bounds, calls in a row: < 10 Mbit/s. The window's faster
+       sample is contradicted, so the estimate takes the new level as
+       completed calls would (test_link_window_max), after PERSIST of them,
+       not a window's worth. */
+    for (int i = 0; i < CDC_PROFILE_PERSIST; i++)
+        cdc__profile_note_cut(&s, 822.0, 20e6, 1e6);
+    cdc__profile_state_view(&s, &view);
+    ck_assert_double_eq_tol(view.mbit, 10.0, 1e-9);
+    ck_assert_uint_eq(view.generation, generation + 1);
+    /* Then it completes calls at its real speed, 4 Mbit/s: measured, once
+       the window holds no bound (the window's largest is what counts). */
+    for (int i = 0; i < CDC_PROFILE_LINK_WINDOW + CDC_PROFILE_PERSIST; i++)
+        cdc__profile_note_transfer(&s, 2022.0, 20e6, 1e6);
+    cdc__profile_state_view(&s, &view);
+    ck_assert_double_eq_tol(view.mbit, 4.0, 1e-9);
+}
+END_TEST
+
 /* The predictor, and what it assumes when something is not measured. */
 START_TEST(test_predict_defaults)
 {
@@ -553,6 +601,7 @@ static Suite *profile_suite(void)
     tcase_add_test(pure, test_generation_hysteresis);
     tcase_add_test(pure, test_link_estimate);
     tcase_add_test(pure, test_link_window_max);
+    tcase_add_test(pure, test_link_bound_from_cut_calls);
     tcase_add_test(pure, test_predict_defaults);
     tcase_add_test(pure, test_table);
     suite_add_tcase(suite, pure);

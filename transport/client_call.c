@@ -529,12 +529,14 @@ static void call_cancel_pending(cdc_client_t *self, const client_call_t *call)
     }
 }
 
-/* The call is over: per worker whose every task of it came back (none
-   re-sent after a MISS, which would blur its bytes), the observer learns
-   the last result's time, their flops and bytes (what the profile's link
-   estimate needs). A streamed task counts by its lead rows, timed by them:
-   its parity parts are rarely wanted. */
-static void call_observe(cdc_client_t *self, const client_call_t *call)
+/* The call is over (at ended_ms): per worker whose every task of it came
+   back (none re-sent after a MISS, which would blur its bytes), the
+   observer learns the last result's time, their flops and bytes (what the
+   profile's link estimate needs); per worker with a task still pending (not
+   dead, not refused), that the tasks take longer than the call lasted. A
+   streamed task counts by its lead rows, timed by them: its parity parts
+   are rarely wanted. */
+static void call_observe(cdc_client_t *self, const client_call_t *call, double ended_ms)
 {
     pthread_mutex_lock(&self->state_lock);
     cdc_client_observer_t observer = self->observer;
@@ -543,7 +545,7 @@ static void call_observe(cdc_client_t *self, const client_call_t *call)
         return;
     double elapsed[CDC_MAX_WORKERS] = {0}, flops[CDC_MAX_WORKERS] = {0};
     double bytes[CDC_MAX_WORKERS] = {0};
-    uint64_t sent = 0, incomplete = 0;
+    uint64_t sent = 0, incomplete = 0, cut = 0;
     for (int t = 0; t < call->count; t++) {
         const cdc_shard_task_t *task = &call->tasks[t];
         int w = call->worker_of[t];
@@ -551,18 +553,24 @@ static void call_observe(cdc_client_t *self, const client_call_t *call)
             continue;
         sent |= UINT64_C(1) << w;
         int streamed = cdc_task_parts(task) > 1;
-        if ((streamed ? !(task->parts_in & 1) : call->state[t] != TASK_DONE) ||
-            call->retries[t] > 0)
+        int missing = streamed ? !(task->parts_in & 1) : call->state[t] != TASK_DONE;
+        if (missing || call->retries[t] > 0)
             incomplete |= UINT64_C(1) << w;
+        if (missing && call->state[t] == TASK_PENDING && call->retries[t] == 0)
+            cut |= UINT64_C(1) << w;
         double rows = (double) (streamed ? task->lead_rows : task->a_rows);
         double result_bytes = rows * (double) task->cols * sizeof(float);
         elapsed[w] = task->elapsed_ms > elapsed[w] ? task->elapsed_ms : elapsed[w];
         flops[w] += 2.0 * rows * (double) task->k * (double) task->cols;
         bytes[w] += (double) call->bytes_out[t] + result_bytes;
     }
-    for (int w = 0; w < self->count; w++)
-        if ((sent & ~incomplete) & (UINT64_C(1) << w))
+    for (int w = 0; w < self->count; w++) {
+        uint64_t bit = UINT64_C(1) << w;
+        if ((sent & ~incomplete) & bit)
             observer.call_done(observer.ctx, w, elapsed[w], flops[w], bytes[w]);
+        else if ((cut & bit) && observer.call_cut)
+            observer.call_cut(observer.ctx, w, ended_ms - call->started_ms, flops[w], bytes[w]);
+    }
 }
 
 int cdc__client_run(cdc_client_t *self, cdc_shard_task_t *tasks, int count, int n, int needed,
@@ -610,8 +618,9 @@ int cdc__client_run_goal(cdc_client_t *self, cdc_shard_task_t *tasks, int count,
                 call_receive(self, &call, w);
         call_drop_dead(self, &call);
     }
+    double ended_ms = cdc__clock_ms();
     call_cancel_pending(self, &call);
-    call_observe(self, &call);
+    call_observe(self, &call, ended_ms);
     pthread_mutex_unlock(&self->lock);
     return rc;
 }

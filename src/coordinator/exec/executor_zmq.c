@@ -33,6 +33,11 @@ static void observe_call(void *ctx, int w, double elapsed_ms, double flops, doub
     cdc__profile_transfer(ctx, w, elapsed_ms, flops, bytes);
 }
 
+static void observe_cut(void *ctx, int w, double elapsed_ms, double flops, double bytes)
+{
+    cdc__profile_cut(ctx, w, elapsed_ms, flops, bytes);
+}
+
 /* The coordinator's own compute since the last look (its local fallbacks). */
 static void profile_self(zmq_executor_t *self)
 {
@@ -245,7 +250,10 @@ int cdc__executor_zmq_new(const cdc_config_t *config, const char *endpoints,
     /* From here: the PONGs while the client waited for its workers only
        lack their round trips in the profile. */
     cdc__client_observe(self->client,
-                        &(cdc_client_observer_t){observe_pong, observe_call, self->profile});
+                        &(cdc_client_observer_t){.pong = observe_pong,
+                                                 .call_done = observe_call,
+                                                 .call_cut = observe_cut,
+                                                 .ctx = self->profile});
     *executor_p = &self->base;
     return CDC_OK;
 }

@@ -135,6 +135,19 @@ void cdc__profile_note_pong(cdc_profile_state_t *state, double rtt_ms,
     cdc__profile_note_counters(state, status->instance, status->flops, status->busy_us);
 }
 
+/* A link sample (Mbit/s) into the window; the estimator is fed the
+   window's largest. */
+static void link_sample(cdc_profile_state_t *state, double mbit_sample)
+{
+    state->link_window[state->link_samples % CDC_PROFILE_LINK_WINDOW] = mbit_sample;
+    uint64_t filled = state->link_samples + 1;
+    double mbit = 0.0;
+    for (uint64_t i = 0; i < filled && i < CDC_PROFILE_LINK_WINDOW; i++)
+        mbit = state->link_window[i] > mbit ? state->link_window[i] : mbit;
+    state->generation += estimate_add(&state->link, mbit, state->link_samples, 0.0);
+    state->link_samples++;
+}
+
 void cdc__profile_note_transfer(cdc_profile_state_t *state, double elapsed_ms, double flops,
                                 double bytes)
 {
@@ -145,14 +158,28 @@ void cdc__profile_note_transfer(cdc_profile_state_t *state, double elapsed_ms, d
     double comm = elapsed_ms - flops / (state->rate.value * 1e6) - rtt;
     if (comm < CDC_PROFILE_MIN_COMM_MS)
         return; /* within the noise: the link is not what this call waited for */
-    state->link_window[state->link_samples % CDC_PROFILE_LINK_WINDOW] =
-        8.0 * bytes / (comm * 1e3);
-    uint64_t filled = state->link_samples + 1;
-    double mbit = 0.0;
-    for (uint64_t i = 0; i < filled && i < CDC_PROFILE_LINK_WINDOW; i++)
-        mbit = state->link_window[i] > mbit ? state->link_window[i] : mbit;
-    state->generation += estimate_add(&state->link, mbit, state->link_samples, 0.0);
-    state->link_samples++;
+    link_sample(state, 8.0 * bytes / (comm * 1e3));
+}
+
+void cdc__profile_note_cut(cdc_profile_state_t *state, double elapsed_ms, double flops,
+                           double bytes)
+{
+    if (state->rate_samples == 0 || bytes < CDC_PROFILE_MIN_LINK_BYTES)
+        return;
+    double rtt = state->rtt_samples ? state->rtt.value : 0.0;
+    double comm = elapsed_ms - flops / (state->rate.value * 1e6) - rtt;
+    if (comm < CDC_PROFILE_MIN_COMM_MS)
+        return; /* its compute alone explains the wait */
+    double bound = 8.0 * bytes / (comm * 1e3); /* the link is slower than this */
+    if (state->link_samples && state->link.value <= bound) {
+        link_sample(state, state->link.value); /* consistent: one more sample */
+        return;
+    }
+    /* Faster samples in the window are contradicted now: capped, so the
+       window's largest follows the bound at once. */
+    for (int i = 0; i < CDC_PROFILE_LINK_WINDOW; i++)
+        state->link_window[i] = state->link_window[i] > bound ? bound : state->link_window[i];
+    link_sample(state, bound);
 }
 
 void cdc__profile_state_view(const cdc_profile_state_t *state, cdc_worker_profile_t *out)
@@ -229,6 +256,16 @@ void cdc__profile_transfer(cdc_profile_t *profile, int w, double elapsed_ms, dou
         return;
     pthread_mutex_lock(&profile->lock);
     cdc__profile_note_transfer(&profile->workers[w], elapsed_ms, flops, bytes);
+    pthread_mutex_unlock(&profile->lock);
+}
+
+void cdc__profile_cut(cdc_profile_t *profile, int w, double elapsed_ms, double flops,
+                      double bytes)
+{
+    if (w < 0 || w >= CDC_MAX_WORKERS)
+        return;
+    pthread_mutex_lock(&profile->lock);
+    cdc__profile_note_cut(&profile->workers[w], elapsed_ms, flops, bytes);
     pthread_mutex_unlock(&profile->lock);
 }
 

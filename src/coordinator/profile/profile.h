@@ -172,6 +172,25 @@ void cdc__profile_note_pong(cdc_profile_state_t *state, double rtt_ms,
 void cdc__profile_note_transfer(cdc_profile_state_t *state, double elapsed_ms, double flops,
                                 double bytes);
 
+/* Tasks of one call that one worker had not finished when the call ended
+   elapsed_ms after their dispatch (cancelled: the call was decoded without
+   them), with their flops and bytes: they take longer than that. The link
+   is slower than the bandwidth that would explain the wait,
+   8 bytes / (elapsed - flops / rate - rtt), always above the true link's
+   (the tasks took longer than elapsed). When the estimate is faster than
+   that bound the bound is a link sample, and the window's samples above it
+   are capped to it (it contradicts them: the link is slower now); else the
+   estimate itself is (a sample that agrees: the planner trusts a link after
+   a few samples, profiled_plan.c). A
+   device that is always decoded without, and so never completes a call, is
+   measured this way: each bound moves its estimate down, the planner gives
+   it less (or nothing, when its fixed bytes alone exceed what the others
+   take), until it completes within the calls and is measured as it is. The
+   remainder is charged to the link, like a completed call's: a rate that is
+   too high makes the link look slower, never faster. */
+void cdc__profile_note_cut(cdc_profile_state_t *state, double elapsed_ms, double flops,
+                           double bytes);
+
 /* The estimates as the planner sees them (live 0: the caller knows it). */
 void cdc__profile_state_view(const cdc_profile_state_t *state, cdc_worker_profile_t *out);
 
@@ -190,6 +209,8 @@ void cdc__profile_pong(cdc_profile_t *profile, int w, double rtt_ms,
                        const cdc_status_report_t *status);
 void cdc__profile_transfer(cdc_profile_t *profile, int w, double elapsed_ms, double flops,
                            double bytes);
+void cdc__profile_cut(cdc_profile_t *profile, int w, double elapsed_ms, double flops,
+                      double bytes);
 
 /* The coordinator's own meter (task_run.h), read by the caller. */
 void cdc__profile_self(cdc_profile_t *profile, uint64_t flops, uint64_t busy_us);
