@@ -104,8 +104,9 @@ for s in $scenarios; do
     "$bench" --model alexnet --workers 5 --parity 1 --requests "${HETERO_MODEL_REQUESTS:-100}" \
       --warmup 30 --faults "$MIX;$WIFI;seed=1" --plan profiled \
       --json "$out/hetero_alexnet_host.json" --csv "$out/hetero_alexnet_host.csv"
-    # Each layer's plan and the model's prediction against the measured time.
-    for model in alexnet vgg16; do
+    # Each layer's plan and the model's prediction against the measured time
+    # (PLAN_MODELS="" leaves them out: an A/B of latencies does not need them).
+    for model in ${PLAN_MODELS-alexnet vgg16}; do
       for plan in equal profiled; do
         CDCGEMM_TIMEOUT_MS=60000 "$bench" plan --model "$model" --workers 5 --parity 1 \
           --requests "${PLAN_REQUESTS:-5}" --warmup "${PLAN_WARMUP:-8}" \

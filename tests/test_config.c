@@ -186,6 +186,13 @@ START_TEST(test_context_rejects_bad_config)
     config.verify = 3;
     ck_assert_int_eq(cdc_context_new(&config, &ctx), CDC_ECONFIG);
     ck_assert_ptr_nonnull(strstr(cdc_last_error(), "verify"));
+    cdc_config_init(&config); /* an endpoint longer than the client's names hold */
+    int at = snprintf(config.workers, sizeof config.workers, "ipc:///tmp/");
+    memset(config.workers + at, 'w', 300);
+    config.workers[at + 300] = '\0';
+    config.parity = 0;
+    ck_assert_int_eq(cdc_context_new(&config, &ctx), CDC_ECONFIG);
+    ck_assert_ptr_nonnull(strstr(cdc_last_error(), "endpoint 0 is 311 bytes, at most 255"));
     ck_assert_int_eq(cdc_context_new(NULL, &ctx), CDC_EINVAL);
     cdc_config_init(&config);
     ck_assert_int_eq(cdc_context_new(&config, NULL), CDC_EINVAL);

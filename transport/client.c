@@ -185,7 +185,11 @@ fail:
 int cdc__client_worker_connect(cdc_client_t *self, int w, const char *endpoint)
 {
     heartbeat_peer_t *peer = &self->peers[w];
-    snprintf(self->endpoints[w], sizeof self->endpoints[w], "%s", endpoint);
+    size_t len = strlen(endpoint);
+    if (len >= sizeof self->endpoints[w]) /* named in logs and status: whole */
+        return cdc__fail(CDC_EINVAL, "worker endpoint of %zu bytes, at most %zu: %.64s...", len,
+                         sizeof self->endpoints[w] - 1, endpoint);
+    memcpy(self->endpoints[w], endpoint, len + 1);
     int rc = cdc__client_data_socket_open(self, self->curve_servers[w], endpoint,
                                           &self->workers[w].socket);
     if (rc == CDC_OK)
@@ -219,6 +223,9 @@ static int connect_workers(cdc_client_t *self, const char *endpoints,
         char endpoint[CDC_CONFIG_STR];
         if (len == 0 || len >= sizeof endpoint || self->count == CDC_MAX_WORKERS)
             return cdc__fail(CDC_ECONFIG, "workers: bad endpoint list '%s'", endpoints);
+        if (len >= CDC_CURVE_ENDPOINT_MAX)
+            return cdc__fail(CDC_ECONFIG, "workers: endpoint %d is %zu bytes, at most %d",
+                             self->count, len, CDC_CURVE_ENDPOINT_MAX - 1);
         memcpy(endpoint, item, len);
         endpoint[len] = '\0';
         int w = self->count;
