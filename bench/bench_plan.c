@@ -42,17 +42,18 @@ static const char *split_name(cdc_split_t split)
 
 /* "c:400 w0:1200 w1:1180 ... p@w3:1200": the coordinator's share (when it
    takes one), each data block's rows on its worker, then each parity's (as
-   long as the longest). */
+   long as the longest); "rotated: w0:820 w1:819 ...": each worker's data
+   rows in the rotated layout. */
 static void blocks_text(const cdc_testing_plan_t *p, char *out, size_t size)
 {
     size_t used = 0;
-    int64_t longest = 0, rows = p->here_rows;
+    int64_t longest = 0;
     out[0] = '\0';
-    if (p->rotated) {
-        for (int s = 0; s < p->n; s++)
-            rows += p->block_len[s];
-        snprintf(out, size, "rotated: %lld data rows on each of %d workers, parity on demand",
-                 (long long) (rows / (p->n + p->r)), p->n + p->r);
+    if (p->rotated) { /* each worker's data rows; its parity only on demand */
+        used += (size_t) snprintf(out, size, "rotated:");
+        for (int w = 0; w < p->n + p->r && used < size; w++)
+            used += (size_t) snprintf(out + used, size - used, " w%d:%lld", w,
+                                      (long long) p->block_len[w]);
         return;
     }
     if (p->here_rows > 0)

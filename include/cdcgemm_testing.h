@@ -84,10 +84,10 @@ typedef struct {
                            budgets (budget_fallbacks)                     */
     int here;           /* ran on the coordinator, predicted faster there
                            (planned_local): expected_ms is that prediction */
-    int rotated;        /* ran in the rotated parity layout: the workers'
-                           data rows are the block lengths summed over the
-                           n + r workers; the prediction is the dedicated
-                           layout's                                       */
+    int rotated;        /* ran in the rotated parity layout: block_len[w]
+                           is worker w's data rows (w < n + r, home[w] =
+                           w), the prediction that layout's (its parity
+                           computed only when a block is missing)        */
 } cdc_testing_plan_t;
 
 /* The last planned call's plan into *plan (all zero before the first).

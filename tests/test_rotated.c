@@ -366,6 +366,49 @@ START_TEST(test_workers_parity_on_demand)
 }
 END_TEST
 
+/* What the plan says of a rotated call (issue 26, "the model predicts what
+   runs"): the rotated layout, each worker's data rows (the set's cut, on
+   itself), and, once every worker is measured, the model's latency for
+   them: emulated devices of 0.05 GFLOP/s computing 400 rows x 1024 each
+   (16.4 ms), parity only after a loss (worst_ms: 100 more rows each). */
+START_TEST(test_workers_plan_predicted)
+{
+    cdc_config_t config;
+    cdc_config_init(&config);
+    config.local_workers = 5;
+    config.parity = 1;
+    config.parity_layout = CDC_LAYOUT_ROTATED;
+    config.timeout_ms = 5000;
+    config.log_level = getenv("CDC_TEST_LOG") ? CDC_LOG_INFO : CDC_LOG_ERROR;
+    snprintf(config.faults, sizeof config.faults, "slow@*:gflops=0.05");
+    cdc_context_t *ctx = NULL;
+    ck_assert_int_eq(cdc_context_new(&config, &ctx), CDC_OK);
+    fc_case_t c;
+    fc_case_make(&c, 2000, 1024, 1, 12);
+    cdc_layer_t *layer = NULL;
+    ck_assert_int_eq(cdc_fc_new(ctx, c.out, c.in, c.w, c.bias, NULL, &layer), CDC_OK);
+    cdc_testing_plan_t plan;
+    double took, started = cdc_test_now_s();
+    do {
+        workers_call(ctx, layer, &c, &took);
+        ck_assert_int_eq(cdc_testing_last_plan(ctx, &plan), CDC_OK);
+    } while (plan.expected_ms < 0 && cdc_test_now_s() - started < 30.0);
+    ck_assert_int_eq(plan.rotated, 1);
+    for (int w = 0; w < 5; w++) {
+        ck_assert_int_eq(plan.block_len[w], 400);
+        ck_assert_int_eq(plan.home[w], w);
+    }
+    const double compute_ms = 2.0 * 400 * 1024 / 0.05e6;
+    ck_assert_msg(plan.expected_ms > 0.8 * compute_ms && plan.expected_ms < 1.25 * compute_ms,
+                  "predicted %.2f ms for %.2f ms of compute", plan.expected_ms, compute_ms);
+    ck_assert_msg(plan.worst_ms > 1.2 * compute_ms, "worst %.2f ms: without the parity blocks",
+                  plan.worst_ms);
+    cdc_layer_destroy(&layer);
+    fc_case_free(&c);
+    cdc_context_destroy(&ctx);
+}
+END_TEST
+
 typedef struct {
     pid_t pid;
     int signal;
@@ -469,6 +512,7 @@ static Suite *rotated_suite(void)
     tcase_add_test(tc, test_conv_channel_with_losses);
     tcase_add_test(tc, test_dedicated_where_rotated_cannot);
     tcase_add_test(tc, test_workers_parity_on_demand);
+    tcase_add_test(tc, test_workers_plan_predicted);
     tcase_add_test(tc, test_workers_killed_and_stopped_in_flight);
     tcase_add_test(tc, test_corrupt_device_caught_rotated);
     tcase_add_test(tc, test_corrupt_device_caught_dedicated);

@@ -420,8 +420,11 @@ int cdc__driver_row_cut_spread(cdc_context_t *context, const cdc_call_plan_t *pl
 static int driver_run(cdc_context_t *context, const cdc_gemm_desc_t *desc,
                       const cdc_call_plan_t *plan, float *t, int64_t cols)
 {
-    if (driver_rotated_wanted(context, desc, plan))
+    if (driver_rotated_wanted(context, desc, plan)) {
+        cdc__plan_record_rotated(context, plan,
+                                 plan->cut == CDC_SHARD_A ? desc->a.view.rows : desc->bt.view.rows);
         return driver_rotated(context, desc, plan, t, cols);
+    }
     driver_operands_t ops;
     int rc = driver_encode(desc, plan, &ops);
     if (rc == CDC_OK)

@@ -257,7 +257,6 @@ static void rotated_account(const cdc_call_layout_t *layout, cdc_context_t *cont
 {
     (void) layout;
     context->stats.rotated_calls++;
-    context->last_plan.rotated = 1; /* the call sized before this one */
 }
 
 static const cdc_call_layout_ops_t rotated_ops = {

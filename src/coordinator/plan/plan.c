@@ -150,10 +150,42 @@ int cdc__plan_size_blocks(cdc_context_t *context, cdc_call_plan_t *plan,
         cdc__plan_equal_lengths(n, rows, plan->block_len);
     }
     plan->sized = 1;
+    plan->cost = *cost;
     plan->unfit_slots = cdc__plan_unfit_slots(context, plan, cost, rows);
     plan->over_budget = cdc__popcount64(plan->unfit_slots) > plan->r;
     record_plan(context, plan, cost, rows);
     return CDC_OK;
+}
+
+void cdc__plan_record_rotated(cdc_context_t *context, const cdc_call_plan_t *plan, int64_t rows)
+{
+    int workers = plan->n + plan->r;
+    int64_t len[CDC_MAX_WORKERS], with_parity[CDC_MAX_WORKERS], longest = 0;
+    int home[CDC_MAX_WORKERS];
+    for (int w = 0; w < workers; w++) { /* the set's cut (rotated_set.c) */
+        len[w] = rows * (w + 1) / workers - rows * w / workers;
+        home[w] = w;
+        int64_t block = (len[w] + plan->n - 1) / plan->n; /* its longest data block */
+        longest = block > longest ? block : longest;
+    }
+    for (int w = 0; w < workers; w++)
+        with_parity[w] = len[w] + (int64_t) plan->r * longest;
+    cdc_plan_record_t record;
+    pthread_mutex_lock(&context->lock);
+    record = context->last_plan;
+    pthread_mutex_unlock(&context->lock);
+    record.rotated = 1;
+    memcpy(record.block_len, len, (size_t) workers * sizeof *len);
+    memcpy(record.home, home, (size_t) workers * sizeof *home);
+    double unused;
+    if (cdc__profiled_plan_predict_lengths(context, workers, 0, &plan->cost, rows, 0, len, home,
+                                           &record.expected_ms, &unused) != 1 ||
+        cdc__profiled_plan_predict_lengths(context, workers, 0, &plan->cost, rows, 0,
+                                           with_parity, home, &unused, &record.worst_ms) != 1)
+        record.expected_ms = record.worst_ms = -1.0;
+    pthread_mutex_lock(&context->lock);
+    context->last_plan = record;
+    pthread_mutex_unlock(&context->lock);
 }
 
 int cdc__plan_here(const cdc_call_plan_t *plan)

@@ -23,6 +23,29 @@ typedef enum {
     CDC_SHARD_BT /* blocks of Bt's rows: shard results are column blocks of T */
 } cdc_shard_side_t;
 
+/* The work of one call as a function of a data block's rows, for sizing
+   blocks to workers: a block of len rows costs flops_per_row * len flops,
+   bytes_fixed_out + bytes_per_row_out * len bytes sent, and
+   bytes_per_row_in * len result bytes back. */
+typedef struct {
+    double flops_per_row;     /* of one row of the cut operand's result      */
+    double flops_fixed;       /* every non-empty data block's whatever its
+                                 length: a spatial band's halo rows (conv2d.c) */
+    double bytes_fixed_out;   /* sent to every shard whatever its length (the
+                                 whole operand, a band's halo; 0 when cached) */
+    double bytes_per_row_out; /* sent per row of the block (0 when the cut
+                                 operand is cached weights)                  */
+    double bytes_per_row_in;  /* result bytes per row                        */
+    double held_per_row;      /* bytes a row of the cut operand takes in its
+                                 home's weight cache (0 when it is not cached) */
+    double held_fixed;        /* bytes every home holds whatever its block:
+                                 the whole operand when it is cached weights */
+    double here_fixed_ms;     /* the coordinator computing c rows of the cut */
+    double here_per_row_ms;   /* operand itself takes here_fixed_ms +
+                                 here_per_row_ms * c (local_cost.h); 0 per
+                                 row: the front end cannot take a share */
+} cdc_block_cost_t;
+
 /* What one coded call does, whatever its front end. */
 typedef struct {
     int n, r;               /* data and parity shards                       */
@@ -62,33 +85,12 @@ typedef struct {
                                while this call keeps block_len, which they
                                hold                                       */
     int64_t stage_len[CDC_CODE_MAX_N];
+    cdc_block_cost_t cost;  /* the call's work by rows of the cut operand, as
+                               the blocks were sized with (cdc__plan_size_blocks) */
     int64_t stage_here_rows; /* the coordinator's share that goes with them */
     int stage_order[CDC_CODE_MAX_N + CDC_CODE_MAX_R]; /* the slots to stage,
                                the busiest under block_len first          */
 } cdc_call_plan_t;
-
-/* The work of one call as a function of a data block's rows, for sizing
-   blocks to workers: a block of len rows costs flops_per_row * len flops,
-   bytes_fixed_out + bytes_per_row_out * len bytes sent, and
-   bytes_per_row_in * len result bytes back. */
-typedef struct {
-    double flops_per_row;     /* of one row of the cut operand's result      */
-    double flops_fixed;       /* every non-empty data block's whatever its
-                                 length: a spatial band's halo rows (conv2d.c) */
-    double bytes_fixed_out;   /* sent to every shard whatever its length (the
-                                 whole operand, a band's halo; 0 when cached) */
-    double bytes_per_row_out; /* sent per row of the block (0 when the cut
-                                 operand is cached weights)                  */
-    double bytes_per_row_in;  /* result bytes per row                        */
-    double held_per_row;      /* bytes a row of the cut operand takes in its
-                                 home's weight cache (0 when it is not cached) */
-    double held_fixed;        /* bytes every home holds whatever its block:
-                                 the whole operand when it is cached weights */
-    double here_fixed_ms;     /* the coordinator computing c rows of the cut */
-    double here_per_row_ms;   /* operand itself takes here_fixed_ms +
-                                 here_per_row_ms * c (local_cost.h); 0 per
-                                 row: the front end cannot take a share */
-} cdc_block_cost_t;
 
 /* Equal blocks: rows spread over n lengths, the first rows % n one row
    longer (all >= 1 when rows >= n). */
