@@ -113,6 +113,127 @@ START_TEST(test_set_layout)
 }
 END_TEST
 
+/* Sized stripes (issue 26): worker w's data rows as given, in worker order;
+   a stripe's blocks differ in length, its parity as long as the longest
+   block. Every pattern of up to r lost workers decodes every stripe: the
+   products of the surviving blocks and the parity rebuild the lost data
+   blocks' products within the code's bounds. */
+static void check_sized_set(int n, int r, const int64_t *worker_rows)
+{
+    enum { K = 24, COLS = 5 };
+    int W = n + r;
+    int64_t rows = 0;
+    for (int w = 0; w < W; w++)
+        rows += worker_rows[w];
+    cdc_code_t *code = NULL;
+    ck_assert_int_eq(cdc__code_new(NULL, n, r, &code), CDC_OK);
+    cdc_test_rng_t rng;
+    cdc_test_rng_seed(&rng, (uint64_t) (rows * 17 + W));
+    float *src = cdc_test_alloc((size_t) (rows * K) * sizeof(float));
+    float bt[COLS * K];
+    cdc_test_fill_uniform(&rng, src, (size_t) (rows * K));
+    cdc_test_fill_uniform(&rng, bt, COLS * K);
+    cdc_rotated_set_t *set = NULL, *equal = NULL;
+    ck_assert_int_eq(cdc__rotated_set_new_sized(code, src, rows, K, worker_rows, &set), CDC_OK);
+    ck_assert_int_eq(cdc__rotated_set_new(code, src, rows, K, &equal), CDC_OK);
+    ck_assert(set->key_mix != equal->key_mix); /* another cut, other weights */
+    ck_assert(!cdc__rotated_set_matches(set, code, rows, K));
+    int64_t next = 0, B = set->block_rows;
+    for (int w = 0; w < W; w++) {
+        ck_assert_int_eq(set->data_first[w], next);
+        ck_assert_int_eq(set->data_rows[w], worker_rows[w]);
+        next += worker_rows[w];
+    }
+    /* Every worker's product: its data rows, then its parity blocks. */
+    float *product[CDC_STRIPES_MAX_WORKERS];
+    for (int w = 0; w < W; w++) {
+        int64_t operand_rows = set->data_rows[w] + (int64_t) r * B;
+        product[w] = cdc_test_alloc((size_t) (operand_rows * COLS) * sizeof(float));
+        for (int64_t p = 0; p < operand_rows; p++)
+            for (int q = 0; q < COLS; q++) {
+                double sum = 0.0;
+                for (int i = 0; i < K; i++)
+                    sum += (double) set->operand[w][p * K + i] * bt[q * K + i];
+                product[w][p * COLS + q] = (float) sum;
+            }
+    }
+    float *blocks_storage = cdc_test_alloc((size_t) ((n + r) * B * COLS) * sizeof(float));
+    int patterns = 0;
+    for (uint64_t lost = 0; lost < (UINT64_C(1) << W); lost++) {
+        if (cdc__popcount64(lost) > r)
+            continue;
+        patterns++;
+        for (int st = 0; st < W; st++) {
+            float *blocks[CDC_CODE_MAX_N + CDC_CODE_MAX_R];
+            uint64_t present = 0;
+            memset(blocks_storage, 0, (size_t) ((n + r) * B * COLS) * sizeof(float));
+            for (int b = 0; b < n + r; b++) {
+                int w = cdc__stripes_worker(&set->layout, st, b);
+                blocks[b] = blocks_storage + (size_t) (b * B * COLS);
+                if (lost & (UINT64_C(1) << w))
+                    continue;
+                present |= UINT64_C(1) << b;
+                if (b < n) {
+                    size_t i = (size_t) (st * n + b);
+                    int64_t at = set->block_first[i] - set->data_first[w];
+                    memcpy(blocks[b], product[w] + at * COLS,
+                           (size_t) (set->block_len[i] * COLS) * sizeof(float));
+                } else {
+                    int64_t at = set->data_rows[w] +
+                                 cdc__rotated_parity_index(set, w, st, b - n) * B;
+                    memcpy(blocks[b], product[w] + at * COLS, (size_t) (B * COLS) * sizeof(float));
+                }
+            }
+            ck_assert_int_eq(cdc__code_decode(code, B, COLS, blocks, COLS, present), CDC_OK);
+            for (int b = 0; b < n; b++) {
+                size_t i = (size_t) (st * n + b);
+                double diff = 0.0, norm = 0.0;
+                for (int64_t p = 0; p < set->block_len[i]; p++)
+                    for (int q = 0; q < COLS; q++) {
+                        double want = 0.0;
+                        for (int j = 0; j < K; j++)
+                            want += (double) src[(set->block_first[i] + p) * K + j] * bt[q * K + j];
+                        double got = blocks[b][p * COLS + q];
+                        diff += (got - want) * (got - want);
+                        norm += want * want;
+                    }
+                ck_assert_msg(sqrt(diff / norm) < 1e-5, "n %d r %d lost %llx stripe %d block %d: "
+                              "relative error %.2e", n, r, (unsigned long long) lost, st, b,
+                              sqrt(diff / norm));
+            }
+        }
+    }
+    ck_assert_int_gt(patterns, W);
+    free(blocks_storage);
+    for (int w = 0; w < W; w++)
+        free(product[w]);
+    cdc__rotated_set_retire(&set);
+    cdc__rotated_set_retire(&equal);
+    free(src);
+    cdc__code_destroy(&code);
+}
+
+START_TEST(test_sized_set_decodes_every_loss)
+{
+    const int64_t fast_first[] = {300, 120, 60, 60, 40};      /* n 4, r 1 */
+    const int64_t mix[] = {9, 4, 120, 4, 57, 33};               /* n 4, r 2 */
+    const int64_t three[] = {3, 50, 7, 3, 40, 3};               /* n 3, r 3 */
+    check_sized_set(4, 1, fast_first);
+    check_sized_set(4, 2, mix);
+    check_sized_set(3, 3, three);
+    /* Sizes that do not fit: a worker below n rows, or a wrong sum. */
+    cdc_code_t *code = NULL;
+    ck_assert_int_eq(cdc__code_new(NULL, 4, 1, &code), CDC_OK);
+    float src[580 * 2] = {0};
+    const int64_t short_one[] = {300, 120, 60, 97, 3}, wrong_sum[] = {300, 120, 60, 60, 41};
+    cdc_rotated_set_t *set = NULL;
+    ck_assert_int_eq(cdc__rotated_set_new_sized(code, src, 580, 2, short_one, &set), CDC_EINVAL);
+    ck_assert_int_eq(cdc__rotated_set_new_sized(code, src, 580, 2, wrong_sum, &set), CDC_EINVAL);
+    ck_assert_ptr_null(set);
+    cdc__code_destroy(&code);
+}
+END_TEST
+
 /* ---- FC and conv through the layout --------------------------------------- */
 
 typedef struct {
@@ -508,6 +629,7 @@ static Suite *rotated_suite(void)
     TCase *tc = tcase_create("core");
     tcase_set_timeout(tc, 120);
     tcase_add_test(tc, test_set_layout);
+    tcase_add_test(tc, test_sized_set_decodes_every_loss);
     tcase_add_test(tc, test_fc_every_erasure);
     tcase_add_test(tc, test_conv_channel_with_losses);
     tcase_add_test(tc, test_dedicated_where_rotated_cannot);

@@ -42,16 +42,19 @@ static void rotated_set_free(cdc_hold_t *hold)
     free(set);
 }
 
-/* Worker w's rows, then its data blocks within them (by stripe, as it
-   computes them), and B. */
-static void cut_rows(cdc_rotated_set_t *set)
+/* Worker w's rows (worker_rows[w], or rows / W give or take one), then its
+   data blocks within them (by stripe, as it computes them), and B. */
+static void cut_rows(cdc_rotated_set_t *set, const int64_t *worker_rows)
 {
     const cdc_stripes_t *layout = &set->layout;
     int W = layout->workers, n = layout->n;
     cdc_stripe_block_t order[CDC_STRIPES_MAX_WORKERS];
     set->block_rows = 0;
+    int64_t next = 0;
     for (int w = 0; w < W; w++) {
-        int64_t first = set->rows * w / W, rows = set->rows * (w + 1) / W - first;
+        int64_t first = worker_rows ? next : set->rows * w / W;
+        int64_t rows = worker_rows ? worker_rows[w] : set->rows * (w + 1) / W - first;
+        next = first + rows;
         set->data_first[w] = first;
         set->data_rows[w] = rows;
         cdc__stripes_order(layout, w, order);
@@ -135,14 +138,49 @@ static int norm_operands(cdc_rotated_set_t *set)
     return CDC_OK;
 }
 
+/* Whether worker_rows (W of them) cut rows with a row for each of every
+   worker's n data blocks; NULL (the equal cut) when rows fit at all. */
+static int sizes_fit(const int64_t *worker_rows, int64_t rows, int W, int n, int r)
+{
+    if (!cdc__rotated_fits(rows, W, r))
+        return 0;
+    int64_t sum = 0;
+    for (int w = 0; worker_rows && w < W; w++) {
+        if (worker_rows[w] < n)
+            return 0;
+        sum += worker_rows[w];
+    }
+    return !worker_rows || sum == rows;
+}
+
+/* The weights' key names the layout and, when sized, the cut: workers
+   must not take one cut's rows for another's. */
+static uint64_t layout_key(int W, int r, const int64_t *worker_rows)
+{
+    uint64_t key = cdc__hash_mix(cdc__hash_mix(UINT64_C(0x726f7461746564), (uint64_t) W),
+                                 (uint64_t) r);
+    for (int w = 0; worker_rows && w < W; w++)
+        key = cdc__hash_mix(key, (uint64_t) worker_rows[w]);
+    return key;
+}
+
 int cdc__rotated_set_new(const cdc_code_t *code, const float *src, int64_t rows, int64_t k,
                          cdc_rotated_set_t **set_p)
 {
+    return cdc__rotated_set_new_sized(code, src, rows, k, NULL, set_p);
+}
+
+int cdc__rotated_set_new_sized(const cdc_code_t *code, const float *src, int64_t rows,
+                               int64_t k, const int64_t *worker_rows,
+                               cdc_rotated_set_t **set_p)
+{
     *set_p = NULL;
     int n = cdc__code_n(code), r = cdc__code_r(code), W = n + r;
-    if (!cdc__rotated_fits(rows, W, r) || k < 1)
+    if (!sizes_fit(worker_rows, rows, W, n, r) || k < 1)
         return cdc__fail(CDC_EINVAL, "rotated layout: %lld x %lld rows do not fill %d "
-                         "workers' %d data blocks each", (long long) rows, (long long) k, W, n);
+                         "workers' %d data blocks each%s", (long long) rows, (long long) k, W, n,
+                         worker_rows ? " as sized (each worker >= n rows, summing to the rows)"
+                                     : "");
     cdc_rotated_set_t *set = calloc(1, sizeof *set);
     if (!set)
         return cdc__fail(CDC_ENOMEM, "rotated layout");
@@ -156,7 +194,8 @@ int cdc__rotated_set_new(const cdc_code_t *code, const float *src, int64_t rows,
     if (rc == CDC_OK && (!set->block_first || !set->block_len))
         rc = cdc__fail(CDC_ENOMEM, "rotated layout: %d blocks", W * n);
     if (rc == CDC_OK) {
-        cut_rows(set);
+        cut_rows(set, worker_rows);
+        set->sized = worker_rows != NULL;
         rc = lay_out_operands(set, src);
     }
     if (rc == CDC_OK)
@@ -167,8 +206,7 @@ int cdc__rotated_set_new(const cdc_code_t *code, const float *src, int64_t rows,
         cdc__hold_retire(&set->hold);
         return rc;
     }
-    set->key_mix = cdc__hash_mix(cdc__hash_mix(UINT64_C(0x726f7461746564), (uint64_t) W),
-                                 (uint64_t) r);
+    set->key_mix = layout_key(W, r, worker_rows);
     *set_p = set;
     return CDC_OK;
 }
@@ -176,7 +214,7 @@ int cdc__rotated_set_new(const cdc_code_t *code, const float *src, int64_t rows,
 int cdc__rotated_set_matches(const cdc_rotated_set_t *set, const cdc_code_t *code,
                              int64_t rows, int64_t k)
 {
-    return set && set->code == code && set->rows == rows && set->k == k;
+    return set && set->code == code && set->rows == rows && set->k == k && !set->sized;
 }
 
 cdc_hold_t *cdc__rotated_set_hold(const cdc_rotated_set_t *set)

@@ -35,7 +35,9 @@ typedef struct {
     const double *operand_norms[CDC_STRIPES_MAX_WORKERS]; /* the 2-norm of
                               every row of operand[w]: the parity check's
                               rounding scale (code.h)                       */
-    uint64_t key_mix;      /* mixed into the weights' key: this layout's name */
+    int sized;             /* data_rows were given (cdc__rotated_set_new_sized) */
+    uint64_t key_mix;      /* mixed into the weights' key: this layout's name
+                              and, when sized, its cut                      */
     float *storage;
     double *norms;         /* storage of operand_norms                        */
     cdc_hold_t hold;       /* keeps the operands alive (as a shard set's)     */
@@ -52,7 +54,19 @@ int cdc__rotated_fits(int64_t rows, int workers, int r);
 int cdc__rotated_set_new(const cdc_code_t *code, const float *src, int64_t rows, int64_t k,
                          cdc_rotated_set_t **set_p);
 
-/* Whether the set is the layout of code's (n, r) over rows x k. */
+/* The same with worker w's data rows given, worker_rows[w] (sized stripes:
+   rows in proportion to each worker's speed, issue 26): each at least n (a
+   row for each of its data blocks), summing to rows. A stripe's data blocks
+   then differ in length; its parity blocks are as long as the longest data
+   block of any stripe (B), every block zero-padded to it for the code, so
+   any r lost workers still decode as with the equal cut. The key names the
+   cut. CDC_EINVAL when the sizes do not fit. */
+int cdc__rotated_set_new_sized(const cdc_code_t *code, const float *src, int64_t rows,
+                               int64_t k, const int64_t *worker_rows,
+                               cdc_rotated_set_t **set_p);
+
+/* Whether the set is the layout of code's (n, r) over rows x k, cut
+   equally. */
 int cdc__rotated_set_matches(const cdc_rotated_set_t *set, const cdc_code_t *code,
                              int64_t rows, int64_t k);
 
