@@ -408,24 +408,32 @@ END_TEST
 
 /* ---- on worker processes --------------------------------------------------- */
 
+/* Five local worker processes with faults, r = 1, in layout; respawn 0:
+   a killed worker stays dead. */
+static cdc_context_t *workers_context(cdc_parity_layout_t layout, const char *faults,
+                                      int respawn)
+{
+    cdc_config_t config;
+    cdc_config_init(&config);
+    config.local_workers = 5;
+    config.parity = 1;
+    config.parity_layout = layout;
+    config.respawn = respawn;
+    config.timeout_ms = 5000;
+    config.log_level = getenv("CDC_TEST_LOG") ? CDC_LOG_INFO : CDC_LOG_ERROR;
+    snprintf(config.faults, sizeof config.faults, "%s", faults);
+    cdc_context_t *ctx = NULL;
+    ck_assert_int_eq(cdc_context_new(&config, &ctx), CDC_OK);
+    return ctx;
+}
+
 /* Emulated devices slow enough that every worker's data rows take ~330 ms
    and a parity block ~80 ms: the call's CANCEL reaches each worker while
    its parity block is in service behind its data (80 ms of room for the
    workers' leads to straggle on a loaded machine), so none is sent. */
 static cdc_context_t *worker_context(void)
 {
-    cdc_config_t config;
-    cdc_config_init(&config);
-    config.local_workers = 5;
-    config.parity = 1;
-    config.parity_layout = CDC_LAYOUT_ROTATED;
-    config.respawn = 0; /* the killed worker stays dead */
-    config.timeout_ms = 5000;
-    config.log_level = getenv("CDC_TEST_LOG") ? CDC_LOG_INFO : CDC_LOG_ERROR;
-    snprintf(config.faults, sizeof config.faults, "slow@*:gflops=0.001");
-    cdc_context_t *ctx = NULL;
-    ck_assert_int_eq(cdc_context_new(&config, &ctx), CDC_OK);
-    return ctx;
+    return workers_context(CDC_LAYOUT_ROTATED, "slow@*:gflops=0.001", 0);
 }
 
 /* One forward call on the workers, right, with how many blocks it decoded
@@ -494,16 +502,7 @@ END_TEST
    (16.4 ms), parity only after a loss (worst_ms: 100 more rows each). */
 START_TEST(test_workers_plan_predicted)
 {
-    cdc_config_t config;
-    cdc_config_init(&config);
-    config.local_workers = 5;
-    config.parity = 1;
-    config.parity_layout = CDC_LAYOUT_ROTATED;
-    config.timeout_ms = 5000;
-    config.log_level = getenv("CDC_TEST_LOG") ? CDC_LOG_INFO : CDC_LOG_ERROR;
-    snprintf(config.faults, sizeof config.faults, "slow@*:gflops=0.05");
-    cdc_context_t *ctx = NULL;
-    ck_assert_int_eq(cdc_context_new(&config, &ctx), CDC_OK);
+    cdc_context_t *ctx = workers_context(CDC_LAYOUT_ROTATED, "slow@*:gflops=0.05", 1);
     fc_case_t c;
     fc_case_make(&c, 2000, 1024, 1, 12);
     cdc_layer_t *layer = NULL;
@@ -584,15 +583,7 @@ END_TEST
    here. Not one result wrong, in either layout. */
 static void corrupt_device_caught(cdc_parity_layout_t layout)
 {
-    cdc_config_t config;
-    cdc_config_init(&config);
-    config.local_workers = 5;
-    config.parity = 1;
-    config.parity_layout = layout;
-    config.log_level = getenv("CDC_TEST_LOG") ? CDC_LOG_INFO : CDC_LOG_ERROR;
-    snprintf(config.faults, sizeof config.faults, "corrupt@w1:p=1");
-    cdc_context_t *ctx = NULL;
-    ck_assert_int_eq(cdc_context_new(&config, &ctx), CDC_OK);
+    cdc_context_t *ctx = workers_context(layout, "corrupt@w1:p=1", 1);
     fc_case_t c;
     fc_case_make(&c, 400, 256, 8, 11);
     cdc_layer_t *layer = NULL;

@@ -148,29 +148,38 @@ static void link_sample(cdc_profile_state_t *state, double mbit_sample)
     state->link_samples++;
 }
 
-void cdc__profile_note_transfer(cdc_profile_state_t *state, double elapsed_ms, double flops,
-                                double bytes)
+/* The link's bandwidth (Mbit/s) that moving bytes in what elapsed_ms leaves
+   beside the compute and the round trip would mean: 1 with it in *mbit, 0
+   when there is nothing to tell (no rate yet: compute and transfer cannot
+   be told apart; a few KB say more about jitter than about the link; a
+   remainder within the noise: the link is not what the call waited for). */
+static int link_remainder(const cdc_profile_state_t *state, double elapsed_ms, double flops,
+                          double bytes, double *mbit)
 {
     if (state->rate_samples == 0 || bytes < CDC_PROFILE_MIN_LINK_BYTES)
-        return; /* without a rate, compute and transfer cannot be told apart;
-                   a few KB say more about jitter than about the link */
+        return 0;
     double rtt = state->rtt_samples ? state->rtt.value : 0.0;
     double comm = elapsed_ms - flops / (state->rate.value * 1e6) - rtt;
     if (comm < CDC_PROFILE_MIN_COMM_MS)
-        return; /* within the noise: the link is not what this call waited for */
-    link_sample(state, 8.0 * bytes / (comm * 1e3));
+        return 0;
+    *mbit = 8.0 * bytes / (comm * 1e3);
+    return 1;
+}
+
+void cdc__profile_note_transfer(cdc_profile_state_t *state, double elapsed_ms, double flops,
+                                double bytes)
+{
+    double mbit;
+    if (link_remainder(state, elapsed_ms, flops, bytes, &mbit))
+        link_sample(state, mbit);
 }
 
 void cdc__profile_note_cut(cdc_profile_state_t *state, double elapsed_ms, double flops,
                            double bytes)
 {
-    if (state->rate_samples == 0 || bytes < CDC_PROFILE_MIN_LINK_BYTES)
+    double bound; /* the link is slower than this */
+    if (!link_remainder(state, elapsed_ms, flops, bytes, &bound))
         return;
-    double rtt = state->rtt_samples ? state->rtt.value : 0.0;
-    double comm = elapsed_ms - flops / (state->rate.value * 1e6) - rtt;
-    if (comm < CDC_PROFILE_MIN_COMM_MS)
-        return; /* its compute alone explains the wait */
-    double bound = 8.0 * bytes / (comm * 1e3); /* the link is slower than this */
     if (state->link_samples && state->link.value <= bound) {
         link_sample(state, state->link.value); /* consistent: one more sample */
         return;
