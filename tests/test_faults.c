@@ -56,8 +56,8 @@ START_TEST(test_misreport)
     cdc__fault_state_init(&plain_state, &plain, 0);
     for (int i = 0; i < 50; i++) {
         cdc_fault_decision_t a, b;
-        cdc__fault_next(&state, 1.0, 1e6, 0, 0, &a);
-        cdc__fault_next(&plain_state, 1.0, 1e6, 0, 0, &b);
+        cdc__fault_next(&state, 1.0, 1e6, 0, 0, 0, &a);
+        cdc__fault_next(&plain_state, 1.0, 1e6, 0, 0, 0, &b);
         ck_assert_int_eq(a.drop, b.drop);
     }
 }
@@ -74,7 +74,7 @@ START_TEST(test_coordinator_target)
     ck_assert(cdc__fault_coordinator_gflops(&plan) == 0.5);
     cdc__fault_state_init(&state, &plan, 0);
     ck_assert_int_eq(state.plan.count, 1); /* the worker keeps slow@* only */
-    cdc__fault_next(&state, 1.0, 1e8, 0, 0, &d);
+    cdc__fault_next(&state, 1.0, 1e8, 0, 0, 0, &d);
     ck_assert_double_eq_tol(d.slow_ms, 99.0, 1e-6); /* 0.1 GFLOP at 1 GFLOP/s */
 }
 END_TEST
@@ -98,6 +98,9 @@ static const char *const bad_plans[] = {
     /* misreport: some claim, in range; flap is 0 or 1; not the coordinator. */
     "misreport@w1",           "misreport@w1:memory=0", "misreport@w1:flap=2",
     "misreport@w1:rate=0",    "misreport@w1:p=1",    "misreport@c:memory=1",
+    /* gbps: with gflops or alone, not with x, in range; not the coordinator's. */
+    "slow@*:x=2,gbps=1",      "slow@*:gbps=0",       "slow@*:gbps=1e5",
+    "slow@c:gflops=1,gbps=1",
 };
 
 START_TEST(test_parse_rejects)
@@ -134,7 +137,7 @@ static double sequence_sum(const char *spec, int worker, int calls)
     double sum = 0;
     for (int i = 0; i < calls; i++) {
         cdc_fault_decision_t d;
-        cdc__fault_next(&state, 1.0, 0, 0, 0, &d);
+        cdc__fault_next(&state, 1.0, 0, 0, 0, 0, &d);
         sum += d.delay_ms * (i + 1) + d.drop * 1000.0 * i;
     }
     return sum;
@@ -168,7 +171,7 @@ START_TEST(test_distributions)
         const int draws = 200000;
         for (int i = 0; i < draws; i++) {
             cdc_fault_decision_t d;
-            cdc__fault_next(&state, 0, 0, 0, 0, &d);
+            cdc__fault_next(&state, 0, 0, 0, 0, 0, &d);
             ck_assert(d.delay_ms >= 0);
             sum += d.delay_ms;
         }
@@ -193,8 +196,8 @@ START_TEST(test_crash_hang_drop_corrupt)
     int drops = 0;
     for (int call = 0; call < 10000; call++) {
         cdc_fault_decision_t d0, d1;
-        cdc__fault_next(&s0, 0, 0, 0, 0, &d0);
-        cdc__fault_next(&s1, 0, 0, 0, 0, &d1);
+        cdc__fault_next(&s0, 0, 0, 0, 0, 0, &d0);
+        cdc__fault_next(&s1, 0, 0, 0, 0, 0, &d1);
         ck_assert_int_eq(d0.crash, 0);
         ck_assert_int_eq(d1.crash, call >= 3);
         ck_assert(d0.hang_ms == (call == 2 ? 50.0 : -1.0));
@@ -215,27 +218,56 @@ START_TEST(test_slow_and_link)
     cdc_fault_decision_t d;
     ck_assert_int_eq(cdc__fault_plan_parse("slow@*:gflops=0.2", &plan), CDC_OK);
     cdc__fault_state_init(&state, &plan, 3);
-    cdc__fault_next(&state, 1.0, 2e8, 0, 0, &d); /* 0.2 GFLOP at 0.2 GFLOP/s = 1 s */
+    cdc__fault_next(&state, 1.0, 2e8, 0, 0, 0, &d); /* 0.2 GFLOP at 0.2 GFLOP/s = 1 s */
     ck_assert_double_eq_tol(d.delay_ms, 999.0, 1e-6);
     ck_assert_double_eq_tol(d.slow_ms, 999.0, 1e-6); /* all of it compute */
-    cdc__fault_next(&state, 2000.0, 2e8, 0, 0, &d); /* already slower than emulated */
+    cdc__fault_next(&state, 2000.0, 2e8, 0, 0, 0, &d); /* already slower than emulated */
     ck_assert(d.delay_ms == 0.0 && d.slow_ms == 0.0);
     ck_assert_int_eq(cdc__fault_plan_parse("slow@*:x=3", &plan), CDC_OK);
     cdc__fault_state_init(&state, &plan, 0);
-    cdc__fault_next(&state, 4.0, 0, 0, 0, &d);
+    cdc__fault_next(&state, 4.0, 0, 0, 0, 0, &d);
     ck_assert_double_eq_tol(d.delay_ms, 8.0, 1e-9);
     ck_assert_double_eq_tol(d.slow_ms, 8.0, 1e-9);
     ck_assert(d.latency_ms == 0.0);
     ck_assert_int_eq(cdc__fault_plan_parse("link@*:mbit=94,lat=0.3", &plan), CDC_OK);
     cdc__fault_state_init(&state, &plan, 0);
-    cdc__fault_next(&state, 0, 0, 1000000, 175000, &d); /* 1.175 MB at 94 Mbit/s */
+    cdc__fault_next(&state, 0, 0, 0, 1000000, 175000, &d); /* 1.175 MB at 94 Mbit/s */
     ck_assert_double_eq_tol(d.delay_ms, 0.6 + 1175000.0 * 8 / 94e3, 1e-9);
     ck_assert_double_eq_tol(d.latency_ms, 0.6, 1e-12); /* 2 lat: not on the device */
     ck_assert(d.slow_ms == 0.0); /* link time is not compute */
     ck_assert_int_eq(cdc__fault_plan_parse("slow@w1:x=3", &plan), CDC_OK);
     cdc__fault_state_init(&state, &plan, 0); /* not this worker's rule */
-    cdc__fault_next(&state, 4.0, 0, 0, 0, &d);
+    cdc__fault_next(&state, 4.0, 0, 0, 0, 0, &d);
     ck_assert(d.delay_ms == 0.0);
+}
+END_TEST
+
+/* A memory-bound device (issue 27): gbps= bounds the operand bytes a task
+   streams as gflops= bounds its flops; the device takes the larger. */
+START_TEST(test_slow_memory_bandwidth)
+{
+    cdc_fault_plan_t plan;
+    cdc_fault_state_t state;
+    cdc_fault_decision_t d;
+    ck_assert_int_eq(cdc__fault_plan_parse("slow@*:gflops=1,gbps=0.5", &plan), CDC_OK);
+    ck_assert_double_eq(plan.rules[0].gbps, 0.5);
+    cdc__fault_state_init(&state, &plan, 0);
+    /* A matrix-vector product: 4096 x 1024 weights (16 MiB), 8.4 MFLOP: 8.4 ms of
+       compute at 1 GFLOP/s, 33.6 ms of streaming at 0.5 GB/s: memory-bound. */
+    double weights = 4096.0 * 1024 * 4, flops = 2.0 * 4096 * 1024;
+    cdc__fault_next(&state, 1.0, flops, weights, 0, 0, &d);
+    ck_assert_double_eq_tol(d.slow_ms, weights / 0.5e6 - 1.0, 1e-9);
+    /* The same weights against 64 columns: 537 MFLOP, compute-bound. */
+    cdc__fault_next(&state, 1.0, 64 * flops, weights + 64 * 1024 * 4, 0, 0, &d);
+    ck_assert_double_eq_tol(d.slow_ms, 64 * flops / 1e6 - 1.0, 1e-9);
+    /* gbps alone: the bytes only; x= stretches the compute whatever they are. */
+    ck_assert_int_eq(cdc__fault_plan_parse("slow@*:gbps=2", &plan), CDC_OK);
+    cdc__fault_state_init(&state, &plan, 0);
+    cdc__fault_next(&state, 1.0, 1e12, 4e6, 0, 0, &d);
+    ck_assert_double_eq_tol(d.slow_ms, 4e6 / 2e6 - 1.0, 1e-9);
+    /* A streamed task's later part: the same rule. */
+    cdc__fault_part(&state, 0.5, 1e12, 8e6, 0, &d);
+    ck_assert_double_eq_tol(d.slow_ms, 8e6 / 2e6 - 0.5, 1e-9);
 }
 END_TEST
 
@@ -252,20 +284,20 @@ START_TEST(test_slow_from_a_call_on)
     cdc__fault_state_init(&state, &plan, 0);
     const double expected[] = {99.0, 99.0, 399.0, 399.0}; /* 0.1 GFLOP, 1 ms real */
     for (int call = 0; call < 4; call++) {
-        cdc__fault_next(&state, 1.0, 1e8, 0, 0, &d);
+        cdc__fault_next(&state, 1.0, 1e8, 0, 0, 0, &d);
         ck_assert_msg(fabs(d.slow_ms - expected[call]) < 1e-6, "call %d: slow %.3f ms", call,
                       d.slow_ms);
         ck_assert_int_eq(d.slow_onset, call == 2);
     }
     cdc__fault_state_init(&state, &plan, 0);
     cdc__fault_state_set_incarnation(&state, 1);
-    cdc__fault_next(&state, 1.0, 1e8, 0, 0, &d);
+    cdc__fault_next(&state, 1.0, 1e8, 0, 0, 0, &d);
     ck_assert_double_eq_tol(d.slow_ms, 399.0, 1e-6);
     ck_assert_int_eq(cdc__fault_plan_parse("slow@*:x=2,after=1", &plan), CDC_OK);
     cdc__fault_state_init(&state, &plan, 0);
-    cdc__fault_next(&state, 4.0, 0, 0, 0, &d);
+    cdc__fault_next(&state, 4.0, 0, 0, 0, 0, &d);
     ck_assert(d.slow_ms == 0.0); /* not yet */
-    cdc__fault_next(&state, 4.0, 0, 0, 0, &d);
+    cdc__fault_next(&state, 4.0, 0, 0, 0, 0, &d);
     ck_assert_double_eq_tol(d.slow_ms, 4.0, 1e-9);
 }
 END_TEST
@@ -286,10 +318,10 @@ START_TEST(test_link_of_one_message)
     ck_assert_double_eq_tol(transfer, 1175000.0 * 8 / 94e3, 1e-9);
     ck_assert_double_eq_tol(latency, 0.3, 1e-12);
     ck_assert_int_eq(state.calls, 0);
-    cdc__fault_next(&state, 0, 0, 1000000, 175000, &d); /* the call's transfer: the same */
+    cdc__fault_next(&state, 0, 0, 0, 1000000, 175000, &d); /* the call's transfer: the same */
     ck_assert_double_eq_tol(d.delay_ms - d.latency_ms, transfer, 1e-9);
     cdc_fault_decision_t e;
-    cdc__fault_next(&twin, 0, 0, 1000000, 175000, &e); /* the draws did not move */
+    cdc__fault_next(&twin, 0, 0, 0, 1000000, 175000, &e); /* the draws did not move */
     ck_assert_int_eq(d.drop, e.drop);
     ck_assert(state.rng == twin.rng);
     ck_assert_int_eq(cdc__fault_plan_parse("slow@*:x=2;link@w1:mbit=1", &plan), CDC_OK);
@@ -314,7 +346,7 @@ START_TEST(test_incarnation_skips_one_shot)
         int crashes = 0, hangs = 0, drops = 0;
         for (int call = 0; call < 10; call++) {
             cdc_fault_decision_t d;
-            cdc__fault_next(&state, 1.0, 0, 0, 0, &d);
+            cdc__fault_next(&state, 1.0, 0, 0, 0, 0, &d);
             crashes += d.crash;
             hangs += d.hang_ms >= 0;
             drops += d.drop;
@@ -344,6 +376,7 @@ static Suite *faults_suite(void)
     tcase_add_test(draws, test_crash_hang_drop_corrupt);
     tcase_add_test(draws, test_incarnation_skips_one_shot);
     tcase_add_test(draws, test_slow_and_link);
+    tcase_add_test(draws, test_slow_memory_bandwidth);
     tcase_add_test(draws, test_slow_from_a_call_on);
     tcase_add_test(draws, test_link_of_one_message);
     suite_add_tcase(suite, draws);

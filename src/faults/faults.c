@@ -20,7 +20,7 @@ static const char *const kind_keys[][6] = {
     {"dist", "ms", "mean", "p", NULL},
     {"p", NULL},
     {"p", NULL},
-    {"x", "gflops", "after", NULL},
+    {"x", "gflops", "gbps", "after", NULL},
     {"mbit", "lat", NULL},
     {"memory", "rate", "flap", NULL},
 };
@@ -171,6 +171,9 @@ static int parse_key(const char *text, const char *key, size_t key_len, const ch
     } else if (KEY_IS("gflops")) {
         rc = parse_number(text, "gflops", value, value_len, 1e-6, 1e6, &r->gflops);
         seen->x = 1;
+    } else if (KEY_IS("gbps")) {
+        rc = parse_number(text, "gbps", value, value_len, 1e-6, 1e4, &r->gbps);
+        seen->x = 1;
     } else if (KEY_IS("mbit")) {
         rc = parse_number(text, "mbit", value, value_len, 1e-3, 1e6, &r->mbit);
     } else if (KEY_IS("lat")) {
@@ -212,16 +215,16 @@ static int check_rule(const char *text, const cdc_fault_rule_t *r, const rule_ke
     if (r->kind == CDC_FAULT_DELAY && !seen->ms)
         return cdc__fail(CDC_ECONFIG, "CDCGEMM_FAULTS: rule '%s': delay needs ms= or mean=",
                          text);
-    if (r->kind == CDC_FAULT_SLOW && (!seen->x || (r->x > 0 && r->gflops > 0)))
+    if (r->kind == CDC_FAULT_SLOW && (!seen->x || (r->x > 0 && (r->gflops > 0 || r->gbps > 0))))
         return cdc__fail(CDC_ECONFIG,
-                         "CDCGEMM_FAULTS: rule '%s': slow needs exactly one of x= or gflops=",
+                         "CDCGEMM_FAULTS: rule '%s': slow needs x=, or gflops= and/or gbps=",
                          text);
     if (r->kind == CDC_FAULT_MISREPORT && !seen->lie)
         return cdc__fail(CDC_ECONFIG,
                          "CDCGEMM_FAULTS: rule '%s': misreport needs memory=, rate= or flap=",
                          text);
     if (r->target == CDC_FAULT_COORDINATOR &&
-        (r->kind != CDC_FAULT_SLOW || r->gflops <= 0 || r->after > 0))
+        (r->kind != CDC_FAULT_SLOW || r->gflops <= 0 || r->gbps > 0 || r->after > 0))
         return cdc__fail(CDC_ECONFIG,
                          "CDCGEMM_FAULTS: rule '%s': the coordinator (c) takes only "
                          "slow:gflops=G",
@@ -372,8 +375,23 @@ static int slow_in_force(const cdc_fault_state_t *state, const cdc_fault_rule_t 
     return (state->incarnation > 0 || call >= r->after) && r->after == onset;
 }
 
+/* The time slow rule r adds to a task that computed flops, streaming
+   bytes_read of operands, in compute_ms: x times the compute, or the
+   emulated device's time, the larger of flops at gflops and bytes_read at
+   gbps (the ones set), beyond the real compute. */
+static double slow_extra_ms(const cdc_fault_rule_t *r, double compute_ms, double flops,
+                            double bytes_read)
+{
+    if (r->x > 0)
+        return (r->x - 1.0) * compute_ms;
+    double compute = r->gflops > 0 ? flops / (r->gflops * 1e6) : 0.0;
+    double memory = r->gbps > 0 ? bytes_read / (r->gbps * 1e6) : 0.0;
+    return (compute > memory ? compute : memory) - compute_ms;
+}
+
 void cdc__fault_next(cdc_fault_state_t *state, double compute_ms, double flops,
-                     size_t bytes_in, size_t bytes_out, cdc_fault_decision_t *d)
+                     double bytes_read, size_t bytes_in, size_t bytes_out,
+                     cdc_fault_decision_t *d)
 {
     memset(d, 0, sizeof *d);
     d->hang_ms = -1.0;
@@ -415,8 +433,7 @@ void cdc__fault_next(cdc_fault_state_t *state, double compute_ms, double flops,
             if (!slow_in_force(state, r, call))
                 break;
             d->slow_onset |= once && r->after > 0 && call == r->after;
-            double extra = r->x > 0 ? (r->x - 1.0) * compute_ms
-                                    : flops / (r->gflops * 1e6) - compute_ms;
+            double extra = slow_extra_ms(r, compute_ms, flops, bytes_read);
             if (extra > 0) {
                 d->delay_ms += extra;
                 d->slow_ms += extra;
@@ -435,7 +452,7 @@ void cdc__fault_next(cdc_fault_state_t *state, double compute_ms, double flops,
 }
 
 void cdc__fault_part(const cdc_fault_state_t *state, double compute_ms, double flops,
-                     size_t bytes_out, cdc_fault_decision_t *d)
+                     double bytes_read, size_t bytes_out, cdc_fault_decision_t *d)
 {
     memset(d, 0, sizeof *d);
     d->hang_ms = -1.0;
@@ -443,8 +460,7 @@ void cdc__fault_part(const cdc_fault_state_t *state, double compute_ms, double f
     for (int i = 0; i < state->plan.count; i++) {
         const cdc_fault_rule_t *r = &state->plan.rules[i];
         if (r->kind == CDC_FAULT_SLOW && slow_in_force(state, r, call)) {
-            double extra = r->x > 0 ? (r->x - 1.0) * compute_ms
-                                    : flops / (r->gflops * 1e6) - compute_ms;
+            double extra = slow_extra_ms(r, compute_ms, flops, bytes_read);
             if (extra > 0) {
                 d->delay_ms += extra;
                 d->slow_ms += extra;

@@ -14,7 +14,9 @@ typedef enum {
     CDC_FAULT_DELAY,   /* reply delayed (dist=fixed|exp|pareto, ms/mean, p) */
     CDC_FAULT_DROP,    /* reply never sent (p)                              */
     CDC_FAULT_CORRUPT, /* one element of the reply is wrong (p)             */
-    CDC_FAULT_SLOW,    /* compute stretched (x=FACTOR or gflops=G)           */
+    CDC_FAULT_SLOW,    /* compute stretched (x=FACTOR, or gflops=G and/or
+                          gbps=B: a device of that compute rate and memory
+                          bandwidth)                                       */
     CDC_FAULT_LINK,    /* per-message link emulation (mbit=, lat=MS)         */
     CDC_FAULT_MISREPORT /* PONG status lies (memory=, rate=, flap=): a buggy
                            or hostile worker the coordinator trusts        */
@@ -38,6 +40,8 @@ typedef struct {
     double p;              /* probability per call (delay/drop/corrupt)     */
     double x;              /* slow: compute time factor (>= 1), 0 = unset   */
     double gflops;         /* slow: emulated device speed, 0 = unset        */
+    double gbps;           /* slow: emulated memory bandwidth, GB/s, over
+                              the operands a task streams; 0 = unset       */
     double mbit;           /* link: bandwidth in Mbit/s, 0 = unlimited      */
     double lat_ms;         /* link: one-way latency per message             */
     double memory;         /* misreport: max_memory claimed, 0 = the truth  */
@@ -89,10 +93,12 @@ void cdc__fault_state_init(cdc_fault_state_t *state, const cdc_fault_plan_t *pla
 void cdc__fault_state_set_incarnation(cdc_fault_state_t *state, int incarnation);
 
 /* Decide one call's faults. compute_ms is the time the call's real compute
-   took, flops its work, bytes_in/bytes_out the request and reply payloads. The
-   same seed and call sequence give the same decisions. */
+   took, flops its work, bytes_read the operand bytes its GEMM streams (a
+   slow rule's gbps= reads them), bytes_in/bytes_out the request and reply
+   payloads. The same seed and call sequence give the same decisions. */
 void cdc__fault_next(cdc_fault_state_t *state, double compute_ms, double flops,
-                     size_t bytes_in, size_t bytes_out, cdc_fault_decision_t *decision);
+                     double bytes_read, size_t bytes_in, size_t bytes_out,
+                     cdc_fault_decision_t *decision);
 
 /* A streamed task's later part (a parity block sent after the task's first
    RESULT, whose cdc__fault_next decided the task's faults): only what the
@@ -100,7 +106,7 @@ void cdc__fault_next(cdc_fault_state_t *state, double compute_ms, double flops,
    stretched) and the link (its bytes, and one latency: it travels one
    way). Counts no call and draws nothing. */
 void cdc__fault_part(const cdc_fault_state_t *state, double compute_ms, double flops,
-                     size_t bytes_out, cdc_fault_decision_t *decision);
+                     double bytes_read, size_t bytes_out, cdc_fault_decision_t *decision);
 
 /* This worker's link rules applied to one message of `bytes` outside the
    calls (the WEIGHTS a coordinator ships, a barrier PONG): *transfer_ms the

@@ -72,7 +72,7 @@ static int post_reply(cdc_worker_compute_t *self, int rc, cdc_reply_t *reply,
         cdc__reply_destroy(&reply);
         return cdc__fail(CDC_ENOMEM, "reply envelope");
     }
-    *out = meta ? *meta : (cdc_worker_reply_t){NULL, 0, 0, 0, 0, 0};
+    *out = meta ? *meta : (cdc_worker_reply_t){NULL, 0, 0, 0, 0, 0, 0};
     out->reply = reply; /* NULL: a WEIGHTS notice (meta has its bytes) */
     if ((rc = cdc__mailbox_push(self->replies, out)) != CDC_OK) {
         cdc__reply_destroy(&out->reply);
@@ -157,7 +157,7 @@ static int put_weights(cdc_worker_compute_t *self, cdc_request_t *request)
     cdc_weight_value_t value = {h->rows, h->k, cdc__payload_data(payload),
                                 cdc__payload_footprint(payload), payload, release_payload};
     cdc_weight_cache_stats_t stats;
-    cdc_worker_reply_t notice = {NULL, 0, 0, cdc__payload_size(payload), cdc__clock_ms(), 0};
+    cdc_worker_reply_t notice = {NULL, 0, 0, 0, cdc__payload_size(payload), cdc__clock_ms(), 0};
     cdc__weight_cache_stats(self->cache, &stats);
     uint64_t evictions_before = stats.evictions;
     int rc = cdc__weight_cache_put(self->cache, key, &value);
@@ -258,7 +258,8 @@ static int run_part_and_reply(cdc_worker_compute_t *self, const cdc_request_t *r
     uint64_t bytes_in = p == 0 ? (uint64_t) (msg->payload[0].size + msg->payload[1].size) : 0;
     cdc_worker_reply_t meta = {
         NULL, cdc__clock_ms() - started,
-        2.0 * (double) piece->a_rows * (double) h->k * (double) h->cols, bytes_in, started, p};
+        2.0 * (double) piece->a_rows * (double) h->k * (double) h->cols,
+        (double) (piece->a_rows + h->cols) * (double) h->k * sizeof(float), bytes_in, started, p};
     cdc_msg_header_t reply;
     cdc__msg_header_init(&reply, CDC_MSG_RESULT);
     reply.request_id = h->request_id;

@@ -18,6 +18,8 @@ typedef struct {
     cdc_reply_t *reply;
     double compute_ms; /* time the task's GEMM took (0: not a result)  */
     double flops;      /* 2·rows·k·cols                                 */
+    double bytes_read; /* operand bytes the GEMM streams: (rows + cols)·k
+                          floats (a conv's: its filters and im2col matrix) */
     uint64_t bytes_in; /* request payload bytes                         */
     double started_ms; /* clock (cdc__clock_ms) when the GEMM started   */
     int part;          /* a streamed task's part (0: its first, or whole) */

@@ -261,10 +261,12 @@ static double emulate(loop_t *loop, cdc_worker_reply_t *out, double now)
     cdc_payload_t *payload = cdc__reply_payload(out->reply);
     cdc_fault_decision_t d;
     if (out->part > 0) /* a streamed task's later part: its task's faults were decided */
-        cdc__fault_part(&loop->faults, out->compute_ms, out->flops, cdc__payload_size(payload),
+        cdc__fault_part(&loop->faults, out->compute_ms, out->flops, out->bytes_read,
+                        cdc__payload_size(payload),
                         &d);
     else
-        cdc__fault_next(&loop->faults, out->compute_ms, out->flops, (size_t) out->bytes_in,
+        cdc__fault_next(&loop->faults, out->compute_ms, out->flops, out->bytes_read,
+                        (size_t) out->bytes_in,
                         cdc__payload_size(payload), &d);
     if (d.crash) {
         fprintf(stderr, "cdcgemm-worker %d: crash fault at task %ld: exiting\n",

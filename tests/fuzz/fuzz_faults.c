@@ -48,7 +48,7 @@ static void draw(const cdc_fault_plan_t *plan)
             EXPECT(state.plan.rules[i].target != CDC_FAULT_COORDINATOR);
         for (int call = 0; call < 4; call++) {
             cdc_fault_decision_t d;
-            cdc__fault_next(&state, 1.5 * call, 1e9 * call, (size_t) 1 << 20,
+            cdc__fault_next(&state, 1.5 * call, 1e9 * call, 4e6 * call, (size_t) 1 << 20,
                             (size_t) 1 << 16, &d);
             EXPECT(isfinite(d.delay_ms) && d.delay_ms >= 0);
             EXPECT(d.latency_ms >= 0 && d.latency_ms <= d.delay_ms);
