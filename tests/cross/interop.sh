@@ -145,7 +145,7 @@ package_arch() {
     dpkg-deb -x "$dir/packages/${p}_"*"_$arch.deb" "$tmp/deb-$arch"
   done
   for f in usr/bin/cdcgemm-worker usr/bin/cdcgemm-keygen usr/bin/cdcgemm-bench \
-      usr/lib/libcdcgemm.so.0; do
+      usr/bin/cdcgemm-llm usr/lib/libcdcgemm.so.0; do
     file -L "$tmp/deb-$arch/$f" | grep -q "ELF .* ARM" || fail "$arch package: $f is not ARM code"
   done
   if command -v lintian >/dev/null; then

@@ -1,0 +1,231 @@
+/* checkpoint.c - the llama2.c checkpoint format, read by mmap and written
+ * with seeded weights (checkpoint.h). */
+#define _FILE_OFFSET_BITS 64
+#include "checkpoint.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+enum { HEADER_INTS = 7 };
+
+static int fail(char *err, size_t size, const char *format, ...)
+{
+    va_list args;
+    va_start(args, format);
+    vsnprintf(err, size, format, args);
+    va_end(args);
+    return -1;
+}
+
+int llm_head_size(const llm_config_t *c)
+{
+    return c->dim / c->n_heads;
+}
+
+int llm_kv_dim(const llm_config_t *c)
+{
+    return c->n_kv_heads * llm_head_size(c);
+}
+
+int llm_config_check(const llm_config_t *c, char *err, size_t err_size)
+{
+    const struct {
+        const char *name;
+        int value, max;
+    } fields[] = {{"dim", c->dim, LLM_MAX_DIM},
+                  {"hidden_dim", c->hidden_dim, 4 * LLM_MAX_DIM},
+                  {"n_layers", c->n_layers, LLM_MAX_LAYERS},
+                  {"n_heads", c->n_heads, LLM_MAX_DIM},
+                  {"n_kv_heads", c->n_kv_heads, LLM_MAX_DIM},
+                  {"vocab_size", c->vocab_size, LLM_MAX_VOCAB},
+                  {"seq_len", c->seq_len, LLM_MAX_SEQ}};
+    for (size_t i = 0; i < sizeof fields / sizeof *fields; i++)
+        if (fields[i].value < 1 || fields[i].value > fields[i].max)
+            return fail(err, err_size, "%s = %d, expected 1..%d", fields[i].name,
+                        fields[i].value, fields[i].max);
+    if (c->dim % c->n_heads != 0 || llm_head_size(c) % 2 != 0)
+        return fail(err, err_size, "dim %d is not n_heads %d times an even head size", c->dim,
+                    c->n_heads);
+    if (c->n_kv_heads > c->n_heads || c->n_heads % c->n_kv_heads != 0)
+        return fail(err, err_size, "n_kv_heads %d does not divide n_heads %d", c->n_kv_heads,
+                    c->n_heads);
+    return 0;
+}
+
+/* The tensors' floats after the header, in file order; the classifier's
+   only when it is apart. */
+static int64_t model_floats(const llm_config_t *c)
+{
+    int64_t D = c->dim, H = c->hidden_dim, L = c->n_layers, V = c->vocab_size;
+    int64_t KV = llm_kv_dim(c), S = c->seq_len, hs = llm_head_size(c);
+    int64_t floats = V * D + L * D + L * D * D + 2 * L * KV * D + L * D * D + L * D +
+                     3 * L * H * D + D + S * hs;
+    return floats + (c->shared_classifier ? 0 : V * D);
+}
+
+/* Point every tensor into the floats after the header. */
+static void point_weights(const llm_config_t *c, const float *at, llm_weights_t *w)
+{
+    int64_t D = c->dim, H = c->hidden_dim, L = c->n_layers, V = c->vocab_size;
+    int64_t KV = llm_kv_dim(c);
+    w->token_embedding = at;
+    at += V * D;
+    w->rms_att = at;
+    at += L * D;
+    w->wq = at;
+    at += L * D * D;
+    w->wk = at;
+    at += L * KV * D;
+    w->wv = at;
+    at += L * KV * D;
+    w->wo = at;
+    at += L * D * D;
+    w->rms_ffn = at;
+    at += L * D;
+    w->w1 = at;
+    at += L * H * D;
+    w->w2 = at;
+    at += L * D * H;
+    w->w3 = at;
+    at += L * H * D;
+    w->rms_final = at;
+    at += D;
+    at += (int64_t) c->seq_len * llm_head_size(c); /* the legacy RoPE tables */
+    w->classifier = c->shared_classifier ? w->token_embedding : at;
+}
+
+static void config_from_header(const int32_t *h, llm_config_t *c)
+{
+    c->dim = h[0];
+    c->hidden_dim = h[1];
+    c->n_layers = h[2];
+    c->n_heads = h[3];
+    c->n_kv_heads = h[4];
+    c->shared_classifier = h[5] > 0;
+    c->vocab_size = h[5] > 0 ? h[5] : h[5] == INT32_MIN ? 0 : -h[5];
+    c->seq_len = h[6];
+}
+
+int llm_checkpoint_open(const char *path, llm_checkpoint_t *ck, char *err, size_t err_size)
+{
+    memset(ck, 0, sizeof *ck);
+    int fd = open(path, O_RDONLY);
+    if (fd < 0)
+        return fail(err, err_size, "%s: %s", path, strerror(errno));
+    struct stat st;
+    int32_t header[HEADER_INTS];
+    if (fstat(fd, &st) != 0 || read(fd, header, sizeof header) != (ssize_t) sizeof header) {
+        close(fd);
+        return fail(err, err_size, "%s: no checkpoint header (7 int32)", path);
+    }
+    config_from_header(header, &ck->config);
+    if (llm_config_check(&ck->config, err, err_size) != 0) {
+        char reason[200];
+        snprintf(reason, sizeof reason, "%s", err);
+        close(fd);
+        return fail(err, err_size, "%s: header: %s", path, reason);
+    }
+    int64_t want = (int64_t) sizeof header + model_floats(&ck->config) * (int64_t) sizeof(float);
+    int too_big = (uint64_t) want > (uint64_t) SIZE_MAX; /* a 32-bit machine */
+    if ((int64_t) st.st_size != want || too_big) {
+        close(fd);
+        return fail(err, err_size, "%s: %lld bytes, the header implies %lld%s", path,
+                    (long long) st.st_size, (long long) want,
+                    too_big ? " (more than this machine can map)" : "");
+    }
+    ck->size = (size_t) want;
+    ck->map = mmap(NULL, ck->size, PROT_READ, MAP_PRIVATE, fd, 0);
+    close(fd);
+    if (ck->map == MAP_FAILED) {
+        ck->map = NULL;
+        return fail(err, err_size, "%s: mmap: %s", path, strerror(errno));
+    }
+    point_weights(&ck->config, (const float *) ((const char *) ck->map + sizeof header),
+                  &ck->weights);
+    return 0;
+}
+
+void llm_checkpoint_close(llm_checkpoint_t *ck)
+{
+    if (ck->map)
+        munmap(ck->map, ck->size);
+    memset(ck, 0, sizeof *ck);
+}
+
+/* ---- writing -------------------------------------------------------------- */
+
+static uint64_t splitmix(uint64_t *state)
+{
+    uint64_t z = (*state += UINT64_C(0x9e3779b97f4a7c15));
+    z = (z ^ (z >> 30)) * UINT64_C(0xbf58476d1ce4e5b9);
+    z = (z ^ (z >> 27)) * UINT64_C(0x94d049bb133111eb);
+    return z ^ (z >> 31);
+}
+
+/* count floats: center + uniform in +-scale, written through a buffer. */
+static int write_tensor(FILE *f, uint64_t *rng, int64_t count, float center, float scale)
+{
+    float buffer[4096];
+    while (count > 0) {
+        int64_t chunk = count < 4096 ? count : 4096;
+        for (int64_t i = 0; i < chunk; i++) {
+            double u = (double) (splitmix(rng) >> 11) / (double) (UINT64_C(1) << 53);
+            buffer[i] = center + scale * (float) (2.0 * u - 1.0);
+        }
+        if (fwrite(buffer, sizeof(float), (size_t) chunk, f) != (size_t) chunk)
+            return -1;
+        count -= chunk;
+    }
+    return 0;
+}
+
+int llm_checkpoint_write(const char *path, const llm_config_t *c, uint64_t seed, char *err,
+                         size_t err_size)
+{
+    if (llm_config_check(c, err, err_size) != 0)
+        return -1;
+    FILE *f = fopen(path, "wb");
+    if (!f)
+        return fail(err, err_size, "%s: %s", path, strerror(errno));
+    int32_t header[HEADER_INTS] = {c->dim,        c->hidden_dim,
+                                   c->n_layers,   c->n_heads,
+                                   c->n_kv_heads, c->shared_classifier ? c->vocab_size
+                                                                       : -c->vocab_size,
+                                   c->seq_len};
+    int64_t D = c->dim, H = c->hidden_dim, L = c->n_layers, V = c->vocab_size;
+    int64_t KV = llm_kv_dim(c);
+    float in_d = (float) (1.0 / sqrt((double) D)), in_h = (float) (1.0 / sqrt((double) H));
+    uint64_t rng = seed;
+    int rc = fwrite(header, sizeof header, 1, f) == 1 ? 0 : -1;
+    const struct {
+        int64_t count;
+        float center, scale;
+    } tensors[] = {
+        {V * D, 0.0f, 1.0f},       /* token embedding */
+        {L * D, 1.0f, 0.1f},       /* attention RMSNorm */
+        {L * D * D, 0.0f, in_d},   /* wq */
+        {L * KV * D, 0.0f, in_d},  /* wk */
+        {L * KV * D, 0.0f, in_d},  /* wv */
+        {L * D * D, 0.0f, in_d},   /* wo */
+        {L * D, 1.0f, 0.1f},       /* FFN RMSNorm */
+        {L * H * D, 0.0f, in_d},   /* w1 */
+        {L * D * H, 0.0f, in_h},   /* w2 */
+        {L * H * D, 0.0f, in_d},   /* w3 */
+        {D, 1.0f, 0.1f},           /* final RMSNorm */
+        {(int64_t) c->seq_len * llm_head_size(c), 0.0f, 0.0f}, /* legacy RoPE tables */
+        {c->shared_classifier ? 0 : V * D, 0.0f, in_d},         /* classifier */
+    };
+    for (size_t i = 0; rc == 0 && i < sizeof tensors / sizeof *tensors; i++)
+        rc = write_tensor(f, &rng, tensors[i].count, tensors[i].center, tensors[i].scale);
+    if (fclose(f) != 0)
+        rc = -1;
+    return rc == 0 ? 0 : fail(err, err_size, "%s: write failed: %s", path, strerror(errno));
+}
