@@ -46,7 +46,8 @@ static void usage(FILE *out)
           "  run:   P prompt tokens in one batched call per matrix, then T tokens one\n"
           "         by one (greedy unless --temperature > 0), the products on the\n"
           "         CDCGEMM_* workers; --check also computes every step here and\n"
-          "         compares the logits (relative error <= 1e-4, the same tokens)\n",
+          "         compares the logits (max-norm relative error <= 1e-4, the same\n"
+          "         tokens but where the reference's top two are a near-tie)\n",
           out);
 }
 
@@ -182,14 +183,35 @@ static int sample(const float *logits, int vocab, double temperature, uint64_t *
     return vocab - 1;
 }
 
+/* max |got - want| / max |want| (the max-norm). */
 static double relative_error(const float *got, const float *want, int n)
 {
     double diff = 0.0, norm = 0.0;
     for (int i = 0; i < n; i++) {
-        diff += ((double) got[i] - want[i]) * ((double) got[i] - want[i]);
-        norm += (double) want[i] * want[i];
+        double d = fabs((double) got[i] - want[i]), w = fabs((double) want[i]);
+        diff = d > diff ? d : diff;
+        norm = w > norm ? w : norm;
     }
-    return norm > 0.0 ? sqrt(diff / norm) : sqrt(diff);
+    return norm > 0.0 ? diff / norm : diff;
+}
+
+/* The reference's margin between its two largest logits, relative to the
+   largest magnitude: below CHECK_TOLERANCE a different argmax is a tie the
+   rounding may break either way. */
+static double top2_margin(const float *logits, int n)
+{
+    double first = -INFINITY, second = -INFINITY, norm = 0.0;
+    for (int i = 0; i < n; i++) {
+        double v = logits[i];
+        norm = fabs(v) > norm ? fabs(v) : norm;
+        if (v > first) {
+            second = first;
+            first = v;
+        } else if (v > second) {
+            second = v;
+        }
+    }
+    return norm > 0.0 && n > 1 ? (first - second) / norm : INFINITY;
 }
 
 static int compare_doubles(const void *a, const void *b)
@@ -211,7 +233,7 @@ static double percentile(double *values, int count, double p)
 typedef struct {
     int *generated;
     double prompt_ms, *token_ms, check_error;
-    int mismatches, steps;
+    int mismatches, near_ties, steps;
 } run_result_t;
 
 /* The prompt: token 1 (BOS in llama2.c's vocabulary), then ids from seed. */
@@ -242,8 +264,10 @@ static int step(llm_decoder_t *d, llm_decoder_t *ref, const int *tokens, int cou
     double e = relative_error(logits, ref_logits, vocab);
     r->check_error = e > r->check_error ? e : r->check_error;
     uint64_t unused = 1;
-    r->mismatches += e > CHECK_TOLERANCE ||
-                     sample(logits, vocab, 0.0, &unused) != sample(ref_logits, vocab, 0.0, &unused);
+    int differ = sample(logits, vocab, 0.0, &unused) != sample(ref_logits, vocab, 0.0, &unused);
+    int tie = differ && top2_margin(ref_logits, vocab) < CHECK_TOLERANCE;
+    r->near_ties += tie;
+    r->mismatches += e > CHECK_TOLERANCE || (differ && !tie);
     r->steps++;
     return 0;
 }
@@ -298,8 +322,9 @@ static void report(const options_t *o, cdc_context_t *context, run_result_t *r)
            (unsigned long long) stats.results_decoded, (unsigned long long) stats.fallbacks,
            (unsigned long long) stats.worker_deaths);
     if (o->check)
-        printf("check: %d steps, logits max relative error %.2e, %d mismatches: %s\n", r->steps,
-               r->check_error, r->mismatches, r->mismatches ? "FAIL" : "ok");
+        printf("check: %d steps, logits max relative error %.2e, %d near-ties, %d mismatches: "
+               "%s\n", r->steps, r->check_error, r->near_ties, r->mismatches,
+               r->mismatches ? "FAIL" : "ok");
     FILE *json = o->json ? fopen(o->json, "w") : NULL;
     if (o->json && !json)
         fprintf(stderr, "cdcgemm-llm: --json %s: %s\n", o->json, strerror(errno));
@@ -308,12 +333,12 @@ static void report(const options_t *o, cdc_context_t *context, run_result_t *r)
                       "\"token_ms\": {\"p50\": %.3f, \"p99\": %.3f}, \"tokens_per_s\": %.3f, "
                       "\"calls\": %llu, \"results_decoded\": %llu, \"fallbacks\": %llu, "
                       "\"worker_deaths\": %llu, \"check\": %s, \"check_error\": %.3e, "
-                      "\"mismatches\": %d}\n",
+                      "\"near_ties\": %d, \"mismatches\": %d}\n",
                 o->prompt_tokens, o->tokens, r->prompt_ms, p50, p99,
                 timed ? 1e3 * timed / total : 0.0, (unsigned long long) stats.calls,
                 (unsigned long long) stats.results_decoded, (unsigned long long) stats.fallbacks,
                 (unsigned long long) stats.worker_deaths, o->check ? "true" : "false",
-                r->check_error, r->mismatches);
+                r->check_error, r->near_ties, r->mismatches);
         fclose(json);
     }
 }
@@ -337,7 +362,7 @@ static int run_model(const options_t *o)
     cdc_context_t *context = NULL;
     llm_decoder_t *d = NULL, *ref = NULL;
     run_result_t r = {calloc((size_t) o->tokens, sizeof(int)), 0.0,
-                      calloc((size_t) o->tokens, sizeof(double)), 0.0, 0, 0};
+                      calloc((size_t) o->tokens, sizeof(double)), 0.0, 0, 0, 0};
     int rc = r.generated && r.token_ms ? cdc_context_new_from_env(&context) : CDC_ENOMEM;
     if (rc != CDC_OK) {
         fprintf(stderr, "cdcgemm-llm: %s: %s\n", cdc_err_name(rc), cdc_last_error());
