@@ -1,8 +1,10 @@
 #!/usr/bin/python3
 """numpy_check.py - float32 matmuls in numpy with one weight matrix reused.
 
-Run with libcdcgemm LD_PRELOADed: numpy reaches cblas_sgemm from an extension
-module that Python loaded RTLD_LOCAL. Exits 77 when numpy is not installed.
+Run with libcdcgemm LD_PRELOADed: numpy reaches cblas_sgemm (matrix products)
+and cblas_sgemv (matrix-vector products, as a model decoding one token at a
+time does) from an extension module that Python loaded RTLD_LOCAL. Exits 77
+when numpy is not installed.
 Prints "numpy_check: max_rel_error=E result=PASS|FAIL"."""
 import sys
 
@@ -22,6 +24,12 @@ for it in range(6):
     worst = max(worst, float(np.linalg.norm(y - ref) / np.linalg.norm(ref)))
     yt = x.T @ w.T  # transposed views of the same memory: the same weights
     worst = max(worst, float(np.linalg.norm(yt - ref.T) / np.linalg.norm(ref)))
+    v = x[:, 0].copy()  # one token
+    refv = w.astype(np.float64) @ v.astype(np.float64)
+    yv = w @ v  # cblas_sgemv
+    worst = max(worst, float(np.linalg.norm(yv - refv) / np.linalg.norm(refv)))
+    yvt = v @ w.T  # the transposed view: cblas_sgemv with the other transpose
+    worst = max(worst, float(np.linalg.norm(yvt - refv) / np.linalg.norm(refv)))
 ok = worst < 1e-5
 print("numpy_check: max_rel_error=%.3g result=%s" % (worst, "PASS" if ok else "FAIL"))
 sys.exit(0 if ok else 1)

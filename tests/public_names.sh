@@ -27,7 +27,7 @@ for name in $(find "$src"/src "$src"/codes "$src"/transport -name '*.c' -exec \
 done
 
 # The exports: the header's functions and the BLAS entry points, nothing else.
-blas='cblas_sgemm sgemm_ sgemm SGEMM'
+blas='cblas_sgemm sgemm_ sgemm SGEMM cblas_sgemv sgemv_ sgemv SGEMV'
 for sym in $(nm -D --defined-only "$lib" | awk '$2 == "T" || $2 == "W" {print $3}'); do
   case " $blas " in *" $sym "*) continue ;; esac
   if ! grep -qx "$sym" "$public"; then

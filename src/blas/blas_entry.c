@@ -8,14 +8,13 @@
  * through the coded path, and if that fails they are computed locally, so a
  * call is never lost. Only these four symbols are defined here: every other
  * BLAS symbol keeps resolving to the system BLAS. */
-#define _GNU_SOURCE /* dladdr */
 #include "cdcgemm.h"
 
 #include "blas_backend.h"
 #include "blas_context.h"
+#include "blas_errors.h"
 #include "log.h"
 
-#include <dlfcn.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <string.h>
@@ -40,60 +39,6 @@ CDC_EXPORT void SGEMM(const char *transa, const char *transb, const int *m, cons
                       const float *b, const int *ldb, const float *beta, float *c,
                       const int *ldc, size_t transa_len, size_t transb_len)
     __attribute__((alias("sgemm_")));
-
-typedef void (*xerbla_fn)(const char *srname, const int *info, size_t srname_len);
-typedef void (*cblas_xerbla_fn)(int info, const char *rout, const char *form, ...);
-
-static inline int max1(int v)
-{
-    return v > 1 ? v : 1;
-}
-
-/* The system BLAS libraries' own cblas_xerbla prints and exit()s; only a
-   handler the host defined itself is called (as the reference CBLAS test
-   programs do). */
-static int in_system_blas(void *symbol)
-{
-    Dl_info info;
-    if (!dladdr(symbol, &info) || !info.dli_fname)
-        return 0;
-    const char *base = strrchr(info.dli_fname, '/');
-    base = base ? base + 1 : info.dli_fname;
-    static const char *const prefixes[] = {"libopenblas", "libblas", "libcblas", "libblis",
-                                           "libmkl", "libatlas", "libsatlas", "libtatlas"};
-    for (size_t i = 0; i < sizeof prefixes / sizeof *prefixes; i++)
-        if (strncmp(base, prefixes[i], strlen(prefixes[i])) == 0)
-            return 1;
-    return 0;
-}
-
-/* Fortran error exit: the first xerbla_ in the global scope (the host's own,
-   else the system BLAS's), as the reference BLAS calls it. */
-__attribute__((noinline, cold)) static void report_fortran(int info)
-{
-    xerbla_fn handler;
-    *(void **) &handler = dlsym(RTLD_DEFAULT, "xerbla_");
-    if (handler) {
-        handler("SGEMM ", &info, 6);
-        return;
-    }
-    fprintf(stderr, " ** On entry to SGEMM  parameter number %2d had an illegal value\n",
-            info);
-}
-
-/* CBLAS error exit, numbered as the reference CBLAS numbers it. */
-__attribute__((noinline, cold)) static void report_cblas(int info, const char *what,
-                                                          int value)
-{
-    cblas_xerbla_fn handler;
-    *(void **) &handler = dlsym(RTLD_DEFAULT, "cblas_xerbla");
-    if (handler && !in_system_blas(*(void **) &handler)) {
-        handler(info, "cblas_sgemm", "Illegal %s setting, %d\n", what, value);
-        return;
-    }
-    fprintf(stderr, "cdcgemm: parameter %d to routine cblas_sgemm was incorrect (%s = %d)\n",
-            info, what, value);
-}
 
 /* The coded path, kept out of line so the local path's frame stays small. */
 __attribute__((noinline, cold)) static int gemm_coded(int col_major, int ta, int tb, int m,
@@ -169,14 +114,14 @@ void sgemm_(const char *transa, const char *transb, const int *m, const int *n,
         info = 4;
     else if (*k < 0)
         info = 5;
-    else if (*lda < max1(nrowa))
+    else if (*lda < cdc__blas_max1(nrowa))
         info = 8;
-    else if (*ldb < max1(nrowb))
+    else if (*ldb < cdc__blas_max1(nrowb))
         info = 10;
-    else if (*ldc < max1(*m))
+    else if (*ldc < cdc__blas_max1(*m))
         info = 13;
     if (__builtin_expect(info != 0, 0)) {
-        report_fortran(info);
+        cdc__blas_xerbla("SGEMM ", info);
         return;
     }
     if (*m == 0 || *n == 0 || ((*alpha == 0.0f || *k == 0) && *beta == 1.0f))
@@ -191,15 +136,15 @@ __attribute__((noinline, cold)) static void cblas_report(int layout, int trans_a
                                                           int lda, int ldb, int ldc)
 {
     if (layout != ROW_MAJOR && layout != COL_MAJOR) {
-        report_cblas(1, "layout", layout);
+        cdc__blas_cblas_xerbla("cblas_sgemm", 1, "layout", layout);
         return;
     }
     if (trans_a != NO_TRANS && trans_a != TRANS && trans_a != CONJ_TRANS) {
-        report_cblas(2, "TransA", trans_a);
+        cdc__blas_cblas_xerbla("cblas_sgemm", 2, "TransA", trans_a);
         return;
     }
     if (trans_b != NO_TRANS && trans_b != TRANS && trans_b != CONJ_TRANS) {
-        report_cblas(3, "TransB", trans_b);
+        cdc__blas_cblas_xerbla("cblas_sgemm", 3, "TransB", trans_b);
         return;
     }
     /* The reference CBLAS hands the rest to Fortran sgemm (info + 1); in
@@ -211,17 +156,17 @@ __attribute__((noinline, cold)) static void cblas_report(int layout, int trans_a
     int t1 = row ? tb : ta, t2 = row ? ta : tb;
     int ld1 = row ? ldb : lda, ld2 = row ? lda : ldb;
     if (d1 < 0)
-        report_cblas(4, row ? "N" : "M", d1);
+        cdc__blas_cblas_xerbla("cblas_sgemm", 4, row ? "N" : "M", d1);
     else if (d2 < 0)
-        report_cblas(5, row ? "M" : "N", d2);
+        cdc__blas_cblas_xerbla("cblas_sgemm", 5, row ? "M" : "N", d2);
     else if (k < 0)
-        report_cblas(6, "K", k);
-    else if (ld1 < max1(t1 == 0 ? d1 : k))
-        report_cblas(9, row ? "ldb" : "lda", ld1);
-    else if (ld2 < max1(t2 == 0 ? k : d2))
-        report_cblas(11, row ? "lda" : "ldb", ld2);
-    else if (ldc < max1(d1))
-        report_cblas(14, "ldc", ldc);
+        cdc__blas_cblas_xerbla("cblas_sgemm", 6, "K", k);
+    else if (ld1 < cdc__blas_max1(t1 == 0 ? d1 : k))
+        cdc__blas_cblas_xerbla("cblas_sgemm", 9, row ? "ldb" : "lda", ld1);
+    else if (ld2 < cdc__blas_max1(t2 == 0 ? k : d2))
+        cdc__blas_cblas_xerbla("cblas_sgemm", 11, row ? "lda" : "ldb", ld2);
+    else if (ldc < cdc__blas_max1(d1))
+        cdc__blas_cblas_xerbla("cblas_sgemm", 14, "ldc", ldc);
 }
 
 void cblas_sgemm(int layout, int trans_a, int trans_b, int m, int n, int k, float alpha,
@@ -236,8 +181,8 @@ void cblas_sgemm(int layout, int trans_a, int trans_b, int m, int n, int k, floa
     int valid = (row | (layout == COL_MAJOR)) &
                 ((unsigned) trans_a - NO_TRANS <= CONJ_TRANS - NO_TRANS) &
                 ((unsigned) trans_b - NO_TRANS <= CONJ_TRANS - NO_TRANS) & (m >= 0) &
-                (n >= 0) & (k >= 0) & (lda >= max1(a_ld)) & (ldb >= max1(b_ld)) &
-                (ldc >= max1(row ? n : m));
+                (n >= 0) & (k >= 0) & (lda >= cdc__blas_max1(a_ld)) & (ldb >= cdc__blas_max1(b_ld)) &
+                (ldc >= cdc__blas_max1(row ? n : m));
     if (__builtin_expect(!valid, 0)) {
         cblas_report(layout, trans_a, trans_b, m, n, k, lda, ldb, ldc);
         return;

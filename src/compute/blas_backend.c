@@ -15,14 +15,11 @@
 
 enum { CBLAS_ROW_MAJOR = 101, CBLAS_COL_MAJOR = 102, CBLAS_NO_TRANS = 111, CBLAS_TRANS = 112 };
 
-typedef void (*cblas_sgemv_fn)(int layout, int trans, int m, int n, float alpha,
-                               const float *a, int lda, const float *x, int incx,
-                               float beta, float *y, int incy);
 typedef void (*set_threads_fn)(int threads);
 
 static pthread_once_t resolve_once = PTHREAD_ONCE_INIT;
 static cdc_openblas_sgemm_fn openblas_sgemm;
-static cblas_sgemv_fn openblas_sgemv;
+static cdc_openblas_sgemv_fn openblas_sgemv;
 static set_threads_fn openblas_set_threads;
 static char resolve_error[256];
 
@@ -96,6 +93,12 @@ cdc_openblas_sgemm_fn cdc__blas_openblas_sgemm(void)
 {
     pthread_once(&resolve_once, resolve_openblas);
     return openblas_sgemm;
+}
+
+cdc_openblas_sgemv_fn cdc__blas_openblas_sgemv(void)
+{
+    pthread_once(&resolve_once, resolve_openblas);
+    return openblas_sgemm ? openblas_sgemv : NULL;
 }
 
 void cdc__blas_set_threads(int threads)

@@ -31,6 +31,13 @@ typedef void (*cdc_openblas_sgemm_fn)(int layout, int trans_a, int trans_b, int 
                                       int ldc);
 cdc_openblas_sgemm_fn cdc__blas_openblas_sgemm(void);
 
+/* OpenBLAS's own cblas_sgemv, the same way (the BLAS entry points' local
+   matrix-vector calls). */
+typedef void (*cdc_openblas_sgemv_fn)(int layout, int trans, int m, int n, float alpha,
+                                      const float *a, int lda, const float *x, int incx,
+                                      float beta, float *y, int incy);
+cdc_openblas_sgemv_fn cdc__blas_openblas_sgemv(void);
+
 /* Set OpenBLAS's thread count (workers sharing few cores use 1). */
 void cdc__blas_set_threads(int threads);
 

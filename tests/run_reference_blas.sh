@@ -1,25 +1,31 @@
 #!/bin/sh
-# run_xblat3s.sh - the reference BLAS level-3 test (Debian libblas-test), SGEMM only,
-# with libcdcgemm LD_PRELOADed and every call on the coded path.
+# run_reference_blas.sh - the reference BLAS tests (Debian libblas-test) of SGEMM
+# (level 3) or SGEMV (level 2) only, with libcdcgemm LD_PRELOADed and every call
+# on the coded path.
 #
-# usage: run_xblat3s.sh LIB fortran|cblas|alternative
-#   fortran:     xblat3s < sblat3.in with LIB (libcdcgemm.so) preloaded (sgemm_;
-#                error exits reach the program's XERBLA)
-#   cblas:       xscblat3 < sin3 with LIB preloaded (cblas_sgemm, row- and
-#                column-major; error exits reach the program's cblas_xerbla
-#                with reference CBLAS numbering)
+# usage: run_reference_blas.sh LIB fortran|cblas|alternative [sgemm|sgemv]
+#   fortran:     xblat3s < sblat3.in (xblat2s < sblat2.in) with LIB (libcdcgemm.so)
+#                preloaded (sgemm_, sgemv_; error exits reach the program's XERBLA)
+#   cblas:       xscblat3 < sin3 (xscblat2 < sin2) with LIB preloaded (cblas_sgemm,
+#                cblas_sgemv, row- and column-major; error exits reach the
+#                program's cblas_xerbla with reference CBLAS numbering)
 #   alternative: xblat3s < sblat3.in, nothing preloaded, LIB = the directory of
-#                the libblas.so.3 that stands in for the system BLAS
-# Exit 0 when SGEMM passed the computational and the error-exit tests and the
-# coded path ran; 77 (skipped) when libblas-test is not installed.
+#                the libblas.so.3 that stands in for the system BLAS (sgemm)
+# Exit 0 when the routine passed the computational and the error-exit tests and
+# the coded path ran; 77 (skipped) when libblas-test is not installed.
 set -u
 lib=$1
 mode=$2
+routine=${3:-sgemm}
 dir=/usr/lib/x86_64-linux-gnu/blas
-case "$mode" in
-  fortran|alternative) prog=$dir/xblat3s; input=$dir/sblat3.in; name=SGEMM; passes=1 ;;
-  cblas) prog=$dir/xscblat3; input=$dir/sin3; name=cblas_sgemm; passes=2 ;;
-  *) echo "usage: $0 LIB fortran|cblas|alternative" >&2; exit 2 ;;
+case "$mode/$routine" in
+  fortran/sgemm|alternative/sgemm)
+    prog=$dir/xblat3s; input=$dir/sblat3.in; name=SGEMM; summary_file=sblat3.out; passes=1 ;;
+  fortran/sgemv)
+    prog=$dir/xblat2s; input=$dir/sblat2.in; name=SGEMV; summary_file=sblat2.out; passes=1 ;;
+  cblas/sgemm) prog=$dir/xscblat3; input=$dir/sin3; name=cblas_sgemm; passes=2 ;;
+  cblas/sgemv) prog=$dir/xscblat2; input=$dir/sin2; name=cblas_sgemv; passes=2 ;;
+  *) echo "usage: $0 LIB fortran|cblas|alternative [sgemm|sgemv]" >&2; exit 2 ;;
 esac
 if [ ! -x "$prog" ] || [ ! -f "$input" ]; then
   echo "SKIPPED: $prog or $input is absent (apt-get install libblas-test)"
@@ -29,15 +35,15 @@ work=$(mktemp -d "${TMPDIR:-/tmp}/cdc_xblat3s.XXXXXX") || exit 2
 trap 'rm -rf "$work"' EXIT
 cd "$work" || exit 2
 
-# Keep only the SGEMM line set to T (the routine name is a fixed-width field:
-# A6 for the Fortran test, A12 for the CBLAS test; the flag follows it).
+# Keep only the routine's line set to T (the name is a fixed-width field: A6
+# for the Fortran tests, A12 for the CBLAS tests; the flag follows it).
 if [ "$mode" != cblas ]; then
-  sed -e '/^S[A-Z0-9 ]\{5\} T/{/^SGEMM /!s/^\(......\) T/\1 F/;}' "$input" > test.in
+  sed -e "/^S[A-Z0-9 ]\\{5\\} T/{/^$name /!s/^\\(......\\) T/\\1 F/;}" "$input" > test.in
 else
-  sed -e '/^cblas_/{/^cblas_sgemm /!s/^\(............\) T/\1 F/;}' "$input" > test.in
+  sed -e "/^cblas_/{/^$name /!s/^\\(............\\) T/\\1 F/;}" "$input" > test.in
 fi
 
-# xscblat3 needs the reference CBLAS's RowMajorStrg: run it on the netlib
+# xscblat3 and xscblat2 need the reference CBLAS's RowMajorStrg: run it on the netlib
 # libblas.so.3 of the same package (OpenBLAS lacks that symbol).
 libpath=${LD_LIBRARY_PATH:-}
 preload=$lib
@@ -59,7 +65,7 @@ env -u CDCGEMM_WORKERS LD_LIBRARY_PATH="$libpath" LD_PRELOAD="$preload" CDCGEMM_
   "$prog" < test.in > stdout.txt 2> stderr.txt
 rc=$?
 summary=stdout.txt
-[ "$mode" != cblas ] && summary=sblat3.out
+[ "$mode" != cblas ] && summary=$summary_file
 cat "$summary"
 [ -s stderr.txt ] && { echo "--- stderr:"; cat stderr.txt; }
 echo "--- exit status $rc; stats: $(cat stats.json 2>/dev/null)"
