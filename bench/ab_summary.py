@@ -8,13 +8,18 @@ rows = {}
 for ver in ('a', 'b'):
     for run in sorted(glob.glob(f'{root}/{ver}[0-9]')):
         for f in sorted(glob.glob(f'{run}/*.json')):
-            d = json.load(open(f))
-            if 'latency_ms' not in d:   # a `plan` run's JSON: no request figures
-                continue
+            data = json.load(open(f))
             name = os.path.basename(f)[:-5]
-            rows.setdefault(name, {}).setdefault(ver, []).append(
-                (d['latency_ms']['p50'], d['latency_ms']['p99'], d['lost'], d['wrong'],
-                 d['fallbacks']))
+            # A run with --baseline writes a list (the coded run, then the
+            # baseline's): a row each. A `plan` run's JSON has no request figures.
+            runs = data if isinstance(data, list) else [data]
+            for d in runs:
+                if 'latency_ms' not in d:
+                    continue
+                row = name if len(runs) == 1 else f"{name}:{d.get('label', '?')}"
+                rows.setdefault(row, {}).setdefault(ver, []).append(
+                    (d['latency_ms']['p50'], d['latency_ms']['p99'], d['lost'], d['wrong'],
+                     d['fallbacks']))
 print(f"{'scenario':34s} {'A p50 (runs)':>26s} {'B p50 (runs)':>26s} {'B/A':>8s} {'spread':>7s}"
       f" {'p99 B/A':>8s}  lost/wrong")
 for name, v in rows.items():
