@@ -3,7 +3,8 @@
 # usage: bench/scenarios.sh [BUILD_DIR] [OUT_DIR] [SCENARIO...]
 #   scenarios: crash stragglers scaling speedup chaos repair hetero hetero-crash
 #   hetero-shift hetero-drift hetero-link rotated rotated-crash rotated-stragglers
-#   rotated-hetero soak (default: all but soak, which takes about 20 minutes;
+#   rotated-hetero soak matrix (default: all but soak, which takes about 20 minutes,
+#   and matrix, bench/matrix.sh;
 #   SOAK_REQUESTS=N shortens it). Request counts: *_REQUESTS variables below (the
 #   documented figures use their defaults; bench/ab.sh runs may shorten them)
 set -eu
@@ -297,6 +298,12 @@ for line in sys.stdin: sys.stdout.write("%.3f %s" % (time.time(), line))' \
     # shellcheck disable=SC2086
     "$bench" $convs --workers 4 --parity 0 --requests 30 --faults "$PI4;$WIFI" \
       --json "$out/speedup_4.json"
+    ;;
+  matrix)
+    # Issue 26's scenario matrix: the default beside every explicit
+    # configuration and uncoded, interleaved (bench/matrix.sh; MATRIX_RUNS,
+    # MATRIX_WIDE). Its table: bench/matrix_summary.py "$out/matrix".
+    sh "$(dirname "$0")/matrix.sh" "$build" "$out/matrix"
     ;;
   *) echo "unknown scenario '$s'" >&2; exit 2 ;;
   esac
