@@ -83,7 +83,8 @@ check_prefix() { # TAG PREFIX LIBDIR
   for f in "$lib/libcdcgemm.so" "$lib/libcdcgemm.so.${version%%.*}" "$lib/libcdcgemm.so.$version" \
            "$prefix/include/cdcgemm.h" "$prefix/include/cdcgemm_testing.h" \
            "$prefix/include/cdcgemm_version.h" "$prefix/bin/cdcgemm-worker" \
-           "$prefix/bin/cdcgemm-bench" "$prefix/bin/cdcgemm-keygen" "$lib/pkgconfig/cdcgemm.pc" \
+           "$prefix/bin/cdcgemm-bench" "$prefix/bin/cdcgemm-keygen" "$prefix/bin/cdcgemm-llm" \
+           "$lib/pkgconfig/cdcgemm.pc" \
            "$lib/cmake/cdcgemm/cdcgemmConfig.cmake" \
            "$lib/cmake/cdcgemm/cdcgemmConfigVersion.cmake" \
            "$prefix/lib/systemd/system/cdcgemm-worker@.service" \
@@ -155,7 +156,7 @@ check "configure with CMAKE_INSTALL_LIBDIR=$other" "$cmake" -S "$src" -B "$other
   -DCMAKE_BUILD_TYPE=RelWithDebInfo -DBUILD_TESTING=OFF -DCMAKE_INSTALL_LIBDIR="$other" \
   -DCMAKE_C_COMPILER="$cc"
 check "build (libdir $other)" "$cmake" --build "$other_build" -j2 --target cdcgemm \
-  cdcgemm-worker cdcgemm-bench cdcgemm-keygen
+  cdcgemm-worker cdcgemm-bench cdcgemm-keygen cdcgemm-llm
 check "cmake --install (libdir $other)" "$cmake" --install "$other_build" --prefix "$work/prefix-b"
 check_prefix other "$work/prefix-b" "$other"
 
