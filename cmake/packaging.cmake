@@ -8,7 +8,7 @@
 #   libcdcgemm-dev  headers, cdcgemm.pc, the CMake package, the .so link (dev)
 #   cdcgemm-worker  the worker, the keygen, the systemd unit and its example
 #                   environment file (worker)
-#   cdcgemm-tools   cdcgemm-bench (tools)
+#   cdcgemm-tools   cdcgemm-bench and cdcgemm-llm (tools)
 # for the build's architecture: this machine's, or the toolchain file's when
 # cross-compiling. Dependencies are declared here, not detected: the library
 # loads OpenBLAS with dlopen (src/compute/blas_backend.c), which dpkg-shlibdeps
@@ -99,12 +99,14 @@ set(CPACK_DEBIAN_TOOLS_PACKAGE_NAME cdcgemm-tools)
 set(CPACK_DEBIAN_TOOLS_PACKAGE_SECTION utils)
 set(CPACK_DEBIAN_TOOLS_PACKAGE_DEPENDS
   "${CDC_DEB_RUNTIME}, cdcgemm-worker ${CDC_DEB_SAME_VERSION}")
-set(CPACK_DEBIAN_TOOLS_DESCRIPTION "coded distributed GEMM over ZeroMQ workers (benchmarks)
+set(CPACK_DEBIAN_TOOLS_DESCRIPTION "coded distributed GEMM over ZeroMQ workers (tools)
 cdcgemm runs neural-network layers and GEMMs across ZeroMQ workers with coded
 parity shards.
 
-This package holds cdcgemm-bench: fault-injection benchmarks (crashes,
-stragglers, slow devices and links), worker status and plan predictions.")
+This package holds cdcgemm-bench (fault-injection benchmarks: crashes,
+stragglers, slow devices and links; worker status and plan predictions) and
+cdcgemm-llm (token generation with a Llama-architecture model whose weight
+products run on the workers).")
 
 # Debian wants copyright and changelog.gz (a native package's) in
 # /usr/share/doc/PACKAGE of each; a plain cmake --install leaves them out.
