@@ -16,7 +16,7 @@
 
 enum { HEADER_INTS = 7 };
 
-static int fail(char *err, size_t size, const char *format, ...)
+int llm_fail(char *err, size_t size, const char *format, ...)
 {
     va_list args;
     va_start(args, format);
@@ -49,13 +49,13 @@ int llm_config_check(const llm_config_t *c, char *err, size_t err_size)
                   {"seq_len", c->seq_len, LLM_MAX_SEQ}};
     for (size_t i = 0; i < sizeof fields / sizeof *fields; i++)
         if (fields[i].value < 1 || fields[i].value > fields[i].max)
-            return fail(err, err_size, "%s = %d, expected 1..%d", fields[i].name,
+            return llm_fail(err, err_size, "%s = %d, expected 1..%d", fields[i].name,
                         fields[i].value, fields[i].max);
     if (c->dim % c->n_heads != 0 || llm_head_size(c) % 2 != 0)
-        return fail(err, err_size, "dim %d is not n_heads %d times an even head size", c->dim,
+        return llm_fail(err, err_size, "dim %d is not n_heads %d times an even head size", c->dim,
                     c->n_heads);
     if (c->n_kv_heads > c->n_heads || c->n_heads % c->n_kv_heads != 0)
-        return fail(err, err_size, "n_kv_heads %d does not divide n_heads %d", c->n_kv_heads,
+        return llm_fail(err, err_size, "n_kv_heads %d does not divide n_heads %d", c->n_kv_heads,
                     c->n_heads);
     return 0;
 }
@@ -119,25 +119,25 @@ int llm_checkpoint_open(const char *path, llm_checkpoint_t *ck, char *err, size_
     memset(ck, 0, sizeof *ck);
     int fd = open(path, O_RDONLY);
     if (fd < 0)
-        return fail(err, err_size, "%s: %s", path, strerror(errno));
+        return llm_fail(err, err_size, "%s: %s", path, strerror(errno));
     struct stat st;
     int32_t header[HEADER_INTS];
     if (fstat(fd, &st) != 0 || read(fd, header, sizeof header) != (ssize_t) sizeof header) {
         close(fd);
-        return fail(err, err_size, "%s: no checkpoint header (7 int32)", path);
+        return llm_fail(err, err_size, "%s: no checkpoint header (7 int32)", path);
     }
     config_from_header(header, &ck->config);
     if (llm_config_check(&ck->config, err, err_size) != 0) {
         char reason[200];
         snprintf(reason, sizeof reason, "%s", err);
         close(fd);
-        return fail(err, err_size, "%s: header: %s", path, reason);
+        return llm_fail(err, err_size, "%s: header: %s", path, reason);
     }
     int64_t want = (int64_t) sizeof header + model_floats(&ck->config) * (int64_t) sizeof(float);
     int too_big = (uint64_t) want > (uint64_t) SIZE_MAX; /* a 32-bit machine */
     if ((int64_t) st.st_size != want || too_big) {
         close(fd);
-        return fail(err, err_size, "%s: %lld bytes, the header implies %lld%s", path,
+        return llm_fail(err, err_size, "%s: %lld bytes, the header implies %lld%s", path,
                     (long long) st.st_size, (long long) want,
                     too_big ? " (more than this machine can map)" : "");
     }
@@ -146,7 +146,7 @@ int llm_checkpoint_open(const char *path, llm_checkpoint_t *ck, char *err, size_
     close(fd);
     if (ck->map == MAP_FAILED) {
         ck->map = NULL;
-        return fail(err, err_size, "%s: mmap: %s", path, strerror(errno));
+        return llm_fail(err, err_size, "%s: mmap: %s", path, strerror(errno));
     }
     point_weights(&ck->config, (const float *) ((const char *) ck->map + sizeof header),
                   &ck->weights);
@@ -194,7 +194,7 @@ int llm_checkpoint_write(const char *path, const llm_config_t *c, uint64_t seed,
         return -1;
     FILE *f = fopen(path, "wb");
     if (!f)
-        return fail(err, err_size, "%s: %s", path, strerror(errno));
+        return llm_fail(err, err_size, "%s: %s", path, strerror(errno));
     int32_t header[HEADER_INTS] = {c->dim,        c->hidden_dim,
                                    c->n_layers,   c->n_heads,
                                    c->n_kv_heads, c->shared_classifier ? c->vocab_size
@@ -227,5 +227,5 @@ int llm_checkpoint_write(const char *path, const llm_config_t *c, uint64_t seed,
         rc = write_tensor(f, &rng, tensors[i].count, tensors[i].center, tensors[i].scale);
     if (fclose(f) != 0)
         rc = -1;
-    return rc == 0 ? 0 : fail(err, err_size, "%s: write failed: %s", path, strerror(errno));
+    return rc == 0 ? 0 : llm_fail(err, err_size, "%s: write failed: %s", path, strerror(errno));
 }

@@ -49,6 +49,10 @@ typedef struct {
 #define LLM_MAX_VOCAB (1 << 22)
 #define LLM_MAX_SEQ (1 << 20)
 
+/* Format a reason into err (err_size bytes); returns -1, the tool's failure. */
+int llm_fail(char *err, size_t err_size, const char *format, ...)
+    __attribute__((format(printf, 3, 4)));
+
 /* head_size (dim / n_heads) and kv_dim (n_kv_heads x head_size). */
 int llm_head_size(const llm_config_t *c);
 int llm_kv_dim(const llm_config_t *c);

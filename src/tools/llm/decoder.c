@@ -3,7 +3,6 @@
 #include "decoder.h"
 
 #include <math.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -29,15 +28,6 @@ struct llm_decoder {
     float *x, *xb, *xb2, *qkv, *gate_up, *hb, *att; /* max_batch rows each */
 };
 
-static int fail(char *err, size_t size, const char *format, ...)
-{
-    va_list args;
-    va_start(args, format);
-    vsnprintf(err, size, format, args);
-    va_end(args);
-    return -1;
-}
-
 /* The matrix of rows parts stacked (each rows[i] x in, from part[i]); the
    cdcgemm layer copies it, the reference keeps it. */
 static int linear_new(cdc_context_t *context, int parts, const float *const *part,
@@ -51,7 +41,7 @@ static int linear_new(cdc_context_t *context, int parts, const float *const *par
     if (parts > 1) {
         l->owned = malloc((size_t) (l->out * in) * sizeof(float));
         if (!l->owned)
-            return fail(err, err_size, "out of memory for a %lld x %lld matrix",
+            return llm_fail(err, err_size, "out of memory for a %lld x %lld matrix",
                         (long long) l->out, (long long) in);
         float *at = l->owned;
         for (int i = 0; i < parts; i++) {
@@ -68,7 +58,7 @@ static int linear_new(cdc_context_t *context, int parts, const float *const *par
     l->owned = NULL;
     l->w = NULL;
     return rc == CDC_OK ? 0
-                        : fail(err, err_size, "cdc_fc_new (%lld x %lld): %s: %s",
+                        : llm_fail(err, err_size, "cdc_fc_new (%lld x %lld): %s: %s",
                                (long long) l->out, (long long) in, cdc_err_name(rc),
                                cdc_last_error());
 }
@@ -87,7 +77,7 @@ static int linear_forward(const linear_t *l, int batch, const float *x, float *y
     if (l->layer) {
         int rc = cdc_fc_forward(l->layer, batch, x, y);
         return rc == CDC_OK ? 0
-                            : fail(err, err_size, "cdc_fc_forward (%lld x %lld, batch %d): "
+                            : llm_fail(err, err_size, "cdc_fc_forward (%lld x %lld, batch %d): "
                                    "%s: %s", (long long) l->out, (long long) l->in, batch,
                                    cdc_err_name(rc), cdc_last_error());
     }
@@ -127,7 +117,7 @@ int llm_decoder_new(const llm_checkpoint_t *ck, cdc_context_t *context, int max_
     *decoder_p = NULL;
     llm_decoder_t *d = calloc(1, sizeof *d);
     if (!d)
-        return fail(err, err_size, "out of memory");
+        return llm_fail(err, err_size, "out of memory");
     d->c = ck->config;
     d->w = &ck->weights;
     d->head_size = llm_head_size(&d->c);
@@ -148,7 +138,7 @@ int llm_decoder_new(const llm_checkpoint_t *ck, cdc_context_t *context, int max_
     if (!d->linears || !d->key_cache || !d->value_cache || !d->x || !d->xb || !d->xb2 ||
         !d->qkv || !d->gate_up || !d->hb || !d->att) {
         llm_decoder_destroy(&d);
-        return fail(err, err_size, "out of memory for the KV cache (%zu floats) and buffers",
+        return llm_fail(err, err_size, "out of memory for the KV cache (%zu floats) and buffers",
                     2 * cache);
     }
     int rc = 0;
@@ -301,11 +291,11 @@ int llm_decoder_forward(llm_decoder_t *d, const int *tokens, int count, int pos,
 {
     int D = d->c.dim;
     if (count < 1 || count > d->max_batch || pos < 0 || pos + count > d->c.seq_len)
-        return fail(err, err_size, "%d tokens at position %d: at most %d a call, %d in all",
+        return llm_fail(err, err_size, "%d tokens at position %d: at most %d a call, %d in all",
                     count, pos, d->max_batch, d->c.seq_len);
     for (int b = 0; b < count; b++) {
         if (tokens[b] < 0 || tokens[b] >= d->c.vocab_size)
-            return fail(err, err_size, "token %d outside the vocabulary (%d)", tokens[b],
+            return llm_fail(err, err_size, "token %d outside the vocabulary (%d)", tokens[b],
                         d->c.vocab_size);
         memcpy(d->x + (size_t) b * D, d->w->token_embedding + (int64_t) tokens[b] * D,
                (size_t) D * sizeof(float));
