@@ -50,56 +50,76 @@ int llm_config_check(const llm_config_t *c, char *err, size_t err_size)
     for (size_t i = 0; i < sizeof fields / sizeof *fields; i++)
         if (fields[i].value < 1 || fields[i].value > fields[i].max)
             return llm_fail(err, err_size, "%s = %d, expected 1..%d", fields[i].name,
-                        fields[i].value, fields[i].max);
+                            fields[i].value, fields[i].max);
     if (c->dim % c->n_heads != 0 || llm_head_size(c) % 2 != 0)
-        return llm_fail(err, err_size, "dim %d is not n_heads %d times an even head size", c->dim,
-                    c->n_heads);
+        return llm_fail(err, err_size, "dim %d is not n_heads %d times an even head size",
+                        c->dim, c->n_heads);
     if (c->n_kv_heads > c->n_heads || c->n_heads % c->n_kv_heads != 0)
-        return llm_fail(err, err_size, "n_kv_heads %d does not divide n_heads %d", c->n_kv_heads,
-                    c->n_heads);
+        return llm_fail(err, err_size, "n_kv_heads %d does not divide n_heads %d",
+                        c->n_kv_heads, c->n_heads);
     return 0;
 }
 
-/* The tensors' floats after the header, in file order; the classifier's
-   only when it is apart. */
-static int64_t model_floats(const llm_config_t *c)
+/* The tensors after the header, in file order (checkpoint.h): their
+   floats, and how llm_checkpoint_write draws them (center + uniform in
+   +-scale). The classifier has none when it is the token embedding. */
+enum {
+    T_EMBEDDING, T_RMS_ATT, T_WQ, T_WK, T_WV, T_WO, T_RMS_FFN, T_W1, T_W2, T_W3,
+    T_RMS_FINAL, T_ROPE, T_CLASSIFIER, TENSORS
+};
+
+typedef struct {
+    int64_t floats;
+    float center, scale;
+} tensor_t;
+
+static void tensors_of(const llm_config_t *c, tensor_t t[TENSORS])
 {
     int64_t D = c->dim, H = c->hidden_dim, L = c->n_layers, V = c->vocab_size;
-    int64_t KV = llm_kv_dim(c), S = c->seq_len, hs = llm_head_size(c);
-    int64_t floats = V * D + L * D + L * D * D + 2 * L * KV * D + L * D * D + L * D +
-                     3 * L * H * D + D + S * hs;
-    return floats + (c->shared_classifier ? 0 : V * D);
+    int64_t KV = llm_kv_dim(c);
+    float in_d = (float) (1.0 / sqrt((double) D)), in_h = (float) (1.0 / sqrt((double) H));
+    t[T_EMBEDDING] = (tensor_t){V * D, 0.0f, 1.0f};
+    t[T_RMS_ATT] = (tensor_t){L * D, 1.0f, 0.1f};
+    t[T_WQ] = (tensor_t){L * D * D, 0.0f, in_d};
+    t[T_WK] = (tensor_t){L * KV * D, 0.0f, in_d};
+    t[T_WV] = (tensor_t){L * KV * D, 0.0f, in_d};
+    t[T_WO] = (tensor_t){L * D * D, 0.0f, in_d};
+    t[T_RMS_FFN] = (tensor_t){L * D, 1.0f, 0.1f};
+    t[T_W1] = (tensor_t){L * H * D, 0.0f, in_d};
+    t[T_W2] = (tensor_t){L * D * H, 0.0f, in_h};
+    t[T_W3] = (tensor_t){L * H * D, 0.0f, in_d};
+    t[T_RMS_FINAL] = (tensor_t){D, 1.0f, 0.1f};
+    t[T_ROPE] = (tensor_t){(int64_t) c->seq_len * llm_head_size(c), 0.0f, 0.0f}; /* legacy */
+    t[T_CLASSIFIER] = (tensor_t){c->shared_classifier ? 0 : V * D, 0.0f, in_d};
+}
+
+/* The floats after the header. */
+static int64_t model_floats(const llm_config_t *c)
+{
+    tensor_t t[TENSORS];
+    tensors_of(c, t);
+    int64_t floats = 0;
+    for (int i = 0; i < TENSORS; i++)
+        floats += t[i].floats;
+    return floats;
 }
 
 /* Point every tensor into the floats after the header. */
 static void point_weights(const llm_config_t *c, const float *at, llm_weights_t *w)
 {
-    int64_t D = c->dim, H = c->hidden_dim, L = c->n_layers, V = c->vocab_size;
-    int64_t KV = llm_kv_dim(c);
-    w->token_embedding = at;
-    at += V * D;
-    w->rms_att = at;
-    at += L * D;
-    w->wq = at;
-    at += L * D * D;
-    w->wk = at;
-    at += L * KV * D;
-    w->wv = at;
-    at += L * KV * D;
-    w->wo = at;
-    at += L * D * D;
-    w->rms_ffn = at;
-    at += L * D;
-    w->w1 = at;
-    at += L * H * D;
-    w->w2 = at;
-    at += L * D * H;
-    w->w3 = at;
-    at += L * H * D;
-    w->rms_final = at;
-    at += D;
-    at += (int64_t) c->seq_len * llm_head_size(c); /* the legacy RoPE tables */
-    w->classifier = c->shared_classifier ? w->token_embedding : at;
+    tensor_t t[TENSORS];
+    tensors_of(c, t);
+    const float *start[TENSORS];
+    for (int i = 0; i < TENSORS; i++) {
+        start[i] = at;
+        at += t[i].floats;
+    }
+    *w = (llm_weights_t){.token_embedding = start[T_EMBEDDING], .rms_att = start[T_RMS_ATT],
+                         .wq = start[T_WQ], .wk = start[T_WK], .wv = start[T_WV],
+                         .wo = start[T_WO], .rms_ffn = start[T_RMS_FFN], .w1 = start[T_W1],
+                         .w2 = start[T_W2], .w3 = start[T_W3], .rms_final = start[T_RMS_FINAL],
+                         .classifier = c->shared_classifier ? start[T_EMBEDDING]
+                                                            : start[T_CLASSIFIER]};
 }
 
 static void config_from_header(const int32_t *h, llm_config_t *c)
@@ -138,8 +158,8 @@ int llm_checkpoint_open(const char *path, llm_checkpoint_t *ck, char *err, size_
     if ((int64_t) st.st_size != want || too_big) {
         close(fd);
         return llm_fail(err, err_size, "%s: %lld bytes, the header implies %lld%s", path,
-                    (long long) st.st_size, (long long) want,
-                    too_big ? " (more than this machine can map)" : "");
+                        (long long) st.st_size, (long long) want,
+                        too_big ? " (more than this machine can map)" : "");
     }
     ck->size = (size_t) want;
     ck->map = mmap(NULL, ck->size, PROT_READ, MAP_PRIVATE, fd, 0);
@@ -200,32 +220,14 @@ int llm_checkpoint_write(const char *path, const llm_config_t *c, uint64_t seed,
                                    c->n_kv_heads, c->shared_classifier ? c->vocab_size
                                                                        : -c->vocab_size,
                                    c->seq_len};
-    int64_t D = c->dim, H = c->hidden_dim, L = c->n_layers, V = c->vocab_size;
-    int64_t KV = llm_kv_dim(c);
-    float in_d = (float) (1.0 / sqrt((double) D)), in_h = (float) (1.0 / sqrt((double) H));
+    tensor_t tensors[TENSORS];
+    tensors_of(c, tensors);
     uint64_t rng = seed;
     int rc = fwrite(header, sizeof header, 1, f) == 1 ? 0 : -1;
-    const struct {
-        int64_t count;
-        float center, scale;
-    } tensors[] = {
-        {V * D, 0.0f, 1.0f},       /* token embedding */
-        {L * D, 1.0f, 0.1f},       /* attention RMSNorm */
-        {L * D * D, 0.0f, in_d},   /* wq */
-        {L * KV * D, 0.0f, in_d},  /* wk */
-        {L * KV * D, 0.0f, in_d},  /* wv */
-        {L * D * D, 0.0f, in_d},   /* wo */
-        {L * D, 1.0f, 0.1f},       /* FFN RMSNorm */
-        {L * H * D, 0.0f, in_d},   /* w1 */
-        {L * D * H, 0.0f, in_h},   /* w2 */
-        {L * H * D, 0.0f, in_d},   /* w3 */
-        {D, 1.0f, 0.1f},           /* final RMSNorm */
-        {(int64_t) c->seq_len * llm_head_size(c), 0.0f, 0.0f}, /* legacy RoPE tables */
-        {c->shared_classifier ? 0 : V * D, 0.0f, in_d},         /* classifier */
-    };
-    for (size_t i = 0; rc == 0 && i < sizeof tensors / sizeof *tensors; i++)
-        rc = write_tensor(f, &rng, tensors[i].count, tensors[i].center, tensors[i].scale);
+    for (int i = 0; rc == 0 && i < TENSORS; i++)
+        rc = write_tensor(f, &rng, tensors[i].floats, tensors[i].center, tensors[i].scale);
     if (fclose(f) != 0)
         rc = -1;
-    return rc == 0 ? 0 : llm_fail(err, err_size, "%s: write failed: %s", path, strerror(errno));
+    return rc == 0 ? 0
+                   : llm_fail(err, err_size, "%s: write failed: %s", path, strerror(errno));
 }

@@ -42,7 +42,7 @@ static int linear_new(cdc_context_t *context, int parts, const float *const *par
         l->owned = malloc((size_t) (l->out * in) * sizeof(float));
         if (!l->owned)
             return llm_fail(err, err_size, "out of memory for a %lld x %lld matrix",
-                        (long long) l->out, (long long) in);
+                            (long long) l->out, (long long) in);
         float *at = l->owned;
         for (int i = 0; i < parts; i++) {
             memcpy(at, part[i], (size_t) (rows[i] * in) * sizeof(float));
@@ -59,8 +59,8 @@ static int linear_new(cdc_context_t *context, int parts, const float *const *par
     l->w = NULL;
     return rc == CDC_OK ? 0
                         : llm_fail(err, err_size, "cdc_fc_new (%lld x %lld): %s: %s",
-                               (long long) l->out, (long long) in, cdc_err_name(rc),
-                               cdc_last_error());
+                                   (long long) l->out, (long long) in, cdc_err_name(rc),
+                                   cdc_last_error());
 }
 
 static void linear_free(linear_t *l)
@@ -77,9 +77,10 @@ static int linear_forward(const linear_t *l, int batch, const float *x, float *y
     if (l->layer) {
         int rc = cdc_fc_forward(l->layer, batch, x, y);
         return rc == CDC_OK ? 0
-                            : llm_fail(err, err_size, "cdc_fc_forward (%lld x %lld, batch %d): "
-                                   "%s: %s", (long long) l->out, (long long) l->in, batch,
-                                   cdc_err_name(rc), cdc_last_error());
+                            : llm_fail(err, err_size,
+                                       "cdc_fc_forward (%lld x %lld, batch %d): %s: %s",
+                                       (long long) l->out, (long long) l->in, batch,
+                                       cdc_err_name(rc), cdc_last_error());
     }
     for (int b = 0; b < batch; b++)
         for (int64_t o = 0; o < l->out; o++) {
@@ -138,8 +139,8 @@ int llm_decoder_new(const llm_checkpoint_t *ck, cdc_context_t *context, int max_
     if (!d->linears || !d->key_cache || !d->value_cache || !d->x || !d->xb || !d->xb2 ||
         !d->qkv || !d->gate_up || !d->hb || !d->att) {
         llm_decoder_destroy(&d);
-        return llm_fail(err, err_size, "out of memory for the KV cache (%zu floats) and buffers",
-                    2 * cache);
+        return llm_fail(err, err_size,
+                        "out of memory for the KV cache (%zu floats) and buffers", 2 * cache);
     }
     int rc = 0;
     for (int l = 0; l < d->c.n_layers && rc == 0; l++)
@@ -292,11 +293,11 @@ int llm_decoder_forward(llm_decoder_t *d, const int *tokens, int count, int pos,
     int D = d->c.dim;
     if (count < 1 || count > d->max_batch || pos < 0 || pos + count > d->c.seq_len)
         return llm_fail(err, err_size, "%d tokens at position %d: at most %d a call, %d in all",
-                    count, pos, d->max_batch, d->c.seq_len);
+                        count, pos, d->max_batch, d->c.seq_len);
     for (int b = 0; b < count; b++) {
         if (tokens[b] < 0 || tokens[b] >= d->c.vocab_size)
             return llm_fail(err, err_size, "token %d outside the vocabulary (%d)", tokens[b],
-                        d->c.vocab_size);
+                            d->c.vocab_size);
         memcpy(d->x + (size_t) b * D, d->w->token_embedding + (int64_t) tokens[b] * D,
                (size_t) D * sizeof(float));
     }
