@@ -371,6 +371,8 @@ static int driver_rotated(cdc_context_t *context, const cdc_gemm_desc_t *desc,
     if (rc != CDC_OK)
         return rc;
     int64_t rows = cut->view.rows, cols = whole->view.rows;
+    cdc__plan_record_rotated(context, plan, rows, set->data_rows,
+                             (int64_t) set->layout.r * set->block_rows);
     size_t packed_count = operand_pack_count(whole);
     float *packed = packed_count ? malloc(packed_count * sizeof(float)) : NULL;
     float *product = cut_a ? t : malloc((size_t) rows * (size_t) cols * sizeof(float));
@@ -420,11 +422,8 @@ int cdc__driver_row_cut_spread(cdc_context_t *context, const cdc_call_plan_t *pl
 static int driver_run(cdc_context_t *context, const cdc_gemm_desc_t *desc,
                       const cdc_call_plan_t *plan, float *t, int64_t cols)
 {
-    if (driver_rotated_wanted(context, desc, plan)) {
-        cdc__plan_record_rotated(context, plan,
-                                 plan->cut == CDC_SHARD_A ? desc->a.view.rows : desc->bt.view.rows);
+    if (driver_rotated_wanted(context, desc, plan))
         return driver_rotated(context, desc, plan, t, cols);
-    }
     driver_operands_t ops;
     int rc = driver_encode(desc, plan, &ops);
     if (rc == CDC_OK)

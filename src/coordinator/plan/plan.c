@@ -157,29 +157,26 @@ int cdc__plan_size_blocks(cdc_context_t *context, cdc_call_plan_t *plan,
     return CDC_OK;
 }
 
-void cdc__plan_record_rotated(cdc_context_t *context, const cdc_call_plan_t *plan, int64_t rows)
+void cdc__plan_record_rotated(cdc_context_t *context, const cdc_call_plan_t *plan, int64_t rows,
+                              const int64_t *data_rows, int64_t parity_rows)
 {
     int workers = plan->n + plan->r;
-    int64_t len[CDC_MAX_WORKERS], with_parity[CDC_MAX_WORKERS], longest = 0;
+    int64_t with_parity[CDC_MAX_WORKERS];
     int home[CDC_MAX_WORKERS];
-    for (int w = 0; w < workers; w++) { /* the set's cut (rotated_set.c) */
-        len[w] = rows * (w + 1) / workers - rows * w / workers;
+    for (int w = 0; w < workers; w++) {
         home[w] = w;
-        int64_t block = (len[w] + plan->n - 1) / plan->n; /* its longest data block */
-        longest = block > longest ? block : longest;
+        with_parity[w] = data_rows[w] + parity_rows;
     }
-    for (int w = 0; w < workers; w++)
-        with_parity[w] = len[w] + (int64_t) plan->r * longest;
     cdc_plan_record_t record;
     pthread_mutex_lock(&context->lock);
     record = context->last_plan;
     pthread_mutex_unlock(&context->lock);
     record.rotated = 1;
-    memcpy(record.block_len, len, (size_t) workers * sizeof *len);
+    memcpy(record.block_len, data_rows, (size_t) workers * sizeof *data_rows);
     memcpy(record.home, home, (size_t) workers * sizeof *home);
     double unused;
-    if (cdc__profiled_plan_predict_lengths(context, workers, 0, &plan->cost, rows, 0, len, home,
-                                           &record.expected_ms, &unused) != 1 ||
+    if (cdc__profiled_plan_predict_lengths(context, workers, 0, &plan->cost, rows, 0, data_rows,
+                                           home, &record.expected_ms, &unused) != 1 ||
         cdc__profiled_plan_predict_lengths(context, workers, 0, &plan->cost, rows, 0,
                                            with_parity, home, &unused, &record.worst_ms) != 1)
         record.expected_ms = record.worst_ms = -1.0;

@@ -71,14 +71,14 @@ void cdc__plan_stage_weights(cdc_context_t *context, const cdc_call_plan_t *plan
                              const cdc_shard_set_t *set, uint64_t key);
 
 /* The call of plan over rows rows of the cut operand runs in the rotated
-   layout: the context's last_plan says so (rotated), with each worker's
-   data rows as block_len[0..n + r - 1] (home[w] = w) and the model's
-   prediction for them: expected_ms, every worker's data rows done (the
-   parity is computed only on demand); worst_ms, every worker's data and
-   its r parity blocks done (after a loss). Not thread-safe against calls on
-   the same context. */
-void cdc__plan_record_rotated(cdc_context_t *context, const cdc_call_plan_t *plan,
-                              int64_t rows);
+   layout, worker w computing data_rows[w] (w < n + r) and then
+   parity_rows of parity: the context's last_plan says so (rotated), with
+   data_rows as block_len (home[w] = w) and the model's prediction for
+   them: expected_ms, every worker's data rows done (the parity is computed
+   only on demand); worst_ms, every worker's data and parity done (after a
+   loss). Not thread-safe against calls on the same context. */
+void cdc__plan_record_rotated(cdc_context_t *context, const cdc_call_plan_t *plan, int64_t rows,
+                              const int64_t *data_rows, int64_t parity_rows);
 
 /* Where a sized plan computes its data blocks: CDC_HERE_BUDGET, they would
    not fit their homes' memory (over_budget); CDC_HERE_FASTER, it is
