@@ -181,8 +181,8 @@ void cblas_sgemm(int layout, int trans_a, int trans_b, int m, int n, int k, floa
     int valid = (row | (layout == COL_MAJOR)) &
                 ((unsigned) trans_a - NO_TRANS <= CONJ_TRANS - NO_TRANS) &
                 ((unsigned) trans_b - NO_TRANS <= CONJ_TRANS - NO_TRANS) & (m >= 0) &
-                (n >= 0) & (k >= 0) & (lda >= cdc__blas_max1(a_ld)) & (ldb >= cdc__blas_max1(b_ld)) &
-                (ldc >= cdc__blas_max1(row ? n : m));
+                (n >= 0) & (k >= 0) & (lda >= cdc__blas_max1(a_ld)) &
+                (ldb >= cdc__blas_max1(b_ld)) & (ldc >= cdc__blas_max1(row ? n : m));
     if (__builtin_expect(!valid, 0)) {
         cblas_report(layout, trans_a, trans_b, m, n, k, lda, ldb, ldc);
         return;
