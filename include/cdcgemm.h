@@ -253,10 +253,14 @@ typedef struct {
     uint64_t budget_erasures;   /* shards not sent because their worker's
                                    --max-memory could not hold their weights:
                                    erasures the parity covered               */
+    /* Since 0.1.0 (took 1 reserved word): issue 28's task limit. */
+    uint64_t oversized_skipped; /* shards not sent because they would exceed
+                                   their worker's --max-task-memory (as its
+                                   heartbeats report it): erasures          */
     /* Room for new counters without an ABI break (docs/abi.md): written as
        0 by this version. A new counter takes the first slot and the count
        shrinks by one. */
-    uint64_t reserved[15];
+    uint64_t reserved[14];
 } cdc_stats_t;
 
 /* Copy the counters into *stats. Thread-safe. */

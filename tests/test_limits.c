@@ -497,6 +497,9 @@ START_TEST(test_coordinator_skips_oversized_tasks)
     ck_assert_int_eq(cdc__executor_remote_counters(context->executor, &counters), CDC_OK);
     ck_assert_uint_ge(counters.oversized_skipped, 3); /* w1's shard, every call */
     ck_assert_uint_eq(counters.error_replies, 0);
+    cdc_stats_t stats; /* the same, as the public counters say it */
+    ck_assert_int_eq(cdc_context_stats(context, &stats), CDC_OK);
+    ck_assert_uint_eq(stats.oversized_skipped, counters.oversized_skipped);
     cdc_context_destroy(&context);
     free(a);
     free(b);

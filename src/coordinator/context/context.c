@@ -354,6 +354,7 @@ int cdc_context_stats(cdc_context_t *context, cdc_stats_t *stats)
         stats->redundancy_repairs = remote.redundancy_repairs;
         stats->repair_us_sum = remote.repair_us_sum;
         stats->repair_us_max = remote.repair_us_max;
+        stats->oversized_skipped = remote.oversized_skipped;
     }
     stats->worker_respawns = context->respawns;
     stats->respawns_given_up = context->given_up;

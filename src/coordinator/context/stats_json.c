@@ -71,6 +71,7 @@ int cdc__stats_write_json(const cdc_stats_t *stats, const cdc_profile_report_t *
         {"cancels_sent", stats->cancels_sent},
         {"budget_fallbacks", stats->budget_fallbacks},
         {"budget_erasures", stats->budget_erasures},
+        {"oversized_skipped", stats->oversized_skipped},
         {"planned_local", stats->planned_local},
         {"late_blocks", stats->late_blocks},
         {"rotated_calls", stats->rotated_calls},
