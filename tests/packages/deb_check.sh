@@ -23,7 +23,8 @@ src=${1:?usage: deb_check.sh SOURCE_DIR BUILD_DIR CPACK [CC]}
 build=${2:?} cpack=${3:?} cc=${4:-cc}
 packages=(libcdcgemm0 libcdcgemm-dev cdcgemm-worker cdcgemm-tools)
 [ "$(id -u)" = 0 ] || { echo "SKIP: not root (dpkg -i installs into /usr)"; exit 77; }
-for tool in dpkg dpkg-deb "$cpack" "$cc" pkg-config; do
+# file: CPack's DEB generator needs it to find the shared library (shlibs).
+for tool in dpkg dpkg-deb "$cpack" "$cc" pkg-config file; do
   command -v "$tool" >/dev/null 2>&1 || { echo "SKIP: no $tool"; exit 77; }
 done
 for p in "${packages[@]}"; do
