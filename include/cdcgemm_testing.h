@@ -124,6 +124,11 @@ CDC_EXPORT int cdc_testing_worker_status(cdc_context_t *context,
    a NULL argument. Thread-safe. */
 CDC_EXPORT int cdc_testing_profile_json(cdc_context_t *context, FILE *out);
 
+/* The counters of *stats as the JSON members CDCGEMM_STATS writes ("calls":
+   N, "coded_calls": N, ...), comma-separated, with no braces around them.
+   CDC_OK, or CDC_EINVAL for a NULL argument. */
+CDC_EXPORT int cdc_testing_stats_json(const cdc_stats_t *stats, FILE *out);
+
 #ifdef __cplusplus
 }
 #endif

@@ -65,6 +65,14 @@ int cdc_testing_worker_status(cdc_context_t *context, cdc_testing_worker_status_
     return count;
 }
 
+int cdc_testing_stats_json(const cdc_stats_t *stats, FILE *out)
+{
+    if (!stats || !out)
+        return cdc__fail(CDC_EINVAL, "cdc_testing_stats_json: NULL argument");
+    cdc__stats_write_members(out, stats);
+    return CDC_OK;
+}
+
 int cdc_testing_profile_json(cdc_context_t *context, FILE *out)
 {
     if (!context || !out)

@@ -140,18 +140,31 @@ int cdc_test_free_port(void)
     return port;
 }
 
-long cdc_test_rss_kib(pid_t pid)
+/* A "Name: N kB" field of /proc/PID/status; -1 when unknown. */
+static long status_kib(pid_t pid, const char *field)
 {
     char path[64], line[256];
     snprintf(path, sizeof path, "/proc/%ld/status", (long) pid);
     FILE *file = fopen(path, "r");
     long kib = -1;
+    size_t len = strlen(field);
     while (file && fgets(line, sizeof line, file))
-        if (sscanf(line, "VmRSS: %ld", &kib) == 1)
+        if (strncmp(line, field, len) == 0 && line[len] == ':' &&
+            sscanf(line + len + 1, "%ld", &kib) == 1)
             break;
     if (file)
         fclose(file);
     return kib;
+}
+
+long cdc_test_rss_kib(pid_t pid)
+{
+    return status_kib(pid, "VmRSS");
+}
+
+long cdc_test_peak_rss_kib(pid_t pid)
+{
+    return status_kib(pid, "VmHWM");
 }
 
 /* ---- worker processes ------------------------------------------------------------- */

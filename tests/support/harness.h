@@ -58,6 +58,8 @@ int cdc_test_keygen(const char *dir, const char *name, const char *endpoint,
 
 /* VmRSS of process pid in KiB (/proc/PID/status), or -1 when unknown. */
 long cdc_test_rss_kib(pid_t pid);
+/* Its peak resident set (VmHWM: file-backed pages included), KiB; -1 unknown. */
+long cdc_test_peak_rss_kib(pid_t pid);
 
 /* ---- worker processes ------------------------------------------------------------ */
 

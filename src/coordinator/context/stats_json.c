@@ -29,18 +29,8 @@ void cdc__profile_write_json(FILE *out, const cdc_profile_report_t *profile)
                 (unsigned long long) profile->coordinator.rate_samples);
 }
 
-int cdc__stats_write_json(const cdc_stats_t *stats, const cdc_profile_report_t *profile,
-                          const char *path)
+void cdc__stats_write_members(FILE *out, const cdc_stats_t *stats)
 {
-    if (!stats || !path || !*path)
-        return cdc__fail(CDC_EINVAL, "stats: NULL stats or empty path");
-    char tmp[CDC_CONFIG_STR + 32];
-    int len = snprintf(tmp, sizeof tmp, "%s.tmp.%ld", path, (long) getpid());
-    if (len < 0 || (size_t) len >= sizeof tmp)
-        return cdc__fail(CDC_EINVAL, "stats: path '%s' too long", path);
-    FILE *out = fopen(tmp, "w");
-    if (!out)
-        return cdc__fail(CDC_EINVAL, "stats: cannot write %s: %s", tmp, strerror(errno));
     const struct {
         const char *name;
         uint64_t value;
@@ -82,10 +72,25 @@ int cdc__stats_write_json(const cdc_stats_t *stats, const cdc_profile_report_t *
         {"weights_sent", stats->weights_sent},
         {"weight_bytes", stats->weight_bytes},
     };
-    fputs("{", out);
     for (size_t i = 0; i < sizeof fields / sizeof *fields; i++)
         fprintf(out, "%s\"%s\": %llu", i ? ", " : "", fields[i].name,
                 (unsigned long long) fields[i].value);
+}
+
+int cdc__stats_write_json(const cdc_stats_t *stats, const cdc_profile_report_t *profile,
+                          const char *path)
+{
+    if (!stats || !path || !*path)
+        return cdc__fail(CDC_EINVAL, "stats: NULL stats or empty path");
+    char tmp[CDC_CONFIG_STR + 32];
+    int len = snprintf(tmp, sizeof tmp, "%s.tmp.%ld", path, (long) getpid());
+    if (len < 0 || (size_t) len >= sizeof tmp)
+        return cdc__fail(CDC_EINVAL, "stats: path '%s' too long", path);
+    FILE *out = fopen(tmp, "w");
+    if (!out)
+        return cdc__fail(CDC_EINVAL, "stats: cannot write %s: %s", tmp, strerror(errno));
+    fputs("{", out);
+    cdc__stats_write_members(out, stats);
     if (profile) {
         fputs(", ", out);
         cdc__profile_write_json(out, profile);

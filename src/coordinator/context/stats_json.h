@@ -7,6 +7,10 @@
 
 #include <stdio.h>
 
+/* The counters of *stats as JSON members ("calls": N, ...), comma-separated,
+   with no braces around them: the names CDCGEMM_STATS writes. */
+void cdc__stats_write_members(FILE *out, const cdc_stats_t *stats);
+
 /* Write *stats as one JSON object to path (replaced atomically: written to
    path.tmp.PID, then renamed), with the workers' profiles when profile is
    not NULL (cdc__profile_write_json). Returns CDC_OK, or CDC_EINVAL when

@@ -57,11 +57,22 @@ static uint64_t usable_bits(const cdc_worker_profile_t *p)
 }
 
 /* The slowest device measured: the rate and the link a worker whose own are
-   not trusted is planned with (an implausible one gets both: nothing it
-   says of itself holds, and a free link would make it the cheapest). */
+   not trusted is planned with. An implausible one is planned as the worst
+   device on every term, round trip included: nothing it says of itself
+   holds, and any term better than the others' would give it more rows. */
 typedef struct {
     double gflops, mbit; /* mbit 0: no link measured (free, as unmeasured) */
+    double rtt_ms;       /* the longest round trip measured (0: none)       */
 } slowest_t;
+
+/* Worker p's terms made no better than the slowest device's. */
+static void plan_as_slowest(cdc_worker_profile_t *p, const slowest_t *slowest)
+{
+    p->gflops = slowest->gflops;
+    if (slowest->mbit > 0.0 && !(p->mbit > 0.0 && p->mbit < slowest->mbit))
+        p->mbit = slowest->mbit;
+    p->rtt_ms = p->rtt_ms > slowest->rtt_ms ? p->rtt_ms : slowest->rtt_ms;
+}
 
 /* Worker p's line for this call's work; slowest: the slowest device
    measured, whose rate is assumed for a worker not measured yet. */
@@ -72,7 +83,9 @@ static cdc_shard_cost_t cost_line(const cdc_worker_profile_t *p, const cdc_block
     if (trusted.rate_samples < PLAN_MIN_RATE_SAMPLES)
         trusted.gflops = slowest->gflops;
     if (trusted.link_samples < PLAN_MIN_LINK_SAMPLES)
-        trusted.mbit = p->implausible ? slowest->mbit : 0.0;
+        trusted.mbit = 0.0;
+    if (p->implausible)
+        plan_as_slowest(&trusted, slowest);
     p = &trusted;
     double base = cdc__profile_predict_ms(p, 0.0, 0.0, 0.0);
     double fixed = cdc__profile_predict_ms(p, cost->flops_fixed, cost->bytes_fixed_out, 0.0);
@@ -431,7 +444,7 @@ static int anchored_lines(const cdc_profiled_state_t *st, int n, int r,
     if (st->workers < n + r || rows < n)
         return 0;
     int measured = 0;
-    slowest_t slowest = {INFINITY, 0.0};
+    slowest_t slowest = {INFINITY, 0.0, 0.0};
     for (int w = 0; w < st->workers; w++) {
         const cdc_worker_profile_t *p = &st->anchored[w];
         if (p->rate_samples >= PLAN_MIN_RATE_SAMPLES) {
@@ -441,6 +454,8 @@ static int anchored_lines(const cdc_profiled_state_t *st, int n, int r,
         if (p->link_samples >= PLAN_MIN_LINK_SAMPLES && p->mbit > 0 &&
             (slowest.mbit == 0.0 || p->mbit < slowest.mbit))
             slowest.mbit = p->mbit;
+        if (!p->implausible && p->rtt_ms > slowest.rtt_ms)
+            slowest.rtt_ms = p->rtt_ms;
     }
     if (measured < n || !(slowest.gflops > 0.0))
         return 0;
