@@ -112,3 +112,15 @@ void cdc_bench_worker_path(char *out, size_t size)
         *slash = '\0';
     snprintf(out, size, "%s/cdcgemm-worker", slash ? self : ".");
 }
+
+void cdc_bench_json_string(FILE *out, const char *text)
+{
+    fputc('"', out);
+    for (const char *p = text; *p; p++) {
+        if (*p == '"' || *p == '\\')
+            fputc('\\', out);
+        if ((unsigned char) *p >= 0x20)
+            fputc(*p, out);
+    }
+    fputc('"', out);
+}

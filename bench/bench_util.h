@@ -6,6 +6,7 @@
 #include "harness.h" /* the clock, sleeps, worker processes (tests/support) */
 
 #include <stddef.h>
+#include <stdio.h>
 
 /* Monotonic clock in milliseconds (cdc_test_now_s). */
 double cdc_bench_now_ms(void);
@@ -31,6 +32,10 @@ int cdc_bench_self_threads(void);
    cdc_testing_profile_json, in a string the caller frees; NULL when it
    cannot be had. */
 char *cdc_bench_profile_json(cdc_context_t *context);
+
+/* text as a JSON string, quoted, its quotes and backslashes escaped and
+   control characters left out. */
+void cdc_bench_json_string(FILE *out, const char *text);
 
 /* The cdcgemm-worker beside this program (its own directory) into out. */
 void cdc_bench_worker_path(char *out, size_t size);

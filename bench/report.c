@@ -47,18 +47,6 @@ void cdc_run_summarize(const cdc_run_t *run, int first, int last, cdc_run_summar
     free(oracle);
 }
 
-static void json_string(FILE *out, const char *text)
-{
-    fputc('"', out);
-    for (const char *p = text; *p; p++) {
-        if (*p == '"' || *p == '\\')
-            fputc('\\', out);
-        if ((unsigned char) *p >= 0x20)
-            fputc(*p, out);
-    }
-    fputc('"', out);
-}
-
 void cdc_run_write_json(FILE *out, const cdc_run_t *run, const char *model)
 {
     cdc_run_summary_t s;
@@ -75,16 +63,16 @@ void cdc_run_write_json(FILE *out, const cdc_run_t *run, const char *model)
                 workers = run->records[i].shards;
     }
     fprintf(out, "{\"label\": ");
-    json_string(out, run->label);
+    cdc_bench_json_string(out, run->label);
     fprintf(out, ", \"model\": ");
-    json_string(out, model);
+    cdc_bench_json_string(out, model);
     fprintf(out,
             ", \"workers\": %d, \"parity\": %d, \"split\": \"%s\", \"plan\": \"%s\", "
             "\"parity_layout\": \"%s\", \"faults\": ",
             workers, c->parity, split_name(c->split),
             c->plan == CDC_PLAN_PROFILED ? "profiled" : "equal",
             c->parity_layout == CDC_LAYOUT_ROTATED ? "rotated" : "dedicated");
-    json_string(out, c->faults);
+    cdc_bench_json_string(out, c->faults);
     fprintf(out,
             ", \"requests\": %d, \"ok\": %d, \"wrong\": %d, \"lost\": %d, \"recovered\": %d, "
             "\"fallbacks\": %d,\n  \"latency_ms\": {\"p50\": %.3f, \"p95\": %.3f, \"p99\": "
@@ -133,7 +121,7 @@ void cdc_run_write_json(FILE *out, const cdc_run_t *run, const char *model)
         const cdc_chaos_event_t *e = &run->events[i];
         fprintf(out, "%s\n    {\"t_ms\": %.1f, \"request\": %d, \"action\": ", i ? "," : "",
                 e->t_ms, e->request);
-        json_string(out, e->action);
+        cdc_bench_json_string(out, e->action);
         fprintf(out, ", \"worker\": %d, \"pid\": %ld}", e->worker, e->pid);
     }
     fprintf(out, "%s],\n  \"samples\": [", run->event_count ? "\n  " : "");

@@ -104,6 +104,16 @@ static int64_t model_floats(const llm_config_t *c)
     return floats;
 }
 
+int64_t llm_weight_bytes(const llm_config_t *c)
+{
+    tensor_t t[TENSORS];
+    tensors_of(c, t);
+    int64_t floats = t[T_WQ].floats + t[T_WK].floats + t[T_WV].floats + t[T_WO].floats +
+                     t[T_W1].floats + t[T_W2].floats + t[T_W3].floats +
+                     (int64_t) c->vocab_size * c->dim; /* the classifier, shared or not */
+    return floats * (int64_t) sizeof(float);
+}
+
 /* Point every tensor into the floats after the header. */
 static void point_weights(const llm_config_t *c, const float *at, llm_weights_t *w)
 {

@@ -57,6 +57,11 @@ int llm_fail(char *err, size_t err_size, const char *format, ...)
 int llm_head_size(const llm_config_t *c);
 int llm_kv_dim(const llm_config_t *c);
 
+/* Bytes of the matrices whose products go through cdcgemm: q, k, v, o,
+   w1, w2, w3 of every layer and the classifier (the embedding's rows are
+   read here, one per token). */
+int64_t llm_weight_bytes(const llm_config_t *c);
+
 /* Whether c describes a model this program runs: every dimension in range,
    heads dividing dim into an even head size, kv heads dividing heads.
    0, or -1 with the reason in err. */

@@ -1,61 +1,68 @@
 /* cdcgemm-llm - token generation with a Llama-architecture model whose weight
- * products run on cdcgemm workers (decoder.h; docs/llm.md).
+ * products run on cdcgemm workers (docs/llm.md has the contract).
  *
- *   cdcgemm-llm write MODEL --dim D --hidden H --layers L --heads NH
- *                     [--kv-heads NKV] --vocab V --seq S [--seed N] [--unshared]
- *   cdcgemm-llm run MODEL [--prompt-tokens P] [--tokens T] [--temperature X]
- *                   [--seed N] [--check] [--json F]
+ *   cdcgemm-llm --random dim=D,hidden=H,layers=L,heads=NH,kv_heads=KV,vocab=V,seq=S
+ *               --save PATH [--seed N]
+ *   cdcgemm-llm --model PATH [--prompt-tokens P] [--tokens N] [--workers W]
+ *               [--parity R] [--faults SPEC] [--chaos SPEC] [--baseline uncoded]
+ *               [--temperature X] [--seed N] [--json F] [--csv F]
  *
- * The workers, redundancy and faults come from the CDCGEMM_* environment
- * (docs/configuration.md), as for any program using the library. Without a
- * tokenizer the prompt is P token ids from the seed (token 1 first). Exit 0,
- * 1 on a failure (or a --check mismatch), 2 on bad arguments. */
-#include "cdcgemm.h"
-#include "checkpoint.h"
-#include "decoder.h"
+ * What the options leave unset comes from the CDCGEMM_* environment
+ * (docs/configuration.md). Each run (the coded one, then the baseline) has
+ * a process of its own, and so has each run's reference, which follows it
+ * (generation.h, reference.h). Exit 0; 1 on a failure or a check that does
+ * not hold; 2 on bad arguments. */
+#include "generation.h"
+#include "reference.h"
+#include "report.h"
 
 #include <errno.h>
-#include <math.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 enum { EXIT_BAD_ARGS = 2 };
 
-/* Largest relative error of a --check's logits against the reference's:
-   each product's rounding (about sqrt(k) eps) through the layers, and a
-   decode's amplification (docs/codes.md) well inside it. */
-#define CHECK_TOLERANCE 1e-4
-
 typedef struct {
-    const char *command, *model, *json;
-    llm_config_t config;
+    const char *random, *save, *model, *faults, *chaos, *baseline, *json, *csv;
     unsigned long long seed;
-    int prompt_tokens, tokens, check;
+    int prompt_tokens, tokens, workers, parity;
     double temperature;
 } options_t;
 
 static void usage(FILE *out)
 {
-    fputs("usage: cdcgemm-llm write MODEL --dim D --hidden H --layers L --heads NH\n"
-          "                         [--kv-heads NKV] --vocab V --seq S [--seed N] [--unshared]\n"
-          "       cdcgemm-llm run MODEL [--prompt-tokens P] [--tokens T] [--temperature X]\n"
-          "                       [--seed N] [--check] [--json F]\n"
-          "  write: a llama2.c checkpoint with weights drawn from the seed (no download)\n"
-          "  run:   P prompt tokens in one batched call per matrix, then T tokens one\n"
-          "         by one (greedy unless --temperature > 0), the products on the\n"
-          "         CDCGEMM_* workers; --check also computes every step here and\n"
-          "         compares the logits (max-norm relative error <= 1e-4, the same\n"
-          "         tokens but where the reference's top two are a near-tie)\n",
+    fputs("usage: cdcgemm-llm --random dim=D,hidden=H,layers=L,heads=NH,kv_heads=KV,vocab=V,"
+          "seq=S[,shared=0]\n"
+          "                   --save PATH [--seed N]\n"
+          "       cdcgemm-llm --model PATH [--prompt-tokens P] [--tokens N] [--workers W]\n"
+          "                   [--parity R] [--faults SPEC] [--chaos SPEC] [--baseline uncoded]\n"
+          "                   [--temperature X] [--seed N] [--json F] [--csv F]\n"
+          "  --random: a llama2.c checkpoint with weights drawn from the seed (no download);\n"
+          "            shared=0 stores the classifier apart from the embedding\n"
+          "  --model:  P prompt tokens (default 8) in one call per matrix, then N tokens\n"
+          "            (default 32) one by one, greedy unless --temperature > 0, the\n"
+          "            products on W workers with r parity (default: CDCGEMM_*); every\n"
+          "            step's logits then checked against an uncoded reference computed\n"
+          "            in double, teacher-forced on the run's tokens (max-norm relative\n"
+          "            error <= 1e-4, the same tokens but for near-ties). --baseline\n"
+          "            uncoded also runs r = 0 on the same workers, faults and chaos.\n",
           out);
 }
 
-static double now_ms(void)
+/* The reason on stderr, then exit 2. */
+static _Noreturn __attribute__((format(printf, 1, 2))) void bad_args(const char *format, ...)
 {
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double) t.tv_sec * 1e3 + (double) t.tv_nsec / 1e6;
+    va_list args;
+    va_start(args, format);
+    fputs("cdcgemm-llm: ", stderr);
+    vfprintf(stderr, format, args);
+    fputc('\n', stderr);
+    va_end(args);
+    exit(EXIT_BAD_ARGS);
 }
 
 /* A whole decimal in [lo, hi], or exit 2 naming the option. */
@@ -72,46 +79,42 @@ static long long number(const char *option, const char *text, long long lo, long
     return v;
 }
 
-static void parse_option(options_t *o, const char *option, const char *value, int *used)
+/* The option at argv[i] and its value into *o. */
+static void parse_option(options_t *o, const char *option, const char *value)
 {
-    llm_config_t *c = &o->config;
+    struct {
+        const char *name;
+        const char **field;
+    } texts[] = {{"--random", &o->random},   {"--save", &o->save},   {"--model", &o->model},
+                 {"--faults", &o->faults},   {"--chaos", &o->chaos}, {"--baseline", &o->baseline},
+                 {"--json", &o->json},       {"--csv", &o->csv}};
     struct {
         const char *name;
         int *field;
-        long long max;
-    } ints[] = {{"--dim", &c->dim, LLM_MAX_DIM},
-                {"--hidden", &c->hidden_dim, 4 * LLM_MAX_DIM},
-                {"--layers", &c->n_layers, LLM_MAX_LAYERS},
-                {"--heads", &c->n_heads, LLM_MAX_DIM},
-                {"--kv-heads", &c->n_kv_heads, LLM_MAX_DIM},
-                {"--vocab", &c->vocab_size, LLM_MAX_VOCAB},
-                {"--seq", &c->seq_len, LLM_MAX_SEQ},
-                {"--prompt-tokens", &o->prompt_tokens, LLM_MAX_SEQ},
-                {"--tokens", &o->tokens, LLM_MAX_SEQ}};
-    *used = 2;
+        long long lo, hi;
+    } ints[] = {{"--prompt-tokens", &o->prompt_tokens, 1, LLM_MAX_SEQ},
+                {"--tokens", &o->tokens, 1, LLM_MAX_SEQ},
+                {"--workers", &o->workers, 1, CDC_MAX_WORKERS},
+                {"--parity", &o->parity, 0, CDC_MAX_PARITY}};
+    if (!value)
+        bad_args("%s: expected a value after it", option);
+    for (size_t i = 0; i < sizeof texts / sizeof *texts; i++)
+        if (strcmp(option, texts[i].name) == 0) {
+            *texts[i].field = value;
+            return;
+        }
     for (size_t i = 0; i < sizeof ints / sizeof *ints; i++)
         if (strcmp(option, ints[i].name) == 0) {
-            *ints[i].field = (int) number(option, value, 0, ints[i].max);
+            *ints[i].field = (int) number(option, value, ints[i].lo, ints[i].hi);
             return;
         }
     if (strcmp(option, "--seed") == 0) {
         o->seed = (unsigned long long) number(option, value, 0, INT64_MAX);
     } else if (strcmp(option, "--temperature") == 0) {
         char *end;
-        o->temperature = value ? strtod(value, &end) : -1.0;
-        if (!value || *end || !(o->temperature >= 0.0 && o->temperature <= 100.0)) {
-            fprintf(stderr, "cdcgemm-llm: --temperature '%s': expected 0..100\n",
-                    value ? value : "");
-            exit(EXIT_BAD_ARGS);
-        }
-    } else if (strcmp(option, "--json") == 0 && value) {
-        o->json = value;
-    } else if (strcmp(option, "--unshared") == 0) {
-        c->shared_classifier = 0;
-        *used = 1;
-    } else if (strcmp(option, "--check") == 0) {
-        o->check = 1;
-        *used = 1;
+        o->temperature = strtod(value, &end);
+        if (*end || !(o->temperature >= 0.0 && o->temperature <= 100.0))
+            bad_args("--temperature '%s': expected 0..100", value);
     } else {
         fprintf(stderr, "cdcgemm-llm: unknown option '%s'\n", option);
         usage(stderr);
@@ -121,229 +124,167 @@ static void parse_option(options_t *o, const char *option, const char *value, in
 
 static options_t parse(int argc, char **argv)
 {
-    options_t o;
-    memset(&o, 0, sizeof o);
-    o.config.shared_classifier = 1;
-    o.seed = 1;
-    o.prompt_tokens = 8;
-    o.tokens = 32;
-    if (argc < 3 || (strcmp(argv[1], "write") != 0 && strcmp(argv[1], "run") != 0)) {
-        usage(argc >= 2 && strcmp(argv[1], "--help") == 0 ? stdout : stderr);
-        exit(argc >= 2 && strcmp(argv[1], "--help") == 0 ? 0 : EXIT_BAD_ARGS);
+    options_t o = {.seed = 1, .prompt_tokens = 8, .tokens = 32, .workers = -1, .parity = -1};
+    if (argc == 2 && strcmp(argv[1], "--help") == 0) {
+        usage(stdout);
+        exit(0);
     }
-    o.command = argv[1];
-    o.model = argv[2];
-    for (int i = 3, used; i < argc; i += used)
-        parse_option(&o, argv[i], i + 1 < argc ? argv[i + 1] : NULL, &used);
-    if (o.config.n_kv_heads == 0)
-        o.config.n_kv_heads = o.config.n_heads;
+    if (argc % 2 == 0) {
+        parse_option(&o, argv[argc - 1], NULL); /* names the option missing its value */
+    }
+    for (int i = 1; i + 1 < argc; i += 2)
+        parse_option(&o, argv[i], argv[i + 1]);
+    if (!o.random == !o.model || (o.random && !o.save) || (o.save && !o.random)) {
+        usage(stderr);
+        bad_args("expected --random SPEC --save PATH, or --model PATH");
+    }
+    if (o.baseline && strcmp(o.baseline, "uncoded") != 0)
+        bad_args("--baseline '%s': expected uncoded", o.baseline);
     return o;
 }
 
-static int write_model(const options_t *o)
+/* --random's dim=D,hidden=H,... into *c; exit 2 naming a bad or missing key. */
+static void parse_random(const char *spec, llm_config_t *c)
 {
+    struct {
+        const char *name;
+        int *field;
+        long long max;
+        int required;
+    } keys[] = {{"dim", &c->dim, LLM_MAX_DIM, 1},          {"hidden", &c->hidden_dim, 4 * LLM_MAX_DIM, 1},
+                {"layers", &c->n_layers, LLM_MAX_LAYERS, 1}, {"heads", &c->n_heads, LLM_MAX_DIM, 1},
+                {"kv_heads", &c->n_kv_heads, LLM_MAX_DIM, 0}, {"vocab", &c->vocab_size, LLM_MAX_VOCAB, 1},
+                {"seq", &c->seq_len, LLM_MAX_SEQ, 1},        {"shared", &c->shared_classifier, 1, 0}};
+    enum { KEYS = sizeof keys / sizeof *keys };
+    int seen[KEYS] = {0};
+    *c = (llm_config_t){.shared_classifier = 1};
+    char copy[512];
+    if (snprintf(copy, sizeof copy, "%s", spec) >= (int) sizeof copy)
+        bad_args("--random '%s': too long", spec);
+    for (char *save = NULL, *item = strtok_r(copy, ",", &save); item;
+         item = strtok_r(NULL, ",", &save)) {
+        char *eq = strchr(item, '=');
+        size_t k = 0;
+        if (eq)
+            *eq = '\0';
+        while (k < KEYS && strcmp(item, keys[k].name) != 0)
+            k++;
+        if (!eq || k == KEYS)
+            bad_args("--random: '%s': expected one of dim, hidden, layers, heads, kv_heads, "
+                     "vocab, seq, shared = a number", item);
+        char option[32];
+        snprintf(option, sizeof option, "--random %s", keys[k].name);
+        *keys[k].field = (int) number(option, eq + 1, k == KEYS - 1 ? 0 : 1, keys[k].max);
+        seen[k] = 1;
+    }
+    for (size_t k = 0; k < KEYS; k++)
+        if (keys[k].required && !seen[k])
+            bad_args("--random '%s': %s= missing", spec, keys[k].name);
+    if (!seen[4])
+        c->n_kv_heads = c->n_heads;
+}
+
+static int write_random(const options_t *o)
+{
+    llm_config_t c;
     char err[512];
-    if (llm_checkpoint_write(o->model, &o->config, o->seed, err, sizeof err) != 0) {
-        fprintf(stderr, "cdcgemm-llm write: %s\n", err);
+    parse_random(o->random, &c);
+    if (llm_checkpoint_write(o->save, &c, o->seed, err, sizeof err) != 0) {
+        fprintf(stderr, "cdcgemm-llm --random: %s\n", err);
         return strstr(err, "expected") || strstr(err, "divide") ? EXIT_BAD_ARGS : 1;
     }
     printf("wrote %s: dim %d, hidden %d, %d layers, %d heads (%d kv), vocab %d%s, seq %d\n",
-           o->model, o->config.dim, o->config.hidden_dim, o->config.n_layers, o->config.n_heads,
-           o->config.n_kv_heads, o->config.vocab_size,
-           o->config.shared_classifier ? "" : " (classifier apart)", o->config.seq_len);
+           o->save, c.dim, c.hidden_dim, c.n_layers, c.n_heads, c.n_kv_heads, c.vocab_size,
+           c.shared_classifier ? "" : " (classifier apart)", c.seq_len);
     return 0;
 }
 
-static uint64_t next_random(uint64_t *state)
+/* The environment's configuration with the options' workers, parity and
+   faults; exit 2 naming what is wrong. */
+static cdc_config_t run_config(const options_t *o)
 {
-    *state ^= *state << 13;
-    *state ^= *state >> 7;
-    *state ^= *state << 17;
-    return *state;
+    cdc_config_t config;
+    cdc_config_init(&config);
+    if (cdc_config_from_env(&config) != CDC_OK)
+        bad_args("%s", cdc_last_error());
+    if (o->workers > 0)
+        config.local_workers = o->workers;
+    if (o->parity >= 0)
+        config.parity = o->parity;
+    if (o->faults && snprintf(config.faults, sizeof config.faults, "%s", o->faults) >=
+                         (int) sizeof config.faults)
+        bad_args("--faults '%.40s...': longer than %d bytes", o->faults, CDC_CONFIG_STR - 1);
+    return config;
 }
 
-/* Greedy (temperature 0): the largest logit; else a draw from the softmax
-   of logits / temperature. */
-static int sample(const float *logits, int vocab, double temperature, uint64_t *rng)
+/* fn(arg) in a child process; 0 when it exited 0, else -1 with why in
+   r->error (unless it said already). */
+static int in_child(int (*fn)(void *), void *arg, llm_run_result_t *r, const char *what)
 {
-    int best = 0;
-    for (int i = 1; i < vocab; i++)
-        best = logits[i] > logits[best] ? i : best;
-    if (temperature <= 0.0)
-        return best;
-    double sum = 0.0, u = (double) (next_random(rng) >> 11) / (double) (UINT64_C(1) << 53);
-    for (int i = 0; i < vocab; i++)
-        sum += exp((logits[i] - logits[best]) / temperature);
-    double acc = 0.0;
-    for (int i = 0; i < vocab; i++) {
-        acc += exp((logits[i] - logits[best]) / temperature) / sum;
-        if (u < acc)
-            return i;
-    }
-    return vocab - 1;
-}
-
-/* max |got - want| / max |want| (the max-norm). */
-static double relative_error(const float *got, const float *want, int n)
-{
-    double diff = 0.0, norm = 0.0;
-    for (int i = 0; i < n; i++) {
-        double d = fabs((double) got[i] - want[i]), w = fabs((double) want[i]);
-        diff = d > diff ? d : diff;
-        norm = w > norm ? w : norm;
-    }
-    return norm > 0.0 ? diff / norm : diff;
-}
-
-/* The reference's margin between its two largest logits, relative to the
-   largest magnitude: below CHECK_TOLERANCE a different argmax is a tie the
-   rounding may break either way. */
-static double top2_margin(const float *logits, int n)
-{
-    double first = -INFINITY, second = -INFINITY, norm = 0.0;
-    for (int i = 0; i < n; i++) {
-        double v = logits[i];
-        norm = fabs(v) > norm ? fabs(v) : norm;
-        if (v > first) {
-            second = first;
-            first = v;
-        } else if (v > second) {
-            second = v;
-        }
-    }
-    return norm > 0.0 && n > 1 ? (first - second) / norm : INFINITY;
-}
-
-static int compare_doubles(const void *a, const void *b)
-{
-    double x = *(const double *) a, y = *(const double *) b;
-    return x < y ? -1 : x > y;
-}
-
-static double percentile(double *values, int count, double p)
-{
-    if (count == 0)
-        return 0.0;
-    qsort(values, (size_t) count, sizeof *values, compare_doubles);
-    int i = (int) ceil(p * count) - 1;
-    return values[i < 0 ? 0 : i];
-}
-
-/* What a run measured. */
-typedef struct {
-    int *generated;
-    double prompt_ms, *token_ms, check_error;
-    int mismatches, near_ties, steps;
-} run_result_t;
-
-/* The prompt: token 1 (BOS in llama2.c's vocabulary), then ids from seed. */
-static void make_prompt(const options_t *o, int vocab, int *prompt)
-{
-    uint64_t rng = o->seed * UINT64_C(0x9e3779b97f4a7c15) | 1;
-    prompt[0] = vocab > 1 ? 1 : 0;
-    for (int i = 1; i < o->prompt_tokens; i++)
-        prompt[i] = (int) (next_random(&rng) % (uint64_t) vocab);
-}
-
-/* One step on the decoder, and on the reference beside it (--check): the
-   logits compared, the tokens they choose too. */
-static int step(llm_decoder_t *d, llm_decoder_t *ref, const int *tokens, int count, int pos,
-                float *logits, float *ref_logits, int vocab, run_result_t *r)
-{
-    char err[512];
-    if (llm_decoder_forward(d, tokens, count, pos, logits, err, sizeof err) != 0) {
-        fprintf(stderr, "cdcgemm-llm: %s\n", err);
+    fflush(NULL);
+    pid_t pid = fork();
+    if (pid == 0)
+        exit(fn(arg) == 0 ? 0 : 1);
+    int status = 0;
+    if (pid < 0 || waitpid(pid, &status, 0) != pid) {
+        snprintf(r->error, sizeof r->error, "%s: cannot start its process: %s", what,
+                 strerror(errno));
         return -1;
     }
-    if (!ref)
+    if (WIFEXITED(status) && WEXITSTATUS(status) == 0)
         return 0;
-    if (llm_decoder_forward(ref, tokens, count, pos, ref_logits, err, sizeof err) != 0) {
-        fprintf(stderr, "cdcgemm-llm: reference: %s\n", err);
-        return -1;
-    }
-    double e = relative_error(logits, ref_logits, vocab);
-    r->check_error = e > r->check_error ? e : r->check_error;
-    uint64_t unused = 1;
-    int differ = sample(logits, vocab, 0.0, &unused) != sample(ref_logits, vocab, 0.0, &unused);
-    int tie = differ && top2_margin(ref_logits, vocab) < CHECK_TOLERANCE;
-    r->near_ties += tie;
-    r->mismatches += e > CHECK_TOLERANCE || (differ && !tie);
-    r->steps++;
-    return 0;
+    if (!r->error[0])
+        snprintf(r->error, sizeof r->error, "%s: its process %s %d", what,
+                 WIFSIGNALED(status) ? "died of signal" : "exited",
+                 WIFSIGNALED(status) ? WTERMSIG(status) : WEXITSTATUS(status));
+    return -1;
 }
 
-/* The prompt in one call per matrix, then the tokens one by one. */
-static int generate(const options_t *o, int vocab, llm_decoder_t *d, llm_decoder_t *ref,
-                    run_result_t *r)
+/* One run and its check, each in a process of its own. */
+typedef struct {
+    const llm_checkpoint_t *ck;
+    llm_run_options_t options;
+    llm_run_result_t *r;
+} run_job_t;
+
+static int generate_job(void *arg)
 {
-    int *prompt = malloc((size_t) o->prompt_tokens * sizeof *prompt);
-    float *logits = malloc((size_t) vocab * sizeof *logits);
-    float *ref_logits = malloc((size_t) vocab * sizeof *ref_logits);
-    int rc = prompt && logits && ref_logits ? 0 : -1;
-    uint64_t rng = o->seed | 1;
-    if (rc == 0) {
-        make_prompt(o, vocab, prompt);
-        double started = now_ms();
-        rc = step(d, ref, prompt, o->prompt_tokens, 0, logits, ref_logits, vocab, r);
-        r->prompt_ms = now_ms() - started;
-    }
-    for (int t = 0; rc == 0 && t < o->tokens; t++) {
-        r->generated[t] = sample(logits, vocab, o->temperature, &rng);
-        if (t + 1 == o->tokens)
-            break;
-        double started = now_ms();
-        rc = step(d, ref, &r->generated[t], 1, o->prompt_tokens + t, logits, ref_logits, vocab,
-                  r);
-        r->token_ms[t] = now_ms() - started;
-    }
-    free(prompt);
-    free(logits);
-    free(ref_logits);
-    return rc;
+    run_job_t *job = arg;
+    return llm_generate(job->ck, &job->options, job->r);
 }
 
-static void report(const options_t *o, cdc_context_t *context, run_result_t *r)
+static int reference_job(void *arg)
 {
-    int timed = o->tokens > 1 ? o->tokens - 1 : 0;
-    double total = 0.0;
-    for (int t = 0; t < timed; t++)
-        total += r->token_ms[t];
-    printf("tokens:");
-    for (int t = 0; t < o->tokens; t++)
-        printf(" %d", r->generated[t]);
-    double p50 = percentile(r->token_ms, timed, 0.5), p99 = percentile(r->token_ms, timed, 0.99);
-    printf("\nprompt %d tokens %.1f ms; %d tokens: p50 %.2f ms, p99 %.2f ms, %.1f tokens/s\n",
-           o->prompt_tokens, r->prompt_ms, timed, p50, p99, timed ? 1e3 * timed / total : 0.0);
-    cdc_stats_t stats;
-    memset(&stats, 0, sizeof stats);
-    cdc_context_stats(context, &stats);
-    printf("calls %llu (coded %llu), results decoded %llu, fallbacks %llu, worker deaths %llu\n",
-           (unsigned long long) stats.calls, (unsigned long long) stats.coded_calls,
-           (unsigned long long) stats.results_decoded, (unsigned long long) stats.fallbacks,
-           (unsigned long long) stats.worker_deaths);
-    if (o->check)
-        printf("check: %d steps, logits max relative error %.2e, %d near-ties, %d mismatches: "
-               "%s\n", r->steps, r->check_error, r->near_ties, r->mismatches,
-               r->mismatches ? "FAIL" : "ok");
-    FILE *json = o->json ? fopen(o->json, "w") : NULL;
-    if (o->json && !json)
-        fprintf(stderr, "cdcgemm-llm: --json %s: %s\n", o->json, strerror(errno));
-    if (json) {
-        fprintf(json, "{\"prompt_tokens\": %d, \"tokens\": %d, \"prompt_ms\": %.3f, "
-                      "\"token_ms\": {\"p50\": %.3f, \"p99\": %.3f}, \"tokens_per_s\": %.3f, "
-                      "\"calls\": %llu, \"results_decoded\": %llu, \"fallbacks\": %llu, "
-                      "\"worker_deaths\": %llu, \"check\": %s, \"check_error\": %.3e, "
-                      "\"near_ties\": %d, \"mismatches\": %d}\n",
-                o->prompt_tokens, o->tokens, r->prompt_ms, p50, p99,
-                timed ? 1e3 * timed / total : 0.0, (unsigned long long) stats.calls,
-                (unsigned long long) stats.results_decoded, (unsigned long long) stats.fallbacks,
-                (unsigned long long) stats.worker_deaths, o->check ? "true" : "false",
-                r->check_error, r->near_ties, r->mismatches);
-        fclose(json);
-    }
+    run_job_t *job = arg;
+    char err[512];
+    if (llm_reference_check(job->ck, job->options.logits_path, job->r, err, sizeof err) == 0)
+        return 0;
+    snprintf(job->r->error, sizeof job->r->error, "reference: %.480s", err);
+    return -1;
 }
 
-static int run_model(const options_t *o)
+static void run_and_check(run_job_t *job)
+{
+    const char *dir = getenv("TMPDIR") && *getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp";
+    char logits[4096];
+    int fd = snprintf(logits, sizeof logits, "%s/cdcgemm-llm-logits.XXXXXX", dir) <
+                     (int) sizeof logits
+                 ? mkstemp(logits)
+                 : -1;
+    if (fd < 0) {
+        snprintf(job->r->error, sizeof job->r->error, "a temporary file for the logits in %s: %s",
+                 dir, strerror(errno));
+        return;
+    }
+    close(fd);
+    job->options.logits_path = logits;
+    in_child(generate_job, job, job->r, "the run");
+    if (job->r->tokens > 0) /* checked as far as it went, even when it stopped early */
+        in_child(reference_job, job, job->r, "the reference");
+    unlink(logits);
+}
+
+static int generate_from(const options_t *o)
 {
     char err[512];
     llm_checkpoint_t ck;
@@ -351,42 +292,48 @@ static int run_model(const options_t *o)
         fprintf(stderr, "cdcgemm-llm: %s\n", err);
         return 1;
     }
-    const llm_config_t *c = &ck.config;
-    if (o->prompt_tokens < 1 || o->tokens < 1 ||
-        (long long) o->prompt_tokens + o->tokens > c->seq_len) {
-        fprintf(stderr, "cdcgemm-llm: --prompt-tokens %d + --tokens %d must be at least 1 each "
-                "and fit the model's seq_len %d\n", o->prompt_tokens, o->tokens, c->seq_len);
+    if ((long long) o->prompt_tokens + o->tokens > ck.config.seq_len) {
+        fprintf(stderr, "cdcgemm-llm: --prompt-tokens %d + --tokens %d must fit the model's "
+                        "seq_len %d\n", o->prompt_tokens, o->tokens, ck.config.seq_len);
         llm_checkpoint_close(&ck);
         return EXIT_BAD_ARGS;
     }
-    cdc_context_t *context = NULL;
-    llm_decoder_t *d = NULL, *ref = NULL;
-    run_result_t r = {calloc((size_t) o->tokens, sizeof(int)), 0.0,
-                      calloc((size_t) o->tokens, sizeof(double)), 0.0, 0, 0, 0};
-    int rc = r.generated && r.token_ms ? cdc_context_new_from_env(&context) : CDC_ENOMEM;
-    if (rc != CDC_OK) {
-        fprintf(stderr, "cdcgemm-llm: %s: %s\n", cdc_err_name(rc), cdc_last_error());
-    } else if (llm_decoder_new(&ck, context, o->prompt_tokens, &d, err, sizeof err) != 0 ||
-               (o->check &&
-                llm_decoder_new(&ck, NULL, o->prompt_tokens, &ref, err, sizeof err) != 0)) {
-        fprintf(stderr, "cdcgemm-llm: %s\n", err);
-        rc = -1;
-    } else if ((rc = generate(o, c->vocab_size, d, ref, &r)) == 0) {
-        report(o, context, &r);
+    cdc_chaos_spec_t chaos;
+    char error[CDC_CHAOS_ERROR_BYTES];
+    if (o->chaos && cdc_chaos_parse(o->chaos, &chaos, error, sizeof error) != 0)
+        bad_args("--chaos: %s", error);
+    run_job_t jobs[2];
+    llm_run_result_t *results[2] = {NULL, NULL};
+    int runs = o->baseline ? 2 : 1, rc = 0;
+    for (int i = 0; i < runs; i++) {
+        jobs[i] = (run_job_t){&ck, {run_config(o), o->chaos ? &chaos : NULL, o->temperature,
+                                    o->seed, NULL},
+                              results[i] = llm_run_result_new(i ? "uncoded" : "coded",
+                                                              o->prompt_tokens, o->tokens)};
+        if (!jobs[i].r) {
+            fprintf(stderr, "cdcgemm-llm: cannot map a run's results: %s\n", strerror(errno));
+            runs = i;
+            rc = 1;
+            break;
+        }
+        if (i == 1)
+            jobs[i].options.config.parity = 0;
+        run_and_check(&jobs[i]);
     }
-    llm_decoder_destroy(&ref);
-    llm_decoder_destroy(&d);
-    cdc_context_destroy(&context);
+    llm_model_facts_t model = {llm_weight_bytes(&ck.config), (int64_t) ck.size};
+    for (int i = 0; i < runs; i++) {
+        llm_report_text(stdout, results[i], &model);
+        rc |= !llm_run_passed(results[i]);
+    }
+    rc |= llm_report_files(o->json, o->csv, results, runs, &model) != 0;
+    for (int i = 0; i < runs; i++)
+        llm_run_result_free(results[i]);
     llm_checkpoint_close(&ck);
-    free(r.generated);
-    free(r.token_ms);
-    return rc != 0 ? 1 : r.mismatches ? 1 : 0;
+    return rc ? 1 : 0;
 }
 
 int main(int argc, char **argv)
 {
     options_t o = parse(argc, argv);
-    if (strcmp(o.command, "write") == 0)
-        return write_model(&o);
-    return run_model(&o);
+    return o.random ? write_random(&o) : generate_from(&o);
 }
