@@ -4,6 +4,7 @@
 #include "bench_failover.h"
 #include "bench_run.h"
 #include "bench_plan.h"
+#include "bench_smallcalls.h"
 #include "bench_status.h"
 #include "demo.h"
 #include "micro/bench_accuracy.h"
@@ -38,6 +39,8 @@ static void usage(FILE *out)
             "                memory budget, tasks, load (--json for one JSON object)\n"
             "  plan          a run (the options below) and each layer's plan: split, n, r,\n"
             "                block rows per worker, predicted vs measured latency\n"
+            "  smallcalls    a batch-1 call's cost besides its work, step by step, in\n"
+            "                process and on local workers (r = 0, 1, 2)\n"
             "  help          this text\n");
 }
 
@@ -66,6 +69,8 @@ int main(int argc, char **argv)
         return cdc_bench_hostile(argc - 1, argv + 1);
     if (strcmp(command, "status") == 0)
         return cdc_bench_status(argc - 1, argv + 1);
+    if (strcmp(command, "smallcalls") == 0)
+        return cdc_bench_smallcalls(argc - 1, argv + 1);
     if (strcmp(command, "plan") == 0)
         return cdc_bench_plan(argc - 1, argv + 1);
     if (strcmp(command, "demo") == 0)

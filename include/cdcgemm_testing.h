@@ -115,6 +115,24 @@ typedef struct {
 CDC_EXPORT int cdc_testing_worker_status(cdc_context_t *context,
                                          cdc_testing_worker_status_t *out, int max);
 
+/* Where a context's calls spent their time (cdcgemm-bench smallcalls),
+   summed over the calls that went through the call engine since the
+   context was made: each call's whole time in the public entry point
+   (total_ms), and of it the sending of its tasks (send_ms: until the last
+   was handed to the transport), the wait after that until enough results
+   were in (wait_ms: the network, the workers, receiving), and the steps
+   after (finish_ms: collect, check, decode, fall back, account). The rest
+   of total_ms is the call's own preparation and output: the plan, the
+   operands' keys and layout, the epilogue. */
+typedef struct {
+    uint64_t calls;
+    double total_ms, send_ms, wait_ms, finish_ms;
+} cdc_testing_call_steps_t;
+
+/* The sums above into *steps. CDC_OK, or CDC_EINVAL for a NULL argument.
+   Thread-safe. */
+CDC_EXPORT int cdc_testing_call_steps(cdc_context_t *context, cdc_testing_call_steps_t *steps);
+
 /* The workers' live profile now, as the JSON members that CDCGEMM_STATS
    writes: `"profile": [...]` (one object per worker: worker, live, gflops,
    mbit, rtt_ms, max_memory, cache_bytes, rate_samples, link_samples,

@@ -253,6 +253,16 @@ START_TEST(test_no_fault)
     ck_assert_uint_eq(counters.timeouts, 0);
     ck_assert_uint_ge(counters.results, 6 * 4); /* >= n results for each of 6 calls */
     ck_assert_uint_gt(counters.bytes_in, 0);
+    /* Where the calls' time went (cdcgemm-bench smallcalls): every call
+       counted, sends and waits seen, the steps inside the whole. */
+    cdc_testing_call_steps_t steps;
+    ck_assert_int_eq(cdc_testing_call_steps(context, &steps), CDC_OK);
+    ck_assert_uint_eq(steps.calls, stats.calls);
+    ck_assert(steps.send_ms > 0.0 && steps.wait_ms > 0.0 && steps.finish_ms >= 0.0);
+    ck_assert_msg(steps.send_ms + steps.wait_ms + steps.finish_ms <= steps.total_ms + 1e-6,
+                  "steps %.3f + %.3f + %.3f ms past the calls' %.3f", steps.send_ms,
+                  steps.wait_ms, steps.finish_ms, steps.total_ms);
+    ck_assert_int_eq(cdc_testing_call_steps(NULL, &steps), CDC_EINVAL);
     fc_case_free(&fc);
     cdc_context_destroy(&context);
 }

@@ -239,6 +239,7 @@ static void call_dispatch(cdc_client_t *self, client_call_t *call)
         int w = call->worker_of[t];
         call->state[t] = TASK_IDLE;
         call->tasks[t].dispatched = 0;
+        call->tasks[t].sent_ms = 0.0;
         if (w < 0 || !(live_mask & (UINT64_C(1) << w))) {
             self->counters.dead_skipped++;
             continue;
@@ -253,6 +254,7 @@ static void call_dispatch(cdc_client_t *self, client_call_t *call)
         if (sent == CDC_OK) {
             call->state[t] = TASK_PENDING;
             call->tasks[t].dispatched = 1;
+            call->tasks[t].sent_ms = cdc__clock_ms() - call->started_ms;
             call->pending++;
             call_note_worker(self->last_sent_to, call->tasks[t].shard, w);
         } else {

@@ -73,6 +73,16 @@ int cdc_testing_stats_json(const cdc_stats_t *stats, FILE *out)
     return CDC_OK;
 }
 
+int cdc_testing_call_steps(cdc_context_t *context, cdc_testing_call_steps_t *steps)
+{
+    if (!context || !steps)
+        return cdc__fail(CDC_EINVAL, "cdc_testing_call_steps: NULL argument");
+    pthread_mutex_lock(&context->lock);
+    *steps = context->steps;
+    pthread_mutex_unlock(&context->lock);
+    return CDC_OK;
+}
+
 int cdc_testing_profile_json(cdc_context_t *context, FILE *out)
 {
     if (!context || !out)

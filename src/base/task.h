@@ -40,6 +40,8 @@ typedef struct {
                             result's arrival                                 */
     int dispatched;      /* set by the executor: the task went to a worker
                             (or ran); 0: not sent (no worker could take it) */
+    double sent_ms;      /* set by the executor: dispatch of the call to this
+                            task's send done (0: run in process)          */
     /* Streamed (the rotated parity layout, rotated_set.h): lead_rows > 0
        sends the result back in parts, each as soon as it is computed: the
        first lead_rows rows (the data blocks) into result, then the rows

@@ -56,6 +56,8 @@ typedef struct {
     int refused;            /* stripes decodable by count, not by accuracy   */
     float *scratch;         /* one stripe's blocks, when the layout copies   */
     uint64_t out_bytes, in_bytes;
+    double send_ms;         /* dispatch until the last task was sent         */
+    double executor_done_ms; /* when the executor returned (cdc__clock_ms)   */
     cdc_call_report_t report;
 } call_run_t;
 
@@ -151,7 +153,10 @@ static int call_dispatch(cdc_context_t *context, call_run_t *run)
                                                       layout->executor_n, needed,
                                                       ruled ? &goal : NULL, &arrived)
                         : CDC_OK;
-    run->report.executor_ms = cdc__clock_ms() - started;
+    run->executor_done_ms = cdc__clock_ms();
+    run->report.executor_ms = run->executor_done_ms - started;
+    for (int t = 0; t < run->count; t++)
+        run->send_ms = run->sent[t].sent_ms > run->send_ms ? run->sent[t].sent_ms : run->send_ms;
     return rc;
 }
 
@@ -384,6 +389,9 @@ static void call_account(cdc_context_t *context, const call_run_t *run)
     context->stats.bytes_in += run->in_bytes;
     if (layout->ops->account)
         layout->ops->account(layout, context);
+    context->steps.send_ms += run->send_ms;
+    context->steps.wait_ms += report->executor_ms - run->send_ms;
+    context->steps.finish_ms += cdc__clock_ms() - run->executor_done_ms;
     pthread_mutex_unlock(&context->lock);
 }
 
@@ -473,6 +481,7 @@ static int share_start(cdc_context_t *context, share_job_t *job, int *rc)
 int cdc__call_run(cdc_context_t *context, cdc_call_layout_t *layout)
 {
     const cdc_shard_task_t *share = &layout->share;
+    context->call_ran_engine = 1; /* (under the call lock: the steps' total) */
     if (share->a_rows == 0 || share->cols == 0)
         return call_run_sent(context, layout);
     if (layout->here) { /* all of it here: the share first, then the rest */

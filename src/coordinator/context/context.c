@@ -3,6 +3,7 @@
 
 #include "bits.h"
 #include "blas_backend.h"
+#include "clock.h"
 #include "cdcgemm_testing.h"
 #include "code.h"
 #include "error.h"
@@ -270,10 +271,19 @@ void cdc_context_destroy(cdc_context_t **context_p)
 void cdc__context_call_begin(cdc_context_t *context)
 {
     pthread_mutex_lock(&context->call_lock);
+    context->call_began_ms = cdc__clock_ms();
+    context->call_ran_engine = 0;
 }
 
 void cdc__context_call_end(cdc_context_t *context)
 {
+    if (context->call_ran_engine) {
+        double total = cdc__clock_ms() - context->call_began_ms;
+        pthread_mutex_lock(&context->lock);
+        context->steps.calls++;
+        context->steps.total_ms += total;
+        pthread_mutex_unlock(&context->lock);
+    }
     pthread_mutex_unlock(&context->call_lock);
 }
 

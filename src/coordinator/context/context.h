@@ -94,6 +94,11 @@ struct cdc_context {
     struct cdc_share_thread *share_thread; /* computes the coordinator's
                              share of a call (share_thread.h), from the
                              first call that has one                      */
+    double call_began_ms; /* under call_lock: when the call in the public
+                             entry point began                           */
+    int call_ran_engine;  /* under call_lock: it went through the engine */
+    cdc_testing_call_steps_t steps; /* under lock: where the calls' time
+                             went (cdc_testing_call_steps)                */
 };
 
 /* Data shards for parity r on this context: n = L - r' over the L planned
