@@ -10,6 +10,7 @@ set -eu
 a=$1 b=$2 out=$3 runs=$4
 shift 4
 here=$(dirname "$0")
+mkdir -p "$out"
 i=1
 while [ "$i" -le "$runs" ]; do
   for side in a b; do

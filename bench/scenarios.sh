@@ -3,8 +3,8 @@
 # usage: bench/scenarios.sh [BUILD_DIR] [OUT_DIR] [SCENARIO...]
 #   scenarios: crash stragglers scaling speedup chaos repair hetero hetero-crash
 #   hetero-shift hetero-drift hetero-link rotated rotated-crash rotated-stragglers
-#   rotated-hetero soak matrix (default: all but soak, which takes about 20 minutes,
-#   and matrix, bench/matrix.sh;
+#   rotated-hetero limits soak matrix (default: all but soak, which takes about 20
+#   minutes, and matrix, bench/matrix.sh;
 #   SOAK_REQUESTS=N shortens it). Request counts: *_REQUESTS variables below (the
 #   documented figures use their defaults; bench/ab.sh runs may shorten them)
 set -eu
@@ -30,7 +30,8 @@ COORD="slow@c:gflops=1"
 EDGE="slow@*:gflops=0.5;$WIFI"
 FC_PAIR="--layer fc:4096x9216 --layer fc:4096x4096"
 all="crash stragglers scaling speedup chaos repair hetero hetero-crash hetero-shift"
-scenarios=${*:-$all hetero-drift hetero-link rotated rotated-crash rotated-stragglers rotated-hetero}
+scenarios=${*:-$all hetero-drift hetero-link rotated rotated-crash rotated-stragglers rotated-hetero
+  limits}
 
 for s in $scenarios; do
   case $s in
@@ -184,6 +185,16 @@ for line in sys.stdin: sys.stdout.write("%.3f %s" % (time.time(), line))' \
     grep '^[0-9.]* coded ' "$out/hetero_drift.log" || true
     python3 "$(dirname "$0")/hetero_summary.py" shift "$out/hetero_drift.csv" \
       "$out/hetero_drift.log" "$out/hetero_drift_optimum.csv"
+    ;;
+  limits)
+    # The widest configurations through a crash (docs/benchmarks.md, "At the
+    # limits"): r, W of each row.
+    for rw in "0 64" "2 64" "3 64" "2 33" "3 17"; do
+      set -- $rw
+      "$bench" --layer fc:8192x2048 --layer fc:4096x4096 --workers "$2" --parity "$1" \
+        --requests 40 --warmup 3 --faults 'slow@*:gflops=2' --crash-at 20 \
+        --json "$out/limits_r$1_w$2.json"
+    done
     ;;
   soak)
     # Issue 11's soak: AlexNet on 6 embedded workers, a SIGKILL every ~2 s and a 1 s

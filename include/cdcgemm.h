@@ -122,8 +122,10 @@ typedef struct {
                                      one: 0 off; 1 (default) calls wait for a
                                      parity to check with on a sample (the
                                      first 4, then 1 in 16; every call once a
-                                     check failed) and check whatever else
-                                     arrived; 2 every call waits for one     */
+                                     check failed, and then what a call could
+                                     not check is computed here) and check
+                                     whatever else arrived; 2 every call
+                                     waits for one                           */
     /* Since 0.1.0 (took 256 reserved words; docs/security.md). */
     char curve_secret[CDC_CONFIG_STR]; /* this coordinator's secret CURVE
                                      certificate file; "" = plaintext         */
@@ -246,7 +248,9 @@ typedef struct {
                                    docs/codes.md)                            */
     /* Since 0.1.0 (took 2 reserved words): issue 23's sampled check. */
     uint64_t verified_calls;    /* coded calls whose results were checked
-                                   against parity (config.verify)            */
+                                   against parity (config.verify), or, once
+                                   a check failed, computed here where they
+                                   could not be                              */
     uint64_t first_corrupt_call; /* the coded call (1 = the first) whose
                                    check first failed; 0 = none did          */
     /* Since 0.1.0 (took 1 reserved word): issue 24's budgets. */

@@ -14,6 +14,7 @@
 #include "cdcgemm_testing.h"
 #include "bits.h"
 #include "context.h"
+#include "layer.h"
 #include "local_workers.h"
 #include "reference.h"
 #include "rotated_set.h"
@@ -50,6 +51,34 @@ static cdc_stats_t stats_of(cdc_context_t *ctx)
 
 /* ---- the operand in the layout ------------------------------------------ */
 
+/* Worker w's operand, built (*operand, kept by *hold): built twice, the
+   same bytes; the row norms and the wire key's sample the set kept are
+   the built operand's; the build is the caller's alone to free. */
+static void check_operand(const cdc_rotated_set_t *set, int w, const float **operand,
+                          cdc_hold_t **hold)
+{
+    int64_t rows = set->data_rows[w] + (int64_t) set->layout.r * set->block_rows, k = set->k;
+    const float *again;
+    cdc_hold_t *again_hold;
+    ck_assert_int_eq(cdc__rotated_operand_open(set, w, operand, hold), CDC_OK);
+    ck_assert_int_eq(cdc__rotated_operand_open(set, w, &again, &again_hold), CDC_OK);
+    ck_assert(again != *operand);
+    ck_assert(memcmp(again, *operand, (size_t) (rows * k) * sizeof(float)) == 0);
+    ck_assert_int_eq(cdc__hold_refs(again_hold), 1);
+    cdc__hold_release(again_hold);
+    uint32_t sample[CDC_OPERAND_SAMPLE];
+    cdc__operand_sample(*operand, rows, k, sample);
+    ck_assert(memcmp(sample, set->source[w].sample, sizeof sample) == 0);
+    for (int64_t p = 0; p < rows; p++) {
+        double norm = 0.0;
+        for (int64_t q = 0; q < k; q++)
+            norm += (double) (*operand)[p * k + q] * (*operand)[p * k + q];
+        ck_assert_msg(fabs(sqrt(norm) - set->operand_norms[w][p]) <= 1e-6 * (1.0 + sqrt(norm)),
+                      "worker %d row %lld: norm %g, kept %g", w, (long long) p, sqrt(norm),
+                      set->operand_norms[w][p]);
+    }
+}
+
 /* Worker w's data rows are a contiguous range, in worker order, covering
    the source once; its operand starts with them. Every stripe's parity is
    its data blocks zero-padded to B and combined: for r = 1 their sum,
@@ -63,22 +92,25 @@ static void check_set(int n, int r, int64_t rows, int64_t k)
     float *src = cdc_test_alloc((size_t) (rows * k) * sizeof(float));
     cdc_test_fill_uniform(&rng, src, (size_t) (rows * k));
     cdc_rotated_set_t *set = NULL;
-    ck_assert_int_eq(cdc__rotated_set_new(code, src, rows, k, &set), CDC_OK);
+    ck_assert_int_eq(cdc__rotated_set_new(code, src, NULL, rows, k, &set), CDC_OK);
     int W = n + r;
     int64_t next = 0;
+    const float *operand[CDC_STRIPES_MAX_WORKERS];
+    cdc_hold_t *held[CDC_STRIPES_MAX_WORKERS];
     for (int w = 0; w < W; w++) {
         ck_assert_int_eq(set->data_first[w], next);
         ck_assert(set->data_rows[w] >= rows / W && set->data_rows[w] <= rows / W + 1);
-        ck_assert(memcmp(set->operand[w], src + next * k,
+        check_operand(set, w, &operand[w], &held[w]);
+        ck_assert(memcmp(operand[w], src + next * k,
                          (size_t) (set->data_rows[w] * k) * sizeof(float)) == 0);
         next += set->data_rows[w];
     }
     ck_assert_int_eq(next, rows);
     for (int s = 0; s < W && r == 1; s++) {
         int w = cdc__stripes_worker(&set->layout, s, n);
-        const float *parity = set->operand[w] + (set->data_rows[w] +
-                                                 cdc__rotated_parity_index(set, w, s, 0) *
-                                                     set->block_rows) * k;
+        const float *parity = operand[w] + (set->data_rows[w] +
+                                            cdc__rotated_parity_index(set, w, s, 0) *
+                                                set->block_rows) * k;
         for (int64_t p = 0; p < set->block_rows; p++)
             for (int64_t q = 0; q < k; q++) {
                 double sum = 0.0;
@@ -92,6 +124,8 @@ static void check_set(int n, int r, int64_t rows, int64_t k)
                               (long long) p, (long long) q, parity[p * k + q], sum);
             }
     }
+    for (int w = 0; w < W; w++)
+        cdc__hold_release(held[w]);
     cdc__rotated_set_retire(&set);
     free(src);
     cdc__code_destroy(&code);
@@ -107,7 +141,7 @@ START_TEST(test_set_layout)
     cdc_code_t *code = NULL;
     ck_assert_int_eq(cdc__code_new(NULL, 4, 1, &code), CDC_OK);
     float src[19 * 2] = {0};
-    ck_assert_int_eq(cdc__rotated_set_new(code, src, 19, 2, &set), CDC_EINVAL);
+    ck_assert_int_eq(cdc__rotated_set_new(code, src, NULL, 19, 2, &set), CDC_EINVAL);
     ck_assert_ptr_null(set);
     cdc__code_destroy(&code);
 }
@@ -134,8 +168,9 @@ static void check_sized_set(int n, int r, const int64_t *worker_rows)
     cdc_test_fill_uniform(&rng, src, (size_t) (rows * K));
     cdc_test_fill_uniform(&rng, bt, COLS * K);
     cdc_rotated_set_t *set = NULL, *equal = NULL;
-    ck_assert_int_eq(cdc__rotated_set_new_sized(code, src, rows, K, worker_rows, &set), CDC_OK);
-    ck_assert_int_eq(cdc__rotated_set_new(code, src, rows, K, &equal), CDC_OK);
+    ck_assert_int_eq(cdc__rotated_set_new_sized(code, src, NULL, rows, K, worker_rows, &set),
+                     CDC_OK);
+    ck_assert_int_eq(cdc__rotated_set_new(code, src, NULL, rows, K, &equal), CDC_OK);
     ck_assert(set->key_mix != equal->key_mix); /* another cut, other weights */
     ck_assert(!cdc__rotated_set_matches(set, code, rows, K));
     int64_t next = 0, B = set->block_rows;
@@ -148,14 +183,18 @@ static void check_sized_set(int n, int r, const int64_t *worker_rows)
     float *product[CDC_STRIPES_MAX_WORKERS];
     for (int w = 0; w < W; w++) {
         int64_t operand_rows = set->data_rows[w] + (int64_t) r * B;
+        const float *operand;
+        cdc_hold_t *held;
+        check_operand(set, w, &operand, &held);
         product[w] = cdc_test_alloc((size_t) (operand_rows * COLS) * sizeof(float));
         for (int64_t p = 0; p < operand_rows; p++)
             for (int q = 0; q < COLS; q++) {
                 double sum = 0.0;
                 for (int i = 0; i < K; i++)
-                    sum += (double) set->operand[w][p * K + i] * bt[q * K + i];
+                    sum += (double) operand[p * K + i] * bt[q * K + i];
                 product[w][p * COLS + q] = (float) sum;
             }
+        cdc__hold_release(held);
     }
     float *blocks_storage = cdc_test_alloc((size_t) ((n + r) * B * COLS) * sizeof(float));
     int patterns = 0;
@@ -227,8 +266,10 @@ START_TEST(test_sized_set_decodes_every_loss)
     float src[580 * 2] = {0};
     const int64_t short_one[] = {300, 120, 60, 97, 3}, wrong_sum[] = {300, 120, 60, 60, 41};
     cdc_rotated_set_t *set = NULL;
-    ck_assert_int_eq(cdc__rotated_set_new_sized(code, src, 580, 2, short_one, &set), CDC_EINVAL);
-    ck_assert_int_eq(cdc__rotated_set_new_sized(code, src, 580, 2, wrong_sum, &set), CDC_EINVAL);
+    ck_assert_int_eq(cdc__rotated_set_new_sized(code, src, NULL, 580, 2, short_one, &set),
+                     CDC_EINVAL);
+    ck_assert_int_eq(cdc__rotated_set_new_sized(code, src, NULL, 580, 2, wrong_sum, &set),
+                     CDC_EINVAL);
     ck_assert_ptr_null(set);
     cdc__code_destroy(&code);
 }
@@ -480,6 +521,13 @@ START_TEST(test_workers_parity_on_demand)
     ck_assert_uint_eq(after.verified_calls, 4);
     ck_assert_uint_eq(after.results_decoded - before.results_decoded, 0);
     ck_assert_uint_eq(after.late_blocks, 0);
+    /* The coordinator kept no operand once they were sent: the layout's
+       set is the row norms and tables, a sixteenth of the weights here
+       (8 bytes a row of 256 floats). */
+    size_t kept = cdc__encoded_weights_bytes(&layer->encoded);
+    ck_assert_msg(kept > 0 && kept * 16 <= (size_t) (c.out * c.in) * sizeof(float),
+                  "%zu bytes kept beside %lld x %lld weights", kept, (long long) c.out,
+                  (long long) c.in);
     /* A worker SIGKILLed: its stripes decoded from the others' parity. */
     pid_t victim = cdc__local_workers_pid(ctx->local, 2);
     ck_assert_int_gt(victim, 0);
@@ -602,6 +650,48 @@ static void corrupt_device_caught(cdc_parity_layout_t layout)
     cdc_context_destroy(&ctx);
 }
 
+/* Once a device is known to corrupt, no block goes back unchecked: a
+   stripe that cannot be checked (here, one that lost slot 2's block and so
+   has only its n blocks) is computed here rather than decoded. Before that,
+   the same loss is decoded from parity. Rotated (5 stripes, slot 2 in every
+   one: a data block in 4, the parity of the fifth) or dedicated (one
+   stripe, slot 2 a data block). */
+static void known_corruption_unchecked(cdc_parity_layout_t layout, int decoded, int computed)
+{
+    cdc_context_t *ctx = workers_context(layout, "", 1);
+    fc_case_t c;
+    fc_case_make(&c, 400, 256, 8, 12);
+    cdc_layer_t *layer = NULL;
+    ck_assert_int_eq(cdc_fc_new(ctx, c.out, c.in, c.w, c.bias, NULL, &layer), CDC_OK);
+    double took;
+    cdc_call_report_t report;
+    ck_assert_int_eq(cdc_context_erase_next(ctx, UINT64_C(1) << 2), CDC_OK);
+    ck_assert_int_eq(workers_call(ctx, layer, &c, &took), decoded);
+    ck_assert_uint_eq(stats_of(ctx).corrupt_detected, 0);
+    ck_assert_int_eq(cdc_context_corrupt_next(ctx, UINT64_C(1) << 0), CDC_OK);
+    workers_call(ctx, layer, &c, &took);
+    cdc_stats_t seen = stats_of(ctx);
+    ck_assert_uint_eq(seen.corrupt_detected, 1);
+    ck_assert_uint_eq(seen.first_corrupt_call, 2);
+    ck_assert_int_eq(cdc_context_erase_next(ctx, UINT64_C(1) << 2), CDC_OK);
+    ck_assert_int_eq(workers_call(ctx, layer, &c, &took), 0);
+    ck_assert_int_eq(cdc_context_last_call(ctx, &report), CDC_OK);
+    ck_assert_int_eq(report.fallback, computed);
+    cdc_stats_t after = stats_of(ctx);
+    ck_assert_uint_eq(after.verified_calls, seen.verified_calls + 1);
+    ck_assert_uint_eq(after.fallbacks, seen.fallbacks + 1);
+    cdc_layer_destroy(&layer);
+    fc_case_free(&c);
+    cdc_context_destroy(&ctx);
+}
+
+START_TEST(test_known_corruption_leaves_nothing_unchecked)
+{
+    known_corruption_unchecked(CDC_LAYOUT_ROTATED, 4, 5 * 4);
+    known_corruption_unchecked(CDC_LAYOUT_DEDICATED, 1, 4);
+}
+END_TEST
+
 START_TEST(test_corrupt_device_caught_rotated)
 {
     corrupt_device_caught(CDC_LAYOUT_ROTATED);
@@ -627,6 +717,7 @@ static Suite *rotated_suite(void)
     tcase_add_test(tc, test_workers_parity_on_demand);
     tcase_add_test(tc, test_workers_plan_predicted);
     tcase_add_test(tc, test_workers_killed_and_stopped_in_flight);
+    tcase_add_test(tc, test_known_corruption_leaves_nothing_unchecked);
     tcase_add_test(tc, test_corrupt_device_caught_rotated);
     tcase_add_test(tc, test_corrupt_device_caught_dedicated);
     suite_add_tcase(s, tc);

@@ -35,7 +35,7 @@ static held_block_t *held_block_new(int *freed)
 
 static cdc_slot_weight_t weight_of(held_block_t *block, uint64_t key)
 {
-    return (cdc_slot_weight_t){key, 4, 4, block->data, &block->hold, 0};
+    return (cdc_slot_weight_t){key, 4, 4, block->data, &block->hold, 0, NULL};
 }
 
 /* A staging's blocks for count slots: block's weights under keys
@@ -344,7 +344,7 @@ START_TEST(test_unheld_weights_not_kept)
     cdc_slot_io_t io;
     slots_start(slots, 3, 3, &fake, &io);
     float data[16] = {0};
-    cdc_slot_weight_t weight = {9, 4, 4, data, NULL, 0};
+    cdc_slot_weight_t weight = {9, 4, 4, data, NULL, 0, NULL};
     cdc__slots_note(slots, 1, &weight, 1);
     ck_assert_int_eq(slots->manifest_count[1], 0);
     cdc__slots_fini(slots);

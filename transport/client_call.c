@@ -41,12 +41,19 @@ typedef struct {
 static task_keys_t task_keys(const cdc_shard_task_t *task, int needed)
 {
     task_keys_t keys = {0, 0};
-    if (task->a_key)
+    uint32_t sample[CDC_OPERAND_SAMPLE];
+    if (task->a_key) {
+        int built = !task->a && task->a_source; /* its sample taken beforehand */
+        if (!built)
+            cdc__operand_sample(task->a, task->a_rows, task->k, sample);
         keys.a = cdc__client_wire_key(task->a_key, task->shard, needed, task->a_rows, task->k,
-                                      task->a);
-    if (task->kind == CDC_TASK_GEMM && task->bt_key)
+                                      built ? task->a_source->sample : sample);
+    }
+    if (task->kind == CDC_TASK_GEMM && task->bt_key) {
+        cdc__operand_sample(task->bt, task->cols, task->k, sample);
         keys.bt = cdc__client_wire_key(task->bt_key, task->shard, needed, task->cols, task->k,
-                                       task->bt);
+                                       sample);
+    }
     return keys;
 }
 
@@ -107,8 +114,9 @@ static int send_task(cdc_client_t *self, int w, const cdc_shard_task_t *task,
     cdc_frame_t payloads[2] = {{NULL, 0}, {NULL, 0}};
     int rc;
     if (h->a_key) {
-        if ((rc = cdc__client_ensure_weights(self, w, h->a_key, task->a_rows, task->k, task->a,
-                                             task->a_hold)))
+        cdc_slot_weight_t a = {h->a_key, task->a_rows, task->k, task->a, task->a_hold, 0,
+                               task->a_source};
+        if ((rc = cdc__client_ensure_weights(self, w, &a)))
             return rc;
     } else {
         payloads[0] = (cdc_frame_t){task->a, (size_t) task->a_rows * (size_t) task->k * 4};
@@ -118,8 +126,8 @@ static int send_task(cdc_client_t *self, int w, const cdc_shard_task_t *task,
         payloads[1] = (cdc_frame_t){
             task->input, (size_t) task->batch * (size_t) (g->channels * g->h * g->w) * 4};
     } else if (h->bt_key) {
-        if ((rc = cdc__client_ensure_weights(self, w, h->bt_key, task->cols, task->k, task->bt,
-                                             task->bt_hold)))
+        cdc_slot_weight_t bt = {h->bt_key, task->cols, task->k, task->bt, task->bt_hold, 0, NULL};
+        if ((rc = cdc__client_ensure_weights(self, w, &bt)))
             return rc;
     } else {
         payloads[1] = (cdc_frame_t){task->bt, (size_t) task->cols * (size_t) task->k * 4};
@@ -208,12 +216,12 @@ static void call_note_weights(cdc_client_t *self, const client_call_t *call)
         int served_by = call->state[t] != TASK_IDLE ? call->worker_of[t] : -1;
         if (call->keys[t].a) {
             cdc_slot_weight_t weight = {call->keys[t].a, task->a_rows, task->k, task->a,
-                                        task->a_hold, 0};
+                                        task->a_hold, 0, task->a_source};
             cdc__slots_note(self->slots, task->shard, &weight, served_by);
         }
         if (call->keys[t].bt) {
             cdc_slot_weight_t weight = {call->keys[t].bt, task->cols, task->k, task->bt,
-                                        task->bt_hold, 0};
+                                        task->bt_hold, 0, NULL};
             cdc__slots_note(self->slots, task->shard, &weight, served_by);
         }
     }

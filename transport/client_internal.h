@@ -168,17 +168,18 @@ void cdc__client_discovery_homes(cdc_client_t *self);
 
 /* ---- client_restore.c: moves, weights between calls ---------------------- */
 
-/* The key a shard operand is cached under on a worker. */
+/* The key a shard operand is cached under on a worker; sample: the
+   operand's (cdc__operand_sample). */
 uint64_t cdc__client_wire_key(uint64_t key, int shard, int needed, int64_t rows, int64_t k,
-                              const float *data);
+                              const uint32_t *sample);
 /* Under the call lock: moved workers' data sockets replaced. */
 void cdc__client_data_moves(cdc_client_t *self);
 /* The heartbeat thread: moved workers' heartbeat sockets replaced; whether
    any changed. */
 int cdc__client_heartbeat_moves(cdc_client_t *self, int64_t now);
-/* Make sure worker w holds the keyed operand, sending it if not. */
-int cdc__client_ensure_weights(cdc_client_t *self, int w, uint64_t key, int64_t rows,
-                               int64_t k, const float *data, cdc_hold_t *hold);
+/* Make sure worker w holds the keyed operand (weight->key), sending it if
+   not: its data, or what its source builds. */
+int cdc__client_ensure_weights(cdc_client_t *self, int w, const cdc_slot_weight_t *weight);
 /* A barrier PING on client ctx's data socket to worker w (token 0: only
    proves the connection). */
 int cdc__client_send_data_ping(void *ctx, int w, uint64_t token);

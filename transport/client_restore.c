@@ -37,18 +37,14 @@
    split (needed = n) and the code, so mix those in, plus a 16-value sample of
    the operand itself to tell apart codes that give the same shapes. */
 uint64_t cdc__client_wire_key(uint64_t key, int shard, int needed, int64_t rows, int64_t k,
-                              const float *data)
+                              const uint32_t *sample)
 {
     uint64_t h = cdc__hash_mix(key, (uint64_t) shard);
     h = cdc__hash_mix(h, (uint64_t) needed);
     h = cdc__hash_mix(h, (uint64_t) rows);
     h = cdc__hash_mix(h, (uint64_t) k);
-    size_t total = (size_t) rows * (size_t) k;
-    for (int i = 0; i < 16 && total > 0; i++) { /* an empty block has no sample */
-        uint32_t bits;
-        memcpy(&bits, data + (total - 1) * (size_t) i / 15, sizeof bits);
-        h = cdc__hash_mix(h, bits);
-    }
+    for (int i = 0; i < CDC_OPERAND_SAMPLE && rows * k > 0; i++) /* none of an empty block */
+        h = cdc__hash_mix(h, sample[i]);
     return h ? h : 1; /* 0 means "inline" on the wire */
 }
 
@@ -155,21 +151,31 @@ int cdc__client_heartbeat_moves(cdc_client_t *self, int64_t now)
 
 /* ---- weights, and the restore pass ---------------------------------------- */
 
-/* WEIGHTS for key to worker w. With a hold (the task's a_hold/bt_hold, a
-   manifest's) the payload goes without a copy: libzmq reads data after this
-   returns, each chunk holding a reference to hold (cdc__wire_send_held);
-   NULL copies it. The caller remembers it as sent (slots.h). */
-static int send_weights(cdc_client_t *self, int w, uint64_t key, int64_t rows, int64_t k,
-                        const float *data, cdc_hold_t *hold)
+/* WEIGHTS for weight->key to worker w. With a hold (the task's
+   a_hold/bt_hold, a manifest's) the payload goes without a copy: libzmq
+   reads data after this returns, each chunk holding a reference to hold
+   (cdc__wire_send_held); NULL copies it. Without data, its source builds
+   it (operand_source.h), held until libzmq has sent it. The caller
+   remembers it as sent (slots.h). */
+static int send_weights(cdc_client_t *self, int w, const cdc_slot_weight_t *weight)
 {
+    const float *data = weight->data;
+    cdc_hold_t *hold = weight->hold, *built = NULL;
+    if (!data && weight->source) {
+        int rc = weight->source->open(weight->source, &data, &built);
+        if (rc != CDC_OK)
+            return rc;
+        hold = built;
+    }
     cdc_msg_header_t h;
     cdc__msg_header_init(&h, CDC_MSG_WEIGHTS);
-    h.a_key = key;
-    h.rows = rows;
-    h.k = k;
-    cdc_frame_t payload = {data, (size_t) rows * (size_t) k * sizeof(float)};
+    h.a_key = weight->key;
+    h.rows = weight->rows;
+    h.k = weight->k;
+    cdc_frame_t payload = {data, (size_t) weight->rows * (size_t) weight->k * sizeof(float)};
     int rc = cdc__wire_send_held(self->workers[w].socket, NULL, &h, &payload, &hold, 1,
                                  ZMQ_DONTWAIT);
+    cdc__hold_release(built); /* libzmq's slices keep it until sent */
     if (rc != CDC_OK)
         return rc;
     self->counters.weights_sent++;
@@ -179,22 +185,20 @@ static int send_weights(cdc_client_t *self, int w, uint64_t key, int64_t rows, i
 }
 
 /* Make sure worker w holds the keyed operand, sending it if not. */
-int cdc__client_ensure_weights(cdc_client_t *self, int w, uint64_t key, int64_t rows,
-                               int64_t k, const float *data, cdc_hold_t *hold)
+int cdc__client_ensure_weights(cdc_client_t *self, int w, const cdc_slot_weight_t *weight)
 {
-    if (cdc__slots_has(self->slots, w, key))
+    if (cdc__slots_has(self->slots, w, weight->key))
         return CDC_OK;
-    int rc = send_weights(self, w, key, rows, k, data, hold);
+    int rc = send_weights(self, w, weight);
     if (rc == CDC_OK)
-        cdc__slots_sent(self->slots, w, key);
+        cdc__slots_sent(self->slots, w, weight->key);
     return rc;
 }
 
 /* The restore pass's callbacks (slots.h): its sends count as background. */
 static int restore_send_weights(void *ctx, int w, const cdc_slot_weight_t *weight)
 {
-    return send_weights(ctx, w, weight->key, weight->rows, weight->k, weight->data,
-                        weight->hold);
+    return send_weights(ctx, w, weight);
 }
 
 /* A barrier PING on client ctx's data socket to worker w, behind the
@@ -356,9 +360,11 @@ int cdc__client_stage(cdc_client_t *self, uint64_t token, int needed,
         return 0;
     cdc_slot_weight_t weight[CDC_MAX_WORKERS];
     for (int s = 0; s < count; s++) {
+        uint32_t sample[CDC_OPERAND_SAMPLE];
+        cdc__operand_sample(block[s].data, block[s].rows, block[s].k, sample);
         weight[s] = block[s];
         weight[s].key = cdc__client_wire_key(block[s].key, s, needed, block[s].rows,
-                                             block[s].k, block[s].data);
+                                             block[s].k, sample);
     }
     pthread_mutex_lock(&self->lock);
     cdc__slots_stage(self->slots, token, weight, count, order);

@@ -18,7 +18,7 @@ cdc_shard_task_t cdc__task_part(const cdc_shard_task_t *task, int part, int64_t 
     int64_t first = task->lead_rows + (int64_t) (part - 1) * task->part_rows;
     int64_t rows = task->a_rows - first;
     piece.a_rows = rows < task->part_rows ? rows : task->part_rows;
-    piece.a = task->a + first * task->k;
+    piece.a = task->a ? task->a + first * task->k : NULL; /* (NULL: built when needed) */
     piece.result = task->tail ? task->tail + (first - task->lead_rows) * task->cols : NULL;
     *first_row = first;
     return piece;

@@ -7,6 +7,7 @@
 
 #include "geometry.h"
 #include "hold.h"
+#include "operand_source.h"
 
 #include <stdint.h>
 
@@ -22,7 +23,11 @@ typedef struct {
                             parity; a replica (2-modular redundancy) covers
                             the shard it copies: the call is complete once
                             every covered index has one result             */
-    const float *a;      /* a_rows x k, row-major, contiguous                 */
+    const float *a;      /* a_rows x k, row-major, contiguous; NULL with a
+                            source (a_source)                                */
+    const cdc_operand_source_t *a_source; /* with a_key and a_hold and no a:
+                            builds a when it must be sent or run here (the
+                            rotated layout's operands); a_hold keeps it    */
     int64_t a_rows, k;
     uint64_t a_key;      /* nonzero: a is a cached weight shard with this key */
     uint64_t bt_key;     /* nonzero: bt is a cached weight matrix with this key */

@@ -29,6 +29,7 @@
 
 #include "cdcgemm.h"
 #include "hold.h"
+#include "operand_source.h"
 
 #include <stdint.h>
 
@@ -41,10 +42,12 @@
 typedef struct {
     uint64_t key;        /* wire key (names the shard)                        */
     int64_t rows, k;
-    const float *data;   /* rows x k, kept alive by hold                      */
+    const float *data;   /* rows x k, kept alive by hold; NULL: source builds
+                            them when they are sent                         */
     cdc_hold_t *hold;    /* one reference owned by the manifest; NULL: a view
                             valid only during the call (never re-shipped)    */
     uint64_t used;       /* call stamp of its last use (LRU)                  */
+    const cdc_operand_source_t *source; /* without data: kept alive by hold   */
 } cdc_slot_weight_t;
 
 typedef struct {

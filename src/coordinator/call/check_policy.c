@@ -18,18 +18,22 @@ int cdc__verify_this_call(cdc_context_t *context)
 {
     pthread_mutex_lock(&context->lock);
     uint64_t sequence = context->verify_sequence++;
-    int wanted = context->config.verify == 2 ||
-                 (context->config.verify == 1 &&
-                  (sequence < CDC_VERIFY_FIRST || sequence % CDC_VERIFY_EVERY == 0 ||
-                   context->corruption_seen));
+    int verify = context->config.verify, check = CDC_CHECK_NONE;
+    if (verify != 0 && context->corruption_seen) /* a device known to corrupt */
+        check = CDC_CHECK_STRICT;
+    else if (verify == 1 && sequence < CDC_VERIFY_FIRST)
+        check = CDC_CHECK_FIRST;
+    else if (verify == 2 || (verify == 1 && sequence % CDC_VERIFY_EVERY == 0))
+        check = CDC_CHECK_SAMPLED;
     pthread_mutex_unlock(&context->lock);
-    return wanted;
+    return check;
 }
 
-void cdc__check_wait_start(cdc_check_wait_t *wait)
+void cdc__check_wait_start(cdc_check_wait_t *wait, int check)
 {
     wait->started_ms = cdc__clock_ms();
     wait->decodable_ms = -1.0;
+    wait->patience = check == CDC_CHECK_FIRST ? 2.0 : 0.5;
 }
 
 int cdc__check_wait_over(cdc_check_wait_t *wait, int decodable, int checkable)
@@ -39,7 +43,7 @@ int cdc__check_wait_over(cdc_check_wait_t *wait, int decodable, int checkable)
     double now = cdc__clock_ms();
     if (wait->decodable_ms < 0.0)
         wait->decodable_ms = now;
-    return now >= wait->decodable_ms + 0.5 * (wait->decodable_ms - wait->started_ms);
+    return now >= wait->decodable_ms + wait->patience * (wait->decodable_ms - wait->started_ms);
 }
 
 double cdc__decode_limit(int64_t k)

@@ -50,7 +50,8 @@ typedef struct {
     uint32_t parts[MAX_SLOTS]; /* per slot: its task's parts in              */
     uint64_t present[MAX_SLOTS]; /* per stripe: its usable blocks            */
     double decode_limit;    /* cdc__decode_limit of the call's k             */
-    int verify;             /* every stripe waits for a block to check with  */
+    int verify;             /* CDC_CHECK_*: every stripe waits for a block to
+                               check with                                   */
     cdc_check_wait_t check_wait;
     int checked;            /* some stripe was checked                        */
     int refused;            /* stripes decodable by count, not by accuracy   */
@@ -96,14 +97,14 @@ static int goal_enough(void *ctx, const cdc_shard_task_t *tasks, int count)
     uint32_t parts[MAX_SLOTS] = {0};
     for (int t = 0; t < count; t++)
         parts[run->slot_of[t]] = tasks[t].parts_in;
-    int checkable = run->verify;
+    int checkable = run->verify != CDC_CHECK_NONE;
     for (int s = 0; s < layout->stripes; s++) {
         uint64_t present = layout->ops->present(layout, parts, s);
         if (!stripe_decodable(run, present))
             return 0;
         checkable = checkable && stripe_checkable(run, present);
     }
-    return !run->verify || cdc__check_wait_over(&run->check_wait, 1, checkable);
+    return run->verify == CDC_CHECK_NONE || cdc__check_wait_over(&run->check_wait, 1, checkable);
 }
 
 /* The injections for this call, taken from the context (they apply once). */
@@ -118,7 +119,7 @@ static void run_start(cdc_context_t *context, cdc_call_layout_t *layout, call_ru
     context->erase_next = 0;
     context->corrupt_next = 0;
     pthread_mutex_unlock(&context->lock);
-    run->verify = layout->code && cdc__verify_this_call(context);
+    run->verify = layout->code ? cdc__verify_this_call(context) : CDC_CHECK_NONE;
 }
 
 /* Every slot not erased gets its task; the executor returns once the goal
@@ -140,7 +141,7 @@ static int call_dispatch(cdc_context_t *context, call_run_t *run)
         run->count++;
     }
     int needed = layout->needed - cdc__popcount64(run->zero);
-    cdc__check_wait_start(&run->check_wait);
+    cdc__check_wait_start(&run->check_wait, run->verify);
     /* Without a goal the executor stops once every data task is in, or
        needed results are: right unless a data slot is out or the call
        checks, both of which want parity. */
@@ -224,21 +225,50 @@ static int stripe_blocks(call_run_t *run, int s, uint64_t present, float **block
    against the parity equations (code.h: a rounding-aware tolerance). A
    block that fails and is located is dropped (and rebuilt); a stripe whose
    bad block cannot be located keeps only its zero blocks (computed here
-   whole), so a corrupted result never reaches the caller. */
-static void call_verify(call_run_t *run)
+   whole), so a corrupted result never reaches the caller. Under a strict
+   check, so does a stripe with nothing to check with. */
+/* Failed stripes warned about one by one, then one in this many: a device
+   that corrupts every result must not fill the log. */
+#define CDC_CHECK_WARN_FIRST 8
+#define CDC_CHECK_WARN_EVERY 1000
+
+static void warn_failed_stripe(cdc_context_t *context, int s, int bad)
+{
+    uint64_t count = ++context->stripes_failed;
+    if (count > CDC_CHECK_WARN_FIRST && count % CDC_CHECK_WARN_EVERY != 0)
+        return;
+    CDC_LOG_WARNF("stripe %d fails the parity check (block %d%s); %s (%llu stripes so far)", s,
+                  bad, bad >= 0 ? "" : ": not located",
+                  bad >= 0 ? "rebuilding it" : "computing its data here",
+                  (unsigned long long) count);
+    if (count == CDC_CHECK_WARN_FIRST)
+        CDC_LOG_WARNF("from now on, 1 failed stripe in %d is logged", CDC_CHECK_WARN_EVERY);
+}
+
+static void call_verify(cdc_context_t *context, call_run_t *run)
 {
     cdc_call_layout_t *layout = run->layout;
-    if (!run->verify)
+    static const uint32_t nothing_came[MAX_SLOTS];
+    if (run->verify == CDC_CHECK_NONE)
         return;
     for (int s = 0; s < layout->stripes; s++) {
         uint64_t present = run->present[s];
         float *blocks[CDC_CODE_MAX_N + CDC_CODE_MAX_R];
         cdc_shard_scale_t scales[CDC_CODE_MAX_N + CDC_CODE_MAX_R];
-        if (!stripe_checkable(run, present))
-            continue; /* nothing to check with (it came too late) */
+        if (!stripe_checkable(run, present)) { /* nothing to check with in time */
+            if (run->verify == CDC_CHECK_STRICT) {
+                run->present[s] = layout->ops->present(layout, nothing_came, s);
+                run->checked = 1; /* no block of it unchecked: computed here */
+            }
+            continue;
+        }
         if (stripe_blocks(run, s, present, blocks) != CDC_OK ||
             layout->ops->scales(layout, s, scales) != CDC_OK) {
-            CDC_LOG_WARNF("parity check unavailable (%s); not checking", cdc_last_error());
+            CDC_LOG_WARNF("parity check unavailable (%s); %s", cdc_last_error(),
+                          run->verify == CDC_CHECK_STRICT ? "computing the stripes here"
+                                                          : "not checking");
+            for (int t = s; t < layout->stripes && run->verify == CDC_CHECK_STRICT; t++)
+                run->present[t] = layout->ops->present(layout, nothing_came, t);
             return;
         }
         run->checked = 1;
@@ -248,12 +278,9 @@ static void call_verify(call_run_t *run)
                             layout->k, &bad) != CDC_ECORRUPT)
             continue;
         run->report.corrupt = 1;
-        static const uint32_t nothing_came[MAX_SLOTS];
         run->present[s] &= bad >= 0 ? ~(UINT64_C(1) << bad)
                                     : layout->ops->present(layout, nothing_came, s);
-        CDC_LOG_WARNF("stripe %d fails the parity check (block %d%s); %s", s, bad,
-                      bad >= 0 ? "" : ": not located",
-                      bad >= 0 ? "rebuilding it" : "computing its data here");
+        warn_failed_stripe(context, s, bad);
     }
 }
 
@@ -441,7 +468,7 @@ static int call_run_sent(cdc_context_t *context, cdc_call_layout_t *layout)
     int rc = call_dispatch(context, run);
     if (rc == CDC_OK) {
         call_collect(run);
-        call_verify(run);
+        call_verify(context, run);
         rc = call_finish(context, run);
     }
     if (rc == CDC_OK)

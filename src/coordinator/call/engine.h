@@ -32,21 +32,37 @@ int cdc__call_compute_here(const cdc_context_t *context, const cdc_shard_task_t 
    per-element guard (context decode_guard). */
 double cdc__decode_limit(int64_t k);
 
-/* Whether this call waits for a parity block to check its data blocks
-   with (config.verify: 0 never; 1 the first CDC_VERIFY_FIRST calls, then
-   one in CDC_VERIFY_EVERY, and every call once a check has failed; 2
-   always). Counts the call; takes the context's lock. */
+/* How a call checks its data blocks against the parity. */
+enum {
+    CDC_CHECK_NONE = 0,
+    CDC_CHECK_SAMPLED = 1, /* waits for a parity to check with, within the
+                              check's wait (cdc_check_wait_t); a stripe whose
+                              parity came later goes unchecked           */
+    CDC_CHECK_FIRST = 2,   /* the same, with the longer wait of a context's
+                              first calls                                */
+    CDC_CHECK_STRICT = 3   /* the sampled wait, then a stripe it could not
+                              check is computed here: no block unchecked */
+};
+
+/* How this call checks (config.verify: 0 never; 1 the first
+   CDC_VERIFY_FIRST calls, then one in CDC_VERIFY_EVERY; 2 every call;
+   under 1 and 2, every call strictly once a check has failed: a device
+   is known to corrupt). Counts the call; takes the context's lock. */
 int cdc__verify_this_call(cdc_context_t *context);
 
 /* How long a checked call waits for the parity it checks with, past the
    moment its results first sufficed (decodable): half the time it took to
-   get there, so a straggler costs a checked call at most 1.5x. */
+   get there, so a straggler costs a checked call at most 1.5x; twice that
+   time in a context's first calls (CDC_CHECK_FIRST), which catch a device
+   that corrupts every result, so that a parity a busy host delays is still
+   waited for there (at most 3x, for those calls only). */
 typedef struct {
     double started_ms;   /* the call's dispatch                           */
     double decodable_ms; /* when its results first sufficed; < 0: not yet */
+    double patience;     /* the wait over the time to decodable           */
 } cdc_check_wait_t;
 
-void cdc__check_wait_start(cdc_check_wait_t *wait);
+void cdc__check_wait_start(cdc_check_wait_t *wait, int check);
 /* Whether the call is done: decodable and either checkable (a parity to
    check with is in) or past the wait. Reads the clock. */
 int cdc__check_wait_over(cdc_check_wait_t *wait, int decodable, int checkable);

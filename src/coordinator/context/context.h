@@ -61,6 +61,9 @@ struct cdc_context {
     uint64_t corrupt_next; /* shards whose next results get one bad element  */
     uint64_t verify_sequence; /* coded calls cdc__verify_this_call was asked */
     int corruption_seen;  /* a parity check failed once: every call checked */
+    uint64_t stripes_failed; /* under call_lock: stripes that failed the check
+                             (the warnings say the first few, then 1 in
+                             CDC_CHECK_WARN_EVERY)                        */
     cdc_call_report_t last_call;
     double decode_guard;  /* > 0: a rebuilt shard whose error amplification
                              exceeds decode_guard * sqrt(k) is computed

@@ -42,11 +42,11 @@ int cdc__rotated_wanted(cdc_context_t *context, const cdc_call_plan_t *plan, int
     return plain;
 }
 
-static int encoding_new(const cdc_code_t *code, const float *src, int64_t rows, int64_t k,
-                        void **encoding)
+static int encoding_new(const cdc_code_t *code, const float *src, cdc_hold_t *src_hold,
+                        int64_t rows, int64_t k, void **encoding)
 {
     cdc_rotated_set_t *set;
-    int rc = cdc__rotated_set_new(code, src, rows, k, &set);
+    int rc = cdc__rotated_set_new(code, src, src_hold, rows, k, &set);
     *encoding = rc == CDC_OK ? set : NULL;
     return rc;
 }
@@ -57,8 +57,8 @@ static int encoding_matches(const void *encoding, const cdc_code_t *code, int64_
     return cdc__rotated_set_matches(encoding, code, rows, k);
 }
 
-/* The operands (a copy of the rows and every parity block) and the block
-   table. */
+/* What the set keeps: every operand row's norm and the block table (the
+   operands themselves are built when they are sent, rotated_set.h). */
 static size_t encoding_bytes(const void *encoding)
 {
     const cdc_rotated_set_t *set = encoding;
@@ -66,7 +66,7 @@ static size_t encoding_bytes(const void *encoding)
         return 0;
     size_t blocks = (size_t) set->layout.workers * (size_t) set->layout.n;
     return (size_t) (set->rows + set->layout.workers * set->layout.r * set->block_rows) *
-               (size_t) set->k * sizeof(float) +
+               sizeof(double) +
            2 * blocks * sizeof(int64_t);
 }
 
@@ -105,7 +105,8 @@ static int rotated_task(cdc_call_layout_t *layout, int w, cdc_shard_task_t *task
     *task = call->proto;
     task->shard = w;
     task->cover = -1;
-    task->a = set->operand[w];
+    task->a = NULL; /* built when it must be sent: its source */
+    task->a_source = &set->source[w];
     task->a_rows = set->data_rows[w] + (int64_t) set->layout.r * set->block_rows;
     task->a_key = cdc__hash_mix(call->a_key, set->key_mix) | 1;
     task->a_hold = cdc__rotated_set_hold(set);
@@ -147,15 +148,14 @@ static void rotated_collected(cdc_call_layout_t *layout, const uint32_t *parts,
         report->oracle_ms = -1.0;
 }
 
-/* Data block b of stripe s as a task here: its rows of its worker's
-   operand, into its rows of out. */
+/* Data block b of stripe s as a task here: its rows of the source, into
+   its rows of out. */
 static cdc_shard_task_t block_task(const cdc_rotated_call_t *call, int s, int b)
 {
     const cdc_rotated_set_t *set = call->set;
     size_t i = (size_t) s * (size_t) set->layout.n + (size_t) b;
-    int w = cdc__stripes_worker(&set->layout, s, b);
     cdc_shard_task_t task = call->proto;
-    task.a = set->operand[w] + (set->block_first[i] - set->data_first[w]) * set->k;
+    task.a = set->src + set->block_first[i] * set->k;
     task.a_rows = set->block_len[i];
     task.result = call->out + set->block_first[i] * call->proto.cols;
     return task;

@@ -35,7 +35,7 @@ static void rotated_set_free(cdc_hold_t *hold)
 {
     cdc_rotated_set_t *set =
         (cdc_rotated_set_t *) ((char *) hold - offsetof(cdc_rotated_set_t, hold));
-    free(set->storage);
+    cdc__hold_release(set->src_hold);
     free(set->norms);
     free(set->block_first);
     free(set->block_len);
@@ -68,73 +68,156 @@ static void cut_rows(cdc_rotated_set_t *set, const int64_t *worker_rows)
     }
 }
 
-/* Every stripe's parity, straight into its workers' operands. */
-static int encode_stripes(cdc_rotated_set_t *set, const cdc_code_t *code, const float *src)
+/* Worker w's operand rows: its data rows and r parity blocks. */
+static int64_t operand_rows(const cdc_rotated_set_t *set, int w)
 {
-    const cdc_stripes_t *layout = &set->layout;
-    int n = layout->n, r = layout->r;
-    int64_t k = set->k, zero_rows = ZERO_CHUNK_FLOATS / k > 0 ? ZERO_CHUNK_FLOATS / k : 1;
-    float *zeros = calloc((size_t) zero_rows * (size_t) k, sizeof(float));
-    if (!zeros)
-        return cdc__fail(CDC_ENOMEM, "rotated layout: zero chunk");
-    int rc = CDC_OK;
-    for (int s = 0; s < layout->workers && rc == CDC_OK; s++) {
-        const float *data[CDC_CODE_MAX_N];
-        int64_t heights[CDC_CODE_MAX_N];
-        float *parity[CDC_CODE_MAX_R];
-        for (int b = 0; b < n; b++) {
-            size_t i = (size_t) s * (size_t) n + (size_t) b;
-            data[b] = src + set->block_first[i] * k;
-            heights[b] = set->block_len[i];
-        }
-        for (int j = 0; j < r; j++) {
-            int w = cdc__stripes_worker(layout, s, n + j);
-            int64_t row = set->data_rows[w] +
-                          (int64_t) cdc__rotated_parity_index(set, w, s, j) * set->block_rows;
-            parity[j] = (float *) set->operand[w] + row * k;
-        }
-        rc = cdc__encode_ragged(code, data, heights, set->block_rows, k, parity, zeros,
-                                zero_rows);
-    }
-    free(zeros);
-    return rc;
+    return set->data_rows[w] + (int64_t) set->layout.r * set->block_rows;
 }
 
-/* The operands' storage: each worker's data rows copied, its parity after. */
-static int lay_out_operands(cdc_rotated_set_t *set, const float *src)
+/* What encoding a stripe needs beside the source: r parity blocks of B x k
+   and a chunk of zeros standing in for ended blocks. */
+typedef struct {
+    float *parity[CDC_CODE_MAX_R];
+    float *storage, *zeros;
+    int64_t zero_rows;
+} stripe_scratch_t;
+
+static void scratch_free(stripe_scratch_t *scratch)
 {
-    const cdc_stripes_t *layout = &set->layout;
-    int64_t parity_rows = (int64_t) layout->r * set->block_rows;
-    size_t floats = (size_t) (set->rows + layout->workers * parity_rows) * (size_t) set->k;
-    set->storage = malloc(floats * sizeof(float));
-    if (!set->storage)
-        return cdc__fail(CDC_ENOMEM, "rotated layout: %zu floats", floats);
-    float *at = set->storage;
-    for (int w = 0; w < layout->workers; w++) {
-        set->operand[w] = at;
-        memcpy(at, src + set->data_first[w] * set->k,
-               (size_t) (set->data_rows[w] * set->k) * sizeof(float));
-        at += (set->data_rows[w] + parity_rows) * set->k;
+    free(scratch->storage);
+    free(scratch->zeros);
+    memset(scratch, 0, sizeof *scratch);
+}
+
+static int scratch_new(const cdc_rotated_set_t *set, stripe_scratch_t *scratch)
+{
+    int64_t k = set->k, B = set->block_rows, r = set->layout.r;
+    memset(scratch, 0, sizeof *scratch);
+    scratch->zero_rows = ZERO_CHUNK_FLOATS / k > 0 ? ZERO_CHUNK_FLOATS / k : 1;
+    scratch->zeros = calloc((size_t) (scratch->zero_rows * k), sizeof(float));
+    scratch->storage = malloc((size_t) (r * B * k) * sizeof(float));
+    if (!scratch->zeros || !scratch->storage) {
+        scratch_free(scratch);
+        return cdc__fail(CDC_ENOMEM, "rotated layout: a stripe's %lld parity rows",
+                         (long long) (r * B));
     }
+    for (int j = 0; j < r; j++)
+        scratch->parity[j] = scratch->storage + (size_t) (j * B * k);
     return CDC_OK;
 }
 
-/* Every operand row's norm, once per weights: the check of a sampled call
-   (the call engine's check) scales its tolerance by them. */
-static int norm_operands(cdc_rotated_set_t *set)
+/* Stripe s's parity blocks into the scratch: the same bytes every time. */
+static int encode_stripe(const cdc_rotated_set_t *set, int s, stripe_scratch_t *scratch)
 {
-    int64_t parity_rows = (int64_t) set->layout.r * set->block_rows;
-    size_t count = (size_t) (set->rows + set->layout.workers * parity_rows);
+    int n = set->layout.n;
+    const float *data[CDC_CODE_MAX_N];
+    int64_t heights[CDC_CODE_MAX_N];
+    for (int b = 0; b < n; b++) {
+        size_t i = (size_t) s * (size_t) n + (size_t) b;
+        data[b] = set->src + set->block_first[i] * set->k;
+        heights[b] = set->block_len[i];
+    }
+    return cdc__encode_ragged(set->code, data, heights, set->block_rows, set->k,
+                              scratch->parity, scratch->zeros, scratch->zero_rows);
+}
+
+/* Parity block j of stripe s: worker *w holds it, at row *row of its
+   operand. */
+static void parity_home(const cdc_rotated_set_t *set, int s, int j, int *w, int64_t *row)
+{
+    *w = cdc__stripes_worker(&set->layout, s, set->layout.n + j);
+    *row = set->data_rows[*w] +
+           (int64_t) cdc__rotated_parity_index(set, *w, s, j) * set->block_rows;
+}
+
+/* The sample elements of worker w's operand that lie in rows [row, row +
+   count) of it, taken from those rows (at). */
+static void sample_rows(cdc_rotated_set_t *set, int w, int64_t row, int64_t count,
+                        const float *at)
+{
+    int64_t k = set->k, first = row * k, end = (row + count) * k;
+    for (int i = 0; i < CDC_OPERAND_SAMPLE; i++) {
+        int64_t e = cdc__operand_sample_at(operand_rows(set, w), k, i);
+        if (e >= first && e < end)
+            memcpy(&set->source[w].sample[i], at + (e - first), sizeof(uint32_t));
+    }
+}
+
+/* Every operand's row norms and wire-key sample, each stripe's parity
+   encoded once and dropped: the check scales its tolerance by the norms,
+   and the keys need no build. */
+static int measure_operands(cdc_rotated_set_t *set)
+{
+    int W = set->layout.workers, r = set->layout.r;
+    size_t count = (size_t) (set->rows + (int64_t) W * r * set->block_rows);
     set->norms = malloc(count * sizeof(double));
     if (!set->norms)
         return cdc__fail(CDC_ENOMEM, "rotated layout: %zu row norms", count);
     double *at = set->norms;
-    for (int w = 0; w < set->layout.workers; w++) {
-        int64_t operand_rows = set->data_rows[w] + parity_rows;
-        cdc__row_norms(set->operand[w], operand_rows, set->k, at);
+    for (int w = 0; w < W; w++) {
+        const float *data = set->src + set->data_first[w] * set->k;
+        cdc__row_norms(data, set->data_rows[w], set->k, at);
+        sample_rows(set, w, 0, set->data_rows[w], data);
         set->operand_norms[w] = at;
-        at += operand_rows;
+        at += operand_rows(set, w);
     }
+    stripe_scratch_t scratch;
+    int rc = scratch_new(set, &scratch);
+    for (int s = 0; s < W && rc == CDC_OK; s++) {
+        if ((rc = encode_stripe(set, s, &scratch)) != CDC_OK)
+            break;
+        for (int j = 0; j < r; j++) {
+            int w;
+            int64_t row;
+            parity_home(set, s, j, &w, &row);
+            cdc__row_norms(scratch.parity[j], set->block_rows, set->k,
+                           (double *) set->operand_norms[w] + row);
+            sample_rows(set, w, row, set->block_rows, scratch.parity[j]);
+        }
+    }
+    scratch_free(&scratch);
+    return rc;
+}
+
+static int operand_open(const cdc_operand_source_t *source, const float **data,
+                        cdc_hold_t **hold)
+{
+    return cdc__rotated_operand_open(source->owner, source->index, data, hold);
+}
+
+int cdc__rotated_operand_open(const cdc_rotated_set_t *set, int w, const float **data,
+                              cdc_hold_t **hold)
+{
+    int64_t k = set->k;
+    float *out;
+    *data = NULL;
+    *hold = cdc__hold_alloc((size_t) (operand_rows(set, w) * k) * sizeof(float),
+                            (void **) &out);
+    if (!*hold)
+        return cdc__fail(CDC_ENOMEM, "rotated layout: worker %d's operand, %lld rows", w,
+                         (long long) operand_rows(set, w));
+    memcpy(out, set->src + set->data_first[w] * k,
+           (size_t) (set->data_rows[w] * k) * sizeof(float));
+    stripe_scratch_t scratch;
+    int rc = scratch_new(set, &scratch);
+    for (int s = 0; s < set->layout.workers && rc == CDC_OK; s++)
+        for (int j = 0; j < set->layout.r && rc == CDC_OK; j++) {
+            int home;
+            int64_t row;
+            parity_home(set, s, j, &home, &row);
+            if (home != w)
+                continue;
+            if ((rc = encode_stripe(set, s, &scratch)) == CDC_OK)
+                memcpy(out + row * k, scratch.parity[j],
+                       (size_t) (set->block_rows * k) * sizeof(float));
+        }
+    scratch_free(&scratch);
+    if (rc != CDC_OK) {
+        cdc__hold_release(*hold);
+        *hold = NULL;
+        return rc;
+    }
+    *data = out;
     return CDC_OK;
 }
 
@@ -164,15 +247,15 @@ static uint64_t layout_key(int W, int r, const int64_t *worker_rows)
     return key;
 }
 
-int cdc__rotated_set_new(const cdc_code_t *code, const float *src, int64_t rows, int64_t k,
-                         cdc_rotated_set_t **set_p)
+int cdc__rotated_set_new(const cdc_code_t *code, const float *src, cdc_hold_t *src_hold,
+                         int64_t rows, int64_t k, cdc_rotated_set_t **set_p)
 {
-    return cdc__rotated_set_new_sized(code, src, rows, k, NULL, set_p);
+    return cdc__rotated_set_new_sized(code, src, src_hold, rows, k, NULL, set_p);
 }
 
-int cdc__rotated_set_new_sized(const cdc_code_t *code, const float *src, int64_t rows,
-                               int64_t k, const int64_t *worker_rows,
-                               cdc_rotated_set_t **set_p)
+int cdc__rotated_set_new_sized(const cdc_code_t *code, const float *src,
+                               cdc_hold_t *src_hold, int64_t rows, int64_t k,
+                               const int64_t *worker_rows, cdc_rotated_set_t **set_p)
 {
     *set_p = NULL;
     int n = cdc__code_n(code), r = cdc__code_r(code), W = n + r;
@@ -189,6 +272,8 @@ int cdc__rotated_set_new_sized(const cdc_code_t *code, const float *src, int64_t
     set->code = code;
     set->rows = rows;
     set->k = k;
+    set->src = src;
+    set->src_hold = cdc__hold_retain(src_hold);
     set->block_first = malloc((size_t) W * (size_t) n * sizeof(int64_t));
     set->block_len = malloc((size_t) W * (size_t) n * sizeof(int64_t));
     if (rc == CDC_OK && (!set->block_first || !set->block_len))
@@ -196,12 +281,10 @@ int cdc__rotated_set_new_sized(const cdc_code_t *code, const float *src, int64_t
     if (rc == CDC_OK) {
         cut_rows(set, worker_rows);
         set->sized = worker_rows != NULL;
-        rc = lay_out_operands(set, src);
+        for (int w = 0; w < W; w++)
+            set->source[w] = (cdc_operand_source_t){operand_open, set, w, {0}};
+        rc = measure_operands(set);
     }
-    if (rc == CDC_OK)
-        rc = encode_stripes(set, code, src);
-    if (rc == CDC_OK)
-        rc = norm_operands(set);
     if (rc != CDC_OK) {
         cdc__hold_retire(&set->hold);
         return rc;

@@ -9,13 +9,17 @@
  * w's operand is X's rows [data_first[w], data_first[w] + data_rows[w]) and
  * r parity blocks after them: computed in that order, its data rows give
  * rows of the product as they are, and its parity rows only serve a stripe
- * that lost a data block. The operands are copied into storage of their
- * own (the wire sends each as one matrix): (rows + W·r·B) x k floats. */
+ * that lost a data block. The operands are not kept: each is built from the
+ * source, which the set holds, when it must go to a worker (the wire sends
+ * each as one matrix) or run here, and freed after (operand_source.h). What
+ * stays is the tables, every operand row's norm and the wire keys' samples:
+ * the source's rows x 8 bytes and (W·r·B) x 8 more. */
 #ifndef CDC_ROTATED_SET_H_INCLUDED
 #define CDC_ROTATED_SET_H_INCLUDED
 
 #include "code.h"
 #include "hold.h"
+#include "operand_source.h"
 #include "stripes.h"
 
 #include <stdint.h>
@@ -30,15 +34,18 @@ typedef struct {
     int64_t *block_len;
     int64_t data_first[CDC_STRIPES_MAX_WORKERS]; /* worker w's data rows      */
     int64_t data_rows[CDC_STRIPES_MAX_WORKERS];
-    const float *operand[CDC_STRIPES_MAX_WORKERS]; /* worker w's operand:
-                              data_rows[w] + r·B rows x k                    */
+    const float *src;      /* the source rows (rows x k), kept by src_hold    */
+    cdc_hold_t *src_hold;  /* a reference of the set's (NULL: the caller
+                              keeps src for the set's life)                 */
+    cdc_operand_source_t source[CDC_STRIPES_MAX_WORKERS]; /* worker w's
+                              operand, data_rows[w] + r·B rows x k:
+                              cdc__rotated_operand_open                     */
     const double *operand_norms[CDC_STRIPES_MAX_WORKERS]; /* the 2-norm of
-                              every row of operand[w]: the parity check's
-                              rounding scale (code.h)                       */
+                              every row of worker w's operand: the parity
+                              check's rounding scale (code.h)               */
     int sized;             /* data_rows were given (cdc__rotated_set_new_sized) */
     uint64_t key_mix;      /* mixed into the weights' key: this layout's name
                               and, when sized, its cut                      */
-    float *storage;
     double *norms;         /* storage of operand_norms                        */
     cdc_hold_t hold;       /* keeps the operands alive (as a shard set's)     */
 } cdc_rotated_set_t;
@@ -47,12 +54,14 @@ typedef struct {
    blocks a stripe: every one of the W·(W - r) data blocks gets a row. */
 int cdc__rotated_fits(int64_t rows, int workers, int r);
 
-/* Cut src (rows x k) for code's (n, r) over W = n + r workers and encode
-   every stripe's parity. The set copies what it needs (src may go after).
-   CDC_EINVAL when the rows do not fit (cdc__rotated_fits), CDC_ENOMEM. The
-   caller owns the first reference: cdc__rotated_set_retire. */
-int cdc__rotated_set_new(const cdc_code_t *code, const float *src, int64_t rows, int64_t k,
-                         cdc_rotated_set_t **set_p);
+/* Cut src (rows x k) for code's (n, r) over W = n + r workers, encoding
+   every stripe's parity once for the operands' row norms and samples. The
+   set reads src again whenever an operand is built (it retains src_hold;
+   with none, src must outlive the set). CDC_EINVAL when the rows do not fit
+   (cdc__rotated_fits), CDC_ENOMEM. The caller owns the first reference:
+   cdc__rotated_set_retire. */
+int cdc__rotated_set_new(const cdc_code_t *code, const float *src, cdc_hold_t *src_hold,
+                         int64_t rows, int64_t k, cdc_rotated_set_t **set_p);
 
 /* The same with worker w's data rows given, worker_rows[w] (sized stripes:
    rows in proportion to each worker's speed, issue 26): each at least n (a
@@ -61,9 +70,16 @@ int cdc__rotated_set_new(const cdc_code_t *code, const float *src, int64_t rows,
    block of any stripe (B), every block zero-padded to it for the code, so
    any r lost workers still decode as with the equal cut. The key names the
    cut. CDC_EINVAL when the sizes do not fit. */
-int cdc__rotated_set_new_sized(const cdc_code_t *code, const float *src, int64_t rows,
-                               int64_t k, const int64_t *worker_rows,
-                               cdc_rotated_set_t **set_p);
+int cdc__rotated_set_new_sized(const cdc_code_t *code, const float *src,
+                               cdc_hold_t *src_hold, int64_t rows, int64_t k,
+                               const int64_t *worker_rows, cdc_rotated_set_t **set_p);
+
+/* Worker w's operand built: its data rows, then its parity blocks (by
+   stripe), data_rows[w] + r·B rows x k floats into *data, kept alive by
+   *hold (one reference, the caller's: cdc__hold_release); the same bytes
+   every time. CDC_ENOMEM. */
+int cdc__rotated_operand_open(const cdc_rotated_set_t *set, int w, const float **data,
+                              cdc_hold_t **hold);
 
 /* Whether the set is the layout of code's (n, r) over rows x k, cut
    equally. */

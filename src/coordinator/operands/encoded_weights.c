@@ -41,7 +41,8 @@ int cdc__encoded_weights_layout(cdc_encoded_weights_t *weights,
     if (weights->layout != layout ||
         !layout->matches(weights->encoding, code, weights->rows, weights->k)) {
         void *fresh;
-        int rc = layout->encode(code, weights->src, weights->rows, weights->k, &fresh);
+        int rc = layout->encode(code, weights->src, weights->hold, weights->rows, weights->k,
+                                &fresh);
         if (rc != CDC_OK)
             return rc;
         if (weights->layout)

@@ -16,10 +16,11 @@
 #include <stdint.h>
 
 /* How a parity layout encodes weights (layout/): a new encoding of src
-   (rows x k) for code, whether one is of it, its bytes, its retire. */
+   (rows x k, kept alive by src_hold, which the encoding may retain) for
+   code, whether one is of it, its bytes, its retire. */
 typedef struct {
-    int (*encode)(const cdc_code_t *code, const float *src, int64_t rows, int64_t k,
-                  void **encoding);
+    int (*encode)(const cdc_code_t *code, const float *src, cdc_hold_t *src_hold,
+                  int64_t rows, int64_t k, void **encoding);
     int (*matches)(const void *encoding, const cdc_code_t *code, int64_t rows, int64_t k);
     size_t (*bytes)(const void *encoding);
     void (*retire)(void *encoding);

@@ -29,7 +29,8 @@ void cdc__plan_stage_weights(cdc_context_t *context, const cdc_call_plan_t *plan
         block[s] = (cdc_slot_weight_t){key,
                                        s < set->n ? cdc__shard_set_valid_rows(set, s)
                                                   : set->block_rows,
-                                       set->k, set->blocks[s], cdc__shard_set_hold(set), 0};
+                                       set->k, set->blocks[s], cdc__shard_set_hold(set), 0,
+                                       NULL};
     if (cdc__executor_stage(context->executor, plan->stage_token, plan->n, block, count,
                             plan->stage_order) == 1)
         cdc__profiled_plan_staged(context, plan->stage_token);

@@ -19,6 +19,7 @@ typedef struct {
 enum { QKV, WO, GATE_UP, W2, MATRICES };
 
 struct llm_decoder {
+    const llm_checkpoint_t *ck;
     llm_config_t c;
     const llm_weights_t *w;
     int head_size, kv_dim, max_batch;
@@ -28,9 +29,11 @@ struct llm_decoder {
     float *x, *xb, *xb2, *qkv, *gate_up, *hb, *att; /* max_batch rows each */
 };
 
-/* The matrix of rows parts stacked (each rows[i] x in, from part[i]); the
-   cdcgemm layer copies it, the reference keeps it. */
-static int linear_new(cdc_context_t *context, int parts, const float *const *part,
+/* The matrix of rows parts stacked (each rows[i] x in, from part[i] in
+   ck's map); the cdcgemm layer copies it (and the parts' pages of the map
+   are given back), the reference keeps it. */
+static int linear_new(cdc_context_t *context, const llm_checkpoint_t *ck, int parts,
+                      const float *const *part,
                       const int64_t *rows, int64_t in, linear_t *l, char *err, size_t err_size)
 {
     memset(l, 0, sizeof *l);
@@ -54,6 +57,8 @@ static int linear_new(cdc_context_t *context, int parts, const float *const *par
     if (!context)
         return 0;
     int rc = cdc_fc_new(context, l->out, in, matrix, NULL, NULL, &l->layer);
+    for (int i = 0; i < parts && rc == CDC_OK; i++)
+        llm_checkpoint_drop(ck, part[i], rows[i] * in);
     free(l->owned); /* the layer holds its own copy */
     l->owned = NULL;
     l->w = NULL;
@@ -104,10 +109,11 @@ static int layer_linears(llm_decoder_t *d, cdc_context_t *context, int l, char *
     const float *gate_up[2] = {w->w1 + l * H * D, w->w3 + l * H * D};
     const int64_t gate_up_rows[2] = {H, H};
     const float *w2[1] = {w->w2 + l * D * H};
-    if (linear_new(context, 3, qkv, qkv_rows, D, &at[QKV], err, err_size) != 0 ||
-        linear_new(context, 1, wo, &D, D, &at[WO], err, err_size) != 0 ||
-        linear_new(context, 2, gate_up, gate_up_rows, D, &at[GATE_UP], err, err_size) != 0 ||
-        linear_new(context, 1, w2, &D, H, &at[W2], err, err_size) != 0)
+    if (linear_new(context, d->ck, 3, qkv, qkv_rows, D, &at[QKV], err, err_size) != 0 ||
+        linear_new(context, d->ck, 1, wo, &D, D, &at[WO], err, err_size) != 0 ||
+        linear_new(context, d->ck, 2, gate_up, gate_up_rows, D, &at[GATE_UP], err,
+                   err_size) != 0 ||
+        linear_new(context, d->ck, 1, w2, &D, H, &at[W2], err, err_size) != 0)
         return -1;
     return 0;
 }
@@ -119,6 +125,7 @@ int llm_decoder_new(const llm_checkpoint_t *ck, cdc_context_t *context, int max_
     llm_decoder_t *d = calloc(1, sizeof *d);
     if (!d)
         return llm_fail(err, err_size, "out of memory");
+    d->ck = ck;
     d->c = ck->config;
     d->w = &ck->weights;
     d->head_size = llm_head_size(&d->c);
@@ -148,7 +155,7 @@ int llm_decoder_new(const llm_checkpoint_t *ck, cdc_context_t *context, int max_
     const float *classifier[1] = {ck->weights.classifier};
     const int64_t vocab = d->c.vocab_size;
     if (rc == 0)
-        rc = linear_new(context, 1, classifier, &vocab, D, &d->classifier, err, err_size);
+        rc = linear_new(context, ck, 1, classifier, &vocab, D, &d->classifier, err, err_size);
     if (rc != 0) {
         llm_decoder_destroy(&d);
         return -1;

@@ -1,0 +1,12 @@
+/* operand_source.c - the sample of an operand (operand_source.h). */
+#include "operand_source.h"
+
+#include <string.h>
+
+void cdc__operand_sample(const float *data, int64_t rows, int64_t k,
+                         uint32_t sample[CDC_OPERAND_SAMPLE])
+{
+    memset(sample, 0, CDC_OPERAND_SAMPLE * sizeof *sample);
+    for (int i = 0; i < CDC_OPERAND_SAMPLE && rows * k > 0; i++)
+        memcpy(&sample[i], data + cdc__operand_sample_at(rows, k, i), sizeof *sample);
+}
