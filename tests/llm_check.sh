@@ -14,7 +14,7 @@
 #   3. churn: 6 workers, one SIGKILLed every 0.8 s and one SIGSTOPped for
 #      150 ms every 0.5 s (--chaos), with --baseline uncoded: a list of two
 #      runs, the coded one losing no token, both checked, the chaos in the
-#      JSON and every step in the CSV;
+#      JSON, every step in the CSV, the latency plot a PNG;
 #   4. the check can fail: with the library's verification off, a worker
 #      corrupting every result makes the reference see wrong logits (exit 1);
 #      with it on (the default), the same run is right;
@@ -91,14 +91,16 @@ fi
 if timeout 240 "$llm" --model "$tmp/long.bin" --prompt-tokens 8 --tokens 400 --workers 6 \
     --parity 1 --faults 'slow@*:gflops=1' \
     --chaos 'kill@random:every=800ms;stop@random:every=500ms,for=150ms;seed=3' \
-    --baseline uncoded --json "$tmp/churn.json" --csv "$tmp/churn.csv" >"$tmp/churn.log" 2>&1 &&
+    --baseline uncoded --json "$tmp/churn.json" --csv "$tmp/churn.csv" --plot "$tmp/churn.png" \
+    >"$tmp/churn.log" 2>&1 &&
   checked "$tmp/churn.json" 0 400 && [ "$(field label "$tmp/churn.json" 1)" = uncoded ] &&
   [ "$(field parity "$tmp/churn.json" 1)" = 0 ] &&
   [ "$(field tokens_match "$tmp/churn.json" 1)" = true ] &&
   [ "$(field chaos_events "$tmp/churn.json")" -ge 2 ] &&
   [ "$(field worker_deaths "$tmp/churn.json")" -ge 1 ] &&
   [ "$(grep -c '^coded,' "$tmp/churn.csv")" = 400 ] &&
-  [ "$(grep -c '^uncoded,' "$tmp/churn.csv")" = "$(field tokens "$tmp/churn.json" 1)" ]; then
+  [ "$(grep -c '^uncoded,' "$tmp/churn.csv")" = "$(field tokens "$tmp/churn.json" 1)" ] &&
+  [ "$(head -c 4 "$tmp/churn.png" | od -An -c | tr -d ' ')" = "211PNG" ]; then
   pass "churn, coded: $(sed -n 's/^coded //p' "$tmp/churn.log")"
   pass "churn, uncoded: $(sed -n 's/^uncoded //p' "$tmp/churn.log")"
 else

@@ -221,12 +221,6 @@ static int stripe_blocks(call_run_t *run, int s, uint64_t present, float **block
     return CDC_OK;
 }
 
-/* A checked call: every stripe with more blocks than its n is checked
-   against the parity equations (code.h: a rounding-aware tolerance). A
-   block that fails and is located is dropped (and rebuilt); a stripe whose
-   bad block cannot be located keeps only its zero blocks (computed here
-   whole), so a corrupted result never reaches the caller. Under a strict
-   check, so does a stripe with nothing to check with. */
 /* Failed stripes warned about one by one, then one in this many: a device
    that corrupts every result must not fill the log. */
 #define CDC_CHECK_WARN_FIRST 8
@@ -245,6 +239,12 @@ static void warn_failed_stripe(cdc_context_t *context, int s, int bad)
         CDC_LOG_WARNF("from now on, 1 failed stripe in %d is logged", CDC_CHECK_WARN_EVERY);
 }
 
+/* A checked call: every stripe with more blocks than its n is checked
+   against the parity equations (code.h: a rounding-aware tolerance). A
+   block that fails and is located is dropped (and rebuilt); a stripe whose
+   bad block cannot be located keeps only its zero blocks (computed here
+   whole), so a corrupted result never reaches the caller. Under a strict
+   check, so does a stripe with nothing to check with. */
 static void call_verify(cdc_context_t *context, call_run_t *run)
 {
     cdc_call_layout_t *layout = run->layout;

@@ -153,12 +153,12 @@ static int measure_operands(cdc_rotated_set_t *set)
     set->norms = malloc(count * sizeof(double));
     if (!set->norms)
         return cdc__fail(CDC_ENOMEM, "rotated layout: %zu row norms", count);
-    double *at = set->norms;
+    double *at = set->norms, *norms_of[CDC_STRIPES_MAX_WORKERS];
     for (int w = 0; w < W; w++) {
         const float *data = set->src + set->data_first[w] * set->k;
         cdc__row_norms(data, set->data_rows[w], set->k, at);
         sample_rows(set, w, 0, set->data_rows[w], data);
-        set->operand_norms[w] = at;
+        set->operand_norms[w] = norms_of[w] = at;
         at += operand_rows(set, w);
     }
     stripe_scratch_t scratch;
@@ -170,8 +170,7 @@ static int measure_operands(cdc_rotated_set_t *set)
             int w;
             int64_t row;
             parity_home(set, s, j, &w, &row);
-            cdc__row_norms(scratch.parity[j], set->block_rows, set->k,
-                           (double *) set->operand_norms[w] + row);
+            cdc__row_norms(scratch.parity[j], set->block_rows, set->k, norms_of[w] + row);
             sample_rows(set, w, row, set->block_rows, scratch.parity[j]);
         }
     }

@@ -5,7 +5,7 @@
  *               --save PATH [--seed N]
  *   cdcgemm-llm --model PATH [--prompt-tokens P] [--tokens N] [--workers W]
  *               [--parity R] [--faults SPEC] [--chaos SPEC] [--baseline uncoded]
- *               [--temperature X] [--seed N] [--json F] [--csv F]
+ *               [--temperature X] [--seed N] [--json F] [--csv F] [--plot F.png]
  *
  * What the options leave unset comes from the CDCGEMM_* environment
  * (docs/configuration.md). Each run (the coded one, then the baseline) has
@@ -13,6 +13,7 @@
  * (generation.h, reference.h). Exit 0; 1 on a failure or a check that does
  * not hold; 2 on bad arguments. */
 #include "generation.h"
+#include "plot.h"
 #include "reference.h"
 #include "report.h"
 
@@ -27,7 +28,7 @@
 enum { EXIT_BAD_ARGS = 2 };
 
 typedef struct {
-    const char *random, *save, *model, *faults, *chaos, *baseline, *json, *csv;
+    const char *random, *save, *model, *faults, *chaos, *baseline, *json, *csv, *plot;
     unsigned long long seed;
     int prompt_tokens, tokens, workers, parity;
     double temperature;
@@ -41,6 +42,7 @@ static void usage(FILE *out)
           "       cdcgemm-llm --model PATH [--prompt-tokens P] [--tokens N] [--workers W]\n"
           "                   [--parity R] [--faults SPEC] [--chaos SPEC] [--baseline uncoded]\n"
           "                   [--temperature X] [--seed N] [--json F] [--csv F]\n"
+          "                   [--plot F.png]\n"
           "  --random: a llama2.c checkpoint with weights drawn from the seed (no download);\n"
           "            shared=0 stores the classifier apart from the embedding\n"
           "  --model:  P prompt tokens (default 8) in one call per matrix, then N tokens\n"
@@ -49,7 +51,8 @@ static void usage(FILE *out)
           "            step's logits then checked against an uncoded reference computed\n"
           "            in double, teacher-forced on the run's tokens (max-norm relative\n"
           "            error <= 1e-4, the same tokens but for near-ties). --baseline\n"
-          "            uncoded also runs r = 0 on the same workers, faults and chaos.\n",
+          "            uncoded also runs r = 0 on the same workers, faults and chaos;\n"
+          "            --plot draws the inter-token latency over time (gnuplot)\n",
           out);
 }
 
@@ -87,7 +90,7 @@ static void parse_option(options_t *o, const char *option, const char *value)
         const char **field;
     } texts[] = {{"--random", &o->random},   {"--save", &o->save},   {"--model", &o->model},
                  {"--faults", &o->faults},   {"--chaos", &o->chaos}, {"--baseline", &o->baseline},
-                 {"--json", &o->json},       {"--csv", &o->csv}};
+                 {"--json", &o->json},       {"--csv", &o->csv},     {"--plot", &o->plot}};
     struct {
         const char *name;
         int *field;
@@ -326,6 +329,12 @@ static int generate_from(const options_t *o)
         rc |= !llm_run_passed(results[i]);
     }
     rc |= llm_report_files(o->json, o->csv, results, runs, &model) != 0;
+    if (o->plot) {
+        char title[160];
+        snprintf(title, sizeof title, "cdcgemm-llm: dim %d, %d layers, vocab %d; %d tokens",
+                 ck.config.dim, ck.config.n_layers, ck.config.vocab_size, o->tokens);
+        rc |= llm_plot(o->plot, results, runs, title) != 0;
+    }
     for (int i = 0; i < runs; i++)
         llm_run_result_free(results[i]);
     llm_checkpoint_close(&ck);
