@@ -42,8 +42,9 @@ static const char *split_name(cdc_split_t split)
 
 /* "c:400 w0:1200 w1:1180 ... p@w3:1200": the coordinator's share (when it
    takes one), each data block's rows on its worker, then each parity's (as
-   long as the longest); "rotated: w0:820 w1:819 ...": each worker's data
-   rows in the rotated layout. */
+   long as the longest); "rotated: c:300 w0:820 w1:819 ...": the
+   coordinator's share and each worker's data rows in the rotated layout
+   (sized stripes: on the slots' homes). */
 static void blocks_text(const cdc_testing_plan_t *p, char *out, size_t size)
 {
     size_t used = 0;
@@ -51,8 +52,11 @@ static void blocks_text(const cdc_testing_plan_t *p, char *out, size_t size)
     out[0] = '\0';
     if (p->rotated) { /* each worker's data rows; its parity only on demand */
         used += (size_t) snprintf(out, size, "rotated:");
+        if (p->here_rows > 0)
+            used += (size_t) snprintf(out + used, size - used, " c:%lld",
+                                      (long long) p->here_rows);
         for (int w = 0; w < p->n + p->r && used < size; w++)
-            used += (size_t) snprintf(out + used, size - used, " w%d:%lld", w,
+            used += (size_t) snprintf(out + used, size - used, " w%d:%lld", p->home[w],
                                       (long long) p->block_len[w]);
         return;
     }

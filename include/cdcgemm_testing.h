@@ -85,8 +85,8 @@ typedef struct {
     int here;           /* ran on the coordinator, predicted faster there
                            (planned_local): expected_ms is that prediction */
     int rotated;        /* ran in the rotated parity layout: block_len[w]
-                           is worker w's data rows (w < n + r, home[w] =
-                           w), the prediction that layout's (its parity
+                           is worker w's data rows (w < n + r, on
+                           home[w]), the prediction that layout's (its parity
                            computed only when a block is missing)        */
 } cdc_testing_plan_t;
 

@@ -615,10 +615,17 @@ static void lose_each_worker(form_t f, const float *w, cdc_test_rng_t *rng)
    rows of C; auto would cut the input, which moves fewer bytes, and that
    split stays dedicated): once the weights repeat, every call runs in the
    rotated layout (row-major W is A, column-major it is Bt) and stays right
-   with each worker lost in turn. */
+   with each worker lost in turn. Loops 2 and 3: the same under the
+   profiled plan (sized stripes: in process nothing measures the devices,
+   so they stay equal, cut by the plan rather than the set), the
+   coordinator too slow to take a call. */
 START_TEST(test_weights_rotated)
 {
-    form_t f = form_of(_i * 9);
+    form_t f = form_of((_i % 2) * 9);
+    if (_i >= 2) {
+        setenv("CDCGEMM_PLAN", "profiled", 1);
+        setenv("CDCGEMM_FAULTS", "slow@c:gflops=0.001", 1);
+    }
     setenv("CDCGEMM_PARITY_LAYOUT", "rotated", 1); /* before use_threshold reads them */
     setenv("CDCGEMM_SPLIT", f.layout == ROW ? "rows" : "columns", 1);
     use_threshold("0");
@@ -640,6 +647,8 @@ START_TEST(test_weights_rotated)
     cdc__blas_context_shutdown();
     unsetenv("CDCGEMM_PARITY_LAYOUT");
     unsetenv("CDCGEMM_SPLIT");
+    unsetenv("CDCGEMM_PLAN");
+    unsetenv("CDCGEMM_FAULTS");
 }
 END_TEST
 
@@ -770,7 +779,7 @@ static Suite *blas_suite(void)
     tcase_add_test(tc, test_cache_shards_follow_lengths);
     tcase_add_test(tc, test_cache_is_bounded);
     tcase_add_loop_test(tc, test_weights_encoded_once, 0, 2);
-    tcase_add_loop_test(tc, test_weights_rotated, 0, 2);
+    tcase_add_loop_test(tc, test_weights_rotated, 0, 4);
     tcase_add_loop_test(tc, test_guard_in_both_layouts, 0, 2);
     suite_add_tcase(s, tc);
     return s;

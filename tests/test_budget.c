@@ -183,7 +183,8 @@ START_TEST(test_absurd_speed_planned_slowest)
     cdc_plan_record_t record;
     cdc__plan_last(context, &record);
     int64_t longest_other = 0, its = 0;
-    for (int s = 0; s < record.n; s++) {
+    int blocks = record.rotated ? record.n + record.r : record.n; /* sized stripes: workers' */
+    for (int s = 0; s < blocks; s++) {
         if (record.home[s] == 1)
             its = record.block_len[s];
         else

@@ -142,10 +142,22 @@ START_TEST(test_generation_hysteresis)
     for (int i = 0; i < 10; i++)
         cdc__profile_note_pong(&r, i ? 0.8 : 0.1, NULL);
     ck_assert_uint_eq(r.generation, 1);
+    /* A longer round trip counts once the window holds nothing shorter. */
+    for (int i = 0; i < CDC_PROFILE_RTT_WINDOW; i++)
+        cdc__profile_note_pong(&r, 5.0, NULL);
+    ck_assert_uint_eq(r.generation, 1);
     for (int i = 0; i < 10; i++)
         cdc__profile_note_pong(&r, 5.0, NULL);
     ck_assert_uint_eq(r.generation, 2);
     ck_assert_double_eq_tol(r.rtt.value, 5.0, 1e-12);
+    /* A busy worker answers most PINGs after its task (7 ms): the round
+       trip stays the idle one's, and nothing moves. */
+    cdc_profile_state_t busy;
+    cdc__profile_state_init(&busy);
+    for (int i = 0; i < 200; i++)
+        cdc__profile_note_pong(&busy, i % 5 == 0 ? 0.5 : 7.0, NULL);
+    ck_assert_uint_eq(busy.generation, 1);
+    ck_assert_double_eq_tol(busy.rtt.value, 0.5, 1e-12);
 }
 END_TEST
 

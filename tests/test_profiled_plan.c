@@ -11,8 +11,10 @@
 #include "plan.h"
 #include "profiled_plan.h"
 #include "reference.h"
+#include "rotated_set.h"
 #include "testutil.h"
 
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -26,12 +28,16 @@
 #define MAX_CALLS 400
 #define MAX_SECONDS 60.0
 
-/* wait_ms: how long a call waits for data shards past the n results it
-   needs (0: none, the default). */
-static cdc_context_t *profiled_context_waiting(const char *faults, int wait_ms)
+/* A profiled context of WORKERS embedded workers with r = 1 in layout;
+   wait_ms: how long a call waits for data shards past the n results it
+   needs (0: none, the default); respawn: config.respawn. */
+static cdc_context_t *context_with(cdc_parity_layout_t layout, const char *faults,
+                                   int wait_ms, int respawn)
 {
     cdc_config_t config;
     cdc_config_init(&config);
+    config.parity_layout = layout;
+    config.respawn = respawn;
     config.wait_ms = wait_ms;
     config.local_workers = WORKERS;
     config.parity = 1;
@@ -46,9 +52,35 @@ static cdc_context_t *profiled_context_waiting(const char *faults, int wait_ms)
     return context;
 }
 
+/* In the dedicated layout: sized stripes (the rotated layout's) have tests
+   of their own below. */
+static cdc_context_t *profiled_context_waiting(const char *faults, int wait_ms)
+{
+    return context_with(CDC_LAYOUT_DEDICATED, faults, wait_ms, 1);
+}
+
 static cdc_context_t *profiled_context(const char *faults)
 {
     return profiled_context_waiting(faults, 0);
+}
+
+/* Whether the layer's plan suits the devices (slot s's home home[s]). */
+typedef int (*sized_fn)(const cdc_test_fc_t *f, const int *home);
+
+/* Calls of f, each checked, until no staging is under way and sized holds,
+   at most 2 * MAX_CALLS of them (*calls counts on) and 2 * MAX_SECONDS
+   from start; whether it came to hold. */
+static int settle(cdc_test_fc_t *f, cdc_context_t *context, sized_fn sized, int *calls,
+                  double start)
+{
+    const int *home = context->profiled.home_of_slot;
+    int settled = 0;
+    for (; *calls < 2 * MAX_CALLS && cdc_test_now_s() - start < 2 * MAX_SECONDS && !settled;
+         (*calls)++) {
+        cdc_test_fc_check(f, REL_TOL);
+        settled = !cdc__profiled_plan_staging(context) && sized(f, home);
+    }
+    return settled;
 }
 
 /* Whether the layer's cached blocks are unequal (the profiled plan sized them). */
@@ -121,12 +153,7 @@ START_TEST(test_mix_sized_to_devices)
        and the blocks are re-sized and staged. So the plan must reach that
        order, and keep it once reached, within the bound. */
     const int *home = context->profiled.home_of_slot;
-    int settled = 0;
-    for (; calls < 2 * MAX_CALLS && cdc_test_now_s() - start < 2 * MAX_SECONDS && !settled;
-         calls++) {
-        cdc_test_fc_check(&f, REL_TOL);
-        settled = !cdc__profiled_plan_staging(context) && sized_by_speed(&f, home);
-    }
+    int settled = settle(&f, context, sized_by_speed, &calls, start);
     ck_assert_msg(settled, "blocks not sized to the devices after %d calls (%s)", calls,
                   sized_by_speed_text(&f, home));
     for (int i = 0; i < 20; i++)
@@ -519,6 +546,144 @@ START_TEST(test_resize_to_empty_block)
 }
 END_TEST
 
+/* Sized stripes (issue 26): the rotated layout under the profiled plan. */
+static const cdc_rotated_set_t *stripes_in_use(const cdc_test_fc_t *f)
+{
+    return f->layer->encoded.encoding;
+}
+
+/* Whether the layer's stripes in use give a faster home more data rows, by
+   at least half the speed ratio. */
+static int stripes_by_speed(const cdc_test_fc_t *f, const int *home)
+{
+    const cdc_rotated_set_t *set = stripes_in_use(f);
+    if (!set)
+        return 0;
+    for (int v = 0; v < WORKERS; v++)
+        for (int w = 0; w < WORKERS; w++)
+            if (mix_speed[home[v]] > mix_speed[home[w]] &&
+                (set->data_rows[v] <= set->data_rows[w] ||
+                 (double) set->data_rows[v] * mix_speed[home[w]] <
+                     0.5 * (double) set->data_rows[w] * mix_speed[home[v]]))
+                return 0;
+    return 1;
+}
+
+static const char *stripes_text(const cdc_test_fc_t *f, const int *home)
+{
+    static char text[256];
+    const cdc_rotated_set_t *set = stripes_in_use(f);
+    size_t used = 0;
+    text[0] = '\0';
+    for (int w = 0; set && w < WORKERS && used < sizeof text; w++)
+        used += (size_t) snprintf(text + used, sizeof text - used, "%sworker %d: %lld rows",
+                                  w ? "; " : "", home[w], (long long) set->data_rows[w]);
+    return set ? text : "no stripes";
+}
+
+/* The issue's mix in the rotated layout (the default) under the profiled
+   plan: equal stripes while the devices are measured, then each worker's
+   data rows sized to its speed, the new stripes staged in the background
+   (no weight byte on the call path after the first calls shipped the
+   equal ones), every call exact and run in the rotated layout, the slow
+   coordinator computing the first rows meanwhile; the record says so,
+   with a prediction; a worker SIGKILLed then is decoded from the others'
+   parity, every call still exact. */
+START_TEST(test_stripes_sized_to_devices)
+{
+    /* No respawn: the killed worker stays dead, and every later call decodes. */
+    cdc_context_t *context = context_with(
+        CDC_LAYOUT_ROTATED,
+        "slow@w0:gflops=1;slow@w1:gflops=1;slow@w2:gflops=0.25;slow@w3:gflops=0.25;"
+        "slow@w4:gflops=0.125;slow@c:gflops=0.05",
+        0, 0);
+    cdc_test_fc_t f;
+    cdc_test_fc_make(&f, context, OUT, IN, BATCH, 27, 1);
+    cdc_test_fc_check(&f, REL_TOL);
+    const cdc_rotated_set_t *first = stripes_in_use(&f);
+    ck_assert_msg(first, "the first call is not in the rotated layout");
+    for (int w = 1; w < WORKERS; w++)
+        ck_assert_msg(llabs(first->data_rows[w] - first->data_rows[0]) <= 1,
+                      "the first call's stripes are not equal");
+    uint64_t shipped = call_path_weight_bytes(context);
+    ck_assert_uint_gt(shipped, 0);
+
+    const int *home = context->profiled.home_of_slot;
+    int calls = 1, settled = settle(&f, context, stripes_by_speed, &calls, cdc_test_now_s());
+    ck_assert_msg(settled, "stripes not sized to the devices after %d calls (%s)", calls,
+                  stripes_text(&f, home));
+    for (int i = 0; i < 20; i++)
+        cdc_test_fc_check(&f, REL_TOL);
+    ck_assert_msg(stripes_by_speed(&f, home), "the order did not hold: %s",
+                  stripes_text(&f, home));
+    ck_assert_msg(call_path_weight_bytes(context) == shipped,
+                  "%llu weight bytes on the call path after the equal stripes",
+                  (unsigned long long) (call_path_weight_bytes(context) - shipped));
+    cdc_stats_t stats;
+    ck_assert_int_eq(cdc_context_stats(context, &stats), CDC_OK);
+    ck_assert_uint_eq(stats.fallbacks, 0);
+    ck_assert_uint_ge(stats.rotated_calls, (uint64_t) calls + 20);
+
+    cdc_plan_record_t record;
+    cdc__plan_last(context, &record);
+    const cdc_rotated_set_t *set = stripes_in_use(&f);
+    ck_assert(record.rotated);
+    ck_assert_int_eq(record.n, 4);
+    ck_assert_int_eq(record.r, 1);
+    /* The coordinator (at a twentieth) computes the first rows itself, the
+       stripes cut the rest. */
+    ck_assert_int_gt(record.here_rows, 0);
+    ck_assert_int_eq(set->rows, OUT - record.here_rows);
+    ck_assert_ptr_eq(set->src, f.layer->weights + record.here_rows * IN);
+    for (int w = 0; w < WORKERS; w++) {
+        ck_assert_int_eq(record.block_len[w], set->data_rows[w]);
+        ck_assert_int_eq(record.home[w], home[w]);
+    }
+    ck_assert_msg(record.expected_ms > 0.0 && record.expected_ms < record.worst_ms,
+                  "predicted %g ms, %g ms after a loss", record.expected_ms, record.worst_ms);
+
+    /* A SIGKILL: its data rows are decoded from the others' parity. */
+    ck_assert_int_eq(kill(cdc__local_workers_pid(context->local, 2), SIGKILL), 0);
+    for (int i = 0; i < 20; i++)
+        cdc_test_fc_check(&f, REL_TOL);
+    cdc_stats_t after;
+    ck_assert_int_eq(cdc_context_stats(context, &after), CDC_OK);
+    ck_assert_msg(after.results_decoded > stats.results_decoded,
+                  "nothing decoded after the SIGKILL: deaths %llu -> %llu, erased %llu -> %llu, "
+                  "respawns %llu -> %llu", (unsigned long long) stats.worker_deaths,
+                  (unsigned long long) after.worker_deaths,
+                  (unsigned long long) stats.shards_erased,
+                  (unsigned long long) after.shards_erased,
+                  (unsigned long long) stats.worker_respawns,
+                  (unsigned long long) after.worker_respawns);
+    ck_assert_uint_eq(after.fallbacks, 0);
+    cdc_test_fc_free(&f);
+    cdc_context_destroy(&context);
+}
+END_TEST
+
+/* Identical devices keep equal stripes: sizing them would re-ship weights
+   for nothing. */
+START_TEST(test_identical_devices_keep_equal_stripes)
+{
+    cdc_context_t *context =
+        context_with(CDC_LAYOUT_ROTATED, "slow@*:gflops=0.5;slow@c:gflops=0.01", 0, 1);
+    cdc_test_fc_t f;
+    cdc_test_fc_make(&f, context, OUT, IN, BATCH, 28, 0);
+    for (int i = 0; i < 60; i++)
+        cdc_test_fc_check(&f, REL_TOL);
+    const cdc_rotated_set_t *set = stripes_in_use(&f);
+    ck_assert_ptr_nonnull(set);
+    for (int w = 1; w < WORKERS; w++)
+        ck_assert_msg(llabs(set->data_rows[w] - set->data_rows[0]) <= 1,
+                      "worker %d: %lld rows, worker 0: %lld", w,
+                      (long long) set->data_rows[w], (long long) set->data_rows[0]);
+    ck_assert(!cdc__profiled_plan_staging(context));
+    cdc_test_fc_free(&f);
+    cdc_context_destroy(&context);
+}
+END_TEST
+
 static Suite *profiled_suite(void)
 {
     Suite *suite = suite_create("profiled_plan");
@@ -531,6 +696,8 @@ static Suite *profiled_suite(void)
     tcase_add_test(tc, test_resize_staged);
     tcase_add_loop_test(tc, test_slow_link_left_out, 0, 2);
     tcase_add_test(tc, test_resize_to_empty_block);
+    tcase_add_test(tc, test_stripes_sized_to_devices);
+    tcase_add_test(tc, test_identical_devices_keep_equal_stripes);
     suite_add_tcase(suite, tc);
     return suite;
 }

@@ -172,8 +172,12 @@ static void check_sized_set(int n, int r, const int64_t *worker_rows)
                      CDC_OK);
     ck_assert_int_eq(cdc__rotated_set_new(code, src, NULL, rows, K, &equal), CDC_OK);
     ck_assert(set->key_mix != equal->key_mix); /* another cut, other weights */
-    ck_assert(!cdc__rotated_set_matches(set, code, rows, K));
+    ck_assert(!cdc__rotated_set_matches(set, code, rows, K, NULL));
+    ck_assert(cdc__rotated_set_matches(set, code, rows, K, worker_rows));
+    ck_assert(!cdc__rotated_set_matches(equal, code, rows, K, worker_rows));
+    ck_assert(cdc__rotated_set_matches(equal, code, rows, K, NULL));
     int64_t next = 0, B = set->block_rows;
+    ck_assert_int_eq(B, cdc__rotated_parity_rows(worker_rows, W, n));
     for (int w = 0; w < W; w++) {
         ck_assert_int_eq(set->data_first[w], next);
         ck_assert_int_eq(set->data_rows[w], worker_rows[w]);

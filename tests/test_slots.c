@@ -538,6 +538,24 @@ static void ack_all_and_pass(cdc_slots_t *slots, fake_io_t *fake, cdc_slot_io_t 
     cdc__slots_restore(slots, live, io);
 }
 
+/* Five homes holding their old blocks (keys 100 + s, sent on the call
+   path and acknowledged), and new blocks to stage (200 + s) in staged. */
+static void five_homes_to_restage(cdc_slots_t *slots, fake_io_t *fake, cdc_slot_io_t *io,
+                                  int *freed, held_block_t **old, held_block_t **fresh,
+                                  cdc_slot_weight_t *staged)
+{
+    slots_start(slots, 5, 5, fake, io);
+    *old = held_block_new(freed);
+    *fresh = held_block_new(freed);
+    for (int s = 0; s < 5; s++) {
+        cdc__slots_sent(slots, s, 100 + (uint64_t) s);
+        cdc_slot_weight_t weight = weight_of(*old, 100 + (uint64_t) s);
+        cdc__slots_note(slots, s, &weight, s);
+        staged[s] = weight_of(*fresh, 200 + (uint64_t) s);
+    }
+    ack_all_and_pass(slots, fake, io, 5, BIT(5) - 1);
+}
+
 /* Five homes hold their old blocks (keys 100 + s). New blocks (200 + s)
    are staged one slot at a time, in the order given: the slot being staged
    is the only one without a ready worker; the next starts only after its
@@ -551,16 +569,9 @@ START_TEST(test_staged_one_slot_at_a_time)
     cdc_slot_io_t io;
     int freed = 0;
     const uint64_t all = BIT(5) - 1;
-    slots_start(slots, 5, 5, &fake, &io);
-    held_block_t *old = held_block_new(&freed), *fresh = held_block_new(&freed);
+    held_block_t *old, *fresh;
     cdc_slot_weight_t staged[5];
-    for (int s = 0; s < 5; s++) {
-        cdc__slots_sent(slots, s, 100 + (uint64_t) s); /* the call path */
-        cdc_slot_weight_t weight = weight_of(old, 100 + (uint64_t) s);
-        cdc__slots_note(slots, s, &weight, s);
-        staged[s] = weight_of(fresh, 200 + (uint64_t) s);
-    }
-    ack_all_and_pass(slots, &fake, &io, 5, all);
+    five_homes_to_restage(slots, &fake, &io, &freed, &old, &fresh, staged);
     ck_assert(cdc__slots_full(slots, all));
     ck_assert_int_eq(cdc__slots_staged(slots, 7), -1);
     const int order[5] = {3, 0, 4, 1, 2};
@@ -605,6 +616,50 @@ START_TEST(test_staged_one_slot_at_a_time)
     cdc__hold_release(&fresh->hold);
     cdc__slots_fini(slots);
     ck_assert_int_eq(freed, 2);
+    free(slots);
+}
+END_TEST
+
+/* Homes moved (slots 0 and 4 swapped) while their old homes still serve
+   them, and new blocks staged with those two slots first: staging slot 4
+   would keep its new home (worker 0, the only holder of slot 0's old
+   weights) busy, and slot 0 too would have no worker; so the staging
+   starts with a slot whose home moved nowhere, and the swapped slots follow
+   once their new homes hold their old weights. A call never has more than
+   the one slot being staged without a ready worker. */
+START_TEST(test_staging_waits_for_moved_homes)
+{
+    cdc_slots_t *slots = malloc(sizeof *slots);
+    fake_io_t fake;
+    cdc_slot_io_t io;
+    int freed = 0;
+    const uint64_t all = BIT(5) - 1;
+    held_block_t *old, *fresh;
+    cdc_slot_weight_t staged[5];
+    five_homes_to_restage(slots, &fake, &io, &freed, &old, &fresh, staged);
+    const int swapped[5] = {4, 1, 2, 3, 0};
+    ck_assert_int_eq(cdc__slots_set_homes(slots, swapped, 5, 5), CDC_OK);
+    const int order[5] = {4, 0, 1, 2, 3};
+    cdc__slots_stage(slots, 7, staged, 5, order);
+    cdc__slots_restore(slots, all, &io);
+    ck_assert_int_eq(slots->staging_slot, 1);
+    for (int step = 0; step < 30 && cdc__slots_staged(slots, 7) != 1; step++) {
+        uint64_t ready[CDC_MAX_WORKERS];
+        cdc__slots_ready(slots, ready);
+        int without = 0; /* slots no worker is ready for */
+        for (int t = 0; t < 5; t++) {
+            int any = 0;
+            for (int w = 0; w < 5; w++)
+                any |= (ready[w] >> t) & 1;
+            without += !any;
+        }
+        ck_assert_int_le(without, 1);
+        ack_all_and_pass(slots, &fake, &io, 5, all);
+    }
+    ck_assert_int_eq(cdc__slots_staged(slots, 7), -1); /* done, and forgotten */
+    cdc__hold_release(&old->hold);
+    cdc__hold_release(&fresh->hold);
+    cdc__slots_fini(slots);
     free(slots);
 }
 END_TEST
@@ -741,6 +796,7 @@ static Suite *slots_suite(void)
     suite_add_tcase(suite, homes);
     TCase *staging = tcase_create("staging");
     tcase_add_test(staging, test_staged_one_slot_at_a_time);
+    tcase_add_test(staging, test_staging_waits_for_moved_homes);
     tcase_add_test(staging, test_staging_dropped_with_its_blocks);
     tcase_add_test(staging, test_dropped_staging_drains_first);
     tcase_add_test(staging, test_staging_added_while_a_slot_stages);

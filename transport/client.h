@@ -133,8 +133,9 @@ int cdc__client_set_homes(cdc_client_t *self, const int *home_of_slot, int slots
    homes in the background (cdc__slots_stage: one slot at a time, its home an
    erasure meanwhile; order[0..count-1] the slots, the most urgent first)
    while the calls go on with the blocks the homes hold. block[s] is slot
-   s's: key as a task names it (a_key or bt_key), rows x k at data, kept
-   alive by hold (retained while staged); needed is the calls' n (the wire
+   s's: key as a task names it (a_key or bt_key), rows x k at data (or, with
+   no data, built by its source when sent), kept alive by hold (retained
+   while staged); needed is the calls' n (the executor's, as the wire
    keys mix it in, as for tasks). Staging the same token again only asks.
    1 when every slot's home holds its block, acknowledged (the next call may
    use them), else 0. Thread-safe. */

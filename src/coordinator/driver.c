@@ -354,6 +354,21 @@ static int driver_dispatch(cdc_context_t *context, const cdc_call_plan_t *plan,
     return rc;
 }
 
+/* Re-sized stripes of cached weights (plan->stage_token, sized stripes)
+   go to the workers in the background while this call uses the old ones;
+   as driver_stage. */
+static void driver_stage_stripes(cdc_context_t *context, cdc_weights_t *weights,
+                                 const cdc_call_plan_t *plan)
+{
+    const void *staged;
+    if (cdc__weights_layout(weights, &cdc__rotated_encoding, plan->code, plan->stage_len, 1,
+                            &staged) != CDC_OK) {
+        CDC_LOG_WARNF("staging re-sized stripes: %s", cdc_last_error());
+        return;
+    }
+    cdc__plan_stage_stripes(context, plan, staged, weights->set_key);
+}
+
 /* The rotated parity layout (rotated_layout.h), for a cut operand that is
    cached weights: those weights are every task's a, the whole operand its
    bt, so a task's result rows are rows of the cut operand's product: T's
@@ -366,13 +381,17 @@ static int driver_rotated(cdc_context_t *context, const cdc_gemm_desc_t *desc,
     const cdc_gemm_operand_t *cut = cut_a ? &desc->a : &desc->bt;
     const cdc_gemm_operand_t *whole = cut_a ? &desc->bt : &desc->a;
     const void *encoding;
-    int rc = cdc__weights_layout(cut->weights, &cdc__rotated_encoding, plan->code, &encoding);
+    int rc = cdc__weights_layout(cut->weights, &cdc__rotated_encoding, plan->code,
+                                 plan->rotated ? plan->block_len : NULL, 0, &encoding);
     const cdc_rotated_set_t *set = encoding;
     if (rc != CDC_OK)
         return rc;
     int64_t rows = cut->view.rows, cols = whole->view.rows;
-    cdc__plan_record_rotated(context, plan, rows, set->data_rows,
-                             (int64_t) set->layout.r * set->block_rows);
+    if (!plan->rotated) /* sized stripes were recorded as sized (plan.c) */
+        cdc__plan_record_rotated(context, plan, rows, set->data_rows,
+                                 (int64_t) set->layout.r * set->block_rows);
+    if (plan->stage_token)
+        driver_stage_stripes(context, cut->weights, plan);
     size_t packed_count = operand_pack_count(whole);
     float *packed = packed_count ? malloc(packed_count * sizeof(float)) : NULL;
     float *product = cut_a ? t : malloc((size_t) rows * (size_t) cols * sizeof(float));
@@ -384,14 +403,25 @@ static int driver_rotated(cdc_context_t *context, const cdc_gemm_desc_t *desc,
                          (long long) cols, (long long) cut->view.k);
     }
     float *next = packed;
-    cdc_rotated_call_t call = {.set = set, .a_key = cut->weights->set_key, .out = product,
-                               .split = plan->split, .wanted_r = plan->wanted_r};
+    int64_t here = rows - set->rows; /* the coordinator's share: the first rows */
+    cdc_rotated_call_t call = {.set = set, .a_key = cut->weights->set_key,
+                               .out = product + here * cols, .split = plan->split,
+                               .wanted_r = plan->wanted_r};
     task_against_whole(desc->patches, &call.proto);
     call.proto.k = cut->view.k;
     call.proto.cols = cols;
     call.proto.bt = operand_rows(whole, &next);
     call.proto.bt_key = whole->weights ? whole->weights->whole_key : 0;
     call.proto.bt_hold = whole->weights ? whole->weights->hold : NULL;
+    if (here > 0) {
+        call.share = call.proto;
+        call.share.shard = call.share.cover = -1;
+        call.share.a = cut->weights->packed;
+        call.share.a_rows = here;
+        call.share.bt_key = 0;
+        call.share.bt_hold = NULL;
+        call.share.result = product;
+    }
     rc = cdc__rotated_call_run(context, &call);
     for (int64_t i = 0; rc == CDC_OK && !cut_a && i < rows; i++)
         for (int64_t j = 0; j < cols; j++)
@@ -414,7 +444,7 @@ static int driver_rotated_wanted(cdc_context_t *context, const cdc_gemm_desc_t *
 int cdc__driver_row_cut_spread(cdc_context_t *context, const cdc_call_plan_t *plan,
                                int64_t rows)
 {
-    return cdc__rotated_wanted(context, plan, rows) ? plan->n + plan->r : plan->n;
+    return cdc__plan_rotated_eligible(context, plan, rows) ? plan->n + plan->r : plan->n;
 }
 
 /* The encoded call over T (ldt = cols wide): in the rotated layout when the
@@ -424,6 +454,17 @@ static int driver_run(cdc_context_t *context, const cdc_gemm_desc_t *desc,
 {
     if (driver_rotated_wanted(context, desc, plan))
         return driver_rotated(context, desc, plan, t, cols);
+    cdc_call_plan_t dedicated;
+    if (plan->rotated) { /* sized stripes, but computed here after all */
+        const cdc_gemm_operand_t *cut = plan->cut == CDC_SHARD_A ? &desc->a : &desc->bt;
+        /* New stripes still go out meanwhile: once the workers hold them,
+           their prediction may bring the calls back (cdc__plan_prefer_here). */
+        if (plan->stage_token && cut->weights)
+            driver_stage_stripes(context, cut->weights, plan);
+        dedicated = *plan;
+        cdc__plan_unrotate(&dedicated, cut->view.rows);
+        plan = &dedicated;
+    }
     driver_operands_t ops;
     int rc = driver_encode(desc, plan, &ops);
     if (rc == CDC_OK)

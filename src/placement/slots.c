@@ -343,9 +343,15 @@ int cdc__slots_staged(cdc_slots_t *slots, uint64_t token)
     int i = staging_index(slots, token);
     if (i < 0)
         return -1;
-    for (int s = 0; s < slots->staging[i].count; s++)
-        if (!slot_staged(slots, &slots->staging[i], s))
+    for (int s = 0; s < slots->staging[i].count; s++) {
+        /* And ready for its slot: a home moved meanwhile may hold the new
+           block before the rest of its slot's manifest, and then the
+           calls' tasks of that slot would go where the new block is not. */
+        int home = cdc__slots_home(slots, s);
+        if (!slot_staged(slots, &slots->staging[i], s) ||
+            (home >= 0 && !(slots->workers[home].ready & BIT(s))))
             return 0;
+    }
     staging_remove(slots, i);
     return 1;
 }
@@ -367,15 +373,39 @@ static int staging_home_busy(const cdc_slots_t *slots)
     return home;
 }
 
+/* Whether every slot but `except` (-1: none) has a distinct live worker
+   ready for it, with worker `busy` (-1: none) ready for nothing. */
+static int covered(const cdc_slots_t *slots, uint64_t live, int busy, int except)
+{
+    int shards[CDC_MAX_WORKERS], worker_of[CDC_MAX_WORKERS];
+    uint64_t ready[CDC_MAX_WORKERS];
+    for (int s = 0; s < slots->slot_count; s++)
+        shards[s] = s;
+    for (int w = 0; w < slots->worker_count; w++)
+        ready[w] = w == busy ? 0 : slots->workers[w].ready;
+    /* Every slot tolerable: nothing goes where its weights are not. */
+    cdc__placement_slots(shards, slots->slot_count, slots->worker_count, slots->home_of_slot,
+                         live, ready, slots->slot_count, worker_of);
+    for (int s = 0; s < slots->slot_count; s++)
+        if (worker_of[s] < 0 && s != except)
+            return 0;
+    return 1;
+}
+
 /* The next slot to stage: the oldest staging's first (in its order) whose
-   home lacks its block and is live; -1 for none. */
+   home lacks its block and is live, and whose staging leaves every other
+   slot a ready worker (its home, busy taking the blocks in, serves none:
+   after the homes moved it may be the only holder of another slot's old
+   weights, and two slots without a worker are more than r = 1 can lose);
+   -1 for none. */
 static int staging_next(const cdc_slots_t *slots, uint64_t live)
 {
     for (int i = 0; i < slots->staging_count; i++) {
         const cdc_slot_staging_t *g = &slots->staging[i];
         for (int j = 0; j < g->count; j++) {
             int s = g->order[j], home = cdc__slots_home(slots, s);
-            if (home >= 0 && (live & BIT(home)) && !slot_staged(slots, g, s))
+            if (home >= 0 && (live & BIT(home)) && !slot_staged(slots, g, s) &&
+                covered(slots, live, home, s))
                 return s;
         }
     }
@@ -460,20 +490,7 @@ int cdc__slots_busy(const cdc_slots_t *slots, uint64_t live)
 
 int cdc__slots_full(const cdc_slots_t *slots, uint64_t live)
 {
-    int shards[CDC_MAX_WORKERS], worker_of[CDC_MAX_WORKERS];
-    uint64_t ready[CDC_MAX_WORKERS];
-    for (int s = 0; s < slots->slot_count; s++)
-        shards[s] = s;
-    int staging_home = staging_home_busy(slots);
-    for (int w = 0; w < slots->worker_count; w++)
-        ready[w] = w == staging_home ? 0 : slots->workers[w].ready;
-    /* Every slot tolerable: nothing goes where its weights are not. */
-    cdc__placement_slots(shards, slots->slot_count, slots->worker_count, slots->home_of_slot,
-                         live, ready, slots->slot_count, worker_of);
-    for (int s = 0; s < slots->slot_count; s++)
-        if (worker_of[s] < 0)
-            return 0;
-    return 1;
+    return covered(slots, live, staging_home_busy(slots), -1);
 }
 
 void cdc__slots_ready(const cdc_slots_t *slots, uint64_t *ready)

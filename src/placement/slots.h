@@ -186,8 +186,9 @@ void cdc__slots_restore(cdc_slots_t *slots, uint64_t live, const cdc_slot_io_t *
 void cdc__slots_stage(cdc_slots_t *slots, uint64_t token, const cdc_slot_weight_t *weight,
                       int count, const int *order);
 
-/* 1 when every slot's home holds token's new block and acknowledged it (the
-   staging is then forgotten: the calls may switch to the new blocks), 0
+/* 1 when every slot's home holds token's new block, acknowledged, and is
+   ready for its slot (the staging is then forgotten: the calls may switch
+   to the new blocks), 0
    while it is under way, -1 for a token not staged (never, or dropped). */
 int cdc__slots_staged(cdc_slots_t *slots, uint64_t token);
 

@@ -31,30 +31,40 @@
 
 int cdc__rotated_wanted(cdc_context_t *context, const cdc_call_plan_t *plan, int64_t rows)
 {
-    if (context->config.parity_layout != CDC_LAYOUT_ROTATED || !plan->code ||
-        context->config.plan != CDC_PLAN_EQUAL || context->config.replicate ||
-        plan->here_rows > 0 || cdc__plan_here(plan) || plan->unfit_slots ||
-        !cdc__rotated_fits(rows, plan->n + plan->r, plan->r))
+    if (!cdc__plan_rotated_eligible(context, plan, rows) ||
+        (plan->here_rows > 0 && !plan->rotated) || cdc__plan_here(plan) || plan->unfit_slots)
         return 0;
-    pthread_mutex_lock(&context->lock);
-    int plain = context->corrupt_next == 0 && context->block_weights_n == 0;
-    pthread_mutex_unlock(&context->lock);
-    return plain;
+    return context->config.plan == CDC_PLAN_EQUAL || plan->rotated;
+}
+
+/* Sized stripes cut the operand's last rows, as many as worker_rows sum
+   to: the first are the coordinator's share (plan.h here_rows). */
+static int64_t stripes_rows(const cdc_code_t *code, int64_t rows, const int64_t *worker_rows)
+{
+    int64_t sum = 0;
+    for (int w = 0; worker_rows && w < cdc__code_n(code) + cdc__code_r(code); w++)
+        sum += worker_rows[w];
+    return worker_rows ? sum : rows;
 }
 
 static int encoding_new(const cdc_code_t *code, const float *src, cdc_hold_t *src_hold,
-                        int64_t rows, int64_t k, void **encoding)
+                        int64_t rows, int64_t k, const int64_t *worker_rows, void **encoding)
 {
     cdc_rotated_set_t *set;
-    int rc = cdc__rotated_set_new(code, src, src_hold, rows, k, &set);
+    int64_t cut = stripes_rows(code, rows, worker_rows);
+    int rc = cut <= rows ? cdc__rotated_set_new_sized(code, src + (rows - cut) * k, src_hold,
+                                                      cut, k, worker_rows, &set)
+                         : cdc__fail(CDC_EINVAL, "rotated layout: %lld rows sized for %lld",
+                                     (long long) cut, (long long) rows);
     *encoding = rc == CDC_OK ? set : NULL;
     return rc;
 }
 
 static int encoding_matches(const void *encoding, const cdc_code_t *code, int64_t rows,
-                            int64_t k)
+                            int64_t k, const int64_t *worker_rows)
 {
-    return cdc__rotated_set_matches(encoding, code, rows, k);
+    return cdc__rotated_set_matches(encoding, code, stripes_rows(code, rows, worker_rows), k,
+                                    worker_rows);
 }
 
 /* What the set keeps: every operand row's norm and the block table (the
@@ -287,7 +297,7 @@ int cdc__rotated_call_run(cdc_context_t *context, cdc_rotated_call_t *call)
         .copies_blocks = 1, .data_slots = cdc__low_bits(stripes->workers),
         .erasable = cdc__low_bits(stripes->workers), .streamed = 1,
         .executor_n = stripes->workers, .needed = stripes->n,
-        .wanted_r = call->wanted_r, .split = call->split};
+        .wanted_r = call->wanted_r, .split = call->split, .share = call->share};
     int rc = cdc__call_run(context, &call->layout);
     free(call->tails);
     free(call->col_norms);

@@ -20,7 +20,10 @@ typedef struct {
                                      and bt (bt_key, bt_hold) or geometry,
                                      batch and input                         */
     float *out;                   /* set->rows x proto.cols, row-major: row i
-                                     of the product of the cut operand's row i */
+                                     of the product of the set's row i        */
+    cdc_shard_task_t share;       /* the coordinator's share (no rows: none):
+                                     the rows before the set's, computed here
+                                     while the workers run (sized stripes)   */
     cdc_split_t split;            /* the report's, in the caller's terms     */
     int wanted_r;                 /* the parity asked for (plan.h)           */
     /* The run's own (cdc__rotated_call_run). */
@@ -31,11 +34,11 @@ typedef struct {
 } cdc_rotated_call_t;
 
 /* Whether a call of this plan over rows of the cut operand runs in the
-   rotated layout: the context asks for it, the plan has parity, equal
-   blocks (the equal plan, no coordinator's share, nothing computed here
-   instead) and no injected corruption pending (cdc_context_corrupt_next
-   names shards of the dedicated layout; workers' corrupt faults are checked
-   in both), and every data block gets a row (cdc__rotated_fits). */
+   rotated layout: it could (cdc__plan_rotated_eligible), nothing is sent
+   here instead (no budget or speed; a coordinator's share only with sized
+   stripes), every worker holds its operand within its budget, and the plan is
+   the equal one (equal stripes, cut by the set) or sized stripes
+   (plan->rotated). */
 int cdc__rotated_wanted(cdc_context_t *context, const cdc_call_plan_t *plan, int64_t rows);
 
 /* Weights in this layout (encoded_weights.h): a cdc_rotated_set_t. */

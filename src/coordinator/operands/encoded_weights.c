@@ -31,27 +31,53 @@ int cdc__encoded_weights_shards(cdc_encoded_weights_t *weights, int stage,
                                encoded);
 }
 
+/* Drop both encodings (another layout asked for). */
+static void layout_retire(cdc_encoded_weights_t *weights)
+{
+    if (weights->layout) {
+        weights->layout->retire(weights->encoding);
+        weights->layout->retire(weights->staged_encoding);
+    }
+    weights->layout = NULL;
+    weights->encoding = weights->staged_encoding = NULL;
+}
+
 int cdc__encoded_weights_layout(cdc_encoded_weights_t *weights,
                                 const cdc_layout_encoding_t *layout, const cdc_code_t *code,
-                                const void **encoding, int *encoded)
+                                const int64_t *sizes, int stage, const void **encoding,
+                                int *encoded)
 {
     *encoded = 0;
     if (!weights->src)
         return cdc__fail(CDC_ESTATE, "encoded weights without rows");
-    if (weights->layout != layout ||
-        !layout->matches(weights->encoding, code, weights->rows, weights->k)) {
-        void *fresh;
-        int rc = layout->encode(code, weights->src, weights->hold, weights->rows, weights->k,
-                                &fresh);
-        if (rc != CDC_OK)
-            return rc;
-        if (weights->layout)
-            weights->layout->retire(weights->encoding);
-        weights->layout = layout;
-        weights->encoding = fresh;
-        *encoded = 1;
+    if (weights->layout != layout)
+        layout_retire(weights);
+    weights->layout = layout;
+    int64_t rows = weights->rows, k = weights->k;
+    if (layout->matches(weights->encoding, code, rows, k, sizes)) {
+        *encoding = weights->encoding;
+        return CDC_OK;
     }
-    *encoding = weights->encoding;
+    if (layout->matches(weights->staged_encoding, code, rows, k, sizes)) {
+        if (!stage) { /* the calls move to it */
+            layout->retire(weights->encoding);
+            weights->encoding = weights->staged_encoding;
+            weights->staged_encoding = NULL;
+            *encoding = weights->encoding;
+        } else {
+            *encoding = weights->staged_encoding;
+        }
+        return CDC_OK;
+    }
+    void *fresh;
+    int rc = layout->encode(code, weights->src, weights->hold, rows, k, sizes, &fresh);
+    if (rc != CDC_OK)
+        return rc;
+    void **slot = stage ? &weights->staged_encoding : &weights->encoding;
+    layout->retire(*slot);
+    *slot = fresh;
+    *encoded = 1;
+    *encoding = fresh;
     return CDC_OK;
 }
 
@@ -78,17 +104,16 @@ static size_t set_bytes(const cdc_shard_set_t *set)
 size_t cdc__encoded_weights_bytes(const cdc_encoded_weights_t *weights)
 {
     return set_bytes(weights->sets.in_use) + set_bytes(weights->sets.staged) +
-           (weights->layout ? weights->layout->bytes(weights->encoding) : 0) +
+           (weights->layout ? weights->layout->bytes(weights->encoding) +
+                                  weights->layout->bytes(weights->staged_encoding)
+                            : 0) +
            (weights->norms ? (size_t) weights->rows * sizeof(double) : 0);
 }
 
 void cdc__encoded_weights_retire(cdc_encoded_weights_t *weights)
 {
     cdc__shard_sets_retire(&weights->sets);
-    if (weights->layout)
-        weights->layout->retire(weights->encoding);
-    weights->layout = NULL;
-    weights->encoding = NULL;
+    layout_retire(weights);
     free(weights->norms);
     weights->norms = NULL;
 }
@@ -111,10 +136,12 @@ int cdc__weights_shards(cdc_weights_t *weights, int stage, const cdc_code_t *cod
 }
 
 int cdc__weights_layout(cdc_weights_t *weights, const cdc_layout_encoding_t *layout,
-                        const cdc_code_t *code, const void **encoding)
+                        const cdc_code_t *code, const int64_t *sizes, int stage,
+                        const void **encoding)
 {
     int encoded;
-    int rc = cdc__encoded_weights_layout(weights->store, layout, code, encoding, &encoded);
+    int rc = cdc__encoded_weights_layout(weights->store, layout, code, sizes, stage, encoding,
+                                         &encoded);
     weights_encoded(weights, rc == CDC_OK && encoded);
     return rc;
 }

@@ -1,8 +1,8 @@
 /* encoded_weights.h - a weight matrix the coordinator keeps encoded between
  * calls, for layers and BLAS operands alike: its row blocks and parity per
  * plan (shard sets: the one in use and one being staged), its rows as a
- * parity layout lays them out (one layout encoding: the last one asked
- * for), and its row norms (the parity check's and the accuracy guard's
+ * parity layout lays them out (layout encodings, likewise: the one in use
+ * and one being staged), and its row norms (the parity check's and the accuracy guard's
  * scale). The owner keeps the rows themselves (src, held by hold) and
  * serialises the calls (the context's call lock). */
 #ifndef CDC_ENCODED_WEIGHTS_H_INCLUDED
@@ -17,11 +17,13 @@
 
 /* How a parity layout encodes weights (layout/): a new encoding of src
    (rows x k, kept alive by src_hold, which the encoding may retain) for
-   code, whether one is of it, its bytes, its retire. */
+   code, cut as sizes gives (the layout's per-worker rows; NULL: its equal
+   cut), whether one is of it, its bytes, its retire. */
 typedef struct {
     int (*encode)(const cdc_code_t *code, const float *src, cdc_hold_t *src_hold,
-                  int64_t rows, int64_t k, void **encoding);
-    int (*matches)(const void *encoding, const cdc_code_t *code, int64_t rows, int64_t k);
+                  int64_t rows, int64_t k, const int64_t *sizes, void **encoding);
+    int (*matches)(const void *encoding, const cdc_code_t *code, int64_t rows, int64_t k,
+                   const int64_t *sizes);
     size_t (*bytes)(const void *encoding);
     void (*retire)(void *encoding);
 } cdc_layout_encoding_t;
@@ -31,8 +33,9 @@ typedef struct {
     int64_t rows, k;
     cdc_hold_t *hold;       /* keeps src alive; the shard sets retain it     */
     cdc_shard_sets_t sets;
-    const cdc_layout_encoding_t *layout; /* what made `encoding` (NULL: none) */
-    void *encoding;
+    const cdc_layout_encoding_t *layout; /* what made the encodings (NULL: none) */
+    void *encoding;         /* the one the calls use                          */
+    void *staged_encoding;  /* re-sized, on its way to the workers (NULL: none) */
     double *norms;          /* rows entries, computed on first use           */
 } cdc_encoded_weights_t;
 
@@ -48,11 +51,16 @@ int cdc__encoded_weights_shards(cdc_encoded_weights_t *weights, int stage,
                                 const int64_t *lengths, const cdc_shard_set_t **set,
                                 int *encoded);
 
-/* The rows as layout encodes them for code: the one kept when it matches,
-   else encoded now (*encoded = 1), replacing it. */
+/* The rows as layout encodes them for code, cut as sizes gives (NULL: the
+   layout's equal cut): for a call (stage 0) the one in use when it
+   matches, else the staged one when it does (now in use: the calls moved
+   to it), else encoded now, replacing the one in use; for staging (stage
+   1) the one in use or the staged one when either matches, else encoded
+   now as the staged one. *encoded = 1 when this encoded it. */
 int cdc__encoded_weights_layout(cdc_encoded_weights_t *weights,
                                 const cdc_layout_encoding_t *layout, const cdc_code_t *code,
-                                const void **encoding, int *encoded);
+                                const int64_t *sizes, int stage, const void **encoding,
+                                int *encoded);
 
 /* The row norms, computed on first use; NULL when out of memory. */
 const double *cdc__encoded_weights_norms(cdc_encoded_weights_t *weights);
@@ -88,7 +96,8 @@ int cdc__weights_shards(cdc_weights_t *weights, int stage, const cdc_code_t *cod
                         int64_t first_row, const int64_t *lengths,
                         const cdc_shard_set_t **set);
 int cdc__weights_layout(cdc_weights_t *weights, const cdc_layout_encoding_t *layout,
-                        const cdc_code_t *code, const void **encoding);
+                        const cdc_code_t *code, const int64_t *sizes, int stage,
+                        const void **encoding);
 const double *cdc__weights_norms(cdc_weights_t *weights);
 
 /* Retire everything encoded (a send in flight may still hold it) and free

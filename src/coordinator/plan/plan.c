@@ -39,6 +39,7 @@
 #include "error.h"
 #include "log.h"
 #include "profiled_plan.h"
+#include "rotated_set.h"
 
 #include <math.h>
 #include <string.h>
@@ -52,6 +53,7 @@ int cdc__plan_resolve(cdc_context_t *context, int parity_override,
     plan->split = split_override != CDC_SPLIT_AUTO ? split_override : context->config.split;
     plan->cut = CDC_SHARD_A;
     plan->sized = 0;
+    plan->rotated = 0;
     plan->here_rows = 0;
     plan->stage_here_rows = 0;
     plan->unfit_slots = 0;
@@ -127,6 +129,51 @@ static void record_plan(cdc_context_t *context, cdc_call_plan_t *plan,
     plan->predicted_ms = record.expected_ms;
 }
 
+int cdc__plan_rotated_eligible(cdc_context_t *context, const cdc_call_plan_t *plan,
+                               int64_t rows)
+{
+    if (context->config.parity_layout != CDC_LAYOUT_ROTATED || !plan->code ||
+        context->config.replicate || !cdc__rotated_fits(rows, plan->n + plan->r, plan->r))
+        return 0;
+    pthread_mutex_lock(&context->lock);
+    int plain = context->corrupt_next == 0 && context->block_weights_n == 0;
+    pthread_mutex_unlock(&context->lock);
+    return plain;
+}
+
+void cdc__plan_unrotate(cdc_call_plan_t *plan, int64_t rows)
+{
+    plan->rotated = 0;
+    plan->stage_token = 0;
+    plan->here_rows = 0;
+    cdc__plan_equal_lengths(plan->n, rows, plan->block_len);
+}
+
+/* Sized stripes (cached weights cut, the rotated layout, the profiled
+   plan): each worker's data rows, equal until the profile sizes them. The
+   budgets as for any plan; a worker that cannot hold its operand sends the
+   call to the dedicated layout (its slot an erasure there). */
+static int size_stripes(cdc_context_t *context, cdc_call_plan_t *plan,
+                        const cdc_block_cost_t *cost, int64_t rows)
+{
+    int rc = cdc__profiled_plan_size_stripes(context, plan, cost, rows);
+    if (rc < 0)
+        return rc;
+    plan->rotated = 1;
+    plan->sized = 1;
+    plan->cost = *cost;
+    plan->unfit_slots = cdc__plan_unfit_slots(context, plan, cost, rows);
+    if (plan->unfit_slots) {
+        cdc__plan_unrotate(plan, rows);
+        return CDC_OK;
+    }
+    int workers = plan->n + plan->r;
+    plan->predicted_ms = cdc__plan_record_rotated(
+        context, plan, rows, plan->block_len,
+        (int64_t) plan->r * cdc__rotated_parity_rows(plan->block_len, workers, plan->n));
+    return CDC_OK;
+}
+
 int cdc__plan_size_blocks(cdc_context_t *context, cdc_call_plan_t *plan,
                           const cdc_block_cost_t *cost, int64_t rows)
 {
@@ -140,6 +187,13 @@ int cdc__plan_size_blocks(cdc_context_t *context, cdc_call_plan_t *plan,
     for (int i = 0; forced && i < n; i++)
         weights[i] = context->block_weights[i];
     pthread_mutex_unlock(&context->lock);
+    plan->rotated = 0;
+    if (!forced && context->config.plan == CDC_PLAN_PROFILED && cost->held_per_row > 0.0 &&
+        cdc__plan_rotated_eligible(context, plan, rows)) {
+        rc = size_stripes(context, plan, cost, rows);
+        if (rc != CDC_OK || plan->rotated)
+            return rc;
+    }
     if (forced) {
         lengths_by_weights(weights, n, rows, plan->block_len);
     } else if (context->config.plan == CDC_PLAN_PROFILED &&
@@ -157,32 +211,37 @@ int cdc__plan_size_blocks(cdc_context_t *context, cdc_call_plan_t *plan,
     return CDC_OK;
 }
 
-void cdc__plan_record_rotated(cdc_context_t *context, const cdc_call_plan_t *plan, int64_t rows,
-                              const int64_t *data_rows, int64_t parity_rows)
+double cdc__plan_record_rotated(cdc_context_t *context, const cdc_call_plan_t *plan,
+                                int64_t rows, const int64_t *data_rows, int64_t parity_rows)
 {
     int workers = plan->n + plan->r;
     int64_t with_parity[CDC_MAX_WORKERS];
     int home[CDC_MAX_WORKERS];
     for (int w = 0; w < workers; w++) {
-        home[w] = w;
+        home[w] = cdc__profiled_plan_home(context, plan->n, plan->r, w);
         with_parity[w] = data_rows[w] + parity_rows;
     }
     cdc_plan_record_t record;
-    pthread_mutex_lock(&context->lock);
-    record = context->last_plan;
-    pthread_mutex_unlock(&context->lock);
+    memset(&record, 0, sizeof record);
+    record.split = plan->split;
+    record.n = plan->n;
+    record.r = plan->r;
     record.rotated = 1;
     memcpy(record.block_len, data_rows, (size_t) workers * sizeof *data_rows);
     memcpy(record.home, home, (size_t) workers * sizeof *home);
     double unused;
-    if (cdc__profiled_plan_predict_lengths(context, workers, 0, &plan->cost, rows, 0, data_rows,
-                                           home, &record.expected_ms, &unused) != 1 ||
-        cdc__profiled_plan_predict_lengths(context, workers, 0, &plan->cost, rows, 0,
-                                           with_parity, home, &unused, &record.worst_ms) != 1)
+    record.here_rows = plan->rotated ? plan->here_rows : 0;
+    if (cdc__profiled_plan_predict_lengths(context, workers, 0, &plan->cost, rows,
+                                           record.here_rows, data_rows, home,
+                                           &record.expected_ms, &unused) != 1 ||
+        cdc__profiled_plan_predict_lengths(context, workers, 0, &plan->cost, rows,
+                                           record.here_rows, with_parity, home, &unused,
+                                           &record.worst_ms) != 1)
         record.expected_ms = record.worst_ms = -1.0;
     pthread_mutex_lock(&context->lock);
     context->last_plan = record;
     pthread_mutex_unlock(&context->lock);
+    return record.expected_ms;
 }
 
 int cdc__plan_here(const cdc_call_plan_t *plan)

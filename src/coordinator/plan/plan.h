@@ -9,6 +9,7 @@
 #include "context.h"
 #include "geometry.h"
 #include "plan_model.h"
+#include "rotated_set.h"
 #include "shard_set.h"
 
 #include <stdint.h>
@@ -28,7 +29,9 @@ int cdc__plan_resolve(cdc_context_t *context, int parity_override,
    rows >= n: the weights forced by cdc_testing_force_block_weights (in
    proportion, largest remainder), else under CDCGEMM_PLAN=profiled the
    profiled plan's (profiled_plan.h) once it can size the call (within the
-   homes' memory budgets), else equal (differing by at most 1). Then sets
+   homes' memory budgets), else equal (differing by at most 1); under the
+   profiled plan, cached weights in the rotated layout get sized stripes
+   instead (plan->rotated: n + r workers' data rows). Then sets
    plan->over_budget when a slot's home cannot hold what the lengths give it
    (warned once per operand shape). */
 int cdc__plan_size_blocks(cdc_context_t *context, cdc_call_plan_t *plan,
@@ -70,15 +73,37 @@ void cdc__plan_prefer_here(cdc_context_t *context, cdc_call_plan_t *plan, double
 void cdc__plan_stage_weights(cdc_context_t *context, const cdc_call_plan_t *plan,
                              const cdc_shard_set_t *set, uint64_t key);
 
+/* The same for sized stripes (plan->rotated): set is the staged encoding
+   of plan->stage_len, key the weights' set_key; every worker's operand is
+   staged. */
+void cdc__plan_stage_stripes(cdc_context_t *context, const cdc_call_plan_t *plan,
+                             const cdc_rotated_set_t *set, uint64_t key);
+
 /* The call of plan over rows rows of the cut operand runs in the rotated
    layout, worker w computing data_rows[w] (w < n + r) and then
    parity_rows of parity: the context's last_plan says so (rotated), with
-   data_rows as block_len (home[w] = w) and the model's prediction for
-   them: expected_ms, every worker's data rows done (the parity is computed
-   only on demand); worst_ms, every worker's data and parity done (after a
-   loss). Not thread-safe against calls on the same context. */
-void cdc__plan_record_rotated(cdc_context_t *context, const cdc_call_plan_t *plan, int64_t rows,
-                              const int64_t *data_rows, int64_t parity_rows);
+   data_rows as block_len (on the slots' homes; under sized stripes after
+   the coordinator's share, plan->here_rows) and the model's prediction
+   for them: expected_ms, every worker's data rows done (the parity is
+   computed only on demand); worst_ms, every worker's data and parity done
+   (after a loss). Returns expected_ms (< 0: the profile cannot predict
+   yet). Not thread-safe against calls on the same context. */
+double cdc__plan_record_rotated(cdc_context_t *context, const cdc_call_plan_t *plan,
+                                int64_t rows, const int64_t *data_rows, int64_t parity_rows);
+
+/* Whether the context asks for the rotated layout and a call of plan over
+   rows of a cut operand could run in it: parity, no replication, no
+   injected corruption pending (cdc_context_corrupt_next names shards of
+   the dedicated layout; workers' corrupt faults are checked in both) or
+   forced block weights, and a row for every data block
+   (cdc__rotated_fits). Under CDCGEMM_PLAN=profiled, cdc__plan_size_blocks
+   then sizes the stripes of cached weights to the devices (plan->rotated). */
+int cdc__plan_rotated_eligible(cdc_context_t *context, const cdc_call_plan_t *plan,
+                               int64_t rows);
+
+/* A plan of sized stripes made a dedicated one (the call cannot run in the
+   rotated layout after all): equal blocks of rows, nothing staged. */
+void cdc__plan_unrotate(cdc_call_plan_t *plan, int64_t rows);
 
 /* Where a sized plan computes its data blocks: CDC_HERE_BUDGET, they would
    not fit their homes' memory (over_budget); CDC_HERE_FASTER, it is

@@ -12,7 +12,23 @@
 #include "bits.h"
 #include "log.h"
 #include "profiled_plan.h"
+#include "rotated_set.h"
 
+
+/* The rows of the cut operand slot s holds: a data block, a parity block
+   as long as the longest; under sized stripes, its worker's data rows and
+   r parity blocks. */
+static int64_t slot_rows(const cdc_call_plan_t *plan, int s)
+{
+    int slots = plan->n + plan->r;
+    if (plan->rotated)
+        return plan->block_len[s] +
+               (int64_t) plan->r * cdc__rotated_parity_rows(plan->block_len, slots, plan->n);
+    int64_t longest = 0;
+    for (int i = 0; i < plan->n; i++)
+        longest = plan->block_len[i] > longest ? plan->block_len[i] : longest;
+    return s < plan->n ? plan->block_len[s] : longest;
+}
 
 /* Warn once per operand shape (a model's layers each get their own). */
 static void warn_over_budget(cdc_context_t *context, const cdc_call_plan_t *plan,
@@ -25,8 +41,7 @@ static void warn_over_budget(cdc_context_t *context, const cdc_call_plan_t *plan
             return;
     context->budget_warned[context->budget_warned_next] = key;
     context->budget_warned_next = (context->budget_warned_next + 1) % CDC_BUDGET_WARNED;
-    double shard = (double) plan->block_len[slot < plan->n ? slot : 0] * cost->held_per_row +
-                   cost->held_fixed;
+    double shard = (double) slot_rows(plan, slot) * cost->held_per_row + cost->held_fixed;
     CDC_LOG_WARNF("weights of %lld rows x %.0f bytes: shard %d of %d data + %d parity "
                   "(%.1f MiB) does not fit its worker's --max-memory (%.1f MiB); %s",
                   (long long) rows, cost->held_per_row, slot, plan->n, plan->r,
@@ -45,9 +60,6 @@ uint64_t cdc__plan_unfit_slots(cdc_context_t *context, const cdc_call_plan_t *pl
         return 0;
     cdc_worker_profile_t profile[CDC_MAX_WORKERS];
     int workers = cdc__context_profile(context, profile, CDC_MAX_WORKERS);
-    int64_t longest = 0;
-    for (int i = 0; i < plan->n; i++)
-        longest = plan->block_len[i] > longest ? plan->block_len[i] : longest;
     uint64_t unfit = 0;
     int first = -1;
     uint64_t first_budget = 0; /* the first unfit slot's home's */
@@ -55,8 +67,8 @@ uint64_t cdc__plan_unfit_slots(cdc_context_t *context, const cdc_call_plan_t *pl
         int home = cdc__profiled_plan_home(context, plan->n, plan->r, s);
         if (home >= workers || profile[home].max_memory == 0 || !profile[home].live)
             continue;
-        double held = (double) (s < plan->n ? plan->block_len[s] : longest) * cost->held_per_row +
-                      cost->held_fixed + CDC_PLAN_BUDGET_ENTRY_SLACK;
+        double held = (double) slot_rows(plan, s) * cost->held_per_row + cost->held_fixed +
+                      CDC_PLAN_BUDGET_ENTRY_SLACK;
         if (held > (double) profile[home].max_memory) {
             if (!unfit) {
                 first = s;

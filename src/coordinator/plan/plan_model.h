@@ -69,6 +69,12 @@ typedef struct {
                                data blocks start at this row, block_len
                                sums to the rest); 0: none                  */
     int sized;              /* block_len is set (cdc__plan_size_blocks)     */
+    int rotated;            /* sized stripes: the call runs in the rotated
+                               layout (rotated_set.h), block_len[w] worker
+                               w's data rows (w < n + r; stage_len likewise);
+                               0: block_len are the dedicated layout's n
+                               data blocks (the equal plan's rotated calls
+                               cut their own equal stripes)                */
     uint64_t unfit_slots;   /* slots whose home cannot hold its shard's
                                weights within its --max-memory: not sent,
                                erasures the code covers (budget_erasures)  */

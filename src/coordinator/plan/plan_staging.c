@@ -12,11 +12,16 @@
  * The price: during the staging the calls have one erasure fewer to spare,
  * and they run at the old lengths' latency for the sum of the transfers
  * (sent side by side on the call path, the longest would be all one call
- * waits, but that call waits it, and times out over a slow link). */
+ * waits, but that call waits it, and times out over a slow link).
+ *
+ * Sized stripes (the rotated layout) are staged the same way: every
+ * worker's operand changes, each goes in its turn, its worker an erasure
+ * the stripes' parity covers meanwhile. */
 #include "plan.h"
 
 #include "executor.h"
 #include "log.h"
+#include "hash.h"
 #include "profiled_plan.h"
 
 void cdc__plan_stage_weights(cdc_context_t *context, const cdc_call_plan_t *plan,
@@ -32,6 +37,24 @@ void cdc__plan_stage_weights(cdc_context_t *context, const cdc_call_plan_t *plan
                                        set->k, set->blocks[s], cdc__shard_set_hold(set), 0,
                                        NULL};
     if (cdc__executor_stage(context->executor, plan->stage_token, plan->n, block, count,
+                            plan->stage_order) == 1)
+        cdc__profiled_plan_staged(context, plan->stage_token);
+}
+
+void cdc__plan_stage_stripes(cdc_context_t *context, const cdc_call_plan_t *plan,
+                             const cdc_rotated_set_t *set, uint64_t key)
+{
+    int workers = set->layout.workers;
+    cdc_slot_weight_t operand[CDC_MAX_SHARDS];
+    for (int w = 0; w < workers; w++)
+        /* As the rotated tasks name them: built by their source when sent. */
+        operand[w] = (cdc_slot_weight_t){cdc__hash_mix(key, set->key_mix) | 1,
+                                         set->data_rows[w] +
+                                             (int64_t) set->layout.r * set->block_rows,
+                                         set->k, NULL, cdc__rotated_set_hold(set), 0,
+                                         &set->source[w]};
+    /* The rotated calls' executor n is every worker (the wire keys mix it). */
+    if (cdc__executor_stage(context->executor, plan->stage_token, workers, operand, workers,
                             plan->stage_order) == 1)
         cdc__profiled_plan_staged(context, plan->stage_token);
 }

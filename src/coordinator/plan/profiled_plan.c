@@ -31,12 +31,19 @@
  * shard was cancelled before it finished (a parity that is never needed:
  * on identical devices any one, on a mix the slowest). No slower guess:
  * on identical devices that would move homes for nothing. Given a block by
- * the plan, it finishes it and gets measured; the profile then re-plans. */
+ * the plan, it finishes it and gets measured; the profile then re-plans.
+ *
+ * Sized stripes. In the rotated layout every worker computes data rows on
+ * every call and parity only on demand, so its rows are sized as an
+ * uncoded call's blocks over the n + r slots (the planner with r = 0),
+ * with the same homes, share, hysteresis and staging; they wait until
+ * every worker is measured, which every call does. */
 #include "profiled_plan.h"
 
 #include "hash.h"
 #include "log.h"
 #include "planner.h"
+#include "rotated_set.h"
 
 #include <math.h>
 #include <string.h>
@@ -258,6 +265,20 @@ static int layout_index(const cdc_profiled_state_t *st, uint64_t key)
     return -1;
 }
 
+/* A new entry (the oldest replaced) remembering that operand key was given
+   lengths len[0..count-1] and the coordinator's share here; its index. */
+static int layout_claim(cdc_profiled_state_t *st, uint64_t key, const int64_t *len, int count,
+                        int64_t here)
+{
+    int i = st->next_layout;
+    st->next_layout = (i + 1) % CDC_PROFILED_LAYOUTS;
+    st->layouts[i].key = key;
+    st->layouts[i].pending_token = 0;
+    memcpy(st->layouts[i].len, len, (size_t) count * sizeof *len);
+    st->layouts[i].here = here;
+    return i;
+}
+
 /* Slots 0..n+r-1 into order, the latest to finish first under lengths len
    (a parity slot computes as many rows as the longest block). */
 static void busiest_first(const cdc_shard_cost_t *line, const int *home, int n, int r,
@@ -341,12 +362,7 @@ static double keep_or_remember(cdc_profiled_state_t *st, uint64_t key,
     int i = layout_index(st, key);
     if (i < 0) {
         /* First sized: the workers hold no lengths of it yet to keep. */
-        i = st->next_layout;
-        st->next_layout = (i + 1) % CDC_PROFILED_LAYOUTS;
-        st->layouts[i].key = key;
-        st->layouts[i].pending_token = 0;
-        memcpy(st->layouts[i].len, len, (size_t) n * sizeof *len);
-        st->layouts[i].here = *here;
+        layout_claim(st, key, len, n, *here);
         CDC_LOG_INFOF("profiled plan: blocks of %lld rows sized, %lld here (predicted "
                       "%.2f ms)", (long long) sum_of(len, n), (long long) *here, t_new);
         return t_new;
@@ -555,5 +571,119 @@ int cdc__profiled_plan_size(cdc_context_t *context, cdc_call_plan_t *plan,
     plan->sized = 1;
     if (predicted_ms)
         *predicted_ms = t;
+    return 1;
+}
+
+/* Stripes' rows are remembered apart from any dedicated blocks of the same
+   shape (an uncoded call over n + r slots has the same shape). */
+#define STRIPES_KEY_TAG UINT64_C(0x73747269706573)
+
+/* Each of len[0..count-1] raised to least, taking rows from the longest
+   (the sum is at least count * least). */
+static void at_least(int64_t *len, int count, int64_t least)
+{
+    for (int i = 0; i < count; i++)
+        while (len[i] < least) {
+            int longest = 0;
+            for (int j = 1; j < count; j++)
+                longest = len[j] > len[longest] ? j : longest;
+            len[longest]--;
+            len[i]++;
+        }
+}
+
+/* What staging new stripes needs: weights the workers cache, a worker the
+   calls can lose (the one being staged), and each home's budget holding
+   its old operand and its new one at once. */
+static int may_stage_stripes(const cdc_profiled_state_t *st, const cdc_block_cost_t *cost,
+                             int n, int r, const int64_t *old, const int64_t *len)
+{
+    int workers = n + r;
+    if (!(cost->held_per_row > 0.0) || r < 1)
+        return 0;
+    int64_t parity_old = (int64_t) r * cdc__rotated_parity_rows(old, workers, n);
+    int64_t parity_new = (int64_t) r * cdc__rotated_parity_rows(len, workers, n);
+    for (int w = 0; w < workers; w++) {
+        const cdc_worker_profile_t *p = &st->anchored[st->home_of_slot[w]];
+        double both = 2.0 * cost->held_fixed +
+                      (double) (old[w] + parity_old + len[w] + parity_new) * cost->held_per_row;
+        if (p->max_memory > 0 && both > (double) p->max_memory)
+            return 0;
+    }
+    return 1;
+}
+
+/* The rows operand `key` had (remembered as equal, rows over count, when it
+   had none yet) into len; returns the coordinator's share that goes with
+   them. */
+static int64_t stripes_kept(cdc_profiled_state_t *st, uint64_t key, int count, int64_t rows,
+                            int64_t *len)
+{
+    int i = layout_index(st, key);
+    if (i < 0) {
+        int64_t equal[CDC_MAX_WORKERS];
+        cdc__plan_equal_lengths(count, rows, equal);
+        i = layout_claim(st, key, equal, count, 0);
+    }
+    memcpy(len, st->layouts[i].len, (size_t) count * sizeof *len);
+    return st->layouts[i].here;
+}
+
+int cdc__profiled_plan_size_stripes(cdc_context_t *context, cdc_call_plan_t *plan,
+                                    const cdc_block_cost_t *cost, int64_t rows)
+{
+    cdc_profiled_state_t *st = &context->profiled;
+    int n = plan->n, r = plan->r, workers = n + r;
+    uint64_t key = cdc__hash_mix(layout_key(cost, rows, workers, 0), STRIPES_KEY_TAG);
+    cdc_shard_cost_t line[CDC_MAX_WORKERS];
+    anchor(context);
+    /* Every worker computes data rows on every call here: all of them are
+       measured before the first sizing (a device taken at the slowest rate
+       meanwhile would keep too few rows once the rest is within 10%). */
+    if (!anchored_lines(st, workers, 0, cost, rows, line)) {
+        plan->here_rows = stripes_kept(st, key, workers, rows, plan->block_len);
+        return 0;
+    }
+    /* The homes as for the dedicated blocks (one map serves both layouts:
+       a model's spatial layers are dedicated, and their parity is best on
+       a fast device); the stripes are sized to whichever homes the slots
+       have. */
+    if (st->homes_stale || st->slots != workers) {
+        int rc = homes_update(context, line, n, r, rows);
+        if (rc != CDC_OK)
+            return rc;
+        st->homes_stale = 0;
+    }
+    if (st->slots != workers) { /* no homes chosen (none holds it all): worker s */
+        for (int s = 0; s < CDC_MAX_WORKERS; s++)
+            st->home_of_slot[s] = s;
+        st->slots = workers;
+    }
+    const int *home = st->home_of_slot;
+    int64_t len[CDC_MAX_WORKERS], equal[CDC_MAX_WORKERS], here;
+    double t = lengths_with_share(line, home, workers, 0, cost, rows, len, &here);
+    if (!isfinite(t)) {
+        plan->here_rows = stripes_kept(st, key, workers, rows, plan->block_len);
+        return 0;
+    }
+    int64_t least = (int64_t) workers * n; /* the stripes' rows: one a data block */
+    if (rows - here < least) {
+        here = rows - least; /* >= 0: the call is eligible */
+        lengths_for_homes(line, home, workers, 0, rows - here, len);
+    }
+    at_least(len, workers, n);
+    t = latency_of(line, home, workers, 0, cost, here, len);
+    cdc__plan_equal_lengths(workers, rows, equal);
+    double t_equal = latency_of(line, home, workers, 0, cost, 0, equal);
+    if (!(t < PLAN_SWITCH_GAIN * t_equal)) {
+        memcpy(len, equal, sizeof equal);
+        here = 0;
+        t = t_equal;
+    }
+    int i = layout_index(st, key);
+    int stage = may_stage_stripes(st, cost, n, r, i >= 0 ? st->layouts[i].len : equal, len);
+    keep_or_remember(st, key, line, workers, 0, cost, len, &here, t, stage, plan);
+    memcpy(plan->block_len, len, (size_t) workers * sizeof *len);
+    plan->here_rows = here;
     return 1;
 }

@@ -23,6 +23,25 @@ int cdc__profiled_plan_size(cdc_context_t *context, cdc_call_plan_t *plan,
                             const cdc_block_cost_t *cost, int64_t rows,
                             double *predicted_ms);
 
+/* Sized stripes (the rotated layout, rotated_set.h): each of the plan's
+   n + r workers' data rows of the cut operand's rows, into
+   plan->block_len[0..n+r-1], as an uncoded call over the slots' homes
+   would be sized (the parity is computed only on demand), each at least n
+   (a row for each of its data blocks); equal unless the sizing is
+   predicted 10% faster. The same hysteresis as the dedicated blocks: an
+   operand keeps the rows it was given unless new ones are predicted 10%
+   faster, and new rows of weights the workers cache are staged
+   (plan->stage_*: this call keeps the old ones). Until the profile can
+   size the call the rows are equal, and remembered as what the workers
+   hold, so the first sizing is staged too. When the coordinator's line is
+   known it takes the first plan->here_rows rows, as for blocks, and the
+   stripes cut the rest (block_len sums to rows - here_rows; they keep at
+   least (n + r)·n rows). 1 when the profile sized them, 0 when it cannot
+   yet (block_len: what the operand had, else equal), or a CDC_* error
+   (< 0). Not thread-safe against calls on the same context. */
+int cdc__profiled_plan_size_stripes(cdc_context_t *context, cdc_call_plan_t *plan,
+                                    const cdc_block_cost_t *cost, int64_t rows);
+
 /* The latency the profile predicts for a call of n data + r parity shards
    doing this work on the slots' present homes, with the best block lengths
    for them and the coordinator's best share (nothing moved or remembered). 1 with *predicted_ms, 0 when the

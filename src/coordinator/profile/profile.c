@@ -124,8 +124,14 @@ void cdc__profile_note_pong(cdc_profile_state_t *state, double rtt_ms,
                             const cdc_status_report_t *status)
 {
     if (rtt_ms >= 0) {
+        /* The least of the window: a PING that waited behind a task
+           measured the task, not the way there and back. */
+        state->rtt_window[state->rtt_samples % CDC_PROFILE_RTT_WINDOW] = rtt_ms;
+        double least = rtt_ms;
+        for (uint64_t i = 0; i <= state->rtt_samples && i < CDC_PROFILE_RTT_WINDOW; i++)
+            least = state->rtt_window[i] < least ? state->rtt_window[i] : least;
         state->generation +=
-            estimate_add(&state->rtt, rtt_ms, state->rtt_samples, CDC_PROFILE_MOVE_RTT_MS);
+            estimate_add(&state->rtt, least, state->rtt_samples, CDC_PROFILE_MOVE_RTT_MS);
         state->rtt_samples++;
     }
     if (!status)

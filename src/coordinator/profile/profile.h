@@ -22,7 +22,12 @@
  *           not buy a worker the biggest share). Logged once.
  *   rtt     heartbeat PING -> PONG of the latest PING only (an answer to an
  *           older one comes from a worker that stalled; it says nothing of
- *           the link).
+ *           the link), the estimator fed the least of the latest
+ *           CDC_PROFILE_RTT_WINDOW, as TCP BBR takes its min RTT: a worker
+ *           answers a PING after the task it is computing, so under calls
+ *           most samples measure the task (7 ms against 0.7 idle, on
+ *           emulated devices kept busy), and a plan sized by them would
+ *           swing with the load.
  *   link    from a call's completed tasks on one worker: the time not spent
  *           computing or in the round trip,
  *               comm = elapsed - flops / rate - rtt,
@@ -72,6 +77,7 @@
 #define CDC_PROFILE_MIN_COMM_MS 1.0     /* a link sample's least comm time ...    */
 #define CDC_PROFILE_MIN_LINK_BYTES 65536 /* ... and least bytes                   */
 #define CDC_PROFILE_LINK_WINDOW 8      /* link samples the max is taken over     */
+#define CDC_PROFILE_RTT_WINDOW 16      /* round trips the min is taken over      */
 #define CDC_PROFILE_MOVE 0.2            /* relative move that counts              */
 #define CDC_PROFILE_MOVE_RTT_MS 1.0     /* a round trip must move this much too:
                                            less is scheduling noise next to
@@ -146,6 +152,7 @@ typedef struct {
 typedef struct {
     cdc_profile_estimate_t rate, link, rtt; /* GFLOP/s, Mbit/s, ms          */
     double link_window[CDC_PROFILE_LINK_WINDOW]; /* the latest link samples */
+    double rtt_window[CDC_PROFILE_RTT_WINDOW];   /* the latest round trips    */
     uint64_t rate_samples, link_samples, rtt_samples, generation;
     uint64_t max_memory, cache_bytes;
     int has_base;              /* the counters below are a baseline        */

@@ -294,9 +294,27 @@ int cdc__rotated_set_new_sized(const cdc_code_t *code, const float *src,
 }
 
 int cdc__rotated_set_matches(const cdc_rotated_set_t *set, const cdc_code_t *code,
-                             int64_t rows, int64_t k)
+                             int64_t rows, int64_t k, const int64_t *worker_rows)
 {
-    return set && set->code == code && set->rows == rows && set->k == k && !set->sized;
+    if (!set || set->code != code || set->rows != rows || set->k != k ||
+        set->sized != (worker_rows != NULL))
+        return 0;
+    for (int w = 0; worker_rows && w < set->layout.workers; w++)
+        if (set->data_rows[w] != worker_rows[w])
+            return 0;
+    return 1;
+}
+
+/* As cut_rows cuts a worker's rows into n blocks (first + rows·i/n): the
+   longest is ceil(rows / n). */
+int64_t cdc__rotated_parity_rows(const int64_t *worker_rows, int workers, int n)
+{
+    int64_t longest = 0;
+    for (int w = 0; w < workers; w++) {
+        int64_t block = (worker_rows[w] + n - 1) / n;
+        longest = block > longest ? block : longest;
+    }
+    return longest;
 }
 
 cdc_hold_t *cdc__rotated_set_hold(const cdc_rotated_set_t *set)

@@ -81,10 +81,14 @@ int cdc__rotated_set_new_sized(const cdc_code_t *code, const float *src,
 int cdc__rotated_operand_open(const cdc_rotated_set_t *set, int w, const float **data,
                               cdc_hold_t **hold);
 
-/* Whether the set is the layout of code's (n, r) over rows x k, cut
-   equally. */
+/* Whether the set is the layout of code's (n, r) over rows x k, cut as
+   worker_rows gives (NULL: equally, cdc__rotated_set_new). */
 int cdc__rotated_set_matches(const cdc_rotated_set_t *set, const cdc_code_t *code,
-                             int64_t rows, int64_t k);
+                             int64_t rows, int64_t k, const int64_t *worker_rows);
+
+/* B, the parity blocks' rows, of a set cut as worker_rows gives (workers
+   of them, n data blocks each): the longest data block. */
+int64_t cdc__rotated_parity_rows(const int64_t *worker_rows, int workers, int n);
 
 /* The owner is done with it (cdc__hold_retire); accepts NULL and *NULL. */
 void cdc__rotated_set_retire(cdc_rotated_set_t **set_p);
