@@ -42,13 +42,10 @@ static task_keys_t task_keys(const cdc_shard_task_t *task, int needed)
 {
     task_keys_t keys = {0, 0};
     uint32_t sample[CDC_OPERAND_SAMPLE];
-    if (task->a_key) {
-        int built = !task->a && task->a_source; /* its sample taken beforehand */
-        if (!built)
-            cdc__operand_sample(task->a, task->a_rows, task->k, sample);
+    if (task->a_key)
         keys.a = cdc__client_wire_key(task->a_key, task->shard, needed, task->a_rows, task->k,
-                                      built ? task->a_source->sample : sample);
-    }
+                                      cdc__operand_sample_of(task->a, task->a_source,
+                                                             task->a_rows, task->k, sample));
     if (task->kind == CDC_TASK_GEMM && task->bt_key) {
         cdc__operand_sample(task->bt, task->cols, task->k, sample);
         keys.bt = cdc__client_wire_key(task->bt_key, task->shard, needed, task->cols, task->k,

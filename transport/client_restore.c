@@ -30,7 +30,6 @@
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 
 /* The key a shard operand is cached under on a worker. The layer's key names
@@ -362,14 +361,11 @@ int cdc__client_stage(cdc_client_t *self, uint64_t token, int needed,
     cdc_slot_weight_t weight[CDC_MAX_WORKERS];
     for (int s = 0; s < count; s++) {
         uint32_t sample[CDC_OPERAND_SAMPLE];
-        const uint32_t *taken = sample; /* a source's: taken when it was made */
-        if (block[s].data || !block[s].source)
-            cdc__operand_sample(block[s].data, block[s].rows, block[s].k, sample);
-        else
-            taken = block[s].source->sample;
         weight[s] = block[s];
-        weight[s].key = cdc__client_wire_key(block[s].key, s, needed, block[s].rows,
-                                             block[s].k, taken);
+        weight[s].key = cdc__client_wire_key(
+            block[s].key, s, needed, block[s].rows, block[s].k,
+            cdc__operand_sample_of(block[s].data, block[s].source, block[s].rows, block[s].k,
+                                   sample));
     }
     pthread_mutex_lock(&self->lock);
     cdc__slots_stage(self->slots, token, weight, count, order);

@@ -34,6 +34,13 @@ struct cdc_operand_source {
 void cdc__operand_sample(const float *data, int64_t rows, int64_t k,
                          uint32_t sample[CDC_OPERAND_SAMPLE]);
 
+/* The sample of an operand given as data or, without data, built by
+   source: the source's (taken when it was made), else data's into
+   scratch. */
+const uint32_t *cdc__operand_sample_of(const float *data, const cdc_operand_source_t *source,
+                                       int64_t rows, int64_t k,
+                                       uint32_t scratch[CDC_OPERAND_SAMPLE]);
+
 /* Where the sample's element i lies in an operand of rows x k floats. */
 static inline int64_t cdc__operand_sample_at(int64_t rows, int64_t k, int i)
 {

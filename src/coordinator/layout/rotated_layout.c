@@ -23,7 +23,6 @@
 #include "bits.h"
 #include "engine.h"
 #include "error.h"
-#include "hash.h"
 #include "norms.h"
 
 #include <stdlib.h>
@@ -117,8 +116,8 @@ static int rotated_task(cdc_call_layout_t *layout, int w, cdc_shard_task_t *task
     task->cover = -1;
     task->a = NULL; /* built when it must be sent: its source */
     task->a_source = &set->source[w];
-    task->a_rows = set->data_rows[w] + (int64_t) set->layout.r * set->block_rows;
-    task->a_key = cdc__hash_mix(call->a_key, set->key_mix) | 1;
+    task->a_rows = cdc__rotated_operand_rows(set, w);
+    task->a_key = cdc__rotated_operand_key(set, call->a_key);
     task->a_hold = cdc__rotated_set_hold(set);
     task->lead_rows = set->data_rows[w];
     task->part_rows = set->block_rows;

@@ -68,10 +68,14 @@ static void cut_rows(cdc_rotated_set_t *set, const int64_t *worker_rows)
     }
 }
 
-/* Worker w's operand rows: its data rows and r parity blocks. */
-static int64_t operand_rows(const cdc_rotated_set_t *set, int w)
+int64_t cdc__rotated_operand_rows(const cdc_rotated_set_t *set, int w)
 {
     return set->data_rows[w] + (int64_t) set->layout.r * set->block_rows;
+}
+
+uint64_t cdc__rotated_operand_key(const cdc_rotated_set_t *set, uint64_t weights_key)
+{
+    return cdc__hash_mix(weights_key, set->key_mix) | 1; /* 0 means "inline" */
 }
 
 /* What encoding a stripe needs beside the source: r parity blocks of B x k
@@ -137,7 +141,7 @@ static void sample_rows(cdc_rotated_set_t *set, int w, int64_t row, int64_t coun
 {
     int64_t k = set->k, first = row * k, end = (row + count) * k;
     for (int i = 0; i < CDC_OPERAND_SAMPLE; i++) {
-        int64_t e = cdc__operand_sample_at(operand_rows(set, w), k, i);
+        int64_t e = cdc__operand_sample_at(cdc__rotated_operand_rows(set, w), k, i);
         if (e >= first && e < end)
             memcpy(&set->source[w].sample[i], at + (e - first), sizeof(uint32_t));
     }
@@ -159,7 +163,7 @@ static int measure_operands(cdc_rotated_set_t *set)
         cdc__row_norms(data, set->data_rows[w], set->k, at);
         sample_rows(set, w, 0, set->data_rows[w], data);
         set->operand_norms[w] = norms_of[w] = at;
-        at += operand_rows(set, w);
+        at += cdc__rotated_operand_rows(set, w);
     }
     stripe_scratch_t scratch;
     int rc = scratch_new(set, &scratch);
@@ -190,11 +194,11 @@ int cdc__rotated_operand_open(const cdc_rotated_set_t *set, int w, const float *
     int64_t k = set->k;
     float *out;
     *data = NULL;
-    *hold = cdc__hold_alloc((size_t) (operand_rows(set, w) * k) * sizeof(float),
+    *hold = cdc__hold_alloc((size_t) (cdc__rotated_operand_rows(set, w) * k) * sizeof(float),
                             (void **) &out);
     if (!*hold)
         return cdc__fail(CDC_ENOMEM, "rotated layout: worker %d's operand, %lld rows", w,
-                         (long long) operand_rows(set, w));
+                         (long long) cdc__rotated_operand_rows(set, w));
     memcpy(out, set->src + set->data_first[w] * k,
            (size_t) (set->data_rows[w] * k) * sizeof(float));
     stripe_scratch_t scratch;

@@ -86,6 +86,14 @@ int cdc__rotated_operand_open(const cdc_rotated_set_t *set, int w, const float *
 int cdc__rotated_set_matches(const cdc_rotated_set_t *set, const cdc_code_t *code,
                              int64_t rows, int64_t k, const int64_t *worker_rows);
 
+/* Worker w's operand rows: its data rows and r parity blocks of B. */
+int64_t cdc__rotated_operand_rows(const cdc_rotated_set_t *set, int w);
+
+/* The key the workers cache their operands under, of weights named
+   weights_key (it names this layout and cut too): what the tasks and a
+   staging of the set must both say. */
+uint64_t cdc__rotated_operand_key(const cdc_rotated_set_t *set, uint64_t weights_key);
+
 /* B, the parity blocks' rows, of a set cut as worker_rows gives (workers
    of them, n data blocks each): the longest data block. */
 int64_t cdc__rotated_parity_rows(const int64_t *worker_rows, int workers, int n);

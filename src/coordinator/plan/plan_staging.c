@@ -21,7 +21,6 @@
 
 #include "executor.h"
 #include "log.h"
-#include "hash.h"
 #include "profiled_plan.h"
 
 void cdc__plan_stage_weights(cdc_context_t *context, const cdc_call_plan_t *plan,
@@ -48,11 +47,9 @@ void cdc__plan_stage_stripes(cdc_context_t *context, const cdc_call_plan_t *plan
     cdc_slot_weight_t operand[CDC_MAX_SHARDS];
     for (int w = 0; w < workers; w++)
         /* As the rotated tasks name them: built by their source when sent. */
-        operand[w] = (cdc_slot_weight_t){cdc__hash_mix(key, set->key_mix) | 1,
-                                         set->data_rows[w] +
-                                             (int64_t) set->layout.r * set->block_rows,
-                                         set->k, NULL, cdc__rotated_set_hold(set), 0,
-                                         &set->source[w]};
+        operand[w] = (cdc_slot_weight_t){cdc__rotated_operand_key(set, key),
+                                         cdc__rotated_operand_rows(set, w), set->k, NULL,
+                                         cdc__rotated_set_hold(set), 0, &set->source[w]};
     /* The rotated calls' executor n is every worker (the wire keys mix it). */
     if (cdc__executor_stage(context->executor, plan->stage_token, workers, operand, workers,
                             plan->stage_order) == 1)
