@@ -22,8 +22,9 @@ void cdc_bench_run_usage(FILE *out)
             "  --workers W       local workers (default CDCGEMM_LOCAL_WORKERS or 5)\n"
             "  --parity R        parity shards (default CDCGEMM_PARITY or 1)\n"
             "  --split S         auto|output|channel|spatial (default auto)\n"
-            "  --plan P          equal|profiled: blocks equal, or sized and placed by the\n"
-            "                    measured devices (default CDCGEMM_PLAN or equal)\n"
+            "  --plan P          auto|equal|profiled: blocks equal, or sized and placed by\n"
+            "                    the measured devices; auto starts equal and sizes once\n"
+            "                    they are measured (default CDCGEMM_PLAN or auto)\n"
             "  --faults SPEC     fault schedule (docs/faults.md)\n"
             "  --crash-at Q      crash worker --crash-worker (default 1) at request Q\n"
             "  --max-memory B    every worker's --max-memory (B bytes, K/M/G suffixes):\n"
@@ -137,10 +138,13 @@ int cdc_bench_run_mode(int argc, char **argv, int plan_table)
                 bad = 1;
             }
         } else if (strcmp(a, "--plan") == 0) {
-            if (strcmp(v, "equal") == 0 || strcmp(v, "profiled") == 0) {
-                config.plan = v[0] == 'e' ? CDC_PLAN_EQUAL : CDC_PLAN_PROFILED;
+            if (strcmp(v, "equal") == 0 || strcmp(v, "profiled") == 0 || strcmp(v, "auto") == 0) {
+                config.plan = v[0] == 'e'   ? CDC_PLAN_EQUAL
+                              : v[0] == 'p' ? CDC_PLAN_PROFILED
+                                            : CDC_PLAN_AUTO;
             } else {
-                fprintf(stderr, "cdcgemm-bench: --plan '%s': expected equal or profiled\n", v);
+                fprintf(stderr, "cdcgemm-bench: --plan '%s': expected auto, equal or profiled\n",
+                        v);
                 bad = 1;
             }
         } else if (strcmp(a, "--max-memory") == 0) {

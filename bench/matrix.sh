@@ -13,7 +13,8 @@
 #   --split channel|spatial, and uncoded (--parity 0, the same devices).
 #   Each run one JSON: OUT/runI/ROW/CONFIG.json; bench/matrix_summary.py OUT
 #   prints the table. MATRIX_REQUESTS and MATRIX_WARMUP replace every row's
-#   counts (a quick look at the machinery, not a figure).
+#   counts (a quick look at the machinery, not a figure); MATRIX_CONFIGS
+#   (labels, e.g. "default equal-rotated uncoded") keeps only those.
 set -eu
 build=${1:-build}
 out=${2:-matrix-results}
@@ -106,6 +107,7 @@ while [ "$i" -le "$runs" ]; do
     requests=${MATRIX_REQUESTS:-$requests} warmup=${MATRIX_WARMUP:-$warmup} # a quick look
     for config in $(configs "$conv"); do
       label=${config%%=*}
+      case " ${MATRIX_CONFIGS:-$label} " in *" $label "*) ;; *) continue ;; esac
       flags=$(echo "${config#*=}" | tr '_' ' ')
       chaos_flag=""
       [ -n "$chaos" ] && chaos_flag="--chaos $chaos"

@@ -70,7 +70,9 @@ void cdc_run_write_json(FILE *out, const cdc_run_t *run, const char *model)
             ", \"workers\": %d, \"parity\": %d, \"split\": \"%s\", \"plan\": \"%s\", "
             "\"parity_layout\": \"%s\", \"faults\": ",
             workers, c->parity, split_name(c->split),
-            c->plan == CDC_PLAN_PROFILED ? "profiled" : "equal",
+            c->plan == CDC_PLAN_PROFILED ? "profiled"
+            : c->plan == CDC_PLAN_AUTO   ? "auto"
+                                         : "equal",
             c->parity_layout == CDC_LAYOUT_ROTATED ? "rotated" : "dedicated");
     cdc_bench_json_string(out, c->faults);
     fprintf(out,

@@ -74,8 +74,11 @@ typedef enum {
 
 /* How a call's blocks are sized (config.plan; docs/heterogeneous.md). */
 typedef enum {
-    CDC_PLAN_EQUAL = 0,   /* equal blocks, slot s on worker s (default)        */
-    CDC_PLAN_PROFILED = 1 /* blocks and homes from the measured devices        */
+    CDC_PLAN_EQUAL = 0,    /* equal blocks, slot s on worker s (default)        */
+    CDC_PLAN_PROFILED = 1, /* blocks and homes from the measured devices        */
+    CDC_PLAN_AUTO = 2      /* the adaptive plan (the default to be, issue 26):
+                              equal blocks until the devices are measured,
+                              then sized ones                               */
 } cdc_plan_mode_t;
 
 /* What a re-plan gives up when workers die (config.replan). */

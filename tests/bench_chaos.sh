@@ -15,7 +15,9 @@ fail() { echo "bench_chaos: $*" >&2; exit 1; }
 # count FILE ACTION: events of that action in a run's JSON.
 count() { grep -c "\"action\": \"$2\"" "$1" || true; }
 
-"$bench" --layer fc:512x512:4 --requests 2500 --workers 4 \
+# The equal plan: every call on the workers (the adaptive default computes
+# these small layers here, where they are faster, and would see no chaos).
+"$bench" --layer fc:512x512:4 --requests 2500 --workers 4 --plan equal \
   --chaos 'kill@random:every=250ms;stop@w2:every=400ms,for=100ms;seed=3' --crash-at 100 \
   --json "$tmp/embedded.json" >"$tmp/embedded.out" 2>"$tmp/embedded.err" ||
   fail "embedded run: exit status $? ($(tail -n 3 "$tmp/embedded.err"))"
@@ -27,7 +29,7 @@ grep -q '"samples": \[' "$tmp/embedded.json" || fail "embedded run: no samples"
 [ "$(grep -c '"rss_kib": ' "$tmp/embedded.json")" = 4 ] ||
   fail "embedded run: expected 4 samples (start, 1,000, 2,000, end)"
 
-"$bench" --layer fc:512x512:4 --requests 1500 --external 4 \
+"$bench" --layer fc:512x512:4 --requests 1500 --external 4 --plan equal \
   --chaos 'restart@random:every=300ms;seed=5' \
   --json "$tmp/external.json" >"$tmp/external.out" 2>"$tmp/external.err" ||
   fail "external run: exit status $? ($(tail -n 3 "$tmp/external.err"))"

@@ -198,6 +198,47 @@ START_TEST(test_threshold_splits_calls)
 }
 END_TEST
 
+/* The thresholds each plan leaves when CDCGEMM_MIN_FLOPS is unset: auto
+   (and profiled) let the model see GEMMs from 2e6 flops, matrix-vector
+   products (hashed every call) only from 2e8, as the equal plan (the
+   default) does for both; a set threshold is the override for both. A
+   3000x1x1000 product (6e6 flops) stays local under auto, a 200^3 GEMM
+   (1.6e7) is coded. */
+START_TEST(test_default_thresholds)
+{
+    static const struct {
+        const char *plan, *min_flops;
+        double gemm, vector;
+        int vector_coded, gemm_coded;
+    } cases[] = {{"auto", NULL, 2e6, 2e8, 0, 1},
+                 {"equal", NULL, 2e8, 2e8, 0, 0},
+                 {NULL, NULL, 2e8, 2e8, 0, 0},
+                 {"auto", "5", 5.0, 5.0, 1, 1}};
+    const int i = _i;
+    setenv("CDCGEMM_LOCAL_WORKERS", "5", 1);
+    setenv("CDCGEMM_IN_PROCESS", "1", 1);
+    unsetenv("CDCGEMM_WORKERS");
+    if (cases[i].plan)
+        setenv("CDCGEMM_PLAN", cases[i].plan, 1);
+    else
+        unsetenv("CDCGEMM_PLAN");
+    if (cases[i].min_flops)
+        setenv("CDCGEMM_MIN_FLOPS", cases[i].min_flops, 1);
+    else
+        unsetenv("CDCGEMM_MIN_FLOPS");
+    ck_assert(cdc__blas_min_flops() == cases[i].gemm);
+    ck_assert(cdc__blas_min_flops_vector() == cases[i].vector);
+    cdc_stats_t stats;
+    check_call(form_of(0), 0, 3000, 1, 1000, 1.0f, 0.0f, 0, 3);
+    ck_assert_int_eq(cdc__blas_context_stats(&stats), cases[i].vector_coded ? CDC_OK : CDC_ESTATE);
+    check_call(form_of(0), 0, 200, 200, 200, 1.0f, 0.0f, 0, 4);
+    ck_assert_int_eq(cdc__blas_context_stats(&stats),
+                     cases[i].vector_coded || cases[i].gemm_coded ? CDC_OK : CDC_ESTATE);
+    cdc__blas_context_shutdown();
+    unsetenv("CDCGEMM_PLAN");
+}
+END_TEST
+
 /* ---- error exits ---------------------------------------------------------- */
 
 static void reset_handlers(void)
@@ -762,6 +803,7 @@ static Suite *blas_suite(void)
     tcase_add_loop_test(tc, test_local_path_semantics, 0, 18);
     tcase_add_loop_test(tc, test_coded_path_semantics, 0, 18);
     tcase_add_test(tc, test_threshold_splits_calls);
+    tcase_add_loop_test(tc, test_default_thresholds, 0, 4);
     tcase_add_test(tc, test_coded_path_with_erasures);
     tcase_add_test(tc, test_threads);
     tcase_set_timeout(tc, 120);

@@ -76,6 +76,12 @@ START_TEST(test_env_good_values)
     setenv("CDCGEMM_SPLIT", "channel", 1);
     ck_assert_int_eq(cdc_config_from_env(&config), CDC_OK);
     ck_assert_int_eq(config.split, CDC_SPLIT_ROWS);
+    setenv("CDCGEMM_PLAN", "equal", 1);
+    ck_assert_int_eq(cdc_config_from_env(&config), CDC_OK);
+    ck_assert_int_eq(config.plan, CDC_PLAN_EQUAL);
+    setenv("CDCGEMM_PLAN", "auto", 1);
+    ck_assert_int_eq(cdc_config_from_env(&config), CDC_OK);
+    ck_assert_int_eq(config.plan, CDC_PLAN_AUTO);
     clear_env();
 }
 END_TEST
@@ -186,6 +192,15 @@ START_TEST(test_context_rejects_bad_config)
     config.verify = 3;
     ck_assert_int_eq(cdc_context_new(&config, &ctx), CDC_ECONFIG);
     ck_assert_ptr_nonnull(strstr(cdc_last_error(), "verify"));
+    cdc_config_init(&config); /* the enumerations, set by a program, not parsed */
+    config.plan = 3;
+    ck_assert_int_eq(cdc_context_new(&config, &ctx), CDC_ECONFIG);
+    ck_assert_ptr_nonnull(strstr(cdc_last_error(), "plan = 3"));
+    cdc_config_init(&config);
+    config.parity_layout = -1;
+    ck_assert_int_eq(cdc_context_new(&config, &ctx), CDC_ECONFIG);
+    ck_assert_ptr_nonnull(strstr(cdc_last_error(), "parity_layout = -1"));
+    ck_assert_ptr_null(ctx);
     cdc_config_init(&config); /* an endpoint longer than the client's names hold */
     int at = snprintf(config.workers, sizeof config.workers, "ipc:///tmp/");
     memset(config.workers + at, 'w', 300);

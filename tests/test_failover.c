@@ -79,6 +79,7 @@ static cdc_context_t *local_context(int workers, int parity, const char *faults,
     cdc_config_t config;
     cdc_config_init(&config);
     config.parity_layout = CDC_LAYOUT_DEDICATED; /* what the assertions count (top) */
+    config.plan = CDC_PLAN_EQUAL; /* ... slot s on worker s, every call on the workers */
     config.local_workers = workers;
     config.parity = parity;
     config.replan = CDC_REPLAN_KEEP_PARITY; /* the re-plan assertions below */

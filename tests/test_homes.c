@@ -42,6 +42,7 @@ static cdc_context_t *local_context(void)
     cdc_config_t config;
     cdc_config_init(&config);
     config.parity_layout = CDC_LAYOUT_DEDICATED; /* what the assertions count (top) */
+    config.plan = CDC_PLAN_EQUAL; /* homes moved by the rules below, not by speeds */
     config.local_workers = SLOTS;
     config.parity = 1;
     config.timeout_ms = 3000;

@@ -462,6 +462,7 @@ static cdc_context_t *embedded_context(const char *faults, const char *stats_pat
     cdc_config_init(&config);
     config.local_workers = WORKERS;
     config.parity = 0;
+    config.plan = CDC_PLAN_EQUAL; /* every call measures the workers: none planned here */
     config.timeout_ms = 20000;
     config.log_level = getenv("CDC_TEST_LOG") ? CDC_LOG_INFO : CDC_LOG_ERROR;
     snprintf(config.faults, sizeof config.faults, "%s", faults);

@@ -28,11 +28,11 @@
 #define MAX_CALLS 400
 #define MAX_SECONDS 60.0
 
-/* A profiled context of WORKERS embedded workers with r = 1 in layout;
+/* A context of WORKERS embedded workers with r = 1 under plan, in layout;
    wait_ms: how long a call waits for data shards past the n results it
    needs (0: none, the default); respawn: config.respawn. */
-static cdc_context_t *context_with(cdc_parity_layout_t layout, const char *faults,
-                                   int wait_ms, int respawn)
+static cdc_context_t *context_planned(cdc_plan_mode_t plan, cdc_parity_layout_t layout,
+                                      const char *faults, int wait_ms, int respawn)
 {
     cdc_config_t config;
     cdc_config_init(&config);
@@ -41,7 +41,7 @@ static cdc_context_t *context_with(cdc_parity_layout_t layout, const char *fault
     config.wait_ms = wait_ms;
     config.local_workers = WORKERS;
     config.parity = 1;
-    config.plan = CDC_PLAN_PROFILED;
+    config.plan = plan;
     config.timeout_ms = 5000;
     snprintf(config.faults, sizeof config.faults, "%s", faults);
     config.log_level = getenv("CDC_TEST_LOG") ? CDC_LOG_INFO : CDC_LOG_ERROR;
@@ -50,6 +50,12 @@ static cdc_context_t *context_with(cdc_parity_layout_t layout, const char *fault
     ck_assert_msg(rc == CDC_OK, "cdc_context_new: %s (%s)", cdc_err_name(rc),
                   cdc_last_error());
     return context;
+}
+
+static cdc_context_t *context_with(cdc_parity_layout_t layout, const char *faults,
+                                   int wait_ms, int respawn)
+{
+    return context_planned(CDC_PLAN_PROFILED, layout, faults, wait_ms, respawn);
 }
 
 /* In the dedicated layout: sized stripes (the rotated layout's) have tests
@@ -591,9 +597,10 @@ static const char *stripes_text(const cdc_test_fc_t *f, const int *home)
    parity, every call still exact. */
 START_TEST(test_stripes_sized_to_devices)
 {
-    /* No respawn: the killed worker stays dead, and every later call decodes. */
-    cdc_context_t *context = context_with(
-        CDC_LAYOUT_ROTATED,
+    /* No respawn: the killed worker stays dead, and every later call decodes.
+       The adaptive plan (auto): it sizes stripes as the profiled plan does. */
+    cdc_context_t *context = context_planned(
+        CDC_PLAN_AUTO, CDC_LAYOUT_ROTATED,
         "slow@w0:gflops=1;slow@w1:gflops=1;slow@w2:gflops=0.25;slow@w3:gflops=0.25;"
         "slow@w4:gflops=0.125;slow@c:gflops=0.05",
         0, 0);

@@ -463,6 +463,8 @@ static cdc_context_t *workers_context(cdc_parity_layout_t layout, const char *fa
     config.local_workers = 5;
     config.parity = 1;
     config.parity_layout = layout;
+    config.plan = CDC_PLAN_EQUAL; /* equal stripes, every call on the workers:
+                                     test_profiled_plan.c tests sized ones */
     config.respawn = respawn;
     config.timeout_ms = 5000;
     config.log_level = getenv("CDC_TEST_LOG") ? CDC_LOG_INFO : CDC_LOG_ERROR;

@@ -373,6 +373,7 @@ static const struct {
 static void blas_environment(const char *split, const char *layout)
 {
     setenv("CDCGEMM_MIN_FLOPS", "0", 1);
+    setenv("CDCGEMM_PLAN", "equal", 1); /* no call planned here either */
     setenv("CDCGEMM_LOCAL_WORKERS", "5", 1);
     setenv("CDCGEMM_PARITY", "1", 1);
     setenv("CDCGEMM_IN_PROCESS", "0", 1);

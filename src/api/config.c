@@ -252,8 +252,10 @@ static int env_plan(const char *var, const char *value, cdc_config_t *c)
         c->plan = CDC_PLAN_EQUAL;
     else if (strcmp(value, "profiled") == 0)
         c->plan = CDC_PLAN_PROFILED;
+    else if (strcmp(value, "auto") == 0)
+        c->plan = CDC_PLAN_AUTO;
     else
-        return cdc__fail(CDC_ECONFIG, "%s='%s': expected equal or profiled", var, value);
+        return cdc__fail(CDC_ECONFIG, "%s='%s': expected auto, equal or profiled", var, value);
     return CDC_OK;
 }
 

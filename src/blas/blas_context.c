@@ -37,7 +37,7 @@ enum { CACHE_ENTRIES = 64 };
 
 static pthread_once_t env_once = PTHREAD_ONCE_INIT;
 static cdc_config_t env_config;
-double cdc__blas_min_flops_value = INFINITY;
+double cdc__blas_min_flops_value = INFINITY, cdc__blas_min_flops_vector_value = INFINITY;
 
 static pthread_once_t hooks_once = PTHREAD_ONCE_INIT;
 static pthread_mutex_t state_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -52,14 +52,16 @@ static void env_read(void)
     if (cdc_config_from_env(&env_config) != CDC_OK) {
         /* The BLAS interface has no error return: say it once, stay correct. */
         CDC_LOG_ERRORF("cdcgemm: %s; BLAS calls run on local OpenBLAS", cdc_last_error());
-        cdc__blas_min_flops_value = INFINITY;
+        cdc__blas_min_flops_value = cdc__blas_min_flops_vector_value = INFINITY;
         return;
     }
-    /* Under the profiled plan the latency model decides (plan.c,
-       cdc__plan_prefer_here); CDCGEMM_MIN_FLOPS stays an override. */
-    double unset = env_config.plan == CDC_PLAN_PROFILED ? CDC_BLAS_MIN_FLOPS_PLANNED
-                                                        : CDC_BLAS_MIN_FLOPS_DEFAULT;
+    /* Under a measured plan (auto, profiled) the latency model decides
+       (plan.c, cdc__plan_prefer_here); CDCGEMM_MIN_FLOPS stays an override. */
+    double unset = env_config.plan != CDC_PLAN_EQUAL ? CDC_BLAS_MIN_FLOPS_PLANNED
+                                                     : CDC_BLAS_MIN_FLOPS_DEFAULT;
     cdc__blas_min_flops_value = env_config.min_flops < 0 ? unset : env_config.min_flops;
+    cdc__blas_min_flops_vector_value =
+        env_config.min_flops < 0 ? CDC_BLAS_MIN_FLOPS_DEFAULT : env_config.min_flops;
 }
 
 /* Set once env_read has run: the fast path is then one acquire load (a
@@ -77,6 +79,12 @@ double cdc__blas_min_flops(void)
     if (__builtin_expect(!__atomic_load_n(&cdc__blas_min_flops_ready, __ATOMIC_ACQUIRE), 0))
         pthread_once(&env_once, env_read_once);
     return cdc__blas_min_flops_value;
+}
+
+double cdc__blas_min_flops_vector(void)
+{
+    cdc__blas_min_flops();
+    return cdc__blas_min_flops_vector_value;
 }
 
 static void state_at_fork_child(void)

@@ -9,10 +9,14 @@
 /* Default CDCGEMM_MIN_FLOPS (2·M·N·K) when the variable is unset or
    config.min_flops < 0; chosen by measurement (docs/drop-in.md). */
 #define CDC_BLAS_MIN_FLOPS_DEFAULT 2.0e8
-/* The same under CDCGEMM_PLAN=profiled, where the latency model chooses
-   between here and the workers: a floor only below which planning is not
-   worth its own cost (a call of 2e6 flops takes well under a ms here, less
-   than any worker's round trip). */
+/* The same under a measured plan (CDCGEMM_PLAN=auto, the default, or
+   profiled), where the latency model chooses between here and the workers:
+   a floor only below which planning is not worth its own cost (a call of
+   2e6 flops takes well under a ms here, less than any worker's round trip).
+   Not for matrix-vector products (sgemv, an sgemm with M or N = 1): the
+   drop-in hashes the matrix every call, as long as computing it here takes,
+   so the model would be asked only after that cost was paid; they keep
+   CDC_BLAS_MIN_FLOPS_DEFAULT (docs/drop-in.md). */
 #define CDC_BLAS_MIN_FLOPS_PLANNED 2.0e6
 
 /* A BLAS call accepts a shard rebuilt from parity only where its error
@@ -27,15 +31,25 @@
    call then stays local); afterwards this is a plain load. Thread-safe. */
 double cdc__blas_min_flops(void);
 
+/* The threshold of matrix-vector products (above): CDCGEMM_MIN_FLOPS when
+   set, else CDC_BLAS_MIN_FLOPS_DEFAULT under every plan. */
+double cdc__blas_min_flops_vector(void);
+
 /* The same, inlined into the entry points: after the first call, one load of
    a flag and one of the value (no call). */
 extern int cdc__blas_min_flops_ready;
-extern double cdc__blas_min_flops_value;
+extern double cdc__blas_min_flops_value, cdc__blas_min_flops_vector_value;
 static inline double cdc__blas_min_flops_fast(void)
 {
     if (__builtin_expect(__atomic_load_n(&cdc__blas_min_flops_ready, __ATOMIC_ACQUIRE), 1))
         return cdc__blas_min_flops_value;
     return cdc__blas_min_flops();
+}
+static inline double cdc__blas_min_flops_vector_fast(void)
+{
+    if (__builtin_expect(__atomic_load_n(&cdc__blas_min_flops_ready, __ATOMIC_ACQUIRE), 1))
+        return cdc__blas_min_flops_vector_value;
+    return cdc__blas_min_flops_vector();
 }
 
 /* C = alpha·op(A)·op(B) + beta·C through the coded path on the process-wide

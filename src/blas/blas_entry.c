@@ -64,7 +64,9 @@ static inline void gemm_dispatch(int col_major, int ta, int tb, int m, int n, in
 {
     /* 2·M·N·K in double: exact enough and no overflow. */
     double flops = 2.0 * (double) m * (double) n * (double) k;
-    if (__builtin_expect(flops >= cdc__blas_min_flops_fast(), 0) &&
+    double min_flops = m == 1 || n == 1 ? cdc__blas_min_flops_vector_fast()
+                                        : cdc__blas_min_flops_fast();
+    if (__builtin_expect(flops >= min_flops, 0) &&
         gemm_coded(col_major, ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc) == 0)
         return;
     /* Straight to OpenBLAS's own function: the local path is the common one

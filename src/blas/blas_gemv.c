@@ -77,7 +77,7 @@ static void gemv_dispatch(int trans, int m, int n, float alpha, const float *a, 
                           const float *x, int incx, float beta, float *y, int incy)
 {
     double flops = 2.0 * (double) m * (double) n;
-    if (alpha != 0.0f && flops >= cdc__blas_min_flops_fast() &&
+    if (alpha != 0.0f && flops >= cdc__blas_min_flops_vector_fast() &&
         gemv_coded(trans, m, n, alpha, a, lda, x, incx, beta, y, incy) == 0)
         return;
     cdc_openblas_sgemv_fn sgemv = cdc__blas_openblas_sgemv();

@@ -110,7 +110,7 @@ static cdc_block_cost_t driver_block_cost(const cdc_context_t *context,
         .held_per_row = cut->weights ? k * sizeof(float) : 0.0,
         .held_fixed = whole->weights ? other * k * sizeof(float) : 0.0};
     int64_t rows = cut->view.rows;
-    if (context->config.plan == CDC_PLAN_PROFILED && rows > 1) {
+    if (context->config.plan != CDC_PLAN_EQUAL && rows > 1) {
         double one = here_ms(context, desc, plan->cut, 1);
         cost.here_per_row_ms = (here_ms(context, desc, plan->cut, rows) - one) / (double) (rows - 1);
         cost.here_fixed_ms = one - cost.here_per_row_ms;
@@ -133,7 +133,7 @@ static int driver_resolve(cdc_context_t *context, const cdc_gemm_desc_t *desc,
     cdc_block_cost_t cost = driver_block_cost(context, desc, plan);
     int64_t cut_rows = plan->cut == CDC_SHARD_A ? desc->a.view.rows : desc->bt.view.rows;
     int rc = cdc__plan_size_blocks(context, plan, &cost, cut_rows);
-    if (rc == CDC_OK && context->config.plan == CDC_PLAN_PROFILED) {
+    if (rc == CDC_OK && context->config.plan != CDC_PLAN_EQUAL) {
         char what[64];
         snprintf(what, sizeof what, "gemm %lldx%lldx%lld", (long long) desc->a.view.rows,
                  (long long) desc->bt.view.rows, (long long) desc->a.view.k);

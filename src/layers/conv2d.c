@@ -123,7 +123,7 @@ static cdc_block_cost_t conv_cost(const cdc_layer_t *layer, cdc_split_t split,
                                   const cdc_conv_geometry_t *g, int64_t batch)
 {
     cdc_block_cost_t cost = conv_block_cost(layer, split, g, batch);
-    if (split == CDC_SPLIT_ROWS && layer->context->config.plan == CDC_PLAN_PROFILED &&
+    if (split == CDC_SPLIT_ROWS && layer->context->config.plan != CDC_PLAN_EQUAL &&
         layer->rows > 1) {
         double one = conv_here_ms(layer, g, batch, 1);
         cost.here_per_row_ms =
@@ -213,7 +213,7 @@ static int conv_call(cdc_layer_t *layer, int64_t batch, const cdc_conv_geometry_
                                plan.split == CDC_SPLIT_COLUMNS ? g->out_h : layer->rows);
     if (rc != CDC_OK)
         return rc;
-    if (layer->context->config.plan == CDC_PLAN_PROFILED)
+    if (layer->context->config.plan != CDC_PLAN_EQUAL)
         conv_prefer_here(layer, &plan, g, batch);
 
     /* T = filters · patch rows: channels x (batch x plane). */

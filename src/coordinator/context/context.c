@@ -41,6 +41,13 @@ static int config_validate(const cdc_config_t *config)
         return cdc__fail(CDC_ECONFIG, "split = %d: unknown split", (int) config->split);
     if (config->replan != CDC_REPLAN_KEEP_SHARDS && config->replan != CDC_REPLAN_KEEP_PARITY)
         return cdc__fail(CDC_ECONFIG, "replan = %d: unknown policy", (int) config->replan);
+    if (config->plan < CDC_PLAN_EQUAL || config->plan > CDC_PLAN_AUTO)
+        return cdc__fail(CDC_ECONFIG, "plan = %d: expected %d (equal), %d (profiled) or %d (auto)",
+                         (int) config->plan, CDC_PLAN_EQUAL, CDC_PLAN_PROFILED, CDC_PLAN_AUTO);
+    if (config->parity_layout != CDC_LAYOUT_DEDICATED &&
+        config->parity_layout != CDC_LAYOUT_ROTATED)
+        return cdc__fail(CDC_ECONFIG, "parity_layout = %d: expected %d (dedicated) or %d (rotated)",
+                         (int) config->parity_layout, CDC_LAYOUT_DEDICATED, CDC_LAYOUT_ROTATED);
     if (config->data_shards < 0 || config->data_shards > CDC_MAX_WORKERS)
         return cdc__fail(CDC_ECONFIG, "data_shards = %d: expected 0 (workers - r) or 1..%d",
                          config->data_shards, CDC_MAX_WORKERS);

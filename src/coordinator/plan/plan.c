@@ -188,7 +188,7 @@ int cdc__plan_size_blocks(cdc_context_t *context, cdc_call_plan_t *plan,
         weights[i] = context->block_weights[i];
     pthread_mutex_unlock(&context->lock);
     plan->rotated = 0;
-    if (!forced && context->config.plan == CDC_PLAN_PROFILED && cost->held_per_row > 0.0 &&
+    if (!forced && context->config.plan != CDC_PLAN_EQUAL && cost->held_per_row > 0.0 &&
         cdc__plan_rotated_eligible(context, plan, rows)) {
         rc = size_stripes(context, plan, cost, rows);
         if (rc != CDC_OK || plan->rotated)
@@ -196,7 +196,7 @@ int cdc__plan_size_blocks(cdc_context_t *context, cdc_call_plan_t *plan,
     }
     if (forced) {
         lengths_by_weights(weights, n, rows, plan->block_len);
-    } else if (context->config.plan == CDC_PLAN_PROFILED &&
+    } else if (context->config.plan != CDC_PLAN_EQUAL &&
                (rc = cdc__profiled_plan_size(context, plan, cost, rows, NULL)) != 0) {
         if (rc < 0)
             return rc;

@@ -17,7 +17,7 @@ cdc_split_t cdc__plan_split_by_latency(cdc_context_t *context, const cdc_call_pl
                                        const cdc_block_cost_t cost[2], const int64_t rows[2],
                                        cdc_split_t previous, cdc_split_t by_bytes)
 {
-    if (context->config.plan != CDC_PLAN_PROFILED)
+    if (context->config.plan == CDC_PLAN_EQUAL)
         return by_bytes;
     const cdc_split_t splits[2] = {CDC_SPLIT_ROWS, CDC_SPLIT_COLUMNS};
     double t[2];
@@ -41,7 +41,7 @@ cdc_split_t cdc__plan_split_by_latency(cdc_context_t *context, const cdc_call_pl
 void cdc__plan_prefer_here(cdc_context_t *context, cdc_call_plan_t *plan, double local_ms,
                            const char *what)
 {
-    if (context->config.plan != CDC_PLAN_PROFILED || plan->over_budget ||
+    if (context->config.plan == CDC_PLAN_EQUAL || plan->over_budget ||
         !(plan->predicted_ms > 0.0))
         return;
     uint64_t key = cdc__hash_mix(cdc__hash_bytes(what, strlen(what), 0), (uint64_t) plan->n);
