@@ -18,9 +18,14 @@
 #   4. the check can fail: with the library's verification off, a worker
 #      corrupting every result makes the reference see wrong logits (exit 1);
 #      with it on (the default), the same run is right;
-#   5. bad input refused with the reason: a prompt and tokens past seq_len,
+#   5. a text prompt: a llama2.c tokenizer.bin written here (the 259
+#      reserved ids, then pieces whose merges spell "hello"), --prompt
+#      encoded by it (BOS, " hello", the bytes of "!" and of "é"), the run
+#      checked, its prompt printed back as the text and its tokens as text;
+#   6. bad input refused with the reason: a prompt and tokens past seq_len,
 #      a truncated checkpoint, an unknown option, a --random spec missing a
-#      key, an unknown --baseline and a bad --chaos.
+#      key, an unknown --baseline and a bad --chaos; --prompt without a
+#      tokenizer, or too long for seq_len; a tokenizer of another vocab.
 # Exit 0: passed; 1: failed.
 set -u
 llm=${1:?usage: llm_check.sh CDCGEMM_LLM}
@@ -131,7 +136,37 @@ else
   grep -v "^cdcgemm warn" "$tmp/verified.log"
 fi
 
-# 5. Bad input.
+# 5. A text prompt through a tokenizer.bin (llama2.c's format) of the
+#    model's 300 tokens.
+tokenizer() { # PATH TOKENS
+  python3 - "$1" "$2" <<'EOF'
+import struct, sys
+pieces = [("<unk>", 0), ("\n<s>\n", 0), ("\n</s>\n", 0)]
+pieces += [("<0x%02X>" % b, 0) for b in range(256)]
+pieces += [(" ", 0), ("h", 0), ("e", 0), ("l", 0), ("o", 0), ("he", 10), ("ll", 9),
+           ("llo", 8), (" he", 7), (" hello", 5)]
+pieces += [("w%d" % i, -1) for i in range(int(sys.argv[2]) - len(pieces))]
+with open(sys.argv[1], "wb") as f:
+    f.write(struct.pack("<i", 8))
+    for piece, score in pieces:
+        data = piece.encode()
+        f.write(struct.pack("<fi", score, len(data)) + data)
+EOF
+}
+tokenizer "$tmp/tokenizer.bin" 300 && tokenizer "$tmp/tokenizer-299.bin" 299
+if CDCGEMM_IN_PROCESS=1 timeout 120 "$llm" --model "$tmp/model.bin" --tokenizer \
+    "$tmp/tokenizer.bin" --prompt "hello!é" --tokens 8 --json "$tmp/text.json" \
+    >"$tmp/text.log" 2>&1 && checked "$tmp/text.json" 0 8 &&
+  [ "$(field prompt_tokens "$tmp/text.json")" = 5 ] &&
+  grep -qx '  prompt: "hello!\\xc3\\xa9"' "$tmp/text.log" && grep -q '^  text:   "' "$tmp/text.log"
+then
+  pass "a text prompt: $(grep 'prompt:' "$tmp/text.log")"
+else
+  fail "a text prompt"
+  cat "$tmp/text.log"
+fi
+
+# 6. Bad input.
 expect() { # STATUS TEXT DESCRIPTION COMMAND...
   status=$1 text=$2 what=$3
   shift 3
@@ -148,6 +183,13 @@ expect 2 "fit the model's seq_len 64" "prompt and tokens past seq_len" \
 head -c 100000 "$tmp/model.bin" >"$tmp/short.bin"
 expect 1 "100000 bytes, the header implies" "a truncated checkpoint" \
   env CDCGEMM_IN_PROCESS=1 "$llm" --model "$tmp/short.bin"
+expect 2 "needs --tokenizer" "--prompt without a tokenizer" \
+  env CDCGEMM_IN_PROCESS=1 "$llm" --model "$tmp/model.bin" --prompt "hello"
+expect 2 "more than the 2 that fit with --tokens 62" "a text prompt past seq_len" \
+  env CDCGEMM_IN_PROCESS=1 "$llm" --model "$tmp/model.bin" --tokenizer "$tmp/tokenizer.bin" \
+  --prompt "hello hello" --tokens 62
+expect 1 "fewer tokens than the model's vocab" "a tokenizer of 299 tokens for 300" \
+  env CDCGEMM_IN_PROCESS=1 "$llm" --model "$tmp/model.bin" --tokenizer "$tmp/tokenizer-299.bin"
 expect 2 "unknown option '--bogus'" "an unknown option" "$llm" --model "$tmp/model.bin" --bogus 1
 expect 2 "seq= missing" "a --random spec without seq" \
   "$llm" --random dim=64,hidden=176,layers=2,heads=4,vocab=300 --save "$tmp/x.bin"

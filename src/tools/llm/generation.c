@@ -127,7 +127,10 @@ static int steps(run_t *run)
     int P = r->prompt_tokens, rc;
     cdc_test_rng_t rng;
     cdc_test_rng_seed(&rng, run->o->seed ^ UINT64_C(0x5851f42d4c957f2d));
-    llm_make_prompt(run->o->seed, run->vocab, P, r->prompt);
+    if (run->o->prompt)
+        memcpy(r->prompt, run->o->prompt, (size_t) P * sizeof *r->prompt);
+    else
+        llm_make_prompt(run->o->seed, run->vocab, P, r->prompt);
     double origin = cdc_bench_now_ms();
     if ((rc = step(run, 0, r->prompt, P, 0, origin)) != 0)
         return rc;

@@ -21,6 +21,8 @@ typedef struct {
     double temperature;            /* 0: greedy                            */
     uint64_t seed;                 /* the prompt's ids and the draws       */
     const char *logits_path;       /* each step's logits, vocab floats     */
+    const int *prompt;             /* the prompt's P ids (a text's, from
+                                      the tokenizer); NULL: from the seed */
 } llm_run_options_t;
 
 /* P prompt token ids from seed into prompt: token 1 (BOS in llama2.c's

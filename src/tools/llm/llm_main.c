@@ -29,6 +29,7 @@ enum { EXIT_BAD_ARGS = 2 };
 
 typedef struct {
     const char *random, *save, *model, *faults, *chaos, *baseline, *json, *csv, *plot;
+    const char *tokenizer, *prompt;
     unsigned long long seed;
     int prompt_tokens, tokens, workers, parity;
     double temperature;
@@ -42,7 +43,7 @@ static void usage(FILE *out)
           "       cdcgemm-llm --model PATH [--prompt-tokens P] [--tokens N] [--workers W]\n"
           "                   [--parity R] [--faults SPEC] [--chaos SPEC] [--baseline uncoded]\n"
           "                   [--temperature X] [--seed N] [--json F] [--csv F]\n"
-          "                   [--plot F.png]\n"
+          "                   [--plot F.png] [--tokenizer tokenizer.bin [--prompt TEXT]]\n"
           "  --random: a llama2.c checkpoint with weights drawn from the seed (no download);\n"
           "            shared=0 stores the classifier apart from the embedding\n"
           "  --model:  P prompt tokens (default 8) in one call per matrix, then N tokens\n"
@@ -52,7 +53,10 @@ static void usage(FILE *out)
           "            in double, teacher-forced on the run's tokens (max-norm relative\n"
           "            error <= 1e-4, the same tokens but for near-ties). --baseline\n"
           "            uncoded also runs r = 0 on the same workers, faults and chaos;\n"
-          "            --plot draws the inter-token latency over time (gnuplot)\n",
+          "            --plot draws the inter-token latency over time (gnuplot);\n"
+          "            --tokenizer (llama2.c's tokenizer.bin) prints the prompt and the\n"
+          "            tokens as text, and --prompt TEXT is the prompt, encoded by it\n"
+          "            (in place of --prompt-tokens)\n",
           out);
 }
 
@@ -90,7 +94,8 @@ static void parse_option(options_t *o, const char *option, const char *value)
         const char **field;
     } texts[] = {{"--random", &o->random},   {"--save", &o->save},   {"--model", &o->model},
                  {"--faults", &o->faults},   {"--chaos", &o->chaos}, {"--baseline", &o->baseline},
-                 {"--json", &o->json},       {"--csv", &o->csv},     {"--plot", &o->plot}};
+                 {"--json", &o->json},       {"--csv", &o->csv},     {"--plot", &o->plot},
+                 {"--tokenizer", &o->tokenizer}, {"--prompt", &o->prompt}};
     struct {
         const char *name;
         int *field;
@@ -127,7 +132,7 @@ static void parse_option(options_t *o, const char *option, const char *value)
 
 static options_t parse(int argc, char **argv)
 {
-    options_t o = {.seed = 1, .prompt_tokens = 8, .tokens = 32, .workers = -1, .parity = -1};
+    options_t o = {.seed = 1, .tokens = 32, .workers = -1, .parity = -1};
     if (argc == 2 && strcmp(argv[1], "--help") == 0) {
         usage(stdout);
         exit(0);
@@ -143,6 +148,11 @@ static options_t parse(int argc, char **argv)
     }
     if (o.baseline && strcmp(o.baseline, "uncoded") != 0)
         bad_args("--baseline '%s': expected uncoded", o.baseline);
+    if (o.prompt && (!o.tokenizer || o.prompt_tokens))
+        bad_args(o.prompt_tokens ? "--prompt and --prompt-tokens: the text sets the count"
+                                 : "--prompt needs --tokenizer (llama2.c's tokenizer.bin)");
+    if (!o.prompt && !o.prompt_tokens)
+        o.prompt_tokens = 8;
     return o;
 }
 
@@ -287,6 +297,43 @@ static void run_and_check(run_job_t *job)
     unlink(logits);
 }
 
+/* The prompt: --prompt's text encoded by the tokenizer into *ids (*P of
+   them), or P = --prompt-tokens ids from the seed (*ids NULL); either must
+   leave room for --tokens in seq_len. The tokenizer, when given, into *tok.
+   0, or the exit status with why on stderr. */
+static int prompt_of(const options_t *o, const llm_checkpoint_t *ck, llm_tokenizer_t **tok,
+                     int **ids, int *P)
+{
+    char err[512];
+    int room = ck->config.seq_len - o->tokens;
+    *tok = NULL;
+    *ids = NULL;
+    *P = o->prompt_tokens;
+    if (o->tokenizer &&
+        llm_tokenizer_open(o->tokenizer, ck->config.vocab_size, tok, err, sizeof err) != 0) {
+        fprintf(stderr, "cdcgemm-llm: %s\n", err);
+        return 1;
+    }
+    if (o->prompt && room < 1) {
+        fprintf(stderr, "cdcgemm-llm: --tokens %d leaves no room for --prompt in the model's "
+                        "seq_len %d\n", o->tokens, ck->config.seq_len);
+        return EXIT_BAD_ARGS;
+    }
+    if (o->prompt) {
+        *ids = malloc((size_t) room * sizeof **ids);
+        if (!*ids || llm_tokenizer_encode(*tok, o->prompt, *ids, room, P, err, sizeof err)) {
+            fprintf(stderr, "cdcgemm-llm: --prompt: %s with --tokens %d in the model's seq_len "
+                            "%d\n", *ids ? err : "out of memory", o->tokens, ck->config.seq_len);
+            return EXIT_BAD_ARGS;
+        }
+    } else if ((long long) *P + o->tokens > ck->config.seq_len) {
+        fprintf(stderr, "cdcgemm-llm: --prompt-tokens %d + --tokens %d must fit the model's "
+                        "seq_len %d\n", *P, o->tokens, ck->config.seq_len);
+        return EXIT_BAD_ARGS;
+    }
+    return 0;
+}
+
 static int generate_from(const options_t *o)
 {
     char err[512];
@@ -295,11 +342,13 @@ static int generate_from(const options_t *o)
         fprintf(stderr, "cdcgemm-llm: %s\n", err);
         return 1;
     }
-    if ((long long) o->prompt_tokens + o->tokens > ck.config.seq_len) {
-        fprintf(stderr, "cdcgemm-llm: --prompt-tokens %d + --tokens %d must fit the model's "
-                        "seq_len %d\n", o->prompt_tokens, o->tokens, ck.config.seq_len);
+    llm_tokenizer_t *tok;
+    int *prompt, P, rc = prompt_of(o, &ck, &tok, &prompt, &P);
+    if (rc != 0) {
+        llm_tokenizer_close(&tok);
+        free(prompt);
         llm_checkpoint_close(&ck);
-        return EXIT_BAD_ARGS;
+        return rc;
     }
     cdc_chaos_spec_t chaos;
     char error[CDC_CHAOS_ERROR_BYTES];
@@ -307,12 +356,12 @@ static int generate_from(const options_t *o)
         bad_args("--chaos: %s", error);
     run_job_t jobs[2];
     llm_run_result_t *results[2] = {NULL, NULL};
-    int runs = o->baseline ? 2 : 1, rc = 0;
+    int runs = o->baseline ? 2 : 1;
     for (int i = 0; i < runs; i++) {
         jobs[i] = (run_job_t){&ck, {run_config(o), o->chaos ? &chaos : NULL, o->temperature,
-                                    o->seed, NULL},
-                              results[i] = llm_run_result_new(i ? "uncoded" : "coded",
-                                                              o->prompt_tokens, o->tokens)};
+                                    o->seed, NULL, prompt},
+                              results[i] = llm_run_result_new(i ? "uncoded" : "coded", P,
+                                                              o->tokens)};
         if (!jobs[i].r) {
             fprintf(stderr, "cdcgemm-llm: cannot map a run's results: %s\n", strerror(errno));
             runs = i;
@@ -326,6 +375,8 @@ static int generate_from(const options_t *o)
     llm_model_facts_t model = {llm_weight_bytes(&ck.config), (int64_t) ck.size};
     for (int i = 0; i < runs; i++) {
         llm_report_text(stdout, results[i], &model);
+        if (tok)
+            llm_report_decoded(stdout, results[i], tok);
         rc |= !llm_run_passed(results[i]);
     }
     rc |= llm_report_files(o->json, o->csv, results, runs, &model) != 0;
@@ -337,6 +388,8 @@ static int generate_from(const options_t *o)
     }
     for (int i = 0; i < runs; i++)
         llm_run_result_free(results[i]);
+    llm_tokenizer_close(&tok);
+    free(prompt);
     llm_checkpoint_close(&ck);
     return rc ? 1 : 0;
 }

@@ -8,6 +8,37 @@
 #include <errno.h>
 #include <string.h>
 
+/* ids[0..count-1] as text after token prev, escaped (report.h). */
+static void decoded_line(FILE *out, const char *label, const llm_tokenizer_t *tok, int prev,
+                         const int *ids, int count)
+{
+    fprintf(out, "  %s \"", label);
+    for (int i = 0; i < count; prev = ids[i++]) {
+        size_t len;
+        const unsigned char *piece =
+            (const unsigned char *) llm_tokenizer_piece(tok, prev, ids[i], &len);
+        for (size_t b = 0; b < len; b++) {
+            int c = piece[b];
+            if (c == '"' || c == '\\')
+                fprintf(out, "\\%c", c);
+            else if (c == '\n' || c == '\t')
+                fputs(c == '\n' ? "\\n" : "\\t", out);
+            else if (c < 0x20 || c > 0x7e)
+                fprintf(out, "\\x%02x", c);
+            else
+                fputc(c, out);
+        }
+    }
+    fputs("\"\n", out);
+}
+
+void llm_report_decoded(FILE *out, const llm_run_result_t *r, const llm_tokenizer_t *tok)
+{
+    int P = r->prompt_tokens;
+    decoded_line(out, "prompt:", tok, r->prompt[0], r->prompt + 1, P - 1); /* after BOS */
+    decoded_line(out, "text:  ", tok, r->prompt[P - 1], r->token, r->tokens);
+}
+
 int llm_run_passed(const llm_run_result_t *r)
 {
     return r->ran && !r->error[0] && r->checked && r->tokens == r->steps &&

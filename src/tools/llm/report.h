@@ -6,6 +6,7 @@
 
 #include "checkpoint.h"
 #include "run_result.h"
+#include "tokenizer.h"
 
 #include <stdio.h>
 
@@ -20,6 +21,11 @@ typedef struct {
 int llm_run_passed(const llm_run_result_t *r);
 
 void llm_report_text(FILE *out, const llm_run_result_t *r, const llm_model_facts_t *model);
+
+/* Run r's prompt and generated tokens as text (tok's pieces), each on a line
+   of its own in double quotes, a quote, a backslash and any byte that is
+   not printable ASCII escaped (\n, \t, \xNN), so the line is one line. */
+void llm_report_decoded(FILE *out, const llm_run_result_t *r, const llm_tokenizer_t *tok);
 
 /* count runs as JSON to path (one object, or a list of them when count > 1)
    and, when csv is not NULL, their steps as CSV. 0, or -1 with a message
