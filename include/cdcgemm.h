@@ -291,7 +291,9 @@ typedef struct {
                             AUTO (0) from a library before 0.1.0             */
     int redundancy;      /* parity shards the call could have used: r minus
                             those not dispatched (their worker down, or still
-                            receiving its weights)                           */
+                            receiving its weights); r for a call the plan
+                            computed on the coordinator (no worker's loss
+                            can reach it)                                   */
     int degraded;        /* 1 when redundancy was below the configured parity */
     /* Room for new fields without an ABI break (docs/abi.md): written as 0
        by this version. */

@@ -587,14 +587,13 @@ static const char *stripes_text(const cdc_test_fc_t *f, const int *home)
     return set ? text : "no stripes";
 }
 
-/* The issue's mix in the rotated layout (the default) under the profiled
-   plan: equal stripes while the devices are measured, then each worker's
-   data rows sized to its speed, the new stripes staged in the background
-   (no weight byte on the call path after the first calls shipped the
-   equal ones), every call exact and run in the rotated layout, the slow
-   coordinator computing the first rows meanwhile; the record says so,
-   with a prediction; a worker SIGKILLed then is decoded from the others'
-   parity, every call still exact. */
+/* The issue's mix in the rotated layout (the default) under the adaptive
+   plan: the devices measured before the first call (plan_calibration.c),
+   so the first stripes shipped are sized to their speeds already and
+   nothing is staged after them (no weight byte moves again), every call
+   exact and run in the rotated layout, the slow coordinator computing the
+   first rows; the record says so, with a prediction; a worker SIGKILLed
+   then is decoded from the others' parity, every call still exact. */
 START_TEST(test_stripes_sized_to_devices)
 {
     /* No respawn: the killed worker stays dead, and every later call decodes.
@@ -607,29 +606,25 @@ START_TEST(test_stripes_sized_to_devices)
     cdc_test_fc_t f;
     cdc_test_fc_make(&f, context, OUT, IN, BATCH, 27, 1);
     cdc_test_fc_check(&f, REL_TOL);
-    const cdc_rotated_set_t *first = stripes_in_use(&f);
-    ck_assert_msg(first, "the first call is not in the rotated layout");
-    for (int w = 1; w < WORKERS; w++)
-        ck_assert_msg(llabs(first->data_rows[w] - first->data_rows[0]) <= 1,
-                      "the first call's stripes are not equal");
+    const int *home = context->profiled.home_of_slot;
+    ck_assert_msg(stripes_in_use(&f), "the first call is not in the rotated layout");
+    ck_assert_msg(stripes_by_speed(&f, home), "the first stripes are not sized: %s",
+                  stripes_text(&f, home));
     uint64_t shipped = call_path_weight_bytes(context);
     ck_assert_uint_gt(shipped, 0);
-
-    const int *home = context->profiled.home_of_slot;
-    int calls = 1, settled = settle(&f, context, stripes_by_speed, &calls, cdc_test_now_s());
-    ck_assert_msg(settled, "stripes not sized to the devices after %d calls (%s)", calls,
-                  stripes_text(&f, home));
     for (int i = 0; i < 20; i++)
         cdc_test_fc_check(&f, REL_TOL);
+    ck_assert(!cdc__profiled_plan_staging(context));
     ck_assert_msg(stripes_by_speed(&f, home), "the order did not hold: %s",
                   stripes_text(&f, home));
     ck_assert_msg(call_path_weight_bytes(context) == shipped,
-                  "%llu weight bytes on the call path after the equal stripes",
+                  "%llu weight bytes on the call path after the first stripes",
                   (unsigned long long) (call_path_weight_bytes(context) - shipped));
     cdc_stats_t stats;
     ck_assert_int_eq(cdc_context_stats(context, &stats), CDC_OK);
     ck_assert_uint_eq(stats.fallbacks, 0);
-    ck_assert_uint_ge(stats.rotated_calls, (uint64_t) calls + 20);
+    ck_assert_uint_ge(stats.rotated_calls, 21);
+    ck_assert_uint_eq(stats.background_weight_bytes, 0);
 
     cdc_plan_record_t record;
     cdc__plan_last(context, &record);
@@ -664,6 +659,61 @@ START_TEST(test_stripes_sized_to_devices)
                   (unsigned long long) stats.worker_respawns,
                   (unsigned long long) after.worker_respawns);
     ck_assert_uint_eq(after.fallbacks, 0);
+    cdc_test_fc_free(&f);
+    cdc_context_destroy(&context);
+}
+END_TEST
+
+/* The rows of the stripe slot whose home is worker w (-1: none). */
+static int64_t stripe_rows_of(const cdc_test_fc_t *f, const int *home, int w)
+{
+    const cdc_rotated_set_t *set = stripes_in_use(f);
+    for (int s = 0; set && s < WORKERS; s++)
+        if (home[s] == w)
+            return set->data_rows[s];
+    return -1;
+}
+
+/* test_resize_staged's device that becomes 4x slower, in the rotated
+   layout under the adaptive plan: the first stripes are sized at once
+   (calibrated), then w2's slowdown re-sizes them, and the new stripes
+   reach the workers in the background, one at a time: no weight byte on
+   the call path after the first stripes, every call exact, w2's rows
+   fewer. */
+START_TEST(test_stripes_restaged)
+{
+    cdc_context_t *context = context_planned(
+        CDC_PLAN_AUTO, CDC_LAYOUT_ROTATED,
+        "slow@w0:gflops=1;slow@w1:gflops=1;slow@w2:gflops=0.25;"
+        "slow@w2:gflops=0.0625,after=80;slow@w3:gflops=0.25;slow@w4:gflops=0.125;"
+        "link@*:mbit=400;slow@c:gflops=0.1",
+        0, 1);
+    cdc_test_fc_t f;
+    cdc_test_fc_make(&f, context, OUT, IN, BATCH, 29, 0);
+    cdc_test_fc_check(&f, REL_TOL);
+    const int *home = context->profiled.home_of_slot;
+    int64_t first = stripe_rows_of(&f, home, 2);
+    uint64_t shipped = call_path_weight_bytes(context);
+    ck_assert_int_gt(first, 0);
+    double start = cdc_test_now_s();
+    int calls = 0, staged_calls = 0;
+    for (; calls < 2 * MAX_CALLS && cdc_test_now_s() - start < 2 * MAX_SECONDS; calls++) {
+        cdc_test_fc_check(&f, REL_TOL);
+        staged_calls += cdc__profiled_plan_staging(context);
+        int64_t now = stripe_rows_of(&f, home, 2);
+        if (now >= 0 && now < first && !cdc__profiled_plan_staging(context))
+            break;
+    }
+    ck_assert_msg(stripe_rows_of(&f, home, 2) < first, "w2 kept %lld rows after %d calls (%s)",
+                  (long long) first, calls, stripes_text(&f, home));
+    ck_assert_msg(staged_calls > 0, "re-sized without staging");
+    ck_assert_msg(call_path_weight_bytes(context) == shipped,
+                  "%llu weight bytes on the call path after the first stripes",
+                  (unsigned long long) (call_path_weight_bytes(context) - shipped));
+    cdc_stats_t stats;
+    ck_assert_int_eq(cdc_context_stats(context, &stats), CDC_OK);
+    ck_assert_uint_eq(stats.fallbacks, 0);
+    ck_assert_uint_gt(stats.background_weight_bytes, 0);
     cdc_test_fc_free(&f);
     cdc_context_destroy(&context);
 }
@@ -704,6 +754,7 @@ static Suite *profiled_suite(void)
     tcase_add_loop_test(tc, test_slow_link_left_out, 0, 2);
     tcase_add_test(tc, test_resize_to_empty_block);
     tcase_add_test(tc, test_stripes_sized_to_devices);
+    tcase_add_test(tc, test_stripes_restaged);
     tcase_add_test(tc, test_identical_devices_keep_equal_stripes);
     suite_add_tcase(suite, tc);
     return suite;

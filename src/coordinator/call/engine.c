@@ -443,6 +443,7 @@ static int call_run_here(cdc_context_t *context, cdc_call_layout_t *layout)
     memset(&report, 0, sizeof report);
     report_start(layout, &report);
     report.oracle_ms = -1.0;
+    report.redundancy = layout->wanted_r; /* no worker's loss can reach it */
     for (int s = 0; s < layout->stripes; s++)
         for (int b = 0; b < layout->n; b++) {
             int rc = layout->ops->compute_here(layout, context, s, b);

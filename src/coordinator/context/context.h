@@ -39,6 +39,7 @@ typedef struct {
     } layouts[CDC_PROFILED_LAYOUTS];
     int next_layout;     /* the entry to replace next (round robin)        */
     uint64_t last_token; /* the last staging token given                   */
+    int calibrated;      /* cdc__profiled_plan_calibrate ran               */
 } cdc_profiled_state_t;
 
 /* What the last call sized by cdc__plan_size_blocks was planned to do, and

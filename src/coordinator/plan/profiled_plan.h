@@ -30,7 +30,7 @@ int cdc__profiled_plan_size(cdc_context_t *context, cdc_call_plan_t *plan,
    (a row for each of its data blocks); equal unless the sizing is
    predicted 10% faster. The same hysteresis as the dedicated blocks: an
    operand keeps the rows it was given unless new ones are predicted 10%
-   faster, and new rows of weights the workers cache are staged
+   faster (20% for weights the workers cache), and new rows of those are staged
    (plan->stage_*: this call keeps the old ones). Until the profile can
    size the call the rows are equal, and remembered as what the workers
    hold, so the first sizing is staged too. When the coordinator's line is
@@ -64,6 +64,22 @@ int cdc__profiled_plan_predict_lengths(cdc_context_t *context, int n, int r,
 /* The workers hold the blocks staged under token (plan_staging.c): the
    next call of that operand uses them. */
 void cdc__profiled_plan_staged(cdc_context_t *context, uint64_t token);
+
+/* Workers of live (bit w: worker w) whose rate the plan cannot size by yet
+   (too few samples; an implausible one is planned as the slowest, so it
+   counts as measured). */
+int cdc__profiled_plan_unmeasured(cdc_context_t *context, uint64_t live);
+
+/* Once per context, before the first call a measured plan (auto, profiled)
+   sizes: every live worker computes a small GEMM (of per-call operands,
+   nothing cached), round after round, until each has given the rates the
+   plan sizes by (or CDC_CALIBRATION_MS has passed), so that the first
+   blocks shipped are sized to the devices and no re-size has to move
+   them again (plan_calibration.c). Nothing for the equal plan or an
+   in-process context. Errors are logged, never returned: without it the
+   plan starts from equal blocks, as it did. Not thread-safe against calls
+   on the same context. */
+void cdc__profiled_plan_calibrate(cdc_context_t *context);
 
 /* Slot s's home among n + r slots: the profiled plan's map when it has one
    for that many slots, else worker s (the equal plan's). */
