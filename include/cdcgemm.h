@@ -77,8 +77,7 @@ typedef enum {
     CDC_PLAN_EQUAL = 0,    /* equal blocks, slot s on worker s (default)        */
     CDC_PLAN_PROFILED = 1, /* blocks and homes from the measured devices        */
     CDC_PLAN_AUTO = 2      /* the adaptive plan (the default to be, issue 26):
-                              equal blocks until the devices are measured,
-                              then sized ones                               */
+                              the devices measured first, blocks sized to them */
 } cdc_plan_mode_t;
 
 /* What a re-plan gives up when workers die (config.replan). */
@@ -108,7 +107,9 @@ typedef struct {
     cdc_split_t split;            /* default split for layers (default auto)   */
     int wait_ms;                  /* extra wait for data shards (default 0)     */
     int timeout_ms;               /* bound on a remote call (default 2000)      */
-    double min_flops;             /* BLAS calls below run locally; <0 = measure */
+    double min_flops;             /* BLAS calls below run locally; <0 = measure;
+                                     set (>= 0), calls above go to the workers
+                                     whatever the plan predicts here         */
     char faults[CDC_CONFIG_STR];  /* fault-injection schedule; "" = none        */
     char stats_path[CDC_CONFIG_STR]; /* JSON counters at exit; "" = none       */
     cdc_log_level_t log_level;    /* default warn                               */

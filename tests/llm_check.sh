@@ -30,6 +30,9 @@
 set -u
 llm=${1:?usage: llm_check.sh CDCGEMM_LLM}
 for var in $(env | sed -n 's/^\(CDCGEMM_[A-Z_]*\)=.*/\1/p'); do unset "$var"; done
+# The equal plan: the checks below count calls served by the workers, and the
+# adaptive default computes these small calls here, on this host faster.
+export CDCGEMM_PLAN=equal
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/cdcgemm-llm.XXXXXX") || exit 1
 trap 'rm -rf "$tmp"' EXIT INT TERM
 failures=0
@@ -92,10 +95,8 @@ else
   fail "the tokens differ: $(tokens_of "$tmp/in.log") / $(tokens_of "$tmp/workers.log")"
 fi
 
-# 3. Churn, beside the uncoded baseline. The equal plan sends every call to
-#    the workers: the adaptive default computes this small model's products
-#    here, where they are faster, and no worker's death would be seen.
-if CDCGEMM_PLAN=equal timeout 240 "$llm" --model "$tmp/long.bin" --prompt-tokens 8 --tokens 400 --workers 6 \
+# 3. Churn, beside the uncoded baseline.
+if timeout 240 "$llm" --model "$tmp/long.bin" --prompt-tokens 8 --tokens 400 --workers 6 \
     --parity 1 --faults 'slow@*:gflops=1' \
     --chaos 'kill@random:every=800ms;stop@random:every=500ms,for=150ms;seed=3' \
     --baseline uncoded --json "$tmp/churn.json" --csv "$tmp/churn.csv" --plot "$tmp/churn.png" \

@@ -199,7 +199,7 @@ START_TEST(test_threshold_splits_calls)
 END_TEST
 
 /* The thresholds each plan leaves when CDCGEMM_MIN_FLOPS is unset: auto
-   (and profiled) let the model see GEMMs from 2e6 flops, matrix-vector
+   and profiled let the model see GEMMs from 2e6 flops, matrix-vector
    products (hashed every call) only from 2e8, as the equal plan (the
    default) does for both; a set threshold is the override for both. A
    3000x1x1000 product (6e6 flops) stays local under auto, a 200^3 GEMM

@@ -105,6 +105,8 @@ static int coordinator_new(hostile_t *h, const char *workers, int curve, int par
         snprintf(config.curve_server, sizeof config.curve_server, "%s/worker", h->dir);
     }
     config.parity = parity;
+    config.plan = CDC_PLAN_EQUAL; /* every call on the workers under attack: the
+                                     adaptive plan computes this layer here */
     config.timeout_ms = 5000;
     cdc_layer_options_t options;
     cdc_layer_options_init(&options);

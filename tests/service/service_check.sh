@@ -26,6 +26,9 @@ here=$(cd "$(dirname "$0")" && pwd)
 command -v "$cmake" >/dev/null 2>&1 || { echo "SKIP: no $cmake"; exit 77; }
 [ -n "${EPOCHREALTIME:-}" ] || { echo "SKIP: bash without EPOCHREALTIME (bash >= 5)"; exit 77; }
 for var in $(env | sed -n 's/^\(CDCGEMM_[A-Z_]*\)=.*/\1/p'); do unset "$var"; done
+# The equal plan: the checks below count calls served by the workers, and the
+# adaptive default computes these small calls here, on this host faster.
+export CDCGEMM_PLAN=equal
 
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/cdcgemm-service.XXXXXX") || exit 1
 worker_pid=""

@@ -41,8 +41,10 @@ cdc_split_t cdc__plan_split_by_latency(cdc_context_t *context, const cdc_call_pl
 void cdc__plan_prefer_here(cdc_context_t *context, cdc_call_plan_t *plan, double local_ms,
                            const char *what)
 {
-    if (context->config.plan == CDC_PLAN_EQUAL || plan->over_budget ||
-        !(plan->predicted_ms > 0.0))
+    /* A CDCGEMM_MIN_FLOPS the user set is the override: what passed it goes
+       to the workers (docs/drop-in.md). */
+    if (context->config.plan == CDC_PLAN_EQUAL || context->config.min_flops >= 0.0 ||
+        plan->over_budget || !(plan->predicted_ms > 0.0))
         return;
     uint64_t key = cdc__hash_mix(cdc__hash_bytes(what, strlen(what), 0), (uint64_t) plan->n);
     int slot = -1;

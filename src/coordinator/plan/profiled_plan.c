@@ -58,8 +58,6 @@
    new blocks in, leave the calls one erasure short. The model's error on
    real calls is 8-17% (docs/benchmarks.md): a 10% gain is within it. */
 #define PLAN_RESHIP_GAIN 0.8
-/* Rate samples a worker needs before its speed sizes blocks. */
-#define PLAN_MIN_RATE_SAMPLES 2
 /* Link samples before the link's estimate counts: the first ones come from
    the calls that shipped the first weights (the window of profile.h needs a
    few to see past them); until then the link is taken as free. */
@@ -67,7 +65,7 @@
 /* Which of a worker's estimates have samples enough to plan by (0..3). */
 static uint64_t usable_bits(const cdc_worker_profile_t *p)
 {
-    return (uint64_t) (p->rate_samples >= PLAN_MIN_RATE_SAMPLES) +
+    return (uint64_t) (p->rate_samples >= CDC_PLAN_MIN_RATE_SAMPLES) +
            2 * (uint64_t) (p->link_samples >= PLAN_MIN_LINK_SAMPLES);
 }
 
@@ -95,7 +93,7 @@ static cdc_shard_cost_t cost_line(const cdc_worker_profile_t *p, const cdc_block
                                   const slowest_t *slowest)
 {
     cdc_worker_profile_t trusted = *p;
-    if (trusted.rate_samples < PLAN_MIN_RATE_SAMPLES)
+    if (trusted.rate_samples < CDC_PLAN_MIN_RATE_SAMPLES)
         trusted.gflops = slowest->gflops;
     if (trusted.link_samples < PLAN_MIN_LINK_SAMPLES)
         trusted.mbit = 0.0;
@@ -433,13 +431,13 @@ int cdc__profiled_plan_home(const cdc_context_t *context, int n, int r, int s)
     return st->slots == n + r ? st->home_of_slot[s] : s;
 }
 
-int cdc__profiled_plan_unmeasured(cdc_context_t *context, uint64_t live)
+int cdc__profiled_plan_unmeasured(cdc_context_t *context, uint64_t live, int samples)
 {
     cdc_worker_profile_t now[CDC_MAX_WORKERS];
     int workers = cdc__context_profile(context, now, CDC_MAX_WORKERS), unmeasured = 0;
     for (int w = 0; w < workers; w++)
         unmeasured += ((live >> w) & 1) && !now[w].implausible &&
-                      now[w].rate_samples < PLAN_MIN_RATE_SAMPLES;
+                      now[w].rate_samples < (uint64_t) samples;
     return unmeasured;
 }
 
@@ -481,7 +479,7 @@ static int anchored_lines(const cdc_profiled_state_t *st, int n, int r,
     slowest_t slowest = {INFINITY, 0.0, 0.0};
     for (int w = 0; w < st->workers; w++) {
         const cdc_worker_profile_t *p = &st->anchored[w];
-        if (p->rate_samples >= PLAN_MIN_RATE_SAMPLES) {
+        if (p->rate_samples >= CDC_PLAN_MIN_RATE_SAMPLES) {
             measured++;
             slowest.gflops = p->gflops < slowest.gflops ? p->gflops : slowest.gflops;
         }

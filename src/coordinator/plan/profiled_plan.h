@@ -65,10 +65,13 @@ int cdc__profiled_plan_predict_lengths(cdc_context_t *context, int n, int r,
    next call of that operand uses them. */
 void cdc__profiled_plan_staged(cdc_context_t *context, uint64_t token);
 
-/* Workers of live (bit w: worker w) whose rate the plan cannot size by yet
-   (too few samples; an implausible one is planned as the slowest, so it
-   counts as measured). */
-int cdc__profiled_plan_unmeasured(cdc_context_t *context, uint64_t live);
+/* Rate samples a worker needs before its speed sizes blocks. */
+#define CDC_PLAN_MIN_RATE_SAMPLES 2
+
+/* Workers of live (bit w: worker w) with fewer than `samples` rate samples
+   (CDC_PLAN_MIN_RATE_SAMPLES: those the plan cannot size by yet; an
+   implausible one is planned as the slowest, so it counts as measured). */
+int cdc__profiled_plan_unmeasured(cdc_context_t *context, uint64_t live, int samples);
 
 /* Once per context, before the first call a measured plan (auto, profiled)
    sizes: every live worker computes a small GEMM (of per-call operands,
