@@ -101,45 +101,63 @@ static int blocks_unequal(const cdc_test_fc_t *f)
     return 0;
 }
 
-/* The mix's devices (test_mix_sized_to_devices). */
+/* The issue's mix: two fast devices, two at a quarter, one at an eighth,
+   and a coordinator at a twentieth (it takes a share of the rows too). */
 static const double mix_speed[WORKERS] = {1, 1, 0.25, 0.25, 0.125};
+static const char mix_faults[] =
+    "slow@w0:gflops=1;slow@w1:gflops=1;slow@w2:gflops=0.25;slow@w3:gflops=0.25;"
+    "slow@w4:gflops=0.125;slow@c:gflops=0.05";
+/* The mix with w2 4x slower from its 80th task, over 400 Mbit/s links, and a
+   coordinator too slow (0.1 GFLOP/s) to compute the layer itself. */
+static const char mix_slowing_faults[] =
+    "slow@w0:gflops=1;slow@w1:gflops=1;slow@w2:gflops=0.25;"
+    "slow@w2:gflops=0.0625,after=80;slow@w3:gflops=0.25;slow@w4:gflops=0.125;"
+    "link@*:mbit=400;slow@c:gflops=0.1";
 
-/* Whether a faster home has the longer block in use, by at least half the
-   speed ratio. */
-static int sized_by_speed(const cdc_test_fc_t *f, const int *home)
+/* Whether, among count slots with these homes, a faster home has the more
+   rows, by at least half the speed ratio of the mix. */
+static int rows_by_speed(const int64_t *rows, const int *home, int count)
 {
-    const cdc_shard_set_t *set = f->layer->encoded.sets.in_use;
-    for (int s = 0; set && s < set->n; s++)
-        for (int t = 0; t < set->n; t++)
+    for (int s = 0; s < count; s++)
+        for (int t = 0; t < count; t++)
             if (mix_speed[home[s]] > mix_speed[home[t]] &&
-                (set->len[s] <= set->len[t] ||
-                 (double) set->len[s] * mix_speed[home[t]] <
-                     0.5 * (double) set->len[t] * mix_speed[home[s]]))
+                (rows[s] <= rows[t] || (double) rows[s] * mix_speed[home[t]] <
+                                           0.5 * (double) rows[t] * mix_speed[home[s]]))
                 return 0;
-    return set != NULL;
+    return 1;
 }
 
 /* Each slot's home and rows, for a failure's message. */
-static const char *sized_by_speed_text(const cdc_test_fc_t *f, const int *home)
+static const char *rows_text(const int64_t *rows, const int *home, int count)
 {
     static char text[256];
-    const cdc_shard_set_t *set = f->layer->encoded.sets.in_use;
     size_t used = 0;
     text[0] = '\0';
-    for (int s = 0; set && s < set->n && used < sizeof text; s++)
+    for (int s = 0; s < count && used < sizeof text; s++)
         used += (size_t) snprintf(text + used, sizeof text - used,
                                   "%sslot %d: worker %d, %lld rows", s ? "; " : "", s,
-                                  home[s], (long long) set->len[s]);
+                                  home[s], (long long) rows[s]);
     return text;
+}
+
+/* The dedicated blocks in use follow the mix's speeds (rows_by_speed). */
+static int sized_by_speed(const cdc_test_fc_t *f, const int *home)
+{
+    const cdc_shard_set_t *set = f->layer->encoded.sets.in_use;
+    return set && rows_by_speed(set->len, home, set->n);
+}
+
+static const char *sized_by_speed_text(const cdc_test_fc_t *f, const int *home)
+{
+    const cdc_shard_set_t *set = f->layer->encoded.sets.in_use;
+    return set ? rows_text(set->len, home, set->n) : "no blocks";
 }
 
 /* Two fast devices, two at a quarter, one at an eighth (the issue's mix),
    and a coordinator at a twentieth: it takes a share of the rows too. */
 START_TEST(test_mix_sized_to_devices)
 {
-    cdc_context_t *context = profiled_context(
-        "slow@w0:gflops=1;slow@w1:gflops=1;slow@w2:gflops=0.25;slow@w3:gflops=0.25;"
-        "slow@w4:gflops=0.125;slow@c:gflops=0.05");
+    cdc_context_t *context = profiled_context(mix_faults);
     cdc_test_fc_t f;
     cdc_test_fc_make(&f, context, OUT, IN, BATCH, 21, 0);
     double start = cdc_test_now_s();
@@ -265,9 +283,7 @@ END_TEST
    computes a few filters itself. */
 START_TEST(test_conv_split_by_latency)
 {
-    cdc_context_t *context = profiled_context(
-        "slow@w0:gflops=1;slow@w1:gflops=1;slow@w2:gflops=0.25;slow@w3:gflops=0.25;"
-        "slow@w4:gflops=0.125;slow@c:gflops=0.05");
+    cdc_context_t *context = profiled_context(mix_faults);
     const cdc_ref_conv_t ref = {1, 64, 13, 13, 128, 3, 3, 1, 1, 1, 1, 1, 1, 0};
     cdc_conv2d_desc_t desc = {64, 128, 3, 3, 1, 1, 1, 1, 1, 1};
     conv_case_t c;
@@ -395,11 +411,7 @@ static uint64_t call_path_weight_bytes(cdc_context_t *context)
    bounded time. */
 START_TEST(test_resize_staged)
 {
-    cdc_context_t *context = profiled_context(
-        "slow@w0:gflops=1;slow@w1:gflops=1;slow@w2:gflops=0.25;"
-        "slow@w2:gflops=0.0625,after=80;slow@w3:gflops=0.25;slow@w4:gflops=0.125;"
-        "link@*:mbit=400;"
-        "slow@c:gflops=0.1");
+    cdc_context_t *context = profiled_context(mix_slowing_faults);
     cdc_test_fc_t f;
     cdc_test_fc_make(&f, context, OUT, IN, BATCH, 23, 0);
     double start = cdc_test_now_s();
@@ -563,28 +575,13 @@ static const cdc_rotated_set_t *stripes_in_use(const cdc_test_fc_t *f)
 static int stripes_by_speed(const cdc_test_fc_t *f, const int *home)
 {
     const cdc_rotated_set_t *set = stripes_in_use(f);
-    if (!set)
-        return 0;
-    for (int v = 0; v < WORKERS; v++)
-        for (int w = 0; w < WORKERS; w++)
-            if (mix_speed[home[v]] > mix_speed[home[w]] &&
-                (set->data_rows[v] <= set->data_rows[w] ||
-                 (double) set->data_rows[v] * mix_speed[home[w]] <
-                     0.5 * (double) set->data_rows[w] * mix_speed[home[v]]))
-                return 0;
-    return 1;
+    return set && rows_by_speed(set->data_rows, home, WORKERS);
 }
 
 static const char *stripes_text(const cdc_test_fc_t *f, const int *home)
 {
-    static char text[256];
     const cdc_rotated_set_t *set = stripes_in_use(f);
-    size_t used = 0;
-    text[0] = '\0';
-    for (int w = 0; set && w < WORKERS && used < sizeof text; w++)
-        used += (size_t) snprintf(text + used, sizeof text - used, "%sworker %d: %lld rows",
-                                  w ? "; " : "", home[w], (long long) set->data_rows[w]);
-    return set ? text : "no stripes";
+    return set ? rows_text(set->data_rows, home, WORKERS) : "no stripes";
 }
 
 /* The issue's mix in the rotated layout (the default) under the adaptive
@@ -599,10 +596,7 @@ START_TEST(test_stripes_sized_to_devices)
     /* No respawn: the killed worker stays dead, and every later call decodes.
        The adaptive plan (auto): it sizes stripes as the profiled plan does. */
     cdc_context_t *context = context_planned(
-        CDC_PLAN_AUTO, CDC_LAYOUT_ROTATED,
-        "slow@w0:gflops=1;slow@w1:gflops=1;slow@w2:gflops=0.25;slow@w3:gflops=0.25;"
-        "slow@w4:gflops=0.125;slow@c:gflops=0.05",
-        0, 0);
+        CDC_PLAN_AUTO, CDC_LAYOUT_ROTATED, mix_faults, 0, 0);
     cdc_test_fc_t f;
     cdc_test_fc_make(&f, context, OUT, IN, BATCH, 27, 1);
     cdc_test_fc_check(&f, REL_TOL);
@@ -682,12 +676,8 @@ static int64_t stripe_rows_of(const cdc_test_fc_t *f, const int *home, int w)
    fewer. */
 START_TEST(test_stripes_restaged)
 {
-    cdc_context_t *context = context_planned(
-        CDC_PLAN_AUTO, CDC_LAYOUT_ROTATED,
-        "slow@w0:gflops=1;slow@w1:gflops=1;slow@w2:gflops=0.25;"
-        "slow@w2:gflops=0.0625,after=80;slow@w3:gflops=0.25;slow@w4:gflops=0.125;"
-        "link@*:mbit=400;slow@c:gflops=0.1",
-        0, 1);
+    cdc_context_t *context =
+        context_planned(CDC_PLAN_AUTO, CDC_LAYOUT_ROTATED, mix_slowing_faults, 0, 1);
     cdc_test_fc_t f;
     cdc_test_fc_make(&f, context, OUT, IN, BATCH, 29, 0);
     cdc_test_fc_check(&f, REL_TOL);
