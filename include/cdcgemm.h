@@ -74,9 +74,9 @@ typedef enum {
 
 /* How a call's blocks are sized (config.plan; docs/heterogeneous.md). */
 typedef enum {
-    CDC_PLAN_EQUAL = 0,    /* equal blocks, slot s on worker s (default)        */
+    CDC_PLAN_EQUAL = 0,    /* equal blocks, slot s on worker s                  */
     CDC_PLAN_PROFILED = 1, /* blocks and homes from the measured devices        */
-    CDC_PLAN_AUTO = 2      /* the adaptive plan (the default to be, issue 26):
+    CDC_PLAN_AUTO = 2      /* the adaptive plan (the default, issue 26):
                               the devices measured first, blocks sized to them */
 } cdc_plan_mode_t;
 
@@ -153,7 +153,7 @@ typedef struct {
                                      as hot spares that stand in for a slot
                                      whose worker fails (default 0)          */
     /* Since 0.1.0 (took the pad beside data_shards): heterogeneous devices. */
-    int32_t plan;                 /* cdc_plan_mode_t (default equal)           */
+    int32_t plan;                 /* cdc_plan_mode_t (default auto)            */
     /* Since 0.1.0 (took 1 reserved word): rotated parity (issue 13). */
     int32_t parity_layout;        /* cdc_parity_layout_t (default rotated)     */
     int32_t reserved_pad;         /* 0                                         */

@@ -199,9 +199,9 @@ START_TEST(test_threshold_splits_calls)
 END_TEST
 
 /* The thresholds each plan leaves when CDCGEMM_MIN_FLOPS is unset: auto
-   and profiled let the model see GEMMs from 2e6 flops, matrix-vector
-   products (hashed every call) only from 2e8, as the equal plan (the
-   default) does for both; a set threshold is the override for both. A
+   (the default) and profiled let the model see GEMMs from 2e6 flops,
+   matrix-vector products (hashed every call) only from 2e8, as the equal
+   plan does for both; a set threshold is the override for both. A
    3000x1x1000 product (6e6 flops) stays local under auto, a 200^3 GEMM
    (1.6e7) is coded. */
 START_TEST(test_default_thresholds)
@@ -212,7 +212,7 @@ START_TEST(test_default_thresholds)
         int vector_coded, gemm_coded;
     } cases[] = {{"auto", NULL, 2e6, 2e8, 0, 1},
                  {"equal", NULL, 2e8, 2e8, 0, 0},
-                 {NULL, NULL, 2e8, 2e8, 0, 0},
+                 {NULL, NULL, 2e6, 2e8, 0, 1},
                  {"auto", "5", 5.0, 5.0, 1, 1}};
     const int i = _i;
     setenv("CDCGEMM_LOCAL_WORKERS", "5", 1);

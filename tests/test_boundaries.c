@@ -10,7 +10,9 @@
 #include "cdcgemm_testing.h"
 #include "context.h"
 #include "fc_fixture.h"
+#include "executor.h"
 #include "local_workers.h"
+#include "profiled_plan.h"
 #include "testutil.h"
 
 #include <signal.h>
@@ -28,10 +30,11 @@
 #define BATCH 2
 
 static cdc_context_t *boundary_context(int workers, int parity, cdc_parity_layout_t layout,
-                                       int in_process)
+                                       int in_process, cdc_plan_mode_t plan)
 {
     cdc_config_t config;
     cdc_config_init(&config);
+    config.plan = plan;
     config.in_process = in_process;
     config.local_workers = workers;
     config.parity = parity;
@@ -138,7 +141,7 @@ START_TEST(test_in_process_limits)
                 int W = worker_counts[wi];
                 if (W - r < 1 || r > W - r)
                     continue;
-                cdc_context_t *ctx = boundary_context(W, r, layouts[li], 1);
+                cdc_context_t *ctx = boundary_context(W, r, layouts[li], 1, CDC_PLAN_AUTO);
                 cdc_test_fc_t f;
                 cdc_test_fc_make(&f, ctx, OUT, IN, BATCH, 64, 1);
                 fc_call(&f, ctx, 0, W, r, names[li]);
@@ -160,14 +163,16 @@ START_TEST(test_in_process_limits)
 }
 END_TEST
 
-/* 64 real worker processes, r = 0 and r = 3 in the default layout: the
-   last worker SIGKILLed between calls; every later call exact (r = 0:
-   computed here, or cut for the 63 left once the death is seen; r = 3:
-   rebuilt from parity), none lost. */
+/* 64 real worker processes, r = 0 and r = 3 in the default layout, under
+   the equal plan (the adaptive default computes these calls here on this
+   host: they would never reach the workers this tests): the last worker
+   SIGKILLed between calls; every later call exact (r = 0: computed here,
+   or cut for the 63 left once the death is seen; r = 3: rebuilt from
+   parity), none lost. */
 static void real_processes(int r)
 {
     const int W = 64;
-    cdc_context_t *ctx = boundary_context(W, r, CDC_LAYOUT_ROTATED, 0);
+    cdc_context_t *ctx = boundary_context(W, r, CDC_LAYOUT_ROTATED, 0, CDC_PLAN_EQUAL);
     cdc_test_fc_t f;
     cdc_test_fc_make(&f, ctx, OUT, IN, BATCH, (uint64_t) (640 + r), 1);
     for (int i = 0; i < 3; i++)
@@ -202,6 +207,33 @@ START_TEST(test_64_processes_r3)
 }
 END_TEST
 
+/* The default configuration on 64 real workers: the adaptive plan
+   calibrates all 64 (a GEMM each, its results in one buffer) and sizes
+   whatever it plans, here or on the workers; every call exact, before and
+   after the last worker is SIGKILLed, and the context knows every
+   worker's rate. */
+START_TEST(test_64_processes_default)
+{
+    const int W = 64, r = 3;
+    cdc_config_t config;
+    cdc_config_init(&config);
+    ck_assert_int_eq(config.plan, CDC_PLAN_AUTO);
+    cdc_context_t *ctx = boundary_context(W, r, config.parity_layout, 0, config.plan);
+    cdc_test_fc_t f;
+    cdc_test_fc_make(&f, ctx, OUT, IN, BATCH, 643, 1);
+    for (int i = 0; i < 3; i++)
+        fc_call(&f, ctx, 0, W, r, "default");
+    uint64_t live = 0;
+    ck_assert_int_eq(cdc__executor_live(ctx->executor, &live), W);
+    ck_assert_int_eq(cdc__profiled_plan_unmeasured(ctx, live, CDC_PLAN_MIN_RATE_SAMPLES), 0);
+    ck_assert_int_eq(kill(cdc__local_workers_pid(ctx->local, W - 1), SIGKILL), 0);
+    for (int i = 0; i < 5; i++)
+        cdc_test_fc_check(&f, REL_TOL_LARGE);
+    cdc_test_fc_free(&f);
+    cdc_context_destroy(&ctx);
+}
+END_TEST
+
 static Suite *boundaries_suite(void)
 {
     Suite *s = suite_create("boundaries");
@@ -213,6 +245,7 @@ static Suite *boundaries_suite(void)
     tcase_set_timeout(processes, 180);
     tcase_add_test(processes, test_64_processes_uncoded);
     tcase_add_test(processes, test_64_processes_r3);
+    tcase_add_test(processes, test_64_processes_default);
     suite_add_tcase(s, processes);
     return s;
 }

@@ -31,7 +31,7 @@ START_TEST(test_defaults)
     ck_assert_int_eq(config.wait_ms, 0);
     ck_assert_int_eq(config.timeout_ms, 2000);
     ck_assert_int_eq(config.log_level, CDC_LOG_WARN);
-    ck_assert_int_eq(config.plan, CDC_PLAN_EQUAL);
+    ck_assert_int_eq(config.plan, CDC_PLAN_AUTO); /* issue 26 */
     ck_assert_int_eq(config.parity_layout, CDC_LAYOUT_ROTATED);
     ck_assert_int_eq(config.verify, 1); /* sampled (issue 23) */
     ck_assert_str_eq(config.workers, "");

@@ -3,9 +3,10 @@
  * a slow fault answering back-to-back tasks at cumulative times and dropping
  * cancelled ones, and a straggler that a coordinator's CANCELs keep from
  * building a backlog. */
-/* Contexts here use the dedicated parity layout: the assertions count its
-   shards (weights per shard, one decoded shard per lost worker, results per
-   call). The rotated layout's own: test_rotated.c. */
+/* Contexts here use the dedicated parity layout and the equal plan: the
+   assertions count its shards (weights per shard, one decoded shard per
+   lost worker, results per call), and the adaptive default would compute
+   these small calls on this host. The rotated layout's own: test_rotated.c. */
 #include "cdcgemm.h"
 #include "device.h"
 #include "protocol.h"
@@ -451,6 +452,7 @@ START_TEST(test_straggler_cancelled)
     cdc_config_t config;
     cdc_config_init(&config);
     config.parity_layout = CDC_LAYOUT_DEDICATED; /* what the assertions count (top) */
+    config.plan = CDC_PLAN_EQUAL;                /* every call on the workers (top) */
     snprintf(config.workers, sizeof config.workers, "%s", endpoints);
     config.parity = 1;
     config.wait_ms = 0;

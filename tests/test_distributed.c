@@ -1,7 +1,9 @@
 /* test_distributed.c - coded layers on real cdcgemm-worker processes, with faults. */
-/* Contexts here use the dedicated parity layout: the assertions count its
-   shards (weights per shard, one decoded shard per lost worker, results per
-   call). The rotated layout's own: test_rotated.c. */
+/* Contexts here use the dedicated parity layout and the equal plan: the
+   assertions count its shards (weights per shard, one decoded shard per
+   lost worker, results per call), and the adaptive default would compute
+   these small calls on this host instead of on the workers they test. The
+   rotated layout's own: test_rotated.c. */
 #include "cdcgemm.h"
 #include "context.h"
 #include "layer.h"
@@ -86,6 +88,7 @@ static cdc_context_t *remote_context(int wait_ms)
     cdc_config_t config;
     cdc_config_init(&config);
     config.parity_layout = CDC_LAYOUT_DEDICATED; /* what the assertions count (top) */
+    config.plan = CDC_PLAN_EQUAL;                /* every call on the workers (top) */
     snprintf(config.workers, sizeof config.workers, "%s", endpoints);
     config.parity = 1;
     config.timeout_ms = TIMEOUT_MS;
@@ -103,6 +106,7 @@ static cdc_context_t *reference_context(void)
     cdc_config_t config;
     cdc_config_init(&config);
     config.parity_layout = CDC_LAYOUT_DEDICATED; /* what the assertions count (top) */
+    config.plan = CDC_PLAN_EQUAL;                /* every call on the workers (top) */
     config.parity = 0;
     config.local_workers = WORKERS;
     config.in_process = 1;
@@ -697,6 +701,7 @@ START_TEST(test_large_payloads)
     cdc_config_t config;
     cdc_config_init(&config);
     config.parity_layout = CDC_LAYOUT_DEDICATED; /* what the assertions count (top) */
+    config.plan = CDC_PLAN_EQUAL;                /* every call on the workers (top) */
     const char *second_comma = strchr(strchr(endpoints, ',') + 1, ',');
     snprintf(config.workers, sizeof config.workers, "%.*s", (int) (second_comma - endpoints),
              endpoints);

@@ -1,8 +1,10 @@
 /* test_failover.c - failure handling on real worker processes: kills, stops, restarts, faults, garbage.
  *
- * In the dedicated parity layout (n data shards, a parity shard): its
- * assertions count shards and results of that layout (one data shard lost,
- * one decoded). The same failures in the rotated layout: test_rotated.c. */
+ * In the dedicated parity layout (n data shards, a parity shard) and the
+ * equal plan (slot s on worker s, every call on the workers: the adaptive
+ * default computes small calls on this host): its assertions count shards
+ * and results of that layout (one data shard lost, one decoded). The same
+ * failures in the rotated layout: test_rotated.c. */
 #include "cdcgemm.h"
 #include "context.h"
 #include "local_workers.h"
@@ -79,7 +81,7 @@ static cdc_context_t *local_context(int workers, int parity, const char *faults,
     cdc_config_t config;
     cdc_config_init(&config);
     config.parity_layout = CDC_LAYOUT_DEDICATED; /* what the assertions count (top) */
-    config.plan = CDC_PLAN_EQUAL; /* ... slot s on worker s, every call on the workers */
+    config.plan = CDC_PLAN_EQUAL;                /* every call on the workers (top) */
     config.local_workers = workers;
     config.parity = parity;
     config.replan = CDC_REPLAN_KEEP_PARITY; /* the re-plan assertions below */
@@ -133,6 +135,7 @@ static cdc_context_t *reference_context(void)
     cdc_config_t config;
     cdc_config_init(&config);
     config.parity_layout = CDC_LAYOUT_DEDICATED; /* what the assertions count (top) */
+    config.plan = CDC_PLAN_EQUAL;                /* every call on the workers (top) */
     config.parity = 0;
     config.local_workers = 1;
     config.in_process = 1; /* uncoded, one GEMM, in this process */
@@ -378,6 +381,7 @@ START_TEST(test_kill_keeps_shards)
     cdc_config_t config;
     cdc_config_init(&config);
     config.parity_layout = CDC_LAYOUT_DEDICATED; /* what the assertions count (top) */
+    config.plan = CDC_PLAN_EQUAL;                /* every call on the workers (top) */
     config.local_workers = 5;
     config.parity = 1;
     config.timeout_ms = BIG_TIMEOUT_MS;
@@ -828,6 +832,7 @@ START_TEST(test_garbage_to_coordinator)
     cdc_config_t config;
     cdc_config_init(&config);
     config.parity_layout = CDC_LAYOUT_DEDICATED; /* what the assertions count (top) */
+    config.plan = CDC_PLAN_EQUAL;                /* every call on the workers (top) */
     snprintf(config.workers, sizeof config.workers, "%s", endpoints);
     config.timeout_ms = TIMEOUT_MS;
     config.log_level = CDC_LOG_ERROR;
@@ -1212,6 +1217,7 @@ START_TEST(test_worker_binary_not_found)
     cdc_config_t config;
     cdc_config_init(&config);
     config.parity_layout = CDC_LAYOUT_DEDICATED; /* what the assertions count (top) */
+    config.plan = CDC_PLAN_EQUAL;                /* every call on the workers (top) */
     config.log_level = CDC_LOG_ERROR;
     cdc_context_t *context = NULL;
     ck_assert_int_eq(cdc_context_new(&config, &context), CDC_ECONFIG);

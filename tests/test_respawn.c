@@ -33,6 +33,8 @@ static cdc_context_t *local_context(int workers, int data, int respawn, const ch
     cdc_config_t config;
     cdc_config_init(&config);
     ck_assert_int_eq(config.respawn, 1); /* the default */
+    config.plan = CDC_PLAN_EQUAL; /* every call on the workers (the default computes
+                                     these small ones on this host) */
     config.local_workers = workers;
     config.parity = 1;
     config.data_shards = data;

@@ -363,6 +363,7 @@ static cdc_context_t *curve_context(const char *workers, const char *server_path
     cdc_config_t config;
     cdc_config_init(&config);
     snprintf(config.workers, sizeof config.workers, "%s", workers);
+    config.plan = CDC_PLAN_EQUAL; /* every call over the links under test, none here */
     config.parity = 1;
     config.timeout_ms = 1500;
     config.log_level = CDC_LOG_ERROR;

@@ -153,6 +153,7 @@ typedef struct {
     int worker_of[64];       /* placement: the worker task t went to       */
     int retries[64];         /* MISS re-sends of task t                    */
     uint64_t bytes_out[64];  /* payload bytes its dispatch sent (weights in) */
+    uint64_t epoch[64];      /* its worker's weights_epoch once it was sent */
     int pending, done;
     uint64_t cover_mask;     /* data shards some task covers               */
     uint64_t covered;        /* those with a result in                     */
@@ -256,6 +257,7 @@ static void call_dispatch(cdc_client_t *self, client_call_t *call)
         uint64_t before = self->counters.bytes_out;
         int sent = send_task(self, w, &call->tasks[t], &h);
         call->bytes_out[t] = self->counters.bytes_out - before;
+        call->epoch[t] = self->weights_epoch[w];
         if (sent == CDC_OK) {
             call->state[t] = TASK_PENDING;
             call->tasks[t].dispatched = 1;
@@ -536,15 +538,46 @@ static void call_cancel_pending(cdc_client_t *self, const client_call_t *call)
     }
 }
 
+/* Task t of the call came back (a streamed one: its lead rows). */
+static int task_back(const client_call_t *call, int t)
+{
+    const cdc_shard_task_t *task = &call->tasks[t];
+    return cdc_task_parts(task) > 1 ? (task->parts_in & 1) : call->state[t] == TASK_DONE;
+}
+
+/* Workers with a task of the call that may have queued behind weights
+   sent to them earlier (their drained_epoch, brought up to date here, is
+   behind that task's epoch). */
+static uint64_t call_queued(cdc_client_t *self, const client_call_t *call)
+{
+    for (int t = 0; t < call->count; t++) {
+        int w = call->worker_of[t];
+        if (call->tasks[t].dispatched && w >= 0 && task_back(call, t) &&
+            call->epoch[t] > self->drained_epoch[w])
+            self->drained_epoch[w] = call->epoch[t];
+    }
+    uint64_t queued = 0;
+    for (int t = 0; t < call->count; t++) {
+        int w = call->worker_of[t];
+        if (call->tasks[t].dispatched && w >= 0 && call->epoch[t] > self->drained_epoch[w])
+            queued |= UINT64_C(1) << w;
+    }
+    return queued;
+}
+
 /* The call is over (at ended_ms): per worker whose every task of it came
    back (none re-sent after a MISS, which would blur its bytes), the
    observer learns the last result's time, their flops and bytes (what the
    profile's link estimate needs); per worker with a task still pending (not
-   dead, not refused), that the tasks take longer than the call lasted. A
-   streamed task counts by its lead rows, timed by them: its parity parts
-   are rarely wanted. */
+   dead, not refused), that the tasks take longer than the call lasted,
+   unless weights sent to it before may still have been on its link (its
+   drained_epoch behind: the task queued behind them, a bound would charge
+   their transfer to this call's bytes; on WiFi the first FC weights made
+   94 Mbit/s links look like 17). A streamed task counts by its lead rows,
+   timed by them: its parity parts are rarely wanted. */
 static void call_observe(cdc_client_t *self, const client_call_t *call, double ended_ms)
 {
+    uint64_t queued = call_queued(self, call);
     pthread_mutex_lock(&self->state_lock);
     cdc_client_observer_t observer = self->observer;
     pthread_mutex_unlock(&self->state_lock);
@@ -559,8 +592,7 @@ static void call_observe(cdc_client_t *self, const client_call_t *call, double e
         if (!task->dispatched || w < 0)
             continue;
         sent |= UINT64_C(1) << w;
-        int streamed = cdc_task_parts(task) > 1;
-        int missing = streamed ? !(task->parts_in & 1) : call->state[t] != TASK_DONE;
+        int streamed = cdc_task_parts(task) > 1, missing = !task_back(call, t);
         if (missing || call->retries[t] > 0)
             incomplete |= UINT64_C(1) << w;
         if (missing && call->state[t] == TASK_PENDING && call->retries[t] == 0)
@@ -575,7 +607,7 @@ static void call_observe(cdc_client_t *self, const client_call_t *call, double e
         uint64_t bit = UINT64_C(1) << w;
         if ((sent & ~incomplete) & bit)
             observer.call_done(observer.ctx, w, elapsed[w], flops[w], bytes[w]);
-        else if ((cut & bit) && observer.call_cut)
+        else if ((cut & ~queued & bit) && observer.call_cut)
             observer.call_cut(observer.ctx, w, ended_ms - call->started_ms, flops[w], bytes[w]);
     }
 }

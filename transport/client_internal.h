@@ -93,6 +93,12 @@ struct cdc_client {
                              takes it too) */
     cdc_remote_counters_t counters;
     cdc_slots_t *slots;   /* slots and homes: who holds what (slots.h)   */
+    /* Weights on their way (under lock): bumped per WEIGHTS message sent to
+       worker w; drained: the value at the dispatch of w's latest task that
+       came back, so everything sent to w before it has arrived. A task cut
+       while w's link still carried earlier weights says nothing of the link
+       (client_call.c, call_observe). */
+    uint64_t weights_epoch[CDC_MAX_WORKERS], drained_epoch[CDC_MAX_WORKERS];
     int last_sent_to[64];     /* the last call's shard s went to this worker  */
     int last_answered_by[64]; /* and its result came from this one (-1: none) */
     uint64_t task_memory_warned; /* bit w: a task over worker w's

@@ -179,6 +179,7 @@ static int send_weights(cdc_client_t *self, int w, const cdc_slot_weight_t *weig
     if (rc != CDC_OK)
         return rc;
     self->counters.weights_sent++;
+    self->weights_epoch[w]++;
     self->counters.weight_bytes += payload.size;
     self->counters.bytes_out += payload.size;
     return CDC_OK;

@@ -34,6 +34,7 @@ void cdc_config_init(cdc_config_t *config)
     config->discover_wait_ms = 3000;
     config->respawn = 1;
     config->parity_layout = CDC_LAYOUT_ROTATED; /* issue 13: it wins (benchmarks.md) */
+    config->plan = CDC_PLAN_AUTO;               /* issue 26: it wins (benchmarks.md) */
 }
 
 int cdc_split_parse(const char *name, cdc_split_t *split)

@@ -187,8 +187,8 @@ int cdc__plan_size_blocks(cdc_context_t *context, cdc_call_plan_t *plan,
     for (int i = 0; forced && i < n; i++)
         weights[i] = context->block_weights[i];
     pthread_mutex_unlock(&context->lock);
-    if (!forced)
-        cdc__profiled_plan_calibrate(context); /* once: the first blocks sized */
+    if (!forced) /* once: the first cached blocks sized */
+        cdc__profiled_plan_calibrate(context, cost->held_per_row * (double) rows);
     plan->rotated = 0;
     if (!forced && context->config.plan != CDC_PLAN_EQUAL && cost->held_per_row > 0.0 &&
         cdc__plan_rotated_eligible(context, plan, rows)) {

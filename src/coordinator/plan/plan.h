@@ -37,12 +37,14 @@ int cdc__plan_resolve(cdc_context_t *context, int parity_override,
 int cdc__plan_size_blocks(cdc_context_t *context, cdc_call_plan_t *plan,
                           const cdc_block_cost_t *cost, int64_t rows);
 
-/* AUTO resolved by predicted latency under CDCGEMM_PLAN=profiled: of the two
-   splits (work per row and rows to cut of each in cost[i], rows[i]; index 0
-   ROWS, 1 COLUMNS), the one the profile predicts faster; previous (the
-   layer's last split, AUTO for none) is kept unless the other is predicted
-   10% faster, as a change of split re-ships weights. by_bytes (the bytes
-   rule's answer) when the profile cannot predict both yet. */
+/* AUTO resolved by predicted latency under a measured plan (auto,
+   profiled): of the two splits (work per row and rows to cut of each in
+   cost[i], rows[i]; index 0 ROWS, 1 COLUMNS), the one the profile predicts
+   faster; previous (the layer's last split; for none, by_bytes, the bytes
+   rule's answer) is kept unless the other is predicted 10% faster, as a
+   change of split re-ships weights. by_bytes when the profile cannot
+   predict both yet. The workers are calibrated first when the rows split
+   would ship 1 MiB or more of weights (profiled_plan.h). */
 cdc_split_t cdc__plan_split_by_latency(cdc_context_t *context, const cdc_call_plan_t *plan,
                                        const cdc_block_cost_t cost[2], const int64_t rows[2],
                                        cdc_split_t previous, cdc_split_t by_bytes);

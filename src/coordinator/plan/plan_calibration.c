@@ -7,7 +7,7 @@
  * the rates were in, the sized ones were staged over the same links, one
  * worker at a time: on identical devices over WiFi, 116 MB moved and 17 s
  * of slower calls only to give the coordinator its share of the FC layers
- * (docs/benchmarks.md, "The adaptive plan beside the default"). A few
+ * (docs/benchmarks.md, "The adaptive default"). A few
  * small GEMMs first, on operands sent with them, cost a fraction of a
  * second and let the first weights go where they stay.
  *
@@ -19,9 +19,22 @@
  * (profile.h): the rows start at CALIBRATION_MIN_ROWS (1 MFLOP: 8 ms on a
  * 0.125 GFLOP/s device, so a very slow one is not held for seconds) and
  * grow 4x a round while some worker has not given a first sample, up to
- * CALIBRATION_MAX_ROWS (67 MFLOP: 2.2 ms at 30 GFLOP/s). Links are not
- * waited for: the plan takes an unmeasured link as free, and the later
- * calls measure it. */
+ * CALIBRATION_MAX_ROWS (67 MFLOP: 2.2 ms at 30 GFLOP/s). Then the links:
+ * rounds of CALIBRATION_LINK_ROWS back to back, whose transfers give each
+ * link its samples (CDC_PLAN_MIN_LINK_SAMPLES), up to
+ * CALIBRATION_LINK_ROUNDS. Without them the plan took every link as free
+ * until the first calls measured it, sized the first weights for free
+ * links, then re-sized them once the links were in: on the mix of
+ * docs/benchmarks.md (AlexNet, 94 Mbit/s), 320 MB staged in the background
+ * and 426 of 480 calls decoded around a worker taking its blocks in, in 2
+ * runs of 3.
+ *
+ * When. Only before weights of CALIBRATION_MIN_HELD bytes or more go out
+ * to be cached: a per-call operand is cut afresh by every call, and a
+ * smaller cached one is re-staged (0.1 s over 94 Mbit/s) for less than
+ * the calibration's half second, which a program that makes a few small
+ * calls and exits would otherwise pay on its first (1.4 s here for two
+ * workers: test_hygiene's contexts). */
 #include "profiled_plan.h"
 
 #include "bits.h"
@@ -39,6 +52,9 @@
 #define CALIBRATION_MS 3000.0  /* a bound on the whole: the plan does without */
 #define CALIBRATION_ROUNDS 12
 #define CALIBRATION_PONG_MS 150.0 /* a heartbeat (100 ms) and its PONG      */
+#define CALIBRATION_MIN_HELD (1 << 20) /* bytes of cached weights            */
+#define CALIBRATION_LINK_ROWS 256 /* 384 KiB a task both ways: 33 ms on WiFi    */
+#define CALIBRATION_LINK_ROUNDS 6
 
 /* One round: worker w's task is shard w of W, all of them data; it waits
    for the live ones (a dead worker is sent nothing). */
@@ -57,41 +73,81 @@ static int calibration_round(cdc_context_t *context, int workers, uint64_t live,
                                        needed > 0 ? needed : 1, NULL, &arrived);
 }
 
-void cdc__profiled_plan_calibrate(cdc_context_t *context)
+typedef struct {
+    int workers, rounds;
+    uint64_t live;
+    double started;
+    float *a, *bt, *result;
+} calibration_t;
+
+/* Rounds of growing GEMMs, each followed by a heartbeat, until every live
+   worker has the rate samples the plan sizes by. */
+static int rate_rounds(cdc_context_t *context, calibration_t *cal)
 {
-    if (context->config.plan == CDC_PLAN_EQUAL || context->profiled.calibrated)
-        return;
-    context->profiled.calibrated = 1;
-    uint64_t live = 0;
-    int workers = cdc__executor_worker_count(context->executor);
-    if (workers <= 0 || cdc__executor_live(context->executor, &live) <= 0 ||
-        cdc__profiled_plan_unmeasured(context, live, CDC_PLAN_MIN_RATE_SAMPLES) == 0)
-        return;
-    float *a = calloc((size_t) CALIBRATION_MAX_ROWS * CALIBRATION_K, sizeof *a);
-    float *bt = calloc((size_t) CALIBRATION_COLS * CALIBRATION_K, sizeof *bt);
-    float *result = malloc((size_t) workers * CALIBRATION_MAX_ROWS * CALIBRATION_COLS *
-                           sizeof *result);
-    double started = cdc__clock_ms();
     int64_t rows = CALIBRATION_MIN_ROWS;
-    int rounds = 0, rc = a && bt && result ? CDC_OK : CDC_ENOMEM;
-    while (rc == CDC_OK && rounds < CALIBRATION_ROUNDS &&
-           cdc__clock_ms() - started < CALIBRATION_MS &&
-           cdc__profiled_plan_unmeasured(context, live, CDC_PLAN_MIN_RATE_SAMPLES) > 0) {
-        rc = calibration_round(context, workers, live, rows, a, bt, result);
-        rounds++;
+    int rc = CDC_OK;
+    while (rc == CDC_OK && cal->rounds < CALIBRATION_ROUNDS &&
+           cdc__clock_ms() - cal->started < CALIBRATION_MS &&
+           cdc__profiled_plan_unmeasured(context, cal->live, CDC_PLAN_MIN_RATE_SAMPLES) > 0) {
+        rc = calibration_round(context, cal->workers, cal->live, rows, cal->a, cal->bt,
+                               cal->result);
+        cal->rounds++;
         cdc__sleep_ms(CALIBRATION_PONG_MS);
-        cdc__executor_live(context->executor, &live);
-        if (rows < CALIBRATION_MAX_ROWS && cdc__profiled_plan_unmeasured(context, live, 1) > 0)
+        cdc__executor_live(context->executor, &cal->live);
+        if (rows < CALIBRATION_MAX_ROWS &&
+            cdc__profiled_plan_unmeasured(context, cal->live, 1) > 0)
             rows *= 4; /* too short for a first sample somewhere */
     }
-    int left = cdc__profiled_plan_unmeasured(context, live, CDC_PLAN_MIN_RATE_SAMPLES);
+    return rc;
+}
+
+/* Back-to-back rounds of CALIBRATION_LINK_ROWS (their transfers are the
+   link samples; no heartbeat needed) until every live worker's link
+   counts, at most CALIBRATION_LINK_ROUNDS: a link fast enough to give no
+   sample (profile.h) stays free to the plan, as it should. */
+static int link_rounds(cdc_context_t *context, calibration_t *cal)
+{
+    int rc = CDC_OK;
+    for (int i = 0; rc == CDC_OK && i < CALIBRATION_LINK_ROUNDS &&
+                    cdc__clock_ms() - cal->started < CALIBRATION_MS &&
+                    cdc__profiled_plan_unlinked(context, cal->live) > 0;
+         i++, cal->rounds++)
+        rc = calibration_round(context, cal->workers, cal->live, CALIBRATION_LINK_ROWS, cal->a,
+                               cal->bt, cal->result);
+    return rc;
+}
+
+void cdc__profiled_plan_calibrate(cdc_context_t *context, double held)
+{
+    if (context->config.plan == CDC_PLAN_EQUAL || context->profiled.calibrated ||
+        held < CALIBRATION_MIN_HELD)
+        return;
+    context->profiled.calibrated = 1;
+    calibration_t cal = {.workers = cdc__executor_worker_count(context->executor)};
+    if (cal.workers <= 0 || cdc__executor_live(context->executor, &cal.live) <= 0 ||
+        (cdc__profiled_plan_unmeasured(context, cal.live, CDC_PLAN_MIN_RATE_SAMPLES) == 0 &&
+         cdc__profiled_plan_unlinked(context, cal.live) == 0))
+        return;
+    cal.a = calloc((size_t) CALIBRATION_MAX_ROWS * CALIBRATION_K, sizeof *cal.a);
+    cal.bt = calloc((size_t) CALIBRATION_COLS * CALIBRATION_K, sizeof *cal.bt);
+    cal.result = malloc((size_t) cal.workers * CALIBRATION_MAX_ROWS * CALIBRATION_COLS *
+                        sizeof *cal.result);
+    cal.started = cdc__clock_ms();
+    int rc = cal.a && cal.bt && cal.result ? CDC_OK : CDC_ENOMEM;
+    if (rc == CDC_OK)
+        rc = rate_rounds(context, &cal);
+    if (rc == CDC_OK)
+        rc = link_rounds(context, &cal);
     if (rc != CDC_OK)
         CDC_LOG_WARNF("plan calibration: %s; the plan starts from equal blocks",
                       cdc_last_error());
     else
-        CDC_LOG_INFOF("plan calibration: %d rounds in %.0f ms, %d of %d workers unmeasured", rounds,
-                      cdc__clock_ms() - started, left, workers);
-    free(a);
-    free(bt);
-    free(result);
+        CDC_LOG_INFOF("plan calibration: %d rounds in %.0f ms; of %d workers %d unmeasured, %d "
+                      "with no link measured",
+                      cal.rounds, cdc__clock_ms() - cal.started, cal.workers,
+                      cdc__profiled_plan_unmeasured(context, cal.live, CDC_PLAN_MIN_RATE_SAMPLES),
+                      cdc__profiled_plan_unlinked(context, cal.live));
+    free(cal.a);
+    free(cal.bt);
+    free(cal.result);
 }

@@ -19,11 +19,16 @@ cdc_split_t cdc__plan_split_by_latency(cdc_context_t *context, const cdc_call_pl
 {
     if (context->config.plan == CDC_PLAN_EQUAL)
         return by_bytes;
+    /* The devices measured before a choice that ships the weights (cut by
+       rows, cached) and that the hysteresis below would keep. */
+    cdc__profiled_plan_calibrate(context, cost[0].held_per_row * (double) rows[0]);
     const cdc_split_t splits[2] = {CDC_SPLIT_ROWS, CDC_SPLIT_COLUMNS};
     double t[2];
     for (int i = 0; i < 2; i++)
         if (cdc__profiled_plan_predict(context, plan->n, plan->r, &cost[i], rows[i], &t[i]) != 1)
             return by_bytes;
+    if (previous == CDC_SPLIT_AUTO) /* the model must beat the rule to leave it */
+        previous = by_bytes;
     int best = t[1] < t[0];
     int kept = previous == splits[!best] && !(t[best] < PLAN_SPLIT_SWITCH_GAIN * t[!best]);
     cdc_split_t chosen = kept ? previous : splits[best];

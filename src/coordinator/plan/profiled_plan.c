@@ -58,10 +58,10 @@
    new blocks in, leave the calls one erasure short. The model's error on
    real calls is 8-17% (docs/benchmarks.md): a 10% gain is within it. */
 #define PLAN_RESHIP_GAIN 0.8
-/* Link samples before the link's estimate counts: the first ones come from
-   the calls that shipped the first weights (the window of profile.h needs a
-   few to see past them); until then the link is taken as free. */
-#define PLAN_MIN_LINK_SAMPLES 4
+/* CDC_PLAN_MIN_LINK_SAMPLES (profiled_plan.h): the first link samples come
+   from the calibration or from the calls that shipped the first weights (the
+   window of profile.h needs a few to see past those). */
+#define PLAN_MIN_LINK_SAMPLES CDC_PLAN_MIN_LINK_SAMPLES
 /* Which of a worker's estimates have samples enough to plan by (0..3). */
 static uint64_t usable_bits(const cdc_worker_profile_t *p)
 {
@@ -431,14 +431,27 @@ int cdc__profiled_plan_home(const cdc_context_t *context, int n, int r, int s)
     return st->slots == n + r ? st->home_of_slot[s] : s;
 }
 
-int cdc__profiled_plan_unmeasured(cdc_context_t *context, uint64_t live, int samples)
+/* Workers of live (an implausible one aside: planned as the slowest) with
+   fewer than rate_samples rate samples or link_samples link samples. */
+static int live_short_of(cdc_context_t *context, uint64_t live, uint64_t rate_samples,
+                         uint64_t link_samples)
 {
     cdc_worker_profile_t now[CDC_MAX_WORKERS];
-    int workers = cdc__context_profile(context, now, CDC_MAX_WORKERS), unmeasured = 0;
+    int workers = cdc__context_profile(context, now, CDC_MAX_WORKERS), count = 0;
     for (int w = 0; w < workers; w++)
-        unmeasured += ((live >> w) & 1) && !now[w].implausible &&
-                      now[w].rate_samples < (uint64_t) samples;
-    return unmeasured;
+        count += ((live >> w) & 1) && !now[w].implausible &&
+                 (now[w].rate_samples < rate_samples || now[w].link_samples < link_samples);
+    return count;
+}
+
+int cdc__profiled_plan_unmeasured(cdc_context_t *context, uint64_t live, int samples)
+{
+    return live_short_of(context, live, (uint64_t) samples, 0);
+}
+
+int cdc__profiled_plan_unlinked(cdc_context_t *context, uint64_t live)
+{
+    return live_short_of(context, live, 0, PLAN_MIN_LINK_SAMPLES);
 }
 
 int cdc__profiled_plan_staging(const cdc_context_t *context)

@@ -67,22 +67,31 @@ void cdc__profiled_plan_staged(cdc_context_t *context, uint64_t token);
 
 /* Rate samples a worker needs before its speed sizes blocks. */
 #define CDC_PLAN_MIN_RATE_SAMPLES 2
+/* Link samples before a link's estimate counts; until then the link is
+   taken as free (a fast link gives none: profile.h). */
+#define CDC_PLAN_MIN_LINK_SAMPLES 4
 
 /* Workers of live (bit w: worker w) with fewer than `samples` rate samples
    (CDC_PLAN_MIN_RATE_SAMPLES: those the plan cannot size by yet; an
    implausible one is planned as the slowest, so it counts as measured). */
 int cdc__profiled_plan_unmeasured(cdc_context_t *context, uint64_t live, int samples);
 
+/* Workers of live whose link has fewer than CDC_PLAN_MIN_LINK_SAMPLES
+   samples (an implausible one aside, planned as the slowest anyway). */
+int cdc__profiled_plan_unlinked(cdc_context_t *context, uint64_t live);
+
 /* Once per context, before the first call a measured plan (auto, profiled)
-   sizes: every live worker computes a small GEMM (of per-call operands,
-   nothing cached), round after round, until each has given the rates the
-   plan sizes by (or CDC_CALIBRATION_MS has passed), so that the first
-   blocks shipped are sized to the devices and no re-size has to move
+   sizes that ships 1 MiB or more of weights to cache (`held`: the bytes of
+   the cut operand; a per-call or smaller one is re-sized by the next calls
+   for less than a wait): every live worker computes a small GEMM (of
+   per-call operands, nothing cached), round after round, until each has
+   given the rates the plan sizes by (or 3 s have passed), so that the
+   first blocks shipped are sized to the devices and no re-size has to move
    them again (plan_calibration.c). Nothing for the equal plan or an
    in-process context. Errors are logged, never returned: without it the
    plan starts from equal blocks, as it did. Not thread-safe against calls
    on the same context. */
-void cdc__profiled_plan_calibrate(cdc_context_t *context);
+void cdc__profiled_plan_calibrate(cdc_context_t *context, double held);
 
 /* Slot s's home among n + r slots: the profiled plan's map when it has one
    for that many slots, else worker s (the equal plan's). */

@@ -194,7 +194,10 @@ void cdc__profile_note_transfer(cdc_profile_state_t *state, double elapsed_ms, d
    it less (or nothing, when its fixed bytes alone exceed what the others
    take), until it completes within the calls and is measured as it is. The
    remainder is charged to the link, like a completed call's: a rate that is
-   too high makes the link look slower, never faster. */
+   too high makes the link look slower, never faster. The client reports no
+   cut for a worker whose link may still carry weights sent before the
+   call: the task queued behind them, and the bound would charge their
+   transfer to it (transport/client.h). */
 void cdc__profile_note_cut(cdc_profile_state_t *state, double elapsed_ms, double flops,
                            double bytes);
 
