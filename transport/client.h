@@ -200,7 +200,8 @@ void cdc__client_counters(cdc_client_t *self, cdc_remote_counters_t *counters);
    the dispatch to that end, a lower bound on what they would have taken,
    with their flops and bytes both ways; not for a worker that weights sent
    earlier may still have been reaching (no task sent after them has come
-   back yet), whose task may have queued behind them. All must be quick, must not call
+   back yet, and they would not have arrived over 10 Mbit/s), whose task
+   may have queued behind them. All must be quick, must not call
    the client, and may run at the same time; ctx must outlive the client. */
 typedef struct {
     void (*pong)(void *ctx, int w, double rtt_ms, const cdc_status_report_t *status);

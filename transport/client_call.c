@@ -547,7 +547,8 @@ static int task_back(const client_call_t *call, int t)
 
 /* Workers with a task of the call that may have queued behind weights
    sent to them earlier (their drained_epoch, brought up to date here, is
-   behind that task's epoch). */
+   behind that task's epoch, and the call began before those weights would
+   have arrived over the slowest link waited for). */
 static uint64_t call_queued(cdc_client_t *self, const client_call_t *call)
 {
     for (int t = 0; t < call->count; t++) {
@@ -559,7 +560,8 @@ static uint64_t call_queued(cdc_client_t *self, const client_call_t *call)
     uint64_t queued = 0;
     for (int t = 0; t < call->count; t++) {
         int w = call->worker_of[t];
-        if (call->tasks[t].dispatched && w >= 0 && call->epoch[t] > self->drained_epoch[w])
+        if (call->tasks[t].dispatched && w >= 0 && call->epoch[t] > self->drained_epoch[w] &&
+            call->started_ms < self->weights_clear_ms[w])
             queued |= UINT64_C(1) << w;
     }
     return queued;
@@ -570,8 +572,8 @@ static uint64_t call_queued(cdc_client_t *self, const client_call_t *call)
    observer learns the last result's time, their flops and bytes (what the
    profile's link estimate needs); per worker with a task still pending (not
    dead, not refused), that the tasks take longer than the call lasted,
-   unless weights sent to it before may still have been on its link (its
-   drained_epoch behind: the task queued behind them, a bound would charge
+   unless weights sent to it before may still have been on its link
+   (call_queued: the task queued behind them, a bound would charge
    their transfer to this call's bytes; on WiFi the first FC weights made
    94 Mbit/s links look like 17). A streamed task counts by its lead rows,
    timed by them: its parity parts are rarely wanted. */

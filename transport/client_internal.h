@@ -55,6 +55,9 @@ typedef struct {
     int has_status;
 } heartbeat_peer_t;
 
+/* The slowest link the weights' arrival is waited for (above). */
+#define CDC_CLIENT_FLOOR_MBIT 10.0
+
 struct cdc_client {
     void *zmq;
     int curve;                  /* CURVE client keys on every DEALER          */
@@ -95,10 +98,13 @@ struct cdc_client {
     cdc_slots_t *slots;   /* slots and homes: who holds what (slots.h)   */
     /* Weights on their way (under lock): bumped per WEIGHTS message sent to
        worker w; drained: the value at the dispatch of w's latest task that
-       came back, so everything sent to w before it has arrived. A task cut
-       while w's link still carried earlier weights says nothing of the link
-       (client_call.c, call_observe). */
+       came back, so everything sent to w before it has arrived; clear_ms:
+       when they would have arrived over a CDC_CLIENT_FLOOR_MBIT link (a
+       device that never returns a task is measured again after it). A task
+       cut while w's link may still carry earlier weights says nothing of the
+       link (client_call.c, call_observe). */
     uint64_t weights_epoch[CDC_MAX_WORKERS], drained_epoch[CDC_MAX_WORKERS];
+    double weights_clear_ms[CDC_MAX_WORKERS];
     int last_sent_to[64];     /* the last call's shard s went to this worker  */
     int last_answered_by[64]; /* and its result came from this one (-1: none) */
     uint64_t task_memory_warned; /* bit w: a task over worker w's

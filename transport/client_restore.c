@@ -180,6 +180,9 @@ static int send_weights(cdc_client_t *self, int w, const cdc_slot_weight_t *weig
         return rc;
     self->counters.weights_sent++;
     self->weights_epoch[w]++;
+    double now_ms = cdc__clock_ms(), from = self->weights_clear_ms[w];
+    self->weights_clear_ms[w] = (from > now_ms ? from : now_ms) +
+                                (double) payload.size * 8.0 / (CDC_CLIENT_FLOOR_MBIT * 1e3);
     self->counters.weight_bytes += payload.size;
     self->counters.bytes_out += payload.size;
     return CDC_OK;
