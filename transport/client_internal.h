@@ -55,7 +55,7 @@ typedef struct {
     int has_status;
 } heartbeat_peer_t;
 
-/* The slowest link the weights' arrival is waited for (above). */
+/* The slowest link the weights' arrival is waited for (weights_clear_ms). */
 #define CDC_CLIENT_FLOOR_MBIT 10.0
 
 struct cdc_client {

@@ -58,15 +58,11 @@
    new blocks in, leave the calls one erasure short. The model's error on
    real calls is 8-17% (docs/benchmarks.md): a 10% gain is within it. */
 #define PLAN_RESHIP_GAIN 0.8
-/* CDC_PLAN_MIN_LINK_SAMPLES (profiled_plan.h): the first link samples come
-   from the calibration or from the calls that shipped the first weights (the
-   window of profile.h needs a few to see past those). */
-#define PLAN_MIN_LINK_SAMPLES CDC_PLAN_MIN_LINK_SAMPLES
 /* Which of a worker's estimates have samples enough to plan by (0..3). */
 static uint64_t usable_bits(const cdc_worker_profile_t *p)
 {
     return (uint64_t) (p->rate_samples >= CDC_PLAN_MIN_RATE_SAMPLES) +
-           2 * (uint64_t) (p->link_samples >= PLAN_MIN_LINK_SAMPLES);
+           2 * (uint64_t) (p->link_samples >= CDC_PLAN_MIN_LINK_SAMPLES);
 }
 
 /* The slowest device measured: the rate and the link a worker whose own are
@@ -95,7 +91,7 @@ static cdc_shard_cost_t cost_line(const cdc_worker_profile_t *p, const cdc_block
     cdc_worker_profile_t trusted = *p;
     if (trusted.rate_samples < CDC_PLAN_MIN_RATE_SAMPLES)
         trusted.gflops = slowest->gflops;
-    if (trusted.link_samples < PLAN_MIN_LINK_SAMPLES)
+    if (trusted.link_samples < CDC_PLAN_MIN_LINK_SAMPLES)
         trusted.mbit = 0.0;
     if (p->implausible)
         plan_as_slowest(&trusted, slowest);
@@ -451,7 +447,7 @@ int cdc__profiled_plan_unmeasured(cdc_context_t *context, uint64_t live, int sam
 
 int cdc__profiled_plan_unlinked(cdc_context_t *context, uint64_t live)
 {
-    return live_short_of(context, live, 0, PLAN_MIN_LINK_SAMPLES);
+    return live_short_of(context, live, 0, CDC_PLAN_MIN_LINK_SAMPLES);
 }
 
 int cdc__profiled_plan_staging(const cdc_context_t *context)
@@ -496,7 +492,7 @@ static int anchored_lines(const cdc_profiled_state_t *st, int n, int r,
             measured++;
             slowest.gflops = p->gflops < slowest.gflops ? p->gflops : slowest.gflops;
         }
-        if (p->link_samples >= PLAN_MIN_LINK_SAMPLES && p->mbit > 0 &&
+        if (p->link_samples >= CDC_PLAN_MIN_LINK_SAMPLES && p->mbit > 0 &&
             (slowest.mbit == 0.0 || p->mbit < slowest.mbit))
             slowest.mbit = p->mbit;
         if (!p->implausible && p->rtt_ms > slowest.rtt_ms)

@@ -68,7 +68,9 @@ void cdc__profiled_plan_staged(cdc_context_t *context, uint64_t token);
 /* Rate samples a worker needs before its speed sizes blocks. */
 #define CDC_PLAN_MIN_RATE_SAMPLES 2
 /* Link samples before a link's estimate counts; until then the link is
-   taken as free (a fast link gives none: profile.h). */
+   taken as free (a fast link gives none: profile.h). The first come from
+   the calibration or from the calls that shipped the first weights (the
+   window of profile.h needs a few to see past those). */
 #define CDC_PLAN_MIN_LINK_SAMPLES 4
 
 /* Workers of live (bit w: worker w) with fewer than `samples` rate samples
