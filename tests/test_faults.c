@@ -31,7 +31,8 @@ START_TEST(test_parse_every_kind)
     ck_assert(plan.rules[7].x == 2.5);
     ck_assert_int_eq(cdc__fault_plan_parse("", &plan), CDC_OK);
     ck_assert_int_eq(plan.count, 0);
-    ck_assert(cdc__fault_coordinator_gflops(&plan) == 0.0);
+    ck_assert(cdc__fault_coordinator(&plan).gflops == 0.0);
+    ck_assert(cdc__fault_coordinator(&plan).gbps == 0.0);
 }
 END_TEST
 
@@ -71,11 +72,21 @@ START_TEST(test_coordinator_target)
     cdc_fault_decision_t d;
     ck_assert_int_eq(cdc__fault_plan_parse("slow@c:gflops=0.5;slow@*:gflops=1", &plan), CDC_OK);
     ck_assert_int_eq(plan.rules[0].target, CDC_FAULT_COORDINATOR);
-    ck_assert(cdc__fault_coordinator_gflops(&plan) == 0.5);
+    ck_assert(cdc__fault_coordinator(&plan).gflops == 0.5);
+    ck_assert(cdc__fault_coordinator(&plan).gbps == 0.0);
     cdc__fault_state_init(&state, &plan, 0);
     ck_assert_int_eq(state.plan.count, 1); /* the worker keeps slow@* only */
     cdc__fault_next(&state, 1.0, 1e8, 0, 0, 0, &d);
     ck_assert_double_eq_tol(d.slow_ms, 99.0, 1e-6); /* 0.1 GFLOP at 1 GFLOP/s */
+    /* A memory-bound coordinator (a Pi's GEMV): the larger of the two times. */
+    ck_assert_int_eq(cdc__fault_plan_parse("slow@c:gflops=4,gbps=2", &plan), CDC_OK);
+    cdc_emulated_device_t c = cdc__fault_coordinator(&plan);
+    ck_assert(c.gflops == 4.0 && c.gbps == 2.0);
+    ck_assert_double_eq_tol(cdc__emulated_ms(c, 8e6, 1e6), 2.0, 1e-9);  /* compute */
+    ck_assert_double_eq_tol(cdc__emulated_ms(c, 2e6, 16e6), 8.0, 1e-9); /* memory */
+    ck_assert_int_eq(cdc__fault_plan_parse("slow@c:gbps=0.5", &plan), CDC_OK);
+    ck_assert_double_eq_tol(cdc__emulated_ms(cdc__fault_coordinator(&plan), 1e9, 1e6), 2.0,
+                            1e-9);
 }
 END_TEST
 
@@ -92,15 +103,15 @@ static const char *const bad_plans[] = {
     "crash@w 3",              "crash@w+3",           "crash@w0x3",
     "crash@w-0",              "crash@w3 ",           "drop@*:p= 0.5",
     "drop@*:p=+0.5",          "delay@*:ms=0x10",     "seed= 4",
-    /* The coordinator takes slow:gflops= only. */
+    /* The coordinator takes slow:gflops= and/or gbps= only. */
     "crash@c",                "slow@c:x=2",          "slow@c:gflops=1,after=3",
     "delay@c:ms=5",           "slow@cc:gflops=1",
     /* misreport: some claim, in range; flap is 0 or 1; not the coordinator. */
     "misreport@w1",           "misreport@w1:memory=0", "misreport@w1:flap=2",
     "misreport@w1:rate=0",    "misreport@w1:p=1",    "misreport@c:memory=1",
-    /* gbps: with gflops or alone, not with x, in range; not the coordinator's. */
+    /* gbps: with gflops or alone, not with x, in range. */
     "slow@*:x=2,gbps=1",      "slow@*:gbps=0",       "slow@*:gbps=1e5",
-    "slow@c:gflops=1,gbps=1",
+    "slow@c:gbps=1,after=2",
 };
 
 START_TEST(test_parse_rejects)

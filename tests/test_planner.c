@@ -10,7 +10,8 @@
 
 /* Per-row costs of the example mix: GFLOP/s 1, 1, 0.25, 0.25, 0.125. */
 static const cdc_shard_cost_t mix[5] = {
-    {0.0, 1.0, 0.0}, {0.0, 1.0, 0.0}, {0.0, 4.0, 0.0}, {0.0, 4.0, 0.0}, {0.0, 8.0, 0.0}};
+    {0.0, 1.0, 0.0, 0}, {0.0, 1.0, 0.0, 0}, {0.0, 4.0, 0.0, 0}, {0.0, 4.0, 0.0, 0},
+    {0.0, 8.0, 0.0, 0}};
 
 static int64_t sum_of(const int64_t *len, int n)
 {
@@ -58,7 +59,8 @@ static double brute_force(const cdc_shard_cost_t *data, int n, const cdc_shard_c
 
 START_TEST(test_equal_devices_equal_blocks)
 {
-    cdc_shard_cost_t same[4] = {{0.5, 2.0, 0}, {0.5, 2.0, 0}, {0.5, 2.0, 0}, {0.5, 2.0, 0}};
+    cdc_shard_cost_t same[4] = {
+        {0.5, 2.0, 0, 0}, {0.5, 2.0, 0, 0}, {0.5, 2.0, 0, 0}, {0.5, 2.0, 0, 0}};
     int64_t len[3];
     double t;
     ck_assert_int_eq(cdc__planner_block_lengths(same, 3, same + 3, 1, 100, len, &t), CDC_OK);
@@ -90,8 +92,8 @@ START_TEST(test_parity_home_caps_blocks)
 {
     /* Fast data homes, a parity home four times slower: no block may be
        longer than the parity computes by the deadline. */
-    cdc_shard_cost_t data[2] = {{0.0, 1.0, 0}, {0.0, 1.0, 0}};
-    cdc_shard_cost_t parity[1] = {{0.0, 4.0, 0}};
+    cdc_shard_cost_t data[2] = {{0.0, 1.0, 0, 0}, {0.0, 1.0, 0, 0}};
+    cdc_shard_cost_t parity[1] = {{0.0, 4.0, 0, 0}};
     int64_t len[2];
     double t;
     ck_assert_int_eq(cdc__planner_block_lengths(data, 2, parity, 1, 100, len, &t), CDC_OK);
@@ -112,7 +114,7 @@ END_TEST
    parity; and fewer rows than blocks leave blocks empty. */
 START_TEST(test_fixed_cost_past_latency_gets_none)
 {
-    cdc_shard_cost_t data[3] = {{0.0, 1.0, 0}, {0.0, 1.0, 0}, {500.0, 1.0, 0}};
+    cdc_shard_cost_t data[3] = {{0.0, 1.0, 0, 0}, {0.0, 1.0, 0, 0}, {500.0, 1.0, 0, 0}};
     int64_t len[3];
     double t;
     ck_assert_int_eq(cdc__planner_block_lengths(data, 3, NULL, 0, 200, len, &t), CDC_OK);
@@ -120,7 +122,7 @@ START_TEST(test_fixed_cost_past_latency_gets_none)
     ck_assert_int_eq(len[0], 100);
     ck_assert_int_eq(len[1], 100);
     ck_assert_double_eq_tol(t, 100.0, 1e-12); /* one row on it: 501 */
-    const cdc_shard_cost_t parity[1] = {{0.0, 1.0, 0}};
+    const cdc_shard_cost_t parity[1] = {{0.0, 1.0, 0, 0}};
     ck_assert_int_eq(cdc__planner_block_lengths(data, 3, parity, 1, 200, len, &t), CDC_OK);
     ck_assert_int_eq(len[2], 0);
     ck_assert_double_eq_tol(t, 100.0, 1e-12);
@@ -259,7 +261,7 @@ END_TEST
 START_TEST(test_homes_leave_slowest_as_spare)
 {
     /* Six workers, five slots: the slowest is the spare. */
-    cdc_shard_cost_t six[6] = {mix[0], mix[1], mix[2], mix[3], {0.0, 20.0, 0}, mix[4]};
+    cdc_shard_cost_t six[6] = {mix[0], mix[1], mix[2], mix[3], {0.0, 20.0, 0, 0}, mix[4]};
     int homes[5];
     ck_assert_int_eq(cdc__planner_homes(six, 6, 4, 1, 1000, homes, NULL), CDC_OK);
     for (int s = 0; s < 5; s++)
@@ -274,7 +276,8 @@ END_TEST
 
 START_TEST(test_homes_homogeneous_identity)
 {
-    cdc_shard_cost_t same[5] = {{1, 1, 0}, {1, 1, 0}, {1, 1, 0}, {1, 1, 0}, {1, 1, 0}};
+    cdc_shard_cost_t same[5] = {
+        {1, 1, 0, 0}, {1, 1, 0, 0}, {1, 1, 0, 0}, {1, 1, 0, 0}, {1, 1, 0, 0}};
     int homes[5];
     ck_assert_int_eq(cdc__planner_homes(same, 5, 3, 2, 600, homes, NULL), CDC_OK);
     for (int s = 0; s < 5; s++)
@@ -286,14 +289,14 @@ END_TEST
    example mix wait for the quarter-speed devices, not the slowest parity. */
 START_TEST(test_latency_first_n)
 {
-    const cdc_shard_cost_t data[4] = {{1, 1, 0}, {1, 1, 0}, {1, 4, 0}, {1, 4, 0}};
-    const cdc_shard_cost_t parity[1] = {{1, 8, 0}};
+    const cdc_shard_cost_t data[4] = {{1, 1, 0, 0}, {1, 1, 0, 0}, {1, 4, 0, 0}, {1, 4, 0, 0}};
+    const cdc_shard_cost_t parity[1] = {{1, 8, 0, 0}};
     const int64_t len[4] = {10, 10, 10, 10};
     ck_assert_double_eq_tol(cdc__planner_latency(data, 4, parity, 1, len), 81.0, 1e-12);
     ck_assert_double_eq_tol(cdc__planner_latency_first_n(data, 4, parity, 1, len), 41.0, 1e-12);
     /* No parity: every data block. */
     ck_assert_double_eq_tol(cdc__planner_latency_first_n(data, 4, NULL, 0, len), 41.0, 1e-12);
-    const cdc_shard_cost_t fast_parity[1] = {{1, 1, 0}};
+    const cdc_shard_cost_t fast_parity[1] = {{1, 1, 0, 0}};
     ck_assert_double_eq_tol(cdc__planner_latency_first_n(data, 4, fast_parity, 1, len), 41.0,
                             1e-12);
     const int64_t sized[4] = {16, 16, 4, 4};
@@ -308,7 +311,7 @@ START_TEST(test_bad_arguments)
     int homes[4];
     ck_assert_int_eq(cdc__planner_block_lengths(mix, 4, mix + 4, 1, 0, len, NULL), CDC_EINVAL);
     ck_assert_int_eq(cdc__planner_block_lengths(mix, 0, NULL, 0, 3, len, NULL), CDC_EINVAL);
-    cdc_shard_cost_t bad[2] = {{0.0, 0.0, 0}, {NAN, 1.0, 0}};
+    cdc_shard_cost_t bad[2] = {{0.0, 0.0, 0, 0}, {NAN, 1.0, 0, 0}};
     ck_assert_int_eq(cdc__planner_block_lengths(bad, 1, NULL, 0, 3, len, NULL), CDC_EINVAL);
     ck_assert_int_eq(cdc__planner_block_lengths(bad + 1, 1, NULL, 0, 3, len, NULL), CDC_EINVAL);
     ck_assert_int_eq(cdc__planner_homes(mix, 3, 3, 1, 10, homes, NULL), CDC_EINVAL);

@@ -223,8 +223,8 @@ START_TEST(test_mix_sized_to_devices)
 }
 END_TEST
 
-/* A conv layer's operands and reference output from a seeded rng (one
-   image; stride 1 and "same" padding: the output is as large as the input). */
+/* A conv layer's operands and reference output from a seeded rng (ref's
+   batch of images; stride 1 and "same" padding: the output is as large as the input). */
 typedef struct {
     float *w, *x, *y;
     double *want;
@@ -236,8 +236,8 @@ static void conv_case_make(conv_case_t *c, const cdc_ref_conv_t *ref, uint64_t s
     cdc_test_rng_t rng;
     cdc_test_rng_seed(&rng, seed);
     size_t wcount = (size_t) (ref->out_channels * ref->in_channels * ref->kernel_h * ref->kernel_w);
-    size_t xcount = (size_t) (ref->in_channels * ref->h * ref->w);
-    c->ycount = (size_t) (ref->out_channels * ref->h * ref->w);
+    size_t xcount = (size_t) (ref->batch * ref->in_channels * ref->h * ref->w);
+    c->ycount = (size_t) (ref->batch * ref->out_channels * ref->h * ref->w);
     c->w = cdc_test_alloc(wcount * sizeof(float));
     c->x = cdc_test_alloc(xcount * sizeof(float));
     c->y = cdc_test_alloc(c->ycount * sizeof(float));
@@ -317,6 +317,58 @@ START_TEST(test_conv_split_by_latency)
     cdc__plan_last(context, &record);
     ck_assert_int_gt(record.here_rows, 0);
     ck_assert_int_eq(layer->encoded.sets.in_use->first_row, record.here_rows);
+    cdc_layer_destroy(&layer);
+    conv_case_free(&c);
+    cdc_context_destroy(&context);
+}
+END_TEST
+
+/* A spatial split with a coordinator as fast as the fastest device: it
+   computes the first output rows itself (from a band of the input it cuts,
+   outside the code), the bands cut the rest, and every call is exact,
+   coded (r = 1) and uncoded; the record's rows cover the output. */
+START_TEST(test_spatial_share)
+{
+    const int parity = _i;
+    cdc_context_t *context = profiled_context(
+        "slow@w0:gflops=1;slow@w1:gflops=1;slow@w2:gflops=0.25;slow@w3:gflops=0.25;"
+        "slow@w4:gflops=0.125;slow@c:gflops=1");
+    const cdc_ref_conv_t ref = {2, 32, 26, 26, 64, 3, 3, 1, 1, 1, 1, 1, 1, 0};
+    cdc_conv2d_desc_t desc = {32, 64, 3, 3, 1, 1, 1, 1, 1, 1};
+    conv_case_t c;
+    conv_case_make(&c, &ref, 29);
+    cdc_layer_options_t options;
+    cdc_layer_options_init(&options);
+    options.split = CDC_SPLIT_COLUMNS;
+    options.parity = parity;
+    cdc_layer_t *layer = NULL;
+    ck_assert_int_eq(cdc_conv2d_new(context, &desc, c.w, NULL, &options, &layer), CDC_OK);
+    cdc_plan_record_t record = {0};
+    double start = cdc_test_now_s();
+    int calls = 0;
+    for (; calls < MAX_CALLS && cdc_test_now_s() - start < MAX_SECONDS && !record.here_rows;
+         calls++) {
+        ck_assert_int_eq(cdc_conv2d_forward(layer, 2, 26, 26, c.x, c.y), CDC_OK);
+        double err = cdc_test_rel_error(c.y, c.want, c.ycount);
+        ck_assert_msg(err <= REL_TOL, "call %d: relative error %g", calls, err);
+        cdc__plan_last(context, &record);
+    }
+    ck_assert_msg(record.here_rows > 0, "no share after %d calls", calls);
+    for (int i = 0; i < 10; i++) {
+        memset(c.y, 0, c.ycount * sizeof(float));
+        ck_assert_int_eq(cdc_conv2d_forward(layer, 2, 26, 26, c.x, c.y), CDC_OK);
+        ck_assert(cdc_test_rel_error(c.y, c.want, c.ycount) <= REL_TOL);
+    }
+    cdc__plan_last(context, &record);
+    ck_assert_int_eq(record.split, CDC_SPLIT_COLUMNS);
+    ck_assert_int_eq(record.r, parity);
+    int64_t total = record.here_rows;
+    for (int i = 0; i < record.n; i++)
+        total += record.block_len[i];
+    ck_assert_int_eq(total, 26);
+    cdc_stats_t stats;
+    ck_assert_int_eq(cdc_context_stats(context, &stats), CDC_OK);
+    ck_assert_uint_eq(stats.fallbacks, 0);
     cdc_layer_destroy(&layer);
     conv_case_free(&c);
     cdc_context_destroy(&context);
@@ -744,6 +796,7 @@ static Suite *profiled_suite(void)
     tcase_add_test(tc, test_mix_sized_to_devices);
     tcase_add_test(tc, test_identical_devices_stay_equal);
     tcase_add_test(tc, test_conv_split_by_latency);
+    tcase_add_loop_test(tc, test_spatial_share, 0, 2);
     tcase_add_test(tc, test_here_or_workers);
     tcase_add_test(tc, test_resize_staged);
     tcase_add_loop_test(tc, test_slow_link_left_out, 0, 2);

@@ -109,7 +109,7 @@ static double run_band_encode(void *p)
     conv_args_t *a = p;
     cdc_conv_bands_t bands;
     double t0 = cdc_bench_now_ms();
-    cdc__conv_bands_encode(a->code, DATA_SHARDS, NULL, a->g, 1, a->x, &bands);
+    cdc__conv_bands_encode(a->code, DATA_SHARDS, 0, NULL, a->g, 1, a->x, &bands);
     return cdc_bench_now_ms() - t0; /* bands: the thread's scratch buffer */
 }
 

@@ -31,13 +31,25 @@ static void cut_band(const cdc_conv_geometry_t *g, int64_t planes, const float *
 
 /* Output rows and geometry of every band (see cdc__conv_bands_encode):
    *total the floats of all bands. */
-static int bands_layout(int n, int r, const int64_t *lengths, const cdc_conv_geometry_t *g,
-                        int64_t batch, cdc_conv_bands_t *bands, size_t *total)
+static int bands_layout(int n, int r, int64_t here_rows, const int64_t *lengths,
+                        const cdc_conv_geometry_t *g, int64_t batch, cdc_conv_bands_t *bands,
+                        size_t *total)
 {
     /* Output rows past a band's end whose windows still reach its rows. */
     int64_t halo = (cdc__plan_band_height(g, 1) - 1) / g->stride_h;
-    int64_t equal = (g->out_h + n - 1) / n, first = 0;
+    int64_t equal = (g->out_h - here_rows + n - 1) / n, first = here_rows;
     memset(bands, 0, sizeof *bands);
+    bands->here_rows = here_rows;
+    *total = 0;
+    if (here_rows > 0) {
+        bands->here_geometry = *g;
+        bands->here_geometry.h = cdc__plan_band_height(g, here_rows);
+        bands->here_geometry.pad_h = 0;
+        int rc = cdc__conv_geometry_finish(&bands->here_geometry);
+        if (rc != CDC_OK)
+            return rc;
+        *total += (size_t) batch * (size_t) (g->channels * bands->here_geometry.h * g->w);
+    }
     for (int i = 0; i < n; i++) {
         int64_t left = g->out_h - first;
         int64_t len = lengths ? lengths[i] : left < equal ? left : equal;
@@ -46,7 +58,6 @@ static int bands_layout(int n, int r, const int64_t *lengths, const cdc_conv_geo
         bands->block_rows = len > bands->block_rows ? len : bands->block_rows;
         first += len;
     }
-    *total = 0;
     for (int s = 0; s < n + r; s++) {
         int64_t len = s < n ? bands->real_rows[s] : bands->block_rows;
         int64_t rows = len + (s < n && len > 0 ? halo : 0);
@@ -92,19 +103,27 @@ static int bands_parity(const cdc_code_t *code, int n, const cdc_conv_geometry_t
     return CDC_OK;
 }
 
-int cdc__conv_bands_encode(const cdc_code_t *code, int n, const int64_t *lengths,
-                           const cdc_conv_geometry_t *g, int64_t batch, const float *x,
-                           cdc_conv_bands_t *bands)
+int cdc__conv_bands_encode(const cdc_code_t *code, int n, int64_t here_rows,
+                           const int64_t *lengths, const cdc_conv_geometry_t *g, int64_t batch,
+                           const float *x, cdc_conv_bands_t *bands)
 {
     int r = code ? cdc__code_r(code) : 0, shards = n + r;
+    if (here_rows < 0 || here_rows >= g->out_h)
+        return cdc__fail(CDC_EINVAL, "spatial split: a share of %lld of %lld output rows",
+                         (long long) here_rows, (long long) g->out_h);
     size_t total;
-    int rc = bands_layout(n, r, lengths, g, batch, bands, &total);
+    int rc = bands_layout(n, r, here_rows, lengths, g, batch, bands, &total);
     if (rc != CDC_OK)
         return rc;
     float *storage = cdc__scratch(CDC_SCRATCH_BANDS, total);
     if (!storage)
         return cdc__fail(CDC_ENOMEM, "%d input bands of %zu floats", shards, total);
     int64_t planes = batch * g->channels;
+    if (here_rows > 0) { /* from the first padded row: rows 0..here_rows-1 */
+        cut_band(g, planes, x, 0, bands->here_geometry.h, storage);
+        bands->here_input = storage;
+        storage += (size_t) planes * (size_t) (bands->here_geometry.h * g->w);
+    }
     for (int s = 0; s < shards; s++) {
         bands->input[s] = storage;
         if (bands->out_rows[s] > 0)

@@ -85,10 +85,10 @@ static const float *operand_rows(const cdc_gemm_operand_t *op, float **next)
 static double here_ms(const cdc_context_t *context, const cdc_gemm_desc_t *desc,
                       cdc_shard_side_t cut, int64_t c)
 {
-    int64_t k = desc->a.view.k;
-    return cut == CDC_SHARD_A
-               ? cdc__local_gemm_ms(c, desc->bt.view.rows, k, context->local_gflops)
-               : cdc__local_gemm_ms(desc->a.view.rows, c, k, context->local_gflops);
+    int64_t m = cut == CDC_SHARD_A ? c : desc->a.view.rows;
+    int64_t ncols = cut == CDC_SHARD_A ? desc->bt.view.rows : c;
+    return cdc__local_gemm_ms(m, ncols, desc->a.view.k, context->local_gflops,
+                              context->local_gbps);
 }
 
 /* What a row of the cut operand costs (plan.h): its result row (or column)
@@ -112,7 +112,8 @@ static cdc_block_cost_t driver_block_cost(const cdc_context_t *context,
     int64_t rows = cut->view.rows;
     if (context->config.plan != CDC_PLAN_EQUAL && rows > 1) {
         double one = here_ms(context, desc, plan->cut, 1);
-        cost.here_per_row_ms = (here_ms(context, desc, plan->cut, rows) - one) / (double) (rows - 1);
+        cost.here_per_row_ms =
+            (here_ms(context, desc, plan->cut, rows) - one) / (double) (rows - 1);
         cost.here_fixed_ms = one - cost.here_per_row_ms;
     }
     return cost;
@@ -137,10 +138,9 @@ static int driver_resolve(cdc_context_t *context, const cdc_gemm_desc_t *desc,
         char what[64];
         snprintf(what, sizeof what, "gemm %lldx%lldx%lld", (long long) desc->a.view.rows,
                  (long long) desc->bt.view.rows, (long long) desc->a.view.k);
+        /* the whole product here: every row of A */
         cdc__plan_prefer_here(context, plan,
-                              cdc__local_gemm_ms(desc->a.view.rows, desc->bt.view.rows,
-                                                 desc->a.view.k, context->local_gflops),
-                              what);
+                              here_ms(context, desc, CDC_SHARD_A, desc->a.view.rows), what);
     }
     return rc;
 }

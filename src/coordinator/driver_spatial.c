@@ -8,7 +8,9 @@
  * still read its last input rows, so its padded output is not zero there.
  * A data shard computes those halo rows too (at most (window - 1) / stride
  * of them); every row past them is zero and neither sent nor computed.
- * The bands travel per call; the filters are cached on the workers. */
+ * The bands travel per call; the filters are cached on the workers. The
+ * coordinator's share (plan.h here_rows) is the first output rows, computed
+ * here from a band of its own, outside the code. */
 #include "driver_spatial.h"
 
 #include "conv_bands.h"
@@ -66,6 +68,45 @@ static void bands_into_output(const cdc_dedicated_call_t *call, const cdc_conv_b
                            row_bytes);
 }
 
+/* The coordinator's share (bands->here_rows > 0): a conv task over its
+   band, computed here while the shards run, into *out (channels x batch x
+   here_rows x out_w, allocated). */
+static int spatial_share(const cdc_conv_bands_t *bands, const cdc_weights_t *filters,
+                         int64_t channels, int64_t k, int64_t batch, cdc_shard_task_t *share,
+                         float **out)
+{
+    int64_t cols = batch * bands->here_rows * bands->here_geometry.out_w;
+    *out = malloc((size_t) channels * (size_t) cols * sizeof(float));
+    if (!*out)
+        return cdc__fail(CDC_ENOMEM, "the coordinator's share: %lld x %lld",
+                         (long long) channels, (long long) cols);
+    share->shard = share->cover = -1;
+    share->kind = CDC_TASK_CONV;
+    share->a = filters->packed;
+    share->a_rows = channels;
+    share->k = k;
+    share->input = bands->here_input;
+    share->geometry = &bands->here_geometry;
+    share->batch = batch;
+    share->cols = cols;
+    share->result = *out;
+    return CDC_OK;
+}
+
+/* The share's rows (channels x batch x here_rows x out_w) into the first
+   output rows of every plane of y. */
+static void share_into_output(const float *share, const cdc_conv_bands_t *bands,
+                              const cdc_conv_geometry_t *g, int64_t batch, int64_t channels,
+                              float *y)
+{
+    int64_t plane = g->out_h * g->out_w, rows = bands->here_rows;
+    int64_t cols = batch * rows * g->out_w;
+    for (int64_t o = 0; o < channels; o++)
+        for (int64_t b = 0; b < batch; b++)
+            memcpy(y + (b * channels + o) * plane, share + o * cols + b * rows * g->out_w,
+                   (size_t) (rows * g->out_w) * sizeof(float));
+}
+
 int cdc__driver_spatial(cdc_context_t *context, const cdc_gemm_desc_t *desc,
                         const cdc_call_plan_t *plan)
 {
@@ -75,8 +116,9 @@ int cdc__driver_spatial(cdc_context_t *context, const cdc_gemm_desc_t *desc,
     int64_t batch = patches->batch, channels = desc->a.view.rows;
     int n = plan->n, shards = plan->n + plan->r;
     cdc_conv_bands_t bands;
-    int rc = cdc__conv_bands_encode(plan->code, n, plan->sized ? plan->block_len : NULL, g,
-                                    batch, patches->input, &bands);
+    int rc = cdc__conv_bands_encode(plan->code, n, plan->here_rows,
+                                    plan->sized ? plan->block_len : NULL, g, batch,
+                                    patches->input, &bands);
     if (rc != CDC_OK)
         return rc;
     int64_t cols = batch * bands.block_rows * g->out_w;
@@ -103,9 +145,18 @@ int cdc__driver_spatial(cdc_context_t *context, const cdc_gemm_desc_t *desc,
         task->batch = batch;
         task->cols = batch * bands.out_rows[s] * g->out_w;
     }
-    rc = cdc__dedicated_call_run(context, &call);
+    float *share = NULL;
+    if (bands.here_rows > 0)
+        rc = spatial_share(&bands, filters, channels, desc->a.view.k, batch, &call.share,
+                           &share);
     if (rc == CDC_OK)
+        rc = cdc__dedicated_call_run(context, &call);
+    if (rc == CDC_OK) {
         bands_into_output(&call, &bands, g, batch, channels, desc->epilogue.out);
+        if (share)
+            share_into_output(share, &bands, g, batch, channels, desc->epilogue.out);
+    }
+    free(share);
     cdc__dedicated_call_release(&call);
     return rc;
 }

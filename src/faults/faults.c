@@ -224,10 +224,10 @@ static int check_rule(const char *text, const cdc_fault_rule_t *r, const rule_ke
                          "CDCGEMM_FAULTS: rule '%s': misreport needs memory=, rate= or flap=",
                          text);
     if (r->target == CDC_FAULT_COORDINATOR &&
-        (r->kind != CDC_FAULT_SLOW || r->gflops <= 0 || r->gbps > 0 || r->after > 0))
+        (r->kind != CDC_FAULT_SLOW || r->x > 0 || r->after > 0))
         return cdc__fail(CDC_ECONFIG,
                          "CDCGEMM_FAULTS: rule '%s': the coordinator (c) takes only "
-                         "slow:gflops=G",
+                         "slow:gflops=G and/or gbps=B",
                          text);
     return CDC_OK;
 }
@@ -384,9 +384,8 @@ static double slow_extra_ms(const cdc_fault_rule_t *r, double compute_ms, double
 {
     if (r->x > 0)
         return (r->x - 1.0) * compute_ms;
-    double compute = r->gflops > 0 ? flops / (r->gflops * 1e6) : 0.0;
-    double memory = r->gbps > 0 ? bytes_read / (r->gbps * 1e6) : 0.0;
-    return (compute > memory ? compute : memory) - compute_ms;
+    cdc_emulated_device_t device = {r->gflops, r->gbps};
+    return cdc__emulated_ms(device, flops, bytes_read) - compute_ms;
 }
 
 void cdc__fault_next(cdc_fault_state_t *state, double compute_ms, double flops,
@@ -485,10 +484,17 @@ void cdc__fault_misreport(const cdc_fault_state_t *state, cdc_fault_misreport_t 
     }
 }
 
-double cdc__fault_coordinator_gflops(const cdc_fault_plan_t *plan)
+cdc_emulated_device_t cdc__fault_coordinator(const cdc_fault_plan_t *plan)
 {
     for (int i = 0; i < plan->count; i++)
         if (plan->rules[i].target == CDC_FAULT_COORDINATOR)
-            return plan->rules[i].gflops;
-    return 0.0;
+            return (cdc_emulated_device_t){plan->rules[i].gflops, plan->rules[i].gbps};
+    return (cdc_emulated_device_t){0.0, 0.0};
+}
+
+double cdc__emulated_ms(cdc_emulated_device_t device, double flops, double bytes_read)
+{
+    double compute = device.gflops > 0.0 ? flops / (device.gflops * 1e6) : 0.0;
+    double memory = device.gbps > 0.0 ? bytes_read / (device.gbps * 1e6) : 0.0;
+    return compute > memory ? compute : memory;
 }

@@ -127,9 +127,20 @@ typedef struct {
 
 void cdc__fault_misreport(const cdc_fault_state_t *state, cdc_fault_misreport_t *out);
 
-/* The emulated GFLOP/s of the coordinator (slow@c:gflops=G), 0 for none:
-   its local computations take at least flops / G (engine.c), and the
-   planner predicts them so (local_cost.h). */
-double cdc__fault_coordinator_gflops(const cdc_fault_plan_t *plan);
+/* An emulated device's speeds: GFLOP/s and GB/s of operand streaming, 0
+   for not emulated. */
+typedef struct {
+    double gflops, gbps;
+} cdc_emulated_device_t;
+
+/* The coordinator as an emulated device (slow@c:gflops=G,gbps=B; zeros for
+   none): its local computations take at least cdc__emulated_ms (engine.c),
+   and the planner predicts them so (local_cost.h). */
+cdc_emulated_device_t cdc__fault_coordinator(const cdc_fault_plan_t *plan);
+
+/* The emulated device's time (ms) for flops that stream bytes_read of
+   operands: the larger of its compute and its memory time (a worker's slow
+   rule likewise, docs/faults.md); 0 for a device not emulated. */
+double cdc__emulated_ms(cdc_emulated_device_t device, double flops, double bytes_read);
 
 #endif

@@ -103,33 +103,36 @@ static cdc_block_cost_t conv_block_cost(const cdc_layer_t *layer, cdc_split_t sp
                               .held_per_row = k * f};
 }
 
-/* The coordinator computing `filters` of the layer's filters itself: the
-   im2col matrix written and read once more at the host's bandwidth, then
-   the GEMM (local_cost.h). */
+/* The coordinator computing `filters` of the layer's filters over
+   `out_rows` of its output rows itself: the im2col matrix written and read
+   once more at the host's bandwidth, then the GEMM (local_cost.h). */
 static double conv_here_ms(const cdc_layer_t *layer, const cdc_conv_geometry_t *g,
-                           int64_t batch, int64_t filters)
+                           int64_t batch, int64_t filters, int64_t out_rows)
 {
-    int64_t cols = batch * g->out_h * g->out_w;
+    int64_t cols = batch * out_rows * g->out_w;
     double im2col_bytes = 2.0 * (double) layer->k * (double) cols * sizeof(float);
     return im2col_bytes / (cdc__local_speed().gbytes_per_s * 1e6) +
-           cdc__local_gemm_ms(filters, cols, layer->k, layer->context->local_gflops);
+           cdc__local_gemm_ms(filters, cols, layer->k, layer->context->local_gflops,
+                              layer->context->local_gbps);
 }
 
 /* What a row of the cut operand costs (plan.h), with the coordinator's line
-   under the profiled plan when cut by channel, so that it may take a share
-   of the filters (a spatial band's share is not built: it would need its
-   halo). */
+   under a measured plan, so that it may take a share: of the filters when
+   cut by channel, of the output rows (from a band of the input it cuts
+   itself, driver_spatial.c) when cut spatially. */
 static cdc_block_cost_t conv_cost(const cdc_layer_t *layer, cdc_split_t split,
                                   const cdc_conv_geometry_t *g, int64_t batch)
 {
     cdc_block_cost_t cost = conv_block_cost(layer, split, g, batch);
-    if (split == CDC_SPLIT_ROWS && layer->context->config.plan != CDC_PLAN_EQUAL &&
-        layer->rows > 1) {
-        double one = conv_here_ms(layer, g, batch, 1);
-        cost.here_per_row_ms =
-            (conv_here_ms(layer, g, batch, layer->rows) - one) / (double) (layer->rows - 1);
-        cost.here_fixed_ms = one - cost.here_per_row_ms;
-    }
+    int spatial = split == CDC_SPLIT_COLUMNS;
+    int64_t rows = spatial ? g->out_h : layer->rows;
+    if (layer->context->config.plan == CDC_PLAN_EQUAL || rows < 2)
+        return cost;
+    double one = spatial ? conv_here_ms(layer, g, batch, layer->rows, 1)
+                         : conv_here_ms(layer, g, batch, 1, g->out_h);
+    double all = conv_here_ms(layer, g, batch, layer->rows, g->out_h);
+    cost.here_per_row_ms = (all - one) / (double) (rows - 1);
+    cost.here_fixed_ms = one - cost.here_per_row_ms;
     return cost;
 }
 
@@ -176,7 +179,7 @@ static void conv_prefer_here(cdc_layer_t *layer, cdc_call_plan_t *plan,
                              const cdc_conv_geometry_t *g, int64_t batch)
 {
     int64_t cols = batch * g->out_h * g->out_w;
-    double local_ms = conv_here_ms(layer, g, batch, layer->rows);
+    double local_ms = conv_here_ms(layer, g, batch, layer->rows, g->out_h);
     char what[64];
     snprintf(what, sizeof what, "conv %lldx%lldx%lld", (long long) layer->rows,
              (long long) cols, (long long) layer->k);
@@ -195,15 +198,17 @@ static int conv_call(cdc_layer_t *layer, int64_t batch, const cdc_conv_geometry_
     if (rc != CDC_OK)
         return rc;
     int n = plan.n;
-    if (plan.split == CDC_SPLIT_AUTO)
-        plan.split = conv_spread_split(layer, &plan, g, batch);
     if (plan.split == CDC_SPLIT_AUTO) {
-        cdc_split_t by_bytes = cdc__plan_conv_split(g, layer->rows, batch, n, plan.r);
+        /* The rules (the equal plan's answer, and a measured plan's until
+           its model can predict both splits as they would run). */
+        cdc_split_t rule = conv_spread_split(layer, &plan, g, batch);
+        if (rule == CDC_SPLIT_AUTO)
+            rule = cdc__plan_conv_split(g, layer->rows, batch, n, plan.r);
         const cdc_block_cost_t costs[2] = {conv_cost(layer, CDC_SPLIT_ROWS, g, batch),
                                            conv_cost(layer, CDC_SPLIT_COLUMNS, g, batch)};
         const int64_t rows[2] = {layer->rows, g->out_h};
         plan.split = cdc__plan_split_by_latency(layer->context, &plan, costs, rows,
-                                                layer->last_split, by_bytes);
+                                                layer->last_split, rule);
     }
     /* A spatial split needs a real output row per data shard. */
     if (plan.split == CDC_SPLIT_COLUMNS && (g->out_h + n - 1) / n * (n - 1) >= g->out_h)

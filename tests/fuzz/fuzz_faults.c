@@ -39,8 +39,9 @@ static void check_rule(const cdc_fault_rule_t *r)
 
 static void draw(const cdc_fault_plan_t *plan)
 {
-    double coordinator = cdc__fault_coordinator_gflops(plan);
-    EXPECT(coordinator == 0 || (coordinator > 0 && coordinator <= 1e6));
+    cdc_emulated_device_t coordinator = cdc__fault_coordinator(plan);
+    EXPECT(coordinator.gflops == 0 || (coordinator.gflops > 0 && coordinator.gflops <= 1e6));
+    EXPECT(coordinator.gbps == 0 || (coordinator.gbps > 0 && coordinator.gbps <= 1e4));
     for (int worker = 0; worker < 3; worker++) {
         cdc_fault_state_t state;
         cdc__fault_state_init(&state, plan, worker);

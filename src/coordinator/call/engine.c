@@ -27,6 +27,7 @@
 #include "clock.h"
 #include "error.h"
 #include "executor.h"
+#include "faults.h"
 #include "log.h"
 #include "share_thread.h"
 #include "task_run.h"
@@ -427,9 +428,14 @@ int cdc__call_compute_here(const cdc_context_t *context, const cdc_shard_task_t 
     int empty = task->a_rows == 0 || task->cols == 0;
     double started = cdc__clock_ms();
     int rc = empty ? CDC_OK : cdc__task_run_local(task);
-    if (rc == CDC_OK && context->local_gflops > 0.0 && !empty) {
+    if (rc == CDC_OK && !empty) { /* an emulated coordinator: its device's time */
         double flops = 2.0 * (double) task->a_rows * (double) task->k * (double) task->cols;
-        cdc__sleep_ms(started + flops / (context->local_gflops * 1e6) - cdc__clock_ms());
+        double bytes = ((double) task->a_rows + (double) task->cols) * (double) task->k *
+                       sizeof(float);
+        cdc_emulated_device_t device = {context->local_gflops, context->local_gbps};
+        double ms = cdc__emulated_ms(device, flops, bytes);
+        if (ms > 0.0)
+            cdc__sleep_ms(started + ms - cdc__clock_ms());
     }
     return rc;
 }

@@ -190,8 +190,11 @@ int cdc_context_new(const cdc_config_t *config, cdc_context_t **context_p)
         return cdc__fail(CDC_ENOMEM, "context");
     self->config = *config;
     cdc_fault_plan_t faults; /* the coordinator's own rule, if any (workers take theirs) */
-    if (config->faults[0] && cdc__fault_plan_parse(config->faults, &faults) == CDC_OK)
-        self->local_gflops = cdc__fault_coordinator_gflops(&faults);
+    if (config->faults[0] && cdc__fault_plan_parse(config->faults, &faults) == CDC_OK) {
+        cdc_emulated_device_t coordinator = cdc__fault_coordinator(&faults);
+        self->local_gflops = coordinator.gflops;
+        self->local_gbps = coordinator.gbps;
+    }
     /* Before spawning and connecting, so what they log obeys the level. */
     cdc__log_level = (int) config->log_level;
     int udp_port;

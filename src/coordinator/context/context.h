@@ -87,8 +87,9 @@ struct cdc_context {
                              already warned about (plan.c), round robin  */
     int budget_warned_next;
     cdc_plan_record_t last_plan; /* under lock                           */
-    double local_gflops;  /* > 0: the coordinator is an emulated device of
-                             this speed (slow@c:gflops=, faults.h)        */
+    double local_gflops, local_gbps; /* > 0: the coordinator is an emulated
+                             device of these speeds (slow@c:gflops=,gbps=,
+                             faults.h); 0: this host as it is            */
     struct {                     /* each shape's last here-or-workers choice
                                     (plan.c), so it is logged on a change */
         uint64_t key;

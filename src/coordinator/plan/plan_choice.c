@@ -23,9 +23,15 @@ cdc_split_t cdc__plan_split_by_latency(cdc_context_t *context, const cdc_call_pl
        rows, cached) and that the hysteresis below would keep. */
     cdc__profiled_plan_calibrate(context, cost[0].held_per_row * (double) rows[0]);
     const cdc_split_t splits[2] = {CDC_SPLIT_ROWS, CDC_SPLIT_COLUMNS};
+    /* Each as it would run: cached weights cut by rows in sized stripes
+       where the call may rotate (plan.c), a spatial band dedicated. */
+    const int rotated[2] = {cost[0].held_per_row > 0.0 &&
+                                cdc__plan_rotated_eligible(context, plan, rows[0]),
+                            0};
     double t[2];
     for (int i = 0; i < 2; i++)
-        if (cdc__profiled_plan_predict(context, plan->n, plan->r, &cost[i], rows[i], &t[i]) != 1)
+        if (cdc__profiled_plan_predict(context, plan->n, plan->r, rotated[i], &cost[i], rows[i],
+                                       &t[i]) != 1)
             return by_bytes;
     if (previous == CDC_SPLIT_AUTO) /* the model must beat the rule to leave it */
         previous = by_bytes;

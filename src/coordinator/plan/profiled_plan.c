@@ -58,6 +58,9 @@
    new blocks in, leave the calls one erasure short. The model's error on
    real calls is 8-17% (docs/benchmarks.md): a 10% gain is within it. */
 #define PLAN_RESHIP_GAIN 0.8
+/* Stripes' rows are remembered apart from any dedicated blocks of the same
+   shape (an uncoded call over n + r slots has the same shape). */
+#define STRIPES_KEY_TAG UINT64_C(0x73747269706573)
 /* Which of a worker's estimates have samples enough to plan by (0..3). */
 static uint64_t usable_bits(const cdc_worker_profile_t *p)
 {
@@ -101,8 +104,9 @@ static cdc_shard_cost_t cost_line(const cdc_worker_profile_t *p, const cdc_block
     double row = cdc__profile_predict_ms(p, cost->flops_per_row, cost->bytes_per_row_out,
                                          cost->bytes_per_row_in) -
                  base;
+    double halo = cdc__profile_predict_ms(p, cost->flops_fixed, 0.0, 0.0) - base;
     return (cdc_shard_cost_t){fixed, row > 1e-9 ? row : 1e-9,
-                              cdc__plan_budget_rows(p->max_memory, cost)};
+                              cdc__plan_budget_rows(p->max_memory, cost), halo};
 }
 
 /* The lines of the slots' homes: data slots 0..n-1, parity n..n+r-1. */
@@ -115,12 +119,36 @@ static void slot_lines(const cdc_shard_cost_t *line, const int *home, int n, int
         parity[j] = line[home[n + j]];
 }
 
+/* A spatial band's halo rows (cost->flops_fixed) stop at the longest
+   band's length (conv_bands.c computes min(len + halo, longest) rows, a
+   parity band the longest's rows alone): the planner counts them whole,
+   the predictions of given lengths exactly, as the slot lines here. */
+static void slot_lines_exact(const cdc_shard_cost_t *line, const int *home, int n, int r,
+                             const cdc_block_cost_t *cost, const int64_t *len,
+                             cdc_shard_cost_t *data, cdc_shard_cost_t *parity)
+{
+    slot_lines(line, home, n, r, data, parity);
+    double halo = cost->flops_per_row > 0.0 ? cost->flops_fixed / cost->flops_per_row : 0.0;
+    if (!(halo > 0.0))
+        return;
+    int64_t longest = 0;
+    for (int i = 0; i < n; i++)
+        longest = len[i] > longest ? len[i] : longest;
+    for (int i = 0; i < n; i++) {
+        double extra = fmin((double) (longest - len[i]), halo);
+        data[i].fixed_ms -= data[i].halo_ms * (1.0 - extra / halo);
+    }
+    for (int j = 0; j < r; j++)
+        parity[j].fixed_ms -= parity[j].halo_ms;
+}
+
 /* Lengths for the slots' homes; the predicted latency, or INFINITY when
    they cannot be sized. */
 static double lengths_for_homes(const cdc_shard_cost_t *line, const int *home, int n, int r,
                                 int64_t rows, int64_t *len)
 {
-    cdc_shard_cost_t data[CDC_MAX_WORKERS], parity[CDC_MAX_WORKERS];
+    /* parity zeroed: with r = 0 none is read, which GCC cannot see inlined */
+    cdc_shard_cost_t data[CDC_MAX_WORKERS], parity[CDC_MAX_WORKERS] = {{0}};
     slot_lines(line, home, n, r, data, parity);
     double t = INFINITY;
     if (cdc__planner_block_lengths(data, n, parity, r, rows, len, &t) != CDC_OK)
@@ -140,24 +168,28 @@ static double latency_of(const cdc_shard_cost_t *line, const int *home, int n, i
                          const cdc_block_cost_t *cost, int64_t here, const int64_t *len)
 {
     cdc_shard_cost_t data[CDC_MAX_WORKERS], parity[CDC_MAX_WORKERS];
-    slot_lines(line, home, n, r, data, parity);
+    slot_lines_exact(line, home, n, r, cost, len, data, parity);
     double t = cdc__planner_latency(data, n, parity, r, len);
     return fmax(t, here_line_ms(cost, here));
 }
 
 /* Lengths for the slots' homes with the coordinator's share *here of the
    rows (len covers the rest) that makes the predicted latency least; the
-   latency, or INFINITY when they cannot be sized. The workers' time for
-   the rest falls as the share grows and the coordinator's rises: the best
-   share is where they cross, found by bisection. */
+   latency (latency_of), or INFINITY when they cannot be sized. The
+   workers' time for the rest falls as the share grows and the
+   coordinator's rises: the best share is where they cross, found by
+   bisection; with a spatial band's halo, which the planner counts whole,
+   the exact prediction picks among the shares up to a halo below it. */
 static double lengths_with_share(const cdc_shard_cost_t *line, const int *home, int n, int r,
                                  const cdc_block_cost_t *cost, int64_t rows, int64_t *len,
                                  int64_t *here)
 {
     *here = 0;
     double best = lengths_for_homes(line, home, n, r, rows, len);
-    if (!(cost->here_per_row_ms > 0.0) || !isfinite(best) || rows <= n ||
-        !(here_line_ms(cost, 1) < best))
+    if (!isfinite(best))
+        return best;
+    best = latency_of(line, home, n, r, cost, 0, len);
+    if (!(cost->here_per_row_ms > 0.0) || rows <= n || !(here_line_ms(cost, 1) < best))
         return best;
     int64_t lo = 0, hi = rows - n, rest[CDC_MAX_WORKERS];
     while (lo < hi) { /* the largest share the coordinator ends no later with */
@@ -168,10 +200,13 @@ static double lengths_with_share(const cdc_shard_cost_t *line, const int *home, 
         else
             hi = mid - 1;
     }
-    for (int64_t c = lo; c <= lo + 1 && c <= rows - n; c++) {
-        if (c < 1)
+    int64_t halo = cost->flops_per_row > 0.0
+                       ? (int64_t) ceil(cost->flops_fixed / cost->flops_per_row)
+                       : 0;
+    for (int64_t c = lo - halo; c <= lo + 1 && c <= rows - n; c++) {
+        if (c < 1 || !isfinite(lengths_for_homes(line, home, n, r, rows - c, rest)))
             continue;
-        double t = fmax(here_line_ms(cost, c), lengths_for_homes(line, home, n, r, rows - c, rest));
+        double t = latency_of(line, home, n, r, cost, c, rest);
         if (t < best) {
             best = t;
             *here = c;
@@ -196,6 +231,77 @@ static int fits_caps(const cdc_shard_cost_t *line, const int *home, int n, int r
         if (line[home[n + j]].max_rows > 0.0 && (double) longest > line[home[n + j]].max_rows)
             return 0;
     return 1;
+}
+
+/* Each of len[0..count-1] raised to least, taking rows from the longest
+   (the sum is at least count * least). */
+static void at_least(int64_t *len, int count, int64_t least)
+{
+    for (int i = 0; i < count; i++)
+        while (len[i] < least) {
+            int longest = 0;
+            for (int j = 1; j < count; j++)
+                longest = len[j] > len[longest] ? j : longest;
+            len[longest]--;
+            len[i]++;
+        }
+}
+
+/* Fresh lengths (nothing kept) for n data blocks + r parity on the
+   slots' homes, with the coordinator's best share (*here): equal ones
+   (*sized 0, *here 0) unless sizing is predicted to pay 10% (or equal
+   blocks would not fit the homes' memory): on near-identical devices equal
+   blocks also let the first n results of n + r finish the call, which the
+   sizing does not count. The latency the sizing predicts, INFINITY when
+   they cannot be sized. */
+static double block_lengths(const cdc_shard_cost_t *line, const int *home, int n, int r,
+                            const cdc_block_cost_t *cost, int64_t rows, int64_t *len,
+                            int64_t *here, int *sized)
+{
+    double t = lengths_with_share(line, home, n, r, cost, rows, len, here);
+    *sized = 1;
+    if (!isfinite(t))
+        return INFINITY;
+    int64_t equal[CDC_CODE_MAX_N];
+    cdc__plan_equal_lengths(n, rows, equal);
+    double t_equal = latency_of(line, home, n, r, cost, 0, equal);
+    if (fits_caps(line, home, n, r, equal) && !(t < PLAN_SWITCH_GAIN * t_equal)) {
+        memcpy(len, equal, (size_t) n * sizeof *len);
+        *here = 0;
+        *sized = 0;
+        return t_equal;
+    }
+    return t;
+}
+
+/* Fresh rows for sized stripes over `workers` = n + r slots, as uncoded
+   blocks (the parity only on demand) with the coordinator's share, each at
+   least n rows (one a data block of its stripes); equal (*here 0) unless
+   sized ones are predicted 10% faster. Their latency, INFINITY when they
+   cannot be sized. */
+static double stripe_lengths(const cdc_shard_cost_t *line, const int *home, int n, int workers,
+                             const cdc_block_cost_t *cost, int64_t rows, int64_t *len,
+                             int64_t *here)
+{
+    double t = lengths_with_share(line, home, workers, 0, cost, rows, len, here);
+    if (!isfinite(t))
+        return INFINITY;
+    int64_t least = (int64_t) workers * n;
+    if (rows - *here < least) {
+        *here = rows - least; /* >= 0: the call is eligible */
+        lengths_for_homes(line, home, workers, 0, rows - *here, len);
+    }
+    at_least(len, workers, n);
+    t = latency_of(line, home, workers, 0, cost, *here, len);
+    int64_t equal[CDC_MAX_WORKERS];
+    cdc__plan_equal_lengths(workers, rows, equal);
+    double t_equal = latency_of(line, home, workers, 0, cost, 0, equal);
+    if (!(t < PLAN_SWITCH_GAIN * t_equal)) {
+        memcpy(len, equal, (size_t) workers * sizeof *len);
+        *here = 0;
+        return t_equal;
+    }
+    return t;
 }
 
 /* After the anchored profile moved (or for a new n + r): new homes, when
@@ -505,24 +611,68 @@ static int anchored_lines(const cdc_profiled_state_t *st, int n, int r,
     return 1;
 }
 
-int cdc__profiled_plan_predict(cdc_context_t *context, int n, int r,
+/* What a call of the operand `key` would run with now, into len and *here
+   (fresh lengths of latency t_fresh there): the lengths the workers hold
+   for it, or are being sent, unless the fresh ones beat them by `gain`,
+   as keep_or_remember decides. Nothing remembered: len as it is. */
+static void as_kept(const cdc_profiled_state_t *st, uint64_t key, const cdc_shard_cost_t *line,
+                    const int *home, int n, int r, const cdc_block_cost_t *cost, double gain,
+                    double t_fresh, int64_t *len, int64_t *here)
+{
+    int i = layout_index(st, key);
+    if (i < 0)
+        return;
+    int staging = st->layouts[i].pending_token != 0;
+    const int64_t *kept = staging ? st->layouts[i].pending : st->layouts[i].len;
+    int64_t kept_here = staging ? st->layouts[i].pending_here : st->layouts[i].here;
+    if (t_fresh < gain * latency_of(line, home, n, r, cost, kept_here, kept))
+        return;
+    memcpy(len, kept, (size_t) n * sizeof *len);
+    *here = kept_here;
+}
+
+/* The model's latency for lengths len on the slots' homes (the body of
+   cdc__profiled_plan_predict_lengths, the context anchored). */
+static int latency_exact(const cdc_profiled_state_t *st, int n, int r,
+                         const cdc_block_cost_t *cost, int64_t rows, int64_t here_rows,
+                         const int64_t *len, const int *home, double *expected_ms,
+                         double *worst_ms)
+{
+    cdc_shard_cost_t line[CDC_MAX_WORKERS], data[CDC_MAX_WORKERS], parity[CDC_MAX_WORKERS];
+    if (!anchored_lines(st, n, r, cost, rows, line))
+        return 0;
+    slot_lines_exact(line, home, n, r, cost, len, data, parity);
+    double here = here_line_ms(cost, here_rows);
+    *expected_ms = fmax(here, cdc__planner_latency_first_n(data, n, parity, r, len));
+    *worst_ms = fmax(here, cdc__planner_latency(data, n, parity, r, len));
+    return 1;
+}
+
+int cdc__profiled_plan_predict(cdc_context_t *context, int n, int r, int rotated,
                                const cdc_block_cost_t *cost, int64_t rows,
                                double *predicted_ms)
 {
     cdc_profiled_state_t *st = &context->profiled;
+    int slots = rotated ? n + r : n, parity = rotated ? 0 : r;
     cdc_shard_cost_t line[CDC_MAX_WORKERS];
     anchor(context);
-    if (!anchored_lines(st, n, r, cost, rows, line))
+    if (!anchored_lines(st, slots, parity, cost, rows, line))
         return 0;
     int home[CDC_MAX_WORKERS];
     for (int s = 0; s < n + r; s++)
         home[s] = cdc__profiled_plan_home(context, n, r, s);
     int64_t len[CDC_MAX_WORKERS], here;
-    double t = lengths_with_share(line, home, n, r, cost, rows, len, &here);
+    int sized;
+    double t = rotated ? stripe_lengths(line, home, n, slots, cost, rows, len, &here)
+                       : block_lengths(line, home, n, r, cost, rows, len, &here, &sized);
     if (!isfinite(t))
         return 0;
-    *predicted_ms = t;
-    return 1;
+    uint64_t key = layout_key(cost, rows, slots, parity);
+    as_kept(st, rotated ? cdc__hash_mix(key, STRIPES_KEY_TAG) : key, line, home, slots, parity,
+            cost, cost->held_per_row > 0.0 && r > 0 ? PLAN_RESHIP_GAIN : PLAN_SWITCH_GAIN, t,
+            len, &here);
+    double worst;
+    return latency_exact(st, slots, parity, cost, rows, here, len, home, predicted_ms, &worst);
 }
 
 int cdc__profiled_plan_predict_lengths(cdc_context_t *context, int n, int r,
@@ -530,32 +680,9 @@ int cdc__profiled_plan_predict_lengths(cdc_context_t *context, int n, int r,
                                        int64_t here_rows, const int64_t *len, const int *home,
                                        double *expected_ms, double *worst_ms)
 {
-    cdc_profiled_state_t *st = &context->profiled;
-    cdc_shard_cost_t line[CDC_MAX_WORKERS], data[CDC_MAX_WORKERS], parity[CDC_MAX_WORKERS];
-    cdc_shard_cost_t plain_line[CDC_MAX_WORKERS];
-    cdc_block_cost_t plain = *cost;
-    plain.flops_fixed = 0.0;
     anchor(context);
-    if (!anchored_lines(st, n, r, cost, rows, line) ||
-        !anchored_lines(st, n, r, &plain, rows, plain_line))
-        return 0;
-    /* A spatial band's halo rows (flops_fixed) stop at the longest band's
-       length (conv2d.c computes min(len + halo, longest) rows): the sizing
-       counts them whole, the prediction exactly. */
-    slot_lines(plain_line, home, n, r, data, parity);
-    double halo = cost->flops_per_row > 0.0 ? cost->flops_fixed / cost->flops_per_row : 0.0;
-    int64_t longest = 0;
-    for (int i = 0; i < n; i++)
-        longest = len[i] > longest ? len[i] : longest;
-    for (int i = 0; i < n && halo > 0.0; i++) {
-        double extra = (double) (longest - len[i]) < halo ? (double) (longest - len[i]) : halo;
-        double per_halo_row = (line[home[i]].fixed_ms - plain_line[home[i]].fixed_ms) / halo;
-        data[i].fixed_ms += len[i] > 0 ? extra * per_halo_row : 0.0;
-    }
-    double here = here_line_ms(cost, here_rows);
-    *expected_ms = fmax(here, cdc__planner_latency_first_n(data, n, parity, r, len));
-    *worst_ms = fmax(here, cdc__planner_latency(data, n, parity, r, len));
-    return 1;
+    return latency_exact(&context->profiled, n, r, cost, rows, here_rows, len, home,
+                         expected_ms, worst_ms);
 }
 
 int cdc__profiled_plan_size(cdc_context_t *context, cdc_call_plan_t *plan,
@@ -575,18 +702,10 @@ int cdc__profiled_plan_size(cdc_context_t *context, cdc_call_plan_t *plan,
         st->homes_stale = 0;
     }
     int64_t here;
-    double t = lengths_with_share(line, st->home_of_slot, n, r, cost, rows, plan->block_len,
-                                  &here);
-    if (!isfinite(t))
-        return 0;
-    /* Equal blocks unless sizing is predicted to pay (or equal blocks would
-       not fit the homes' memory): on near-identical devices equal blocks
-       also let the first n results of n + r finish the call, which the
-       sizing does not count. */
-    int64_t equal[CDC_CODE_MAX_N];
-    cdc__plan_equal_lengths(n, rows, equal);
-    if (fits_caps(line, st->home_of_slot, n, r, equal) &&
-        !(t < PLAN_SWITCH_GAIN * latency_of(line, st->home_of_slot, n, r, cost, 0, equal)))
+    int sized;
+    double t = block_lengths(line, st->home_of_slot, n, r, cost, rows, plan->block_len, &here,
+                             &sized);
+    if (!isfinite(t) || !sized)
         return 0;
     uint64_t key = layout_key(cost, rows, n, r);
     int i = layout_index(st, key);
@@ -597,24 +716,6 @@ int cdc__profiled_plan_size(cdc_context_t *context, cdc_call_plan_t *plan,
     if (predicted_ms)
         *predicted_ms = t;
     return 1;
-}
-
-/* Stripes' rows are remembered apart from any dedicated blocks of the same
-   shape (an uncoded call over n + r slots has the same shape). */
-#define STRIPES_KEY_TAG UINT64_C(0x73747269706573)
-
-/* Each of len[0..count-1] raised to least, taking rows from the longest
-   (the sum is at least count * least). */
-static void at_least(int64_t *len, int count, int64_t least)
-{
-    for (int i = 0; i < count; i++)
-        while (len[i] < least) {
-            int longest = 0;
-            for (int j = 1; j < count; j++)
-                longest = len[j] > len[longest] ? j : longest;
-            len[longest]--;
-            len[i]++;
-        }
 }
 
 /* What staging new stripes needs: weights the workers cache, a worker the
@@ -686,25 +787,12 @@ int cdc__profiled_plan_size_stripes(cdc_context_t *context, cdc_call_plan_t *pla
     }
     const int *home = st->home_of_slot;
     int64_t len[CDC_MAX_WORKERS], equal[CDC_MAX_WORKERS], here;
-    double t = lengths_with_share(line, home, workers, 0, cost, rows, len, &here);
+    double t = stripe_lengths(line, home, n, workers, cost, rows, len, &here);
     if (!isfinite(t)) {
         plan->here_rows = stripes_kept(st, key, workers, rows, plan->block_len);
         return 0;
     }
-    int64_t least = (int64_t) workers * n; /* the stripes' rows: one a data block */
-    if (rows - here < least) {
-        here = rows - least; /* >= 0: the call is eligible */
-        lengths_for_homes(line, home, workers, 0, rows - here, len);
-    }
-    at_least(len, workers, n);
-    t = latency_of(line, home, workers, 0, cost, here, len);
     cdc__plan_equal_lengths(workers, rows, equal);
-    double t_equal = latency_of(line, home, workers, 0, cost, 0, equal);
-    if (!(t < PLAN_SWITCH_GAIN * t_equal)) {
-        memcpy(len, equal, sizeof equal);
-        here = 0;
-        t = t_equal;
-    }
     int i = layout_index(st, key);
     int stage = may_stage_stripes(st, cost, n, r, i >= 0 ? st->layouts[i].len : equal, len);
     keep_or_remember(st, key, line, workers, 0, cost, len, &here, t, stage, plan);

@@ -43,11 +43,16 @@ int cdc__profiled_plan_size_stripes(cdc_context_t *context, cdc_call_plan_t *pla
                                     const cdc_block_cost_t *cost, int64_t rows);
 
 /* The latency the profile predicts for a call of n data + r parity shards
-   doing this work on the slots' present homes, with the best block lengths
-   for them and the coordinator's best share (nothing moved or remembered). 1 with *predicted_ms, 0 when the
-   profile cannot predict it yet, or a CDC_* error. Not thread-safe against
-   calls on the same context. */
-int cdc__profiled_plan_predict(cdc_context_t *context, int n, int r,
+   doing this work on the slots' present homes, as it would run sized now
+   (nothing moved or remembered): rotated, as sized stripes over the n + r
+   slots (cdc__profiled_plan_size_stripes), else as dedicated blocks
+   (cdc__profiled_plan_size), with the lengths, equal or sized, and the
+   coordinator's share those would choose, predicted exactly as
+   cdc__profiled_plan_predict_lengths predicts the call that runs (a
+   spatial band's halo included). 1 with *predicted_ms, 0 when the profile
+   cannot predict it yet. Not thread-safe against calls on the same
+   context. */
+int cdc__profiled_plan_predict(cdc_context_t *context, int n, int r, int rotated,
                                const cdc_block_cost_t *cost, int64_t rows,
                                double *predicted_ms);
 

@@ -4,6 +4,7 @@
 #include "blas_backend.h"
 #include "clock.h"
 
+#include <math.h>
 #include <pthread.h>
 #include <stdlib.h>
 
@@ -55,13 +56,16 @@ cdc_local_speed_t cdc__local_speed(void)
     return speed;
 }
 
-double cdc__local_gemm_ms(int64_t m, int64_t ncols, int64_t k, double emulated_gflops)
+double cdc__local_gemm_ms(int64_t m, int64_t ncols, int64_t k, double emulated_gflops,
+                          double emulated_gbps)
 {
     cdc_local_speed_t s = cdc__local_speed();
     double flops = 2.0 * (double) m * (double) ncols * (double) k;
     double bytes = ((double) m * k + (double) ncols * k + (double) m * ncols) * sizeof(float);
     double compute = flops / (s.gflops * 1e6), memory = bytes / (s.gbytes_per_s * 1e6);
     double ms = compute > memory ? compute : memory;
-    double emulated = emulated_gflops > 0.0 ? flops / (emulated_gflops * 1e6) : 0.0;
+    double streamed = ((double) m + (double) ncols) * (double) k * sizeof(float);
+    double emulated = fmax(emulated_gflops > 0.0 ? flops / (emulated_gflops * 1e6) : 0.0,
+                           emulated_gbps > 0.0 ? streamed / (emulated_gbps * 1e6) : 0.0);
     return ms > emulated ? ms : emulated;
 }

@@ -23,8 +23,10 @@ typedef struct {
 cdc_local_speed_t cdc__local_speed(void);
 
 /* Predicted ms for T (m x ncols) = A (m x k) · Btᵀ (ncols x k) here; on an
-   emulated coordinator of emulated_gflops (> 0) no less than its flops at
-   that speed (engine.c makes it so). */
-double cdc__local_gemm_ms(int64_t m, int64_t ncols, int64_t k, double emulated_gflops);
+   emulated coordinator (slow@c, faults.h; 0: not emulated) no less than
+   its flops at emulated_gflops nor its operands' bytes at emulated_gbps
+   (engine.c makes it so). */
+double cdc__local_gemm_ms(int64_t m, int64_t ncols, int64_t k, double emulated_gflops,
+                          double emulated_gbps);
 
 #endif

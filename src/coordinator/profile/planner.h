@@ -18,6 +18,9 @@ typedef struct {
     double fixed_ms, per_row_ms;
     double max_rows; /* the most rows the home can hold (its memory budget):
                         0 no limit; below 1, none (its block stays empty) */
+    double halo_ms;  /* the part of fixed_ms that computes a spatial band's
+                        halo rows: counted whole here, exactly by the
+                        profiled plan's predictions (profiled_plan.c)   */
 } cdc_shard_cost_t;
 
 /* The predicted latency of a call whose n data blocks have lengths len and
