@@ -110,12 +110,9 @@ static cdc_block_cost_t driver_block_cost(const cdc_context_t *context,
         .held_per_row = cut->weights ? k * sizeof(float) : 0.0,
         .held_fixed = whole->weights ? other * k * sizeof(float) : 0.0};
     int64_t rows = cut->view.rows;
-    if (context->config.plan != CDC_PLAN_EQUAL && rows > 1) {
-        double one = here_ms(context, desc, plan->cut, 1);
-        cost.here_per_row_ms =
-            (here_ms(context, desc, plan->cut, rows) - one) / (double) (rows - 1);
-        cost.here_fixed_ms = one - cost.here_per_row_ms;
-    }
+    if (context->config.plan != CDC_PLAN_EQUAL && rows > 1)
+        cdc__plan_here_line(&cost, here_ms(context, desc, plan->cut, 1),
+                            here_ms(context, desc, plan->cut, rows), rows);
     return cost;
 }
 

@@ -130,9 +130,7 @@ static cdc_block_cost_t conv_cost(const cdc_layer_t *layer, cdc_split_t split,
         return cost;
     double one = spatial ? conv_here_ms(layer, g, batch, layer->rows, 1)
                          : conv_here_ms(layer, g, batch, 1, g->out_h);
-    double all = conv_here_ms(layer, g, batch, layer->rows, g->out_h);
-    cost.here_per_row_ms = (all - one) / (double) (rows - 1);
-    cost.here_fixed_ms = one - cost.here_per_row_ms;
+    cdc__plan_here_line(&cost, one, conv_here_ms(layer, g, batch, layer->rows, g->out_h), rows);
     return cost;
 }
 

@@ -9,6 +9,12 @@ void cdc__plan_equal_lengths(int n, int64_t rows, int64_t *len)
         len[i] = rows / n + (i < rows % n);
 }
 
+void cdc__plan_here_line(cdc_block_cost_t *cost, double one_ms, double all_ms, int64_t rows)
+{
+    cost->here_per_row_ms = (all_ms - one_ms) / (double) (rows - 1);
+    cost->here_fixed_ms = one_ms - cost->here_per_row_ms;
+}
+
 double cdc__plan_budget_rows(uint64_t max_memory, const cdc_block_cost_t *cost)
 {
     if (max_memory == 0 || cost->held_per_row <= 0.0)

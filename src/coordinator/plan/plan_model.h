@@ -102,6 +102,11 @@ typedef struct {
    longer (all >= 1 when rows >= n). */
 void cdc__plan_equal_lengths(int n, int64_t rows, int64_t *len);
 
+/* The coordinator's line in cost (here_fixed_ms, here_per_row_ms) through
+   its predicted time for one row of the cut operand (one_ms) and for all
+   `rows` of them (all_ms; rows >= 2). */
+void cdc__plan_here_line(cdc_block_cost_t *cost, double one_ms, double all_ms, int64_t rows);
+
 /* The most rows of the cut operand a worker whose weight cache is bounded
    by max_memory bytes (0: unknown or unbounded) can hold, as the planner's
    max_rows (planner.h): 0 for no limit, 0.5 for none at all. */

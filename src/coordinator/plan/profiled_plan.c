@@ -357,6 +357,12 @@ static uint64_t layout_key(const cdc_block_cost_t *cost, int64_t rows, int n, in
     return h ? h : 1;
 }
 
+/* The key sized stripes over `workers` slots are remembered by. */
+static uint64_t stripes_key(const cdc_block_cost_t *cost, int64_t rows, int workers)
+{
+    return cdc__hash_mix(layout_key(cost, rows, workers, 0), STRIPES_KEY_TAG);
+}
+
 static int64_t sum_of(const int64_t *len, int n)
 {
     int64_t sum = 0;
@@ -667,10 +673,9 @@ int cdc__profiled_plan_predict(cdc_context_t *context, int n, int r, int rotated
                        : block_lengths(line, home, n, r, cost, rows, len, &here, &sized);
     if (!isfinite(t))
         return 0;
-    uint64_t key = layout_key(cost, rows, slots, parity);
-    as_kept(st, rotated ? cdc__hash_mix(key, STRIPES_KEY_TAG) : key, line, home, slots, parity,
-            cost, cost->held_per_row > 0.0 && r > 0 ? PLAN_RESHIP_GAIN : PLAN_SWITCH_GAIN, t,
-            len, &here);
+    uint64_t key = rotated ? stripes_key(cost, rows, slots) : layout_key(cost, rows, n, r);
+    double gain = cost->held_per_row > 0.0 && r > 0 ? PLAN_RESHIP_GAIN : PLAN_SWITCH_GAIN;
+    as_kept(st, key, line, home, slots, parity, cost, gain, t, len, &here);
     double worst;
     return latency_exact(st, slots, parity, cost, rows, here, len, home, predicted_ms, &worst);
 }
@@ -760,7 +765,7 @@ int cdc__profiled_plan_size_stripes(cdc_context_t *context, cdc_call_plan_t *pla
 {
     cdc_profiled_state_t *st = &context->profiled;
     int n = plan->n, r = plan->r, workers = n + r;
-    uint64_t key = cdc__hash_mix(layout_key(cost, rows, workers, 0), STRIPES_KEY_TAG);
+    uint64_t key = stripes_key(cost, rows, workers);
     cdc_shard_cost_t line[CDC_MAX_WORKERS];
     anchor(context);
     /* Every worker computes data rows on every call here: all of them are
