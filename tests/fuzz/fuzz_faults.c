@@ -25,14 +25,15 @@ static void check_rule(const cdc_fault_rule_t *r)
 {
     EXPECT(r->kind >= CDC_FAULT_CRASH && r->kind <= CDC_FAULT_LINK);
     EXPECT((r->target >= -1 && r->target < CDC_MAX_WORKERS) ||
-           (r->target == CDC_FAULT_COORDINATOR && r->kind == CDC_FAULT_SLOW && r->gflops > 0 &&
-            r->after == 0));
+           (r->target == CDC_FAULT_COORDINATOR && r->kind == CDC_FAULT_SLOW && r->x == 0 &&
+            (r->gflops > 0 || r->gbps > 0) && r->after == 0));
     EXPECT(r->after >= 0);
     EXPECT(isfinite(r->for_ms) && r->for_ms >= 0);
     EXPECT(isfinite(r->ms) && r->ms >= 0);
     EXPECT(r->p >= 0 && r->p <= 1);
     EXPECT(r->x == 0 || (r->x >= 1 && r->x <= 1e6));
     EXPECT(r->gflops == 0 || (r->gflops > 0 && r->gflops <= 1e6));
+    EXPECT(r->gbps == 0 || (r->gbps > 0 && r->gbps <= 1e4));
     EXPECT(r->mbit == 0 || (r->mbit > 0 && r->mbit <= 1e6));
     EXPECT(isfinite(r->lat_ms) && r->lat_ms >= 0);
 }
