@@ -42,7 +42,8 @@ static const char *split_name(cdc_split_t split)
 
 /* "c:400 w0:1200 w1:1180 ... p@w3:1200": the coordinator's share (when it
    takes one), each data block's rows on its worker, then each parity's (as
-   long as the longest); "rotated: c:300 w0:820 w1:819 ...": the
+   long as the longest), or "p:on demand" for a parity sent only after a
+   loss (a spatial band's); "rotated: c:300 w0:820 w1:819 ...": the
    coordinator's share and each worker's data rows in the rotated layout
    (sized stripes: on the slots' homes). */
 static void blocks_text(const cdc_testing_plan_t *p, char *out, size_t size)
@@ -62,13 +63,15 @@ static void blocks_text(const cdc_testing_plan_t *p, char *out, size_t size)
     }
     if (p->here_rows > 0)
         used += (size_t) snprintf(out, size, "c:%lld ", (long long) p->here_rows);
-    for (int s = 0; s < p->n + p->r && used < size; s++) {
+    for (int s = 0; s < p->n + (p->on_demand ? 0 : p->r) && used < size; s++) {
         if (s < p->n)
             longest = p->block_len[s] > longest ? p->block_len[s] : longest;
         int64_t rows = s < p->n ? p->block_len[s] : longest;
         used += (size_t) snprintf(out + used, size - used, "%s%sw%d:%lld", s ? " " : "",
                                   s < p->n ? "" : "p@", p->home[s], (long long) rows);
     }
+    if (p->on_demand && used < size)
+        snprintf(out + used, size - used, " p:on demand");
 }
 
 void cdc_bench_plan_print(FILE *out, const cdc_run_t *run)

@@ -265,10 +265,15 @@ typedef struct {
     uint64_t oversized_skipped; /* shards not sent because they would exceed
                                    their worker's --max-task-memory (as its
                                    heartbeats report it): erasures          */
+    /* Since 0.1.0 (took 1 reserved word): issue 26's on-demand parity. */
+    uint64_t parity_on_demand;  /* calls of per-call operands (a spatial
+                                   conv's bands) whose parity was sent after
+                                   dispatch, because a data task was lost or
+                                   late; fault-free calls send none          */
     /* Room for new counters without an ABI break (docs/abi.md): written as
        0 by this version. A new counter takes the first slot and the count
        shrinks by one. */
-    uint64_t reserved[14];
+    uint64_t reserved[13];
 } cdc_stats_t;
 
 /* Copy the counters into *stats. Thread-safe. */

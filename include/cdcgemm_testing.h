@@ -88,6 +88,10 @@ typedef struct {
                            is worker w's data rows (w < n + r, on
                            home[w]), the prediction that layout's (its parity
                            computed only when a block is missing)        */
+    int on_demand;      /* a per-call cut (a spatial conv) whose parity is
+                           sent only when a band is lost or late: n bands
+                           on home[0..n-1], r parity blocks on no worker
+                           until then; the prediction that of the n bands */
 } cdc_testing_plan_t;
 
 /* The last planned call's plan into *plan (all zero before the first).

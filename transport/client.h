@@ -168,6 +168,14 @@ int cdc__client_live(cdc_client_t *self, uint64_t *mask);
    Returns their count. Thread-safe. */
 int cdc__client_planned(cdc_client_t *self, uint64_t *mask);
 
+/* Workers in the plan (cdc__client_planned) ready for some slot
+   (cdc__slots_ready): not a returning process still being sent its slots'
+   weights, a spare taking them in, or a home taking in staged blocks, so
+   a task sent to them now would not queue behind weights. Bit w of *mask
+   (may be NULL); returns their count. Thread-safe; waits for a call in
+   progress. */
+int cdc__client_free_workers(cdc_client_t *self, uint64_t *mask);
+
 /* One worker as the heartbeats see it. */
 typedef struct {
     char endpoint[CDC_CURVE_ENDPOINT_MAX];

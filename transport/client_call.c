@@ -42,13 +42,16 @@ static task_keys_t task_keys(const cdc_shard_task_t *task, int needed)
 {
     task_keys_t keys = {0, 0};
     uint32_t sample[CDC_OPERAND_SAMPLE];
+    /* A whole operand's key names no shard (task.h a_whole). */
     if (task->a_key)
-        keys.a = cdc__client_wire_key(task->a_key, task->shard, needed, task->a_rows, task->k,
+        keys.a = cdc__client_wire_key(task->a_key, task->a_whole ? -1 : task->shard,
+                                      task->a_whole ? 0 : needed, task->a_rows, task->k,
                                       cdc__operand_sample_of(task->a, task->a_source,
                                                              task->a_rows, task->k, sample));
     if (task->kind == CDC_TASK_GEMM && task->bt_key) {
         cdc__operand_sample(task->bt, task->cols, task->k, sample);
-        keys.bt = cdc__client_wire_key(task->bt_key, task->shard, needed, task->cols, task->k,
+        keys.bt = cdc__client_wire_key(task->bt_key, task->bt_whole ? -1 : task->shard,
+                                       task->bt_whole ? 0 : needed, task->cols, task->k,
                                        sample);
     }
     return keys;
@@ -155,6 +158,10 @@ typedef struct {
     uint64_t bytes_out[64];  /* payload bytes its dispatch sent (weights in) */
     uint64_t epoch[64];      /* its worker's weights_epoch once it was sent */
     int pending, done;
+    int on_demand;           /* tasks sent only when wanted (task.h)       */
+    double data_in_ms;       /* when the latest data result came (from the
+                                call's start)                              */
+    uint64_t refused;        /* workers an on-demand task could not go to  */
     uint64_t cover_mask;     /* data shards some task covers               */
     uint64_t covered;        /* those with a result in                     */
     uint64_t *arrived;       /* bit t: tasks[t].result came back whole     */
@@ -180,6 +187,8 @@ static void call_begin(cdc_client_t *self, client_call_t *call, cdc_shard_task_t
     call->arrived = arrived;
     for (int t = 0; t < count; t++) {
         tasks[t].parts_in = 0;
+        tasks[t].released = 0;
+        call->on_demand += tasks[t].on_demand != 0;
         call->keys[t] = task_keys(&tasks[t], n);
         if (tasks[t].cover >= 0 && tasks[t].cover < 64)
             call->cover_mask |= UINT64_C(1) << tasks[t].cover;
@@ -195,14 +204,21 @@ static void call_begin(cdc_client_t *self, client_call_t *call, cdc_shard_task_t
 static void call_place(cdc_client_t *self, client_call_t *call)
 {
     uint64_t live, ready[CDC_MAX_WORKERS];
-    int shards[64];
+    int shards[64], placed[64], worker_of[64], count = 0;
     cdc__client_live(self, &live);
     cdc__slots_ready(self->slots, ready);
-    for (int t = 0; t < call->count; t++)
-        shards[t] = call->tasks[t].shard;
-    cdc__placement_slots(shards, call->count, self->count, self->slots->home_of_slot, live,
-                         ready, call->count - call->needed, call->worker_of);
-    cdc__slots_placed(self->slots, shards, call->worker_of, call->count);
+    for (int t = 0; t < call->count; t++) {
+        call->worker_of[t] = -1; /* an on-demand task: placed when released */
+        if (!call->tasks[t].on_demand) {
+            placed[count] = t;
+            shards[count++] = call->tasks[t].shard;
+        }
+    }
+    cdc__placement_slots(shards, count, self->count, self->slots->home_of_slot, live, ready,
+                         count > call->needed ? count - call->needed : 0, worker_of);
+    cdc__slots_placed(self->slots, shards, worker_of, count);
+    for (int i = 0; i < count; i++)
+        call->worker_of[placed[i]] = worker_of[i];
 }
 
 /* Remember the weights each slot used (slots.h), so a worker that returns
@@ -211,6 +227,8 @@ static void call_note_weights(cdc_client_t *self, const client_call_t *call)
 {
     for (int t = 0; t < call->count; t++) {
         const cdc_shard_task_t *task = &call->tasks[t];
+        if (task->on_demand)
+            continue; /* no slot of the plan: sent where a worker is free */
         int served_by = call->state[t] != TASK_IDLE ? call->worker_of[t] : -1;
         if (call->keys[t].a) {
             cdc_slot_weight_t weight = {call->keys[t].a, task->a_rows, task->k, task->a,
@@ -233,8 +251,33 @@ static void call_note_worker(int *worker_of_shard, int s, int w)
         worker_of_shard[s] = w;
 }
 
+/* Send task t to worker w (live): PENDING once sent. */
+static void call_send(cdc_client_t *self, client_call_t *call, int t, int w)
+{
+    cdc_msg_header_t h;
+    task_header(&call->tasks[t], call->keys[t], call->request_id, &h);
+    if (task_over_limit(self, w, &h))
+        return;
+    uint64_t before = self->counters.bytes_out;
+    int sent = send_task(self, w, &call->tasks[t], &h);
+    call->bytes_out[t] = self->counters.bytes_out - before;
+    call->epoch[t] = self->weights_epoch[w];
+    if (sent == CDC_OK) {
+        call->state[t] = TASK_PENDING;
+        call->tasks[t].dispatched = 1;
+        call->tasks[t].sent_ms = cdc__clock_ms() - call->started_ms;
+        call->pending++;
+        call_note_worker(self->last_sent_to, call->tasks[t].shard, w);
+    } else {
+        self->counters.send_failures++;
+        if (sent != CDC_ETIMEDOUT)
+            CDC_LOG_WARNF("shard %d not sent: %s", call->tasks[t].shard, cdc_last_error());
+    }
+}
+
 /* Send every placed task whose worker is live now; a planned worker that is
-   not live gets nothing (its shard is an erasure). */
+   not live gets nothing (its shard is an erasure). On-demand tasks wait
+   (call_release). */
 static void call_dispatch(cdc_client_t *self, client_call_t *call)
 {
     uint64_t live_mask;
@@ -246,29 +289,13 @@ static void call_dispatch(cdc_client_t *self, client_call_t *call)
         call->state[t] = TASK_IDLE;
         call->tasks[t].dispatched = 0;
         call->tasks[t].sent_ms = 0.0;
+        if (call->tasks[t].on_demand)
+            continue;
         if (w < 0 || !(live_mask & (UINT64_C(1) << w))) {
             self->counters.dead_skipped++;
             continue;
         }
-        cdc_msg_header_t h;
-        task_header(&call->tasks[t], call->keys[t], call->request_id, &h);
-        if (task_over_limit(self, w, &h))
-            continue;
-        uint64_t before = self->counters.bytes_out;
-        int sent = send_task(self, w, &call->tasks[t], &h);
-        call->bytes_out[t] = self->counters.bytes_out - before;
-        call->epoch[t] = self->weights_epoch[w];
-        if (sent == CDC_OK) {
-            call->state[t] = TASK_PENDING;
-            call->tasks[t].dispatched = 1;
-            call->tasks[t].sent_ms = cdc__clock_ms() - call->started_ms;
-            call->pending++;
-            call_note_worker(self->last_sent_to, call->tasks[t].shard, w);
-        } else {
-            self->counters.send_failures++;
-            if (sent != CDC_ETIMEDOUT)
-                CDC_LOG_WARNF("shard %d not sent: %s", call->tasks[t].shard, cdc_last_error());
-        }
+        call_send(self, call, t, w);
     }
     call_note_weights(self, call);
 }
@@ -323,6 +350,109 @@ static int call_settled(cdc_client_t *self, client_call_t *call, int64_t now)
         return 1;
     }
     return 0;
+}
+
+/* ---- parity on demand ------------------------------------------------------ */
+
+/* How long the last data results may lag before their parity goes out:
+   this fraction of the time the others took, at least ON_DEMAND_MIN_MS.
+   Bands sized to finish together arrive within ~10-20% of each other (the
+   model's error, a busy host); a straggler or a dead worker lags more. */
+#define ON_DEMAND_PATIENCE 0.5
+#define ON_DEMAND_MIN_MS 2.0
+
+/* The worker an on-demand task goes to, among the live ones that did not
+   refuse one: of those that took a task of this call (they hold the
+   operands its tasks share), the first done with all of them, else the
+   least busy; another (a spare) only when none of them is live. -1: none. */
+static int release_worker(cdc_client_t *self, const client_call_t *call)
+{
+    uint64_t live;
+    cdc__client_live(self, &live);
+    int best = -1, best_busy = 0, best_took = 0;
+    double best_done = 0.0;
+    for (int w = 0; w < self->count; w++) {
+        if (!(live & (UINT64_C(1) << w)) || (call->refused & (UINT64_C(1) << w)))
+            continue;
+        int busy = 0, took = 0;
+        double done = 0.0;
+        for (int t = 0; t < call->count; t++) {
+            if (call->worker_of[t] != w || !call->tasks[t].dispatched)
+                continue;
+            took = 1;
+            busy += call->state[t] == TASK_PENDING;
+            if (call->state[t] == TASK_DONE && call->tasks[t].elapsed_ms > done)
+                done = call->tasks[t].elapsed_ms;
+        }
+        int better = best < 0 || took > best_took ||
+                     (took == best_took &&
+                      (busy < best_busy || (busy == best_busy && done < best_done)));
+        if (better) {
+            best = w;
+            best_busy = busy;
+            best_took = took;
+            best_done = done;
+        }
+    }
+    return best;
+}
+
+/* Release the on-demand tasks the call now wants (task.h): under
+   CDC_ON_DEMAND_FREE all of them once a data task is in (or none is
+   pending); under CDC_ON_DEMAND_LATE one per data task lost (given up,
+   never sent), and, once no more data tasks are pending than on-demand
+   ones can cover, one per pending data task that lags the latest arrival
+   by more than the patience. Returns the on-demand tasks released. */
+static int call_release(cdc_client_t *self, client_call_t *call, int64_t now)
+{
+    if (call->on_demand == 0 || call_enough(call))
+        return 0;
+    int held = 0, released = 0, lost = 0, late = 0, in = 0, mode = CDC_ON_DEMAND_LATE;
+    for (int t = 0; t < call->count; t++) {
+        const cdc_shard_task_t *task = &call->tasks[t];
+        if (task->on_demand) {
+            held += !task->released;
+            released += task->released;
+            mode = task->on_demand;
+        } else if (task->cover >= 0) {
+            lost += call->state[t] == TASK_IDLE;
+            late += call->state[t] == TASK_PENDING;
+            in += call->state[t] == TASK_DONE;
+        }
+    }
+    int want;
+    if (held == 0)
+        return 0;
+    if (mode == CDC_ON_DEMAND_FREE) {
+        want = in > 0 || late == 0 ? held : 0;
+    } else {
+        if (lost > held + released)
+            return 0; /* more lost than parity covers: computed here */
+        double since = (double) now - call->started_ms;
+        int lagging = in > 0 && late <= held + released - lost &&
+                      since >= call->data_in_ms * (1.0 + ON_DEMAND_PATIENCE) &&
+                      since >= call->data_in_ms + ON_DEMAND_MIN_MS;
+        want = lost + (lagging ? late : 0) - released;
+    }
+    int sent = 0;
+    for (int t = 0; t < call->count && sent < want; t++) {
+        cdc_shard_task_t *task = &call->tasks[t];
+        if (!task->on_demand || task->released)
+            continue;
+        int w = release_worker(self, call);
+        if (w < 0)
+            return sent;
+        call->worker_of[t] = w;
+        call_send(self, call, t, w);
+        if (call->state[t] != TASK_PENDING) { /* not taken: another worker, next wake */
+            call->refused |= UINT64_C(1) << w;
+            call->worker_of[t] = -1;
+            return sent;
+        }
+        task->released = 1;
+        sent++;
+    }
+    return sent;
 }
 
 /* When a waiting call next wakes: the nearer deadline, but at least every
@@ -416,6 +546,8 @@ static void call_take_result(cdc_client_t *self, client_call_t *call, int t, int
     if (task->parts_in != (UINT32_C(1) << cdc_task_parts(task)) - 1)
         return; /* more parts to come */
     call->state[t] = TASK_DONE;
+    if (!task->on_demand && task->cover >= 0)
+        call->data_in_ms = task->elapsed_ms;
     if (task->cover >= 0 && task->cover < 64)
         call->covered |= UINT64_C(1) << task->cover;
     *call->arrived |= UINT64_C(1) << t;
@@ -591,8 +723,8 @@ static void call_observe(cdc_client_t *self, const client_call_t *call, double e
     for (int t = 0; t < call->count; t++) {
         const cdc_shard_task_t *task = &call->tasks[t];
         int w = call->worker_of[t];
-        if (!task->dispatched || w < 0)
-            continue;
+        if (!task->dispatched || w < 0 || task->on_demand)
+            continue; /* (an on-demand task's time began when it was released) */
         sent |= UINT64_C(1) << w;
         int streamed = cdc_task_parts(task) > 1, missing = !task_back(call, t);
         if (missing || call->retries[t] > 0)
@@ -633,19 +765,21 @@ int cdc__client_run_goal(cdc_client_t *self, cdc_shard_task_t *tasks, int count,
         cdc__client_discovery_publish(self); /* a worker discovered since the last call */
     cdc__client_discovery_homes(self);       /* none on a discovered entry never live */
     cdc__client_data_moves(self);            /* a respawned worker's new endpoint */
-    int shards[64];
+    int shards[64], slotted = 0;
     for (int t = 0; t < count; t++)
-        shards[t] = tasks[t].shard;
-    cdc__slots_call(self->slots, shards, count); /* the slots: by shard, not task count */
+        if (!tasks[t].on_demand) /* (not a slot of the plan: no home) */
+            shards[slotted++] = tasks[t].shard;
+    cdc__slots_call(self->slots, shards, slotted); /* the slots: by shard, not task count */
     cdc__client_restore_pass(self);
     client_call_t call;
     call_begin(self, &call, tasks, count, n, needed, goal, wait_ms, timeout_ms, arrived);
     call_place(self, &call);
     call_dispatch(self, &call);
     int rc = CDC_OK;
-    while (call.pending > 0) {
+    for (;;) {
         int64_t now = (int64_t) cdc__clock_ms();
-        if (call_settled(self, &call, now))
+        call_release(self, &call, now);
+        if (call.pending == 0 || call_settled(self, &call, now))
             break;
         zmq_pollitem_t items[CDC_MAX_WORKERS];
         int interrupted;

@@ -181,7 +181,8 @@ void cdc__client_discovery_homes(cdc_client_t *self);
 /* ---- client_restore.c: moves, weights between calls ---------------------- */
 
 /* The key a shard operand is cached under on a worker; sample: the
-   operand's (cdc__operand_sample). */
+   operand's (cdc__operand_sample). A whole operand (task.h a_whole) passes
+   shard -1 and needed 0: the same key for every shard. */
 uint64_t cdc__client_wire_key(uint64_t key, int shard, int needed, int64_t rows, int64_t k,
                               const uint32_t *sample);
 /* Under the call lock: moved workers' data sockets replaced. */

@@ -20,6 +20,7 @@
  * times the repair. */
 #include "client_internal.h"
 
+#include "bits.h"
 #include "clock.h"
 #include "error.h"
 #include "hash.h"
@@ -378,4 +379,19 @@ int cdc__client_stage(cdc_client_t *self, uint64_t token, int needed,
         atomic_store(&self->restoring, 1); /* the heartbeat thread moves it on */
     pthread_mutex_unlock(&self->lock);
     return staged;
+}
+
+int cdc__client_free_workers(cdc_client_t *self, uint64_t *mask)
+{
+    uint64_t planned, free_now = 0, ready[CDC_MAX_WORKERS];
+    cdc__client_planned(self, &planned);
+    pthread_mutex_lock(&self->lock);
+    cdc__slots_ready(self->slots, ready);
+    for (int w = 0; w < self->count; w++)
+        if ((planned & (UINT64_C(1) << w)) && ready[w])
+            free_now |= UINT64_C(1) << w;
+    pthread_mutex_unlock(&self->lock);
+    if (mask)
+        *mask = free_now;
+    return cdc__popcount64(free_now);
 }

@@ -31,6 +31,11 @@ typedef struct {
     int64_t a_rows, k;
     uint64_t a_key;      /* nonzero: a is a cached weight shard with this key */
     uint64_t bt_key;     /* nonzero: bt is a cached weight matrix with this key */
+    int a_whole, bt_whole; /* with a_key (bt_key): the operand is the same
+                            whole matrix for every shard of the call (the
+                            filters of a spatial split), so its wire key
+                            does not name the shard: a worker holding it
+                            serves any shard, an on-demand parity included */
     cdc_hold_t *a_hold;  /* with a_key: keeps a alive past the call (hold.h),
                             so it can be sent without a copy and re-shipped
                             later; NULL: a is only valid during the call     */
@@ -58,7 +63,24 @@ typedef struct {
     uint32_t parts_in;   /* set by the executor: bit p, part p came back
                             (bit 0 the lead rows; a task not streamed has
                             one part)                                   */
+    /* On demand (CDC_ON_DEMAND_*: a parity of per-call operands, plan.h
+       on_demand): not a slot of the plan, sent after dispatch when wanted,
+       to a worker done with its own tasks. released: set by the executor,
+       the task was wanted and sent (or tried); 0, never needed. */
+    int on_demand, released;
 } cdc_shard_task_t;
+
+/* When an on-demand task is wanted (task.h on_demand). */
+enum {
+    CDC_ON_DEMAND_NO = 0,   /* sent with the others                          */
+    CDC_ON_DEMAND_LATE = 1, /* once a data task is lost (its worker dead, an
+                               error), or the last of them lag the others
+                               past the executor's patience                */
+    CDC_ON_DEMAND_FREE = 2  /* as soon as some worker is done with its own
+                               (a data task came back): a call that checks
+                               its results, or lost a data slot before
+                               dispatch, wants its parity anyway           */
+};
 
 /* The parts a task's result comes back in (at most 32). */
 static inline int cdc_task_parts(const cdc_shard_task_t *task)

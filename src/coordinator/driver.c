@@ -335,6 +335,8 @@ static int driver_dispatch(cdc_context_t *context, const cdc_call_plan_t *plan,
         task->bt_key = cut_a ? ops->whole_key : ops->set_key;
         task->a_hold = cut_a ? ops->set_hold : ops->whole_hold;
         task->bt_hold = cut_a ? ops->whole_hold : ops->set_hold;
+        task->a_whole = !cut_a;
+        task->bt_whole = cut_a;
     }
     if (plan->code) {
         call.scales_fill = driver_scales_fill;
@@ -410,6 +412,7 @@ static int driver_rotated(cdc_context_t *context, const cdc_gemm_desc_t *desc,
     call.proto.bt = operand_rows(whole, &next);
     call.proto.bt_key = whole->weights ? whole->weights->whole_key : 0;
     call.proto.bt_hold = whole->weights ? whole->weights->hold : NULL;
+    call.proto.bt_whole = 1;
     if (here > 0) {
         call.share = call.proto;
         call.share.shard = call.share.cover = -1;

@@ -139,6 +139,7 @@ int cdc__driver_spatial(cdc_context_t *context, const cdc_gemm_desc_t *desc,
         task->a_rows = channels;
         task->k = desc->a.view.k;
         task->a_key = filters->whole_key;
+        task->a_whole = 1;
         task->a_hold = filters->hold;
         task->input = bands.input[s];
         task->geometry = &bands.geometry[s];

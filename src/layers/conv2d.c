@@ -152,24 +152,29 @@ static double slowest_block_ms(cdc_context_t *context, const cdc_block_cost_t *c
 }
 
 /* When a channel split spreads the filters over more workers than a
-   spatial split's n bands (a layout that computes no parity fault-free:
-   every worker 1/W of the filters over the whole input, against 1/n of
+   spatial split's bands (a layout that computes no parity fault-free:
+   every worker 1/W of the filters over the whole input, against 1/bands of
    the output rows and a band of the input each), auto takes the one
    predicted faster on the slowest worker (profile.h; a link not measured
    yet is free, so the channel split until it is). AUTO otherwise. */
 static cdc_split_t conv_spread_split(cdc_layer_t *layer, const cdc_call_plan_t *plan,
-                                     const cdc_conv_geometry_t *g, int64_t batch)
+                                     const cdc_conv_geometry_t *g, int64_t batch, int bands)
 {
     int spread = cdc__driver_row_cut_spread(layer->context, plan, layer->rows);
-    if (spread <= plan->n)
+    if (spread <= bands)
         return CDC_SPLIT_AUTO;
     cdc_block_cost_t channel = conv_block_cost(layer, CDC_SPLIT_ROWS, g, batch);
     cdc_block_cost_t spatial = conv_block_cost(layer, CDC_SPLIT_COLUMNS, g, batch);
     double channel_ms = slowest_block_ms(layer->context, &channel,
                                          (layer->rows + spread - 1) / spread);
-    double spatial_ms = slowest_block_ms(layer->context, &spatial,
-                                         (g->out_h + plan->n - 1) / plan->n);
+    double spatial_ms = slowest_block_ms(layer->context, &spatial, (g->out_h + bands - 1) / bands);
     return spatial_ms < channel_ms ? CDC_SPLIT_COLUMNS : CDC_SPLIT_ROWS;
+}
+
+/* A spatial split needs a real output row per data shard. */
+static int bands_fill(const cdc_conv_geometry_t *g, int n)
+{
+    return (g->out_h + n - 1) / n * (n - 1) < g->out_h;
 }
 
 /* Here or on the workers (cdc__plan_prefer_here). */
@@ -196,20 +201,29 @@ static int conv_call(cdc_layer_t *layer, int64_t batch, const cdc_conv_geometry_
     if (rc != CDC_OK)
         return rc;
     int n = plan.n;
+    /* Spatial bands are per-call operands: with their parity on demand,
+       every worker of the plan takes a band (n + r of them). */
+    int bands = cdc__plan_on_demand_n(layer->context, &plan);
+    int on_demand = bands > 0 && bands_fill(g, bands);
+    bands = on_demand ? bands : n;
     if (plan.split == CDC_SPLIT_AUTO) {
         /* The rules (the equal plan's answer, and a measured plan's until
            its model can predict both splits as they would run). */
-        cdc_split_t rule = conv_spread_split(layer, &plan, g, batch);
+        cdc_split_t rule = conv_spread_split(layer, &plan, g, batch, bands);
         if (rule == CDC_SPLIT_AUTO)
-            rule = cdc__plan_conv_split(g, layer->rows, batch, n, plan.r);
+            rule = cdc__plan_conv_split(g, layer->rows, batch, bands, on_demand ? 0 : plan.r);
         const cdc_block_cost_t costs[2] = {conv_cost(layer, CDC_SPLIT_ROWS, g, batch),
                                            conv_cost(layer, CDC_SPLIT_COLUMNS, g, batch)};
         const int64_t rows[2] = {layer->rows, g->out_h};
         plan.split = cdc__plan_split_by_latency(layer->context, &plan, costs, rows,
-                                                layer->last_split, rule);
+                                                layer->last_split, rule,
+                                                on_demand ? bands : 0);
     }
-    /* A spatial split needs a real output row per data shard. */
-    if (plan.split == CDC_SPLIT_COLUMNS && (g->out_h + n - 1) / n * (n - 1) >= g->out_h)
+    if (plan.split == CDC_SPLIT_COLUMNS && on_demand &&
+        (rc = cdc__plan_on_demand(layer->context, &plan, bands)) != CDC_OK)
+        return rc;
+    n = plan.n;
+    if (plan.split == CDC_SPLIT_COLUMNS && !bands_fill(g, n))
         plan.split = CDC_SPLIT_ROWS;
     cdc_block_cost_t cost = conv_cost(layer, plan.split, g, batch);
     rc = cdc__plan_size_blocks(layer->context, &plan, &cost,

@@ -29,11 +29,11 @@ int cdc__verify_this_call(cdc_context_t *context)
     return check;
 }
 
-void cdc__check_wait_start(cdc_check_wait_t *wait, int check)
+void cdc__check_wait_start(cdc_check_wait_t *wait, int check, int parity_after)
 {
     wait->started_ms = cdc__clock_ms();
     wait->decodable_ms = -1.0;
-    wait->patience = check == CDC_CHECK_FIRST ? 2.0 : 0.5;
+    wait->patience = (check == CDC_CHECK_FIRST ? 2.0 : 0.5) + (parity_after ? 1.0 : 0.0);
 }
 
 int cdc__check_wait_over(cdc_check_wait_t *wait, int decodable, int checkable)

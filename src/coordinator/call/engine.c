@@ -48,6 +48,7 @@ typedef struct {
     uint64_t corrupted;     /* slots cdc_context_corrupt_next named          */
     uint64_t zero;          /* slots whose blocks are zero: none sent        */
     uint64_t left_out;      /* slots the plan left out (CDC_SLOT_OUT)        */
+    int released;           /* on-demand tasks (task.h) the executor sent    */
     uint32_t parts[MAX_SLOTS]; /* per slot: its task's parts in              */
     uint64_t present[MAX_SLOTS]; /* per stripe: its usable blocks            */
     double decode_limit;    /* cdc__decode_limit of the call's k             */
@@ -123,26 +124,47 @@ static void run_start(cdc_context_t *context, cdc_call_layout_t *layout, call_ru
     run->verify = layout->code ? cdc__verify_this_call(context) : CDC_CHECK_NONE;
 }
 
-/* Every slot not erased gets its task; the executor returns once the goal
-   (or, without one, its needed rule) holds, or nothing more will come. */
+/* When the deferrable slots' tasks (layout.h) are wanted in this run
+   (CDC_ON_DEMAND_*): late or lost, unless the call checks (a parity to
+   check with) or a data slot is lost already (erased, left out); then as
+   soon as a worker is free. */
+static int run_defer_mode(const call_run_t *run)
+{
+    const cdc_call_layout_t *layout = run->layout;
+    if (run->verify != CDC_CHECK_NONE || ((run->erased | run->left_out) & layout->data_slots))
+        return CDC_ON_DEMAND_FREE;
+    return CDC_ON_DEMAND_LATE;
+}
+
+/* Every slot not erased gets its task (on demand where deferred); the
+   executor returns once the goal (or, without one, its needed rule) holds,
+   or nothing more will come. */
 static int call_dispatch(cdc_context_t *context, call_run_t *run)
 {
     cdc_call_layout_t *layout = run->layout;
+    cdc_shard_task_t tasks[MAX_SLOTS];
+    int send[MAX_SLOTS];
     for (int slot = 0; slot < layout->slots; slot++) {
-        cdc_shard_task_t task;
-        int send = layout->ops->task(layout, slot, &task);
+        send[slot] = layout->ops->task(layout, slot, &tasks[slot]);
         uint64_t bit = UINT64_C(1) << slot;
-        run->zero |= send == CDC_SLOT_ZERO ? bit : 0;
-        run->left_out |= send == CDC_SLOT_OUT && !(run->erased & bit) ? bit : 0;
-        if (send != CDC_SLOT_SEND || (run->erased & bit))
+        run->zero |= send[slot] == CDC_SLOT_ZERO ? bit : 0;
+        run->left_out |= send[slot] == CDC_SLOT_OUT && !(run->erased & bit) ? bit : 0;
+    }
+    int mode = run_defer_mode(run);
+    for (int slot = 0; slot < layout->slots; slot++) {
+        cdc_shard_task_t task = tasks[slot];
+        uint64_t bit = UINT64_C(1) << slot;
+        if (send[slot] != CDC_SLOT_SEND || (run->erased & bit))
             continue;
+        task.on_demand = layout->deferrable & bit ? mode : CDC_ON_DEMAND_NO;
+        task.released = 0;
         run->slot_of[run->count] = slot;
         run->sent[run->count] = task;
         run->out_bytes += cdc__task_bytes_out(&task);
         run->count++;
     }
     int needed = layout->needed - cdc__popcount64(run->zero);
-    cdc__check_wait_start(&run->check_wait, run->verify);
+    cdc__check_wait_start(&run->check_wait, run->verify, layout->deferrable != 0);
     /* Without a goal the executor stops once every data task is in, or
        needed results are: right unless a data slot is out or the call
        checks, both of which want parity. */
@@ -184,7 +206,9 @@ static void call_collect(call_run_t *run)
     for (int t = 0; t < run->count; t++) {
         const cdc_shard_task_t *task = &run->sent[t];
         int slot = run->slot_of[t];
-        dispatched += task->dispatched;
+        /* A parity never needed is still there to be sent: redundancy. */
+        dispatched += task->dispatched || (task->on_demand && !task->released);
+        run->released += task->on_demand && task->released;
         run->parts[slot] = task->parts_in;
         for (int p = 0; p < cdc_task_parts(task); p++) {
             int64_t first;
@@ -391,14 +415,18 @@ static void call_account(cdc_context_t *context, const call_run_t *run)
 {
     const cdc_call_layout_t *layout = run->layout;
     const cdc_call_report_t *report = &run->report;
-    int lost = cdc__popcount64(run->erased | run->left_out);
-    for (int t = 0; t < run->count; t++)
-        lost += !(run->sent[t].parts_in & 1);
+    int lost = cdc__popcount64(run->erased | run->left_out), held = 0;
+    for (int t = 0; t < run->count; t++) {
+        const cdc_shard_task_t *task = &run->sent[t];
+        held += task->on_demand && !task->released; /* never needed: not sent */
+        lost += !(task->parts_in & 1) && !(task->on_demand && !task->released);
+    }
     pthread_mutex_lock(&context->lock);
     context->last_call = *report;
     context->stats.coded_calls += layout->r > 0;
     context->stats.degraded_calls += report->degraded;
-    context->stats.shards_sent += (uint64_t) run->count;
+    context->stats.shards_sent += (uint64_t) (run->count - held);
+    context->stats.parity_on_demand += run->released > 0;
     context->stats.shards_erased += (uint64_t) lost;
     context->stats.results_decoded += (uint64_t) report->decoded;
     context->stats.decodes_refused += (uint64_t) run->refused;

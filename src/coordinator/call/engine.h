@@ -55,14 +55,17 @@ int cdc__verify_this_call(cdc_context_t *context);
    get there, so a straggler costs a checked call at most 1.5x; twice that
    time in a context's first calls (CDC_CHECK_FIRST), which catch a device
    that corrupts every result, so that a parity a busy host delays is still
-   waited for there (at most 3x, for those calls only). */
+   waited for there (at most 3x, for those calls only). A parity sent on
+   demand (task.h) starts only once a worker is done with its own task, a
+   task's time after the data: such a call waits once more that time
+   (parity_after). */
 typedef struct {
     double started_ms;   /* the call's dispatch                           */
     double decodable_ms; /* when its results first sufficed; < 0: not yet */
     double patience;     /* the wait over the time to decodable           */
 } cdc_check_wait_t;
 
-void cdc__check_wait_start(cdc_check_wait_t *wait, int check);
+void cdc__check_wait_start(cdc_check_wait_t *wait, int check, int parity_after);
 /* Whether the call is done: decodable and either checkable (a parity to
    check with is in) or past the wait. Reads the clock. */
 int cdc__check_wait_over(cdc_check_wait_t *wait, int decodable, int checkable);

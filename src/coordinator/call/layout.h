@@ -8,7 +8,8 @@
  * steps every layout shares (dispatch, collect, verify, decode, fall
  * back, account). Two layouts implement it (docs/architecture.md):
  *   dedicated  one stripe; slot b computes block b (the last r slots the
- *              parity), so r workers compute parity on every call;
+ *              parity), so r workers compute parity on every call, unless
+ *              the parity slots are deferrable (sent on demand);
  *   rotated    W stripes over W workers; each worker's task computes its
  *              data blocks first and streams them, its parity blocks
  *              after, only while the call still wants them. */
@@ -84,6 +85,11 @@ struct cdc_call_layout {
                                 computed here while the tasks run           */
     int here;                /* CDC_HERE_* (plan.h): every data block
                                 computed here, nothing sent                 */
+    uint64_t deferrable;     /* slots whose tasks go on demand (task.h):
+                                sent once a data task is lost or late, or,
+                                in a call that checks or lost a data slot
+                                before dispatch, once a worker is free;
+                                0: none                                     */
 };
 
 #endif

@@ -459,10 +459,16 @@ int cdc__context_code(cdc_context_t *context, int n, int r, const cdc_code_t **c
     int erasures_ok = context->config.replan == CDC_REPLAN_KEEP_SHARDS && live >= n;
     if (live > 0 && n + r > live && !erasures_ok)
         r = live - n > 0 ? live - n : 0;
-    if (r > n)
-        r = n;
+    return cdc__context_code_exact(context, n, r > n ? n : r, code);
+}
+
+int cdc__context_code_exact(cdc_context_t *context, int n, int r, const cdc_code_t **code)
+{
+    *code = NULL;
     if (r == 0)
         return CDC_OK;
+    if (n < 1 || n > CDC_CODE_MAX_N || r < 0 || r > CDC_CODE_MAX_R || r > n)
+        return cdc__fail(CDC_EINVAL, "no code for n = %d, r = %d", n, r);
     pthread_mutex_lock(&context->lock);
     cdc_code_t **slot = &context->codes[r][n];
     int rc = CDC_OK;

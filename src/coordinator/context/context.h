@@ -130,6 +130,11 @@ void cdc__context_count_call(cdc_context_t *context);
    0); r lowered so that the n + r shards fit the workers in the plan. */
 int cdc__context_code(cdc_context_t *context, int n, int r, const cdc_code_t **code);
 
+/* The code for exactly (n, r), r <= n (NULL for r = 0), whatever the
+   workers: an on-demand parity's n + r tasks may outnumber them (plan.h
+   on_demand). */
+int cdc__context_code_exact(cdc_context_t *context, int n, int r, const cdc_code_t **code);
+
 /* Hold / let go of the context's call lock (call_lock above). */
 void cdc__context_call_begin(cdc_context_t *context);
 void cdc__context_call_end(cdc_context_t *context);

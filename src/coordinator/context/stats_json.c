@@ -62,6 +62,7 @@ void cdc__stats_write_members(FILE *out, const cdc_stats_t *stats)
         {"budget_fallbacks", stats->budget_fallbacks},
         {"budget_erasures", stats->budget_erasures},
         {"oversized_skipped", stats->oversized_skipped},
+        {"parity_on_demand", stats->parity_on_demand},
         {"planned_local", stats->planned_local},
         {"late_blocks", stats->late_blocks},
         {"rotated_calls", stats->rotated_calls},

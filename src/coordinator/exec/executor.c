@@ -21,6 +21,13 @@ int cdc__executor_heartbeat_live(cdc_executor_t *executor, uint64_t *mask)
     return executor->ops->heartbeat_live(executor, mask);
 }
 
+int cdc__executor_free_workers(cdc_executor_t *executor, uint64_t *mask)
+{
+    if (!executor || !executor->ops->free_workers)
+        return -1;
+    return executor->ops->free_workers(executor, mask);
+}
+
 int cdc__executor_worker_moved(cdc_executor_t *executor, int w, const char *endpoint)
 {
     if (!executor || !executor->ops->worker_moved)

@@ -42,6 +42,7 @@ typedef struct {
        without: the cdc__executor_* functions below say what that means).
        Each is the function below of the same name. */
     int (*heartbeat_live)(cdc_executor_t *self, uint64_t *mask);
+    int (*free_workers)(cdc_executor_t *self, uint64_t *mask);
     int (*worker_moved)(cdc_executor_t *self, int w, const char *endpoint);
     int (*set_homes)(cdc_executor_t *self, const int *home_of_slot, int slots);
     int (*stage)(cdc_executor_t *self, uint64_t token, int needed,
@@ -75,6 +76,12 @@ int cdc__executor_zmq_new(const cdc_config_t *config, const char *endpoints,
    with every bit set for an executor without heartbeats (all its workers
    always count). Thread-safe. */
 int cdc__executor_live(cdc_executor_t *executor, uint64_t *mask);
+
+/* Workers of a ZeroMQ executor's plan ready for some slot
+   (cdc__client_free_workers): a task sent now would not wait behind a
+   background restore or staging. Their bits in *mask (may be NULL); -1
+   for any other executor (none of its workers ever waits). */
+int cdc__executor_free_workers(cdc_executor_t *executor, uint64_t *mask);
 
 /* Workers a ZeroMQ executor hears now (answering heartbeats; not the plan,
    which keeps a silent worker for a grace period), their bits in *mask (may

@@ -83,6 +83,14 @@ static int local_run(cdc_executor_t *base, cdc_shard_task_t *tasks, int count, i
     *arrived = 0;
     double start = cdc__clock_ms();
     for (int t = 0; t < count; t++) {
+        /* No data task here is ever lost or late: an on-demand task runs
+           only when wanted anyway (CDC_ON_DEMAND_FREE). */
+        tasks[t].released = tasks[t].on_demand == CDC_ON_DEMAND_FREE;
+        if (tasks[t].on_demand == CDC_ON_DEMAND_LATE) {
+            tasks[t].dispatched = 0;
+            tasks[t].parts_in = 0;
+            continue;
+        }
         int rc = run_here(self, &tasks[t]);
         if (rc != CDC_OK)
             return rc;

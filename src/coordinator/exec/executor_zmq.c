@@ -129,6 +129,11 @@ static int zmq_heartbeat_live(cdc_executor_t *base, uint64_t *mask)
     return cdc__client_live(zmq_of(base)->client, mask);
 }
 
+static int zmq_free_workers(cdc_executor_t *base, uint64_t *mask)
+{
+    return cdc__client_free_workers(zmq_of(base)->client, mask);
+}
+
 static int zmq_worker_moved(cdc_executor_t *base, int w, const char *endpoint)
 {
     return cdc__client_move(zmq_of(base)->client, w, endpoint);
@@ -156,6 +161,7 @@ static const cdc_executor_ops_t zmq_ops = {
     .destroy = zmq_destroy,
     .live = zmq_live,
     .heartbeat_live = zmq_heartbeat_live,
+    .free_workers = zmq_free_workers,
     .worker_moved = zmq_worker_moved,
     .set_homes = zmq_set_homes,
     .stage = zmq_stage,

@@ -61,6 +61,7 @@ void cdc__dedicated_call_follow(cdc_dedicated_call_t *call, const cdc_call_plan_
     call->wanted_r = plan->wanted_r;
     call->here = cdc__plan_here(plan);
     call->unfit = plan->unfit_slots;
+    call->on_demand = plan->on_demand;
 }
 
 static cdc_dedicated_call_t *dedicated(const cdc_call_layout_t *layout)
@@ -263,7 +264,10 @@ static void dedicated_describe(cdc_context_t *context, cdc_dedicated_call_t *cal
         .erasable = cdc__low_bits(copies * n + call->r), .streamed = 0,
         .executor_n = copies * n, .needed = copies * n,
         .wanted_r = call->replicate ? n : call->wanted_r, .split = call->split,
-        .share = call->share, .here = call->here};
+        .share = call->share, .here = call->here,
+        .deferrable = call->on_demand && !call->replicate
+                          ? cdc__low_bits(n + call->r) & ~cdc__low_bits(n)
+                          : 0};
 }
 
 int cdc__dedicated_call_run(cdc_context_t *context, cdc_dedicated_call_t *call)

@@ -1,8 +1,11 @@
 /* dedicated_layout.h - a coded product in the dedicated parity layout: one
  * stripe of n data and r parity shards, each shard a worker's whole task
  * (the last r workers compute parity on every call), run by the call
- * engine (engine.h). Under 2-modular redundancy (r = 0) every data shard
- * goes to two workers and the first copy wins. */
+ * engine (engine.h); or, with the parity on demand (a spatial split's
+ * bands, plan.h on_demand), the n data shards on n workers and the r
+ * parity tasks sent only once a data shard is lost or late. Under
+ * 2-modular redundancy (r = 0) every data shard goes to two workers and
+ * the first copy wins. */
 #ifndef CDC_DEDICATED_LAYOUT_H_INCLUDED
 #define CDC_DEDICATED_LAYOUT_H_INCLUDED
 
@@ -49,6 +52,8 @@ typedef struct cdc_dedicated_call {
                                no rows (a_rows or cols 0): none            */
     int here;               /* CDC_HERE_* (layout.h): every data task
                                computed here, nothing sent; 0: no          */
+    int on_demand;          /* the parity shards go on demand (plan.h):
+                               sent only once a data shard is lost or late */
     uint64_t unfit;         /* shards whose home cannot hold their weights
                                (plan.h unfit_slots): not sent, erasures    */
     /* The run's own (cdc__dedicated_call_run). */
@@ -67,7 +72,7 @@ int cdc__dedicated_call_init(cdc_dedicated_call_t *call, const cdc_code_t *code,
 void cdc__dedicated_call_release(cdc_dedicated_call_t *call);
 
 /* What an initialised call takes from its sized plan: the split, the
-   parity asked for, here, the unfit shards. */
+   parity asked for, here, the unfit shards, parity on demand. */
 void cdc__dedicated_call_follow(cdc_dedicated_call_t *call, const cdc_call_plan_t *plan);
 
 /* Run the call through the engine (engine.h). On CDC_OK every data result

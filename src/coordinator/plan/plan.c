@@ -57,6 +57,7 @@ int cdc__plan_resolve(cdc_context_t *context, int parity_override,
     plan->here_rows = 0;
     plan->stage_here_rows = 0;
     plan->unfit_slots = 0;
+    plan->on_demand = 0;
     plan->over_budget = 0;
     plan->predicted_ms = -1.0;
     plan->local_faster = 0;
@@ -115,11 +116,13 @@ static void record_plan(cdc_context_t *context, cdc_call_plan_t *plan,
     record.r = plan->r;
     record.over_budget = plan->over_budget;
     memcpy(record.block_len, plan->block_len, (size_t) plan->n * sizeof *plan->block_len);
-    for (int s = 0; s < plan->n + plan->r; s++)
-        record.home[s] = cdc__profiled_plan_home(context, plan->n, plan->r, s);
+    int sized_r = cdc__plan_sized_r(plan);
+    for (int s = 0; s < plan->n + sized_r; s++)
+        record.home[s] = cdc__profiled_plan_home(context, plan->n, sized_r, s);
     record.here_rows = plan->here_rows;
+    record.on_demand = plan->on_demand;
     if (plan->over_budget ||
-        cdc__profiled_plan_predict_lengths(context, plan->n, plan->r, cost, rows, plan->here_rows,
+        cdc__profiled_plan_predict_lengths(context, plan->n, sized_r, cost, rows, plan->here_rows,
                                            plan->block_len, record.home, &record.expected_ms,
                                            &record.worst_ms) != 1)
         record.expected_ms = record.worst_ms = -1.0;
@@ -139,6 +142,37 @@ int cdc__plan_rotated_eligible(cdc_context_t *context, const cdc_call_plan_t *pl
     int plain = context->corrupt_next == 0 && context->block_weights_n == 0;
     pthread_mutex_unlock(&context->lock);
     return plain;
+}
+
+int cdc__plan_on_demand_n(cdc_context_t *context, const cdc_call_plan_t *plan)
+{
+    if (context->config.parity_layout != CDC_LAYOUT_ROTATED || !plan->code ||
+        context->config.replicate || context->config.data_shards > 0 ||
+        plan->n + 2 * plan->r > CDC_CODE_MAX_N)
+        return 0;
+    /* Once a device is known to corrupt, every call is checked: its
+       parity is wanted at once, computed beside the data (dedicated). */
+    pthread_mutex_lock(&context->lock);
+    int plain = context->corrupt_next == 0 && context->block_weights_n == 0 &&
+                !context->corruption_seen;
+    pthread_mutex_unlock(&context->lock);
+    int free_now = cdc__executor_free_workers(context->executor, NULL);
+    if (free_now < 0) /* (in process: every worker, always) */
+        free_now = cdc__context_plan_workers(context, NULL);
+    int n = plan->n + plan->r < free_now ? plan->n + plan->r : free_now;
+    return plain && n > plan->n ? n : 0;
+}
+
+int cdc__plan_on_demand(cdc_context_t *context, cdc_call_plan_t *plan, int n)
+{
+    const cdc_code_t *code;
+    int rc = cdc__context_code_exact(context, n, plan->r, &code);
+    if (rc != CDC_OK)
+        return rc;
+    plan->n = n;
+    plan->code = code;
+    plan->on_demand = 1;
+    return CDC_OK;
 }
 
 void cdc__plan_unrotate(cdc_call_plan_t *plan, int64_t rows)

@@ -43,11 +43,15 @@ int cdc__plan_size_blocks(cdc_context_t *context, cdc_call_plan_t *plan,
    faster; previous (the layer's last split; for none, by_bytes, the bytes
    rule's answer) is kept unless the other is predicted 10% faster, as a
    change of split re-ships weights. by_bytes when the profile cannot
-   predict both yet. The workers are calibrated first when the rows split
-   would ship 1 MiB or more of weights (profiled_plan.h). */
+   predict both yet. columns_on_demand_n > 0: the COLUMNS split would run
+   with its parity on demand over that many data blocks
+   (cdc__plan_on_demand), so it is predicted as an uncoded call over them.
+   The workers are calibrated first when the rows split would ship 1 MiB
+   or more of weights (profiled_plan.h). */
 cdc_split_t cdc__plan_split_by_latency(cdc_context_t *context, const cdc_call_plan_t *plan,
                                        const cdc_block_cost_t cost[2], const int64_t rows[2],
-                                       cdc_split_t previous, cdc_split_t by_bytes);
+                                       cdc_split_t previous, cdc_split_t by_bytes,
+                                       int columns_on_demand_n);
 
 /* The slots whose home cannot hold its shard's cached weights (cost's
    held_*) within its --max-memory as it reports it (unknown, or a home not
@@ -102,6 +106,23 @@ double cdc__plan_record_rotated(cdc_context_t *context, const cdc_call_plan_t *p
    then sizes the stripes of cached weights to the devices (plan->rotated). */
 int cdc__plan_rotated_eligible(cdc_context_t *context, const cdc_call_plan_t *plan,
                                int64_t rows);
+
+/* The data blocks a per-call cut of plan (resolved: n data + r parity over
+   the workers) has with its parity on demand (plan.h on_demand): one per
+   worker of its n + r that is in the plan with no weights in flight to it
+   (a band for a worker being restored would wait behind them), when those
+   are more than n and the context allows it: it asks for the rotated
+   layout, whose point is no parity computed fault-free; parity, no
+   replication, no CDCGEMM_DATA_SHARDS, no forced block weights or injected
+   corruption pending (they name the dedicated layout's shards), no device
+   known to corrupt (every call then checks, its parity wanted at once), at
+   most 64 tasks. 0: the cut runs dedicated. */
+int cdc__plan_on_demand_n(cdc_context_t *context, const cdc_call_plan_t *plan);
+
+/* Make plan an on-demand one of n data blocks (cdc__plan_on_demand_n's
+   answer): the code for (n, r), plan->on_demand. Before
+   cdc__plan_size_blocks. */
+int cdc__plan_on_demand(cdc_context_t *context, cdc_call_plan_t *plan, int n);
 
 /* A plan of sized stripes made a dedicated one (the call cannot run in the
    rotated layout after all): equal blocks of rows, nothing staged. */

@@ -63,8 +63,9 @@ uint64_t cdc__plan_unfit_slots(cdc_context_t *context, const cdc_call_plan_t *pl
     uint64_t unfit = 0;
     int first = -1;
     uint64_t first_budget = 0; /* the first unfit slot's home's */
-    for (int s = 0; s < plan->n + plan->r; s++) {
-        int home = cdc__profiled_plan_home(context, plan->n, plan->r, s);
+    int sized_r = cdc__plan_sized_r(plan); /* an on-demand parity has no home */
+    for (int s = 0; s < plan->n + sized_r; s++) {
+        int home = cdc__profiled_plan_home(context, plan->n, sized_r, s);
         if (home >= workers || profile[home].max_memory == 0 || !profile[home].live)
             continue;
         double held = (double) slot_rows(plan, s) * cost->held_per_row + cost->held_fixed +

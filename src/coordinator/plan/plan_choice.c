@@ -15,7 +15,8 @@
 
 cdc_split_t cdc__plan_split_by_latency(cdc_context_t *context, const cdc_call_plan_t *plan,
                                        const cdc_block_cost_t cost[2], const int64_t rows[2],
-                                       cdc_split_t previous, cdc_split_t by_bytes)
+                                       cdc_split_t previous, cdc_split_t by_bytes,
+                                       int columns_on_demand_n)
 {
     if (context->config.plan == CDC_PLAN_EQUAL)
         return by_bytes;
@@ -24,13 +25,17 @@ cdc_split_t cdc__plan_split_by_latency(cdc_context_t *context, const cdc_call_pl
     cdc__profiled_plan_calibrate(context, cost[0].held_per_row * (double) rows[0]);
     const cdc_split_t splits[2] = {CDC_SPLIT_ROWS, CDC_SPLIT_COLUMNS};
     /* Each as it would run: cached weights cut by rows in sized stripes
-       where the call may rotate (plan.c), a spatial band dedicated. */
+       where the call may rotate (plan.c), a spatial band dedicated or with
+       its parity on demand. */
     const int rotated[2] = {cost[0].held_per_row > 0.0 &&
                                 cdc__plan_rotated_eligible(context, plan, rows[0]),
                             0};
+    /* Spatial bands with their parity on demand: uncoded over theirs. */
+    const int n[2] = {plan->n, columns_on_demand_n > 0 ? columns_on_demand_n : plan->n};
+    const int r[2] = {plan->r, columns_on_demand_n > 0 ? 0 : plan->r};
     double t[2];
     for (int i = 0; i < 2; i++)
-        if (cdc__profiled_plan_predict(context, plan->n, plan->r, rotated[i], &cost[i], rows[i],
+        if (cdc__profiled_plan_predict(context, n[i], r[i], rotated[i], &cost[i], rows[i],
                                        &t[i]) != 1)
             return by_bytes;
     if (previous == CDC_SPLIT_AUTO) /* the model must beat the rule to leave it */

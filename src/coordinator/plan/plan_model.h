@@ -75,6 +75,12 @@ typedef struct {
                                0: block_len are the dedicated layout's n
                                data blocks (the equal plan's rotated calls
                                cut their own equal stripes)                */
+    int on_demand;          /* the cut is a per-call operand (a spatial
+                               split's bands) whose r parity tasks go on
+                               demand (task.h): n counts every worker of
+                               the plan (the dedicated layout's n + r), and
+                               the blocks are sized and predicted as an
+                               uncoded call over them (cdc__plan_on_demand) */
     uint64_t unfit_slots;   /* slots whose home cannot hold its shard's
                                weights within its --max-memory: not sent,
                                erasures the code covers (budget_erasures)  */
@@ -97,6 +103,14 @@ typedef struct {
     int stage_order[CDC_CODE_MAX_N + CDC_CODE_MAX_R]; /* the slots to stage,
                                the busiest under block_len first          */
 } cdc_call_plan_t;
+
+/* The parity a plan's blocks are sized and predicted with: r, or 0 when
+   it goes on demand (computed only after a loss: a fault-free call is an
+   uncoded one over its n). */
+static inline int cdc__plan_sized_r(const cdc_call_plan_t *plan)
+{
+    return plan->on_demand ? 0 : plan->r;
+}
 
 /* Equal blocks: rows spread over n lengths, the first rows % n one row
    longer (all >= 1 when rows >= n). */

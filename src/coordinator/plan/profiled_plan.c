@@ -695,7 +695,7 @@ int cdc__profiled_plan_size(cdc_context_t *context, cdc_call_plan_t *plan,
                             double *predicted_ms)
 {
     cdc_profiled_state_t *st = &context->profiled;
-    int n = plan->n, r = plan->r;
+    int n = plan->n, r = cdc__plan_sized_r(plan);
     cdc_shard_cost_t line[CDC_MAX_WORKERS];
     anchor(context);
     if (!anchored_lines(st, n, r, cost, rows, line))
