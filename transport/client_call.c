@@ -360,6 +360,35 @@ static int call_settled(cdc_client_t *self, client_call_t *call, int64_t now)
    model's error, a busy host); a straggler or a dead worker lags more. */
 #define ON_DEMAND_PATIENCE 0.5
 #define ON_DEMAND_MIN_MS 2.0
+/* A worker whose data task lagged is expected to lag again (a slow device,
+   a busy link): the next calls with a task on it send their on-demand
+   tasks as soon as a worker is free instead of waiting out the patience.
+   It is believed this many such calls, then tried again. */
+#define ON_DEMAND_LAGGING_CALLS 32
+
+/* Whether a data task of the call is pending on a worker that lagged in a
+   recent call. */
+static int call_on_laggard(const cdc_client_t *self, const client_call_t *call)
+{
+    for (int t = 0; t < call->count; t++) {
+        int w = call->worker_of[t];
+        if (call->state[t] == TASK_PENDING && !call->tasks[t].on_demand &&
+            call->tasks[t].cover >= 0 && w >= 0 && self->lagging_calls[w] > 0)
+            return 1;
+    }
+    return 0;
+}
+
+/* The data tasks pending now lag: their workers are laggards for a while. */
+static void call_note_lagging(cdc_client_t *self, const client_call_t *call)
+{
+    for (int t = 0; t < call->count; t++) {
+        int w = call->worker_of[t];
+        if (call->state[t] == TASK_PENDING && !call->tasks[t].on_demand &&
+            call->tasks[t].cover >= 0 && w >= 0)
+            self->lagging_calls[w] = ON_DEMAND_LAGGING_CALLS;
+    }
+}
 
 /* The worker an on-demand task goes to, among the live ones that did not
    refuse one: of those that took a task of this call (they hold the
@@ -398,11 +427,13 @@ static int release_worker(cdc_client_t *self, const client_call_t *call)
 }
 
 /* Release the on-demand tasks the call now wants (task.h): under
-   CDC_ON_DEMAND_FREE all of them once a data task is in (or none is
-   pending); under CDC_ON_DEMAND_LATE one per data task lost (given up,
-   never sent), and, once no more data tasks are pending than on-demand
-   ones can cover, one per pending data task that lags the latest arrival
-   by more than the patience. Returns the on-demand tasks released. */
+   CDC_ON_DEMAND_FREE, or with a data task pending on a worker that lagged
+   recently, all of them once a data task is in (or none is pending);
+   under CDC_ON_DEMAND_LATE one per data task lost (given up, never sent),
+   and, once no more data tasks are pending than on-demand ones can cover,
+   one per pending data task that lags the latest arrival by more than the
+   patience (its worker then lags for a while). Returns the on-demand tasks
+   released. */
 static int call_release(cdc_client_t *self, client_call_t *call, int64_t now)
 {
     if (call->on_demand == 0 || call_enough(call))
@@ -423,6 +454,8 @@ static int call_release(cdc_client_t *self, client_call_t *call, int64_t now)
     int want;
     if (held == 0)
         return 0;
+    if (mode == CDC_ON_DEMAND_LATE && call_on_laggard(self, call))
+        mode = CDC_ON_DEMAND_FREE; /* it will lag: why wait for it to */
     if (mode == CDC_ON_DEMAND_FREE) {
         want = in > 0 || late == 0 ? held : 0;
     } else {
@@ -432,6 +465,8 @@ static int call_release(cdc_client_t *self, client_call_t *call, int64_t now)
         int lagging = in > 0 && late <= held + released - lost &&
                       since >= call->data_in_ms * (1.0 + ON_DEMAND_PATIENCE) &&
                       since >= call->data_in_ms + ON_DEMAND_MIN_MS;
+        if (lagging)
+            call_note_lagging(self, call);
         want = lost + (lagging ? late : 0) - released;
     }
     int sent = 0;
@@ -453,6 +488,20 @@ static int call_release(cdc_client_t *self, client_call_t *call, int64_t now)
         sent++;
     }
     return sent;
+}
+
+/* A call with on-demand tasks counts down the lagging of the workers it
+   sent a data task to (the laggard is tried again after a while). */
+static void call_age_laggards(cdc_client_t *self, const client_call_t *call)
+{
+    if (call->on_demand == 0)
+        return;
+    for (int t = 0; t < call->count; t++) {
+        int w = call->worker_of[t];
+        if (!call->tasks[t].on_demand && call->tasks[t].dispatched && w >= 0 &&
+            self->lagging_calls[w] > 0)
+            self->lagging_calls[w]--;
+    }
 }
 
 /* When a waiting call next wakes: the nearer deadline, but at least every
@@ -775,6 +824,7 @@ int cdc__client_run_goal(cdc_client_t *self, cdc_shard_task_t *tasks, int count,
     call_begin(self, &call, tasks, count, n, needed, goal, wait_ms, timeout_ms, arrived);
     call_place(self, &call);
     call_dispatch(self, &call);
+    call_age_laggards(self, &call);
     int rc = CDC_OK;
     for (;;) {
         int64_t now = (int64_t) cdc__clock_ms();

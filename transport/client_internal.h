@@ -109,6 +109,11 @@ struct cdc_client {
     int last_answered_by[64]; /* and its result came from this one (-1: none) */
     uint64_t task_memory_warned; /* bit w: a task over worker w's
                                     --max-task-memory was logged            */
+    int lagging_calls[CDC_MAX_WORKERS]; /* > 0: worker w's data task lagged
+                                    the others in a recent call with
+                                    on-demand tasks; the next this many such
+                                    calls with a task on w send them as soon
+                                    as a worker is free (client_call.c)     */
     uint64_t deaths_seen[CDC_MAX_WORKERS]; /* departures[w] at the last pass */
     /* Re-sends after a worker came back empty, rate-limited (cdc__client_restore_pass). */
     int empty_returns[CDC_MAX_WORKERS];    /* in a row, each < a minute apart */
