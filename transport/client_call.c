@@ -366,14 +366,23 @@ static int call_settled(cdc_client_t *self, client_call_t *call, int64_t now)
    It is believed this many such calls, then tried again. */
 #define ON_DEMAND_LAGGING_CALLS 32
 
+/* The worker task t of the call is pending on when it is a data task (not
+   on demand), else -1. */
+static int pending_data_worker(const client_call_t *call, int t)
+{
+    const cdc_shard_task_t *task = &call->tasks[t];
+    return call->state[t] == TASK_PENDING && !task->on_demand && task->cover >= 0
+               ? call->worker_of[t]
+               : -1;
+}
+
 /* Whether a data task of the call is pending on a worker that lagged in a
    recent call. */
 static int call_on_laggard(const cdc_client_t *self, const client_call_t *call)
 {
     for (int t = 0; t < call->count; t++) {
-        int w = call->worker_of[t];
-        if (call->state[t] == TASK_PENDING && !call->tasks[t].on_demand &&
-            call->tasks[t].cover >= 0 && w >= 0 && self->lagging_calls[w] > 0)
+        int w = pending_data_worker(call, t);
+        if (w >= 0 && self->lagging_calls[w] > 0)
             return 1;
     }
     return 0;
@@ -383,9 +392,8 @@ static int call_on_laggard(const cdc_client_t *self, const client_call_t *call)
 static void call_note_lagging(cdc_client_t *self, const client_call_t *call)
 {
     for (int t = 0; t < call->count; t++) {
-        int w = call->worker_of[t];
-        if (call->state[t] == TASK_PENDING && !call->tasks[t].on_demand &&
-            call->tasks[t].cover >= 0 && w >= 0)
+        int w = pending_data_worker(call, t);
+        if (w >= 0)
             self->lagging_calls[w] = ON_DEMAND_LAGGING_CALLS;
     }
 }

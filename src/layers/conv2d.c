@@ -171,12 +171,6 @@ static cdc_split_t conv_spread_split(cdc_layer_t *layer, const cdc_call_plan_t *
     return spatial_ms < channel_ms ? CDC_SPLIT_COLUMNS : CDC_SPLIT_ROWS;
 }
 
-/* A spatial split needs a real output row per data shard. */
-static int bands_fill(const cdc_conv_geometry_t *g, int n)
-{
-    return (g->out_h + n - 1) / n * (n - 1) < g->out_h;
-}
-
 /* Here or on the workers (cdc__plan_prefer_here). */
 static void conv_prefer_here(cdc_layer_t *layer, cdc_call_plan_t *plan,
                              const cdc_conv_geometry_t *g, int64_t batch)
@@ -204,7 +198,7 @@ static int conv_call(cdc_layer_t *layer, int64_t batch, const cdc_conv_geometry_
     /* Spatial bands are per-call operands: with their parity on demand,
        every worker of the plan takes a band (n + r of them). */
     int bands = cdc__plan_on_demand_n(layer->context, &plan);
-    int on_demand = bands > 0 && bands_fill(g, bands);
+    int on_demand = bands > 0 && cdc__plan_bands_fill(g, bands);
     bands = on_demand ? bands : n;
     if (plan.split == CDC_SPLIT_AUTO) {
         /* The rules (the equal plan's answer, and a measured plan's until
@@ -223,7 +217,8 @@ static int conv_call(cdc_layer_t *layer, int64_t batch, const cdc_conv_geometry_
         (rc = cdc__plan_on_demand(layer->context, &plan, bands)) != CDC_OK)
         return rc;
     n = plan.n;
-    if (plan.split == CDC_SPLIT_COLUMNS && !bands_fill(g, n))
+    /* A spatial split needs a real output row per data shard. */
+    if (plan.split == CDC_SPLIT_COLUMNS && !cdc__plan_bands_fill(g, n))
         plan.split = CDC_SPLIT_ROWS;
     cdc_block_cost_t cost = conv_cost(layer, plan.split, g, batch);
     rc = cdc__plan_size_blocks(layer->context, &plan, &cost,

@@ -64,6 +64,13 @@ typedef struct {
     cdc_call_report_t report;
 } call_run_t;
 
+/* An on-demand task (task.h) the call never needed: not sent, not lost,
+   still there to be sent (redundancy). */
+static int task_held(const cdc_shard_task_t *task)
+{
+    return task->on_demand && !task->released;
+}
+
 static uint64_t data_mask(const cdc_call_layout_t *layout)
 {
     return cdc__low_bits(layout->n);
@@ -206,8 +213,7 @@ static void call_collect(call_run_t *run)
     for (int t = 0; t < run->count; t++) {
         const cdc_shard_task_t *task = &run->sent[t];
         int slot = run->slot_of[t];
-        /* A parity never needed is still there to be sent: redundancy. */
-        dispatched += task->dispatched || (task->on_demand && !task->released);
+        dispatched += task->dispatched || task_held(task);
         run->released += task->on_demand && task->released;
         run->parts[slot] = task->parts_in;
         for (int p = 0; p < cdc_task_parts(task); p++) {
@@ -417,9 +423,9 @@ static void call_account(cdc_context_t *context, const call_run_t *run)
     const cdc_call_report_t *report = &run->report;
     int lost = cdc__popcount64(run->erased | run->left_out), held = 0;
     for (int t = 0; t < run->count; t++) {
-        const cdc_shard_task_t *task = &run->sent[t];
-        held += task->on_demand && !task->released; /* never needed: not sent */
-        lost += !(task->parts_in & 1) && !(task->on_demand && !task->released);
+        int never_needed = task_held(&run->sent[t]);
+        held += never_needed;
+        lost += !never_needed && !(run->sent[t].parts_in & 1);
     }
     pthread_mutex_lock(&context->lock);
     context->last_call = *report;

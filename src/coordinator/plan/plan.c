@@ -132,11 +132,14 @@ static void record_plan(cdc_context_t *context, cdc_call_plan_t *plan,
     plan->predicted_ms = record.expected_ms;
 }
 
-int cdc__plan_rotated_eligible(cdc_context_t *context, const cdc_call_plan_t *plan,
-                               int64_t rows)
+/* What the rotated layout's two uses ask alike (sized stripes, a parity
+   on demand): the context wants the layout, the call has parity and no
+   replication, and nothing pending names the dedicated layout's shards
+   (an injected corruption) or forces block weights. */
+static int rotated_plain(cdc_context_t *context, const cdc_call_plan_t *plan)
 {
     if (context->config.parity_layout != CDC_LAYOUT_ROTATED || !plan->code ||
-        context->config.replicate || !cdc__rotated_fits(rows, plan->n + plan->r, plan->r))
+        context->config.replicate)
         return 0;
     pthread_mutex_lock(&context->lock);
     int plain = context->corrupt_next == 0 && context->block_weights_n == 0;
@@ -144,23 +147,27 @@ int cdc__plan_rotated_eligible(cdc_context_t *context, const cdc_call_plan_t *pl
     return plain;
 }
 
+int cdc__plan_rotated_eligible(cdc_context_t *context, const cdc_call_plan_t *plan,
+                               int64_t rows)
+{
+    return cdc__rotated_fits(rows, plan->n + plan->r, plan->r) && rotated_plain(context, plan);
+}
+
 int cdc__plan_on_demand_n(cdc_context_t *context, const cdc_call_plan_t *plan)
 {
-    if (context->config.parity_layout != CDC_LAYOUT_ROTATED || !plan->code ||
-        context->config.replicate || context->config.data_shards > 0 ||
-        plan->n + 2 * plan->r > CDC_CODE_MAX_N)
+    if (context->config.data_shards > 0 || plan->n + 2 * plan->r > CDC_CODE_MAX_N ||
+        !rotated_plain(context, plan))
         return 0;
     /* Once a device is known to corrupt, every call is checked: its
        parity is wanted at once, computed beside the data (dedicated). */
     pthread_mutex_lock(&context->lock);
-    int plain = context->corrupt_next == 0 && context->block_weights_n == 0 &&
-                !context->corruption_seen;
+    int corruption_seen = context->corruption_seen;
     pthread_mutex_unlock(&context->lock);
     int free_now = cdc__executor_free_workers(context->executor, NULL);
     if (free_now < 0) /* (in process: every worker, always) */
         free_now = cdc__context_plan_workers(context, NULL);
     int n = plan->n + plan->r < free_now ? plan->n + plan->r : free_now;
-    return plain && n > plan->n ? n : 0;
+    return !corruption_seen && n > plan->n ? n : 0;
 }
 
 int cdc__plan_on_demand(cdc_context_t *context, cdc_call_plan_t *plan, int n)
@@ -358,10 +365,15 @@ double cdc__plan_conv_bytes(cdc_split_t split, const cdc_conv_geometry_t *g,
     return shards * (out + in) * sizeof(float);
 }
 
+int cdc__plan_bands_fill(const cdc_conv_geometry_t *g, int n)
+{
+    return ceil_div(g->out_h, n) * (n - 1) < g->out_h;
+}
+
 cdc_split_t cdc__plan_conv_split(const cdc_conv_geometry_t *g, int64_t out_channels,
                                  int64_t batch, int n, int r)
 {
-    if (ceil_div(g->out_h, n) * (n - 1) >= g->out_h)
+    if (!cdc__plan_bands_fill(g, n))
         return CDC_SPLIT_ROWS;
     double rows = cdc__plan_conv_bytes(CDC_SPLIT_ROWS, g, out_channels, batch, n, r);
     double cols = cdc__plan_conv_bytes(CDC_SPLIT_COLUMNS, g, out_channels, batch, n, r);

@@ -163,6 +163,10 @@ cdc_split_t cdc__plan_matmul_split(int64_t m, int64_t ncols, int64_t k, int n, i
 double cdc__plan_conv_bytes(cdc_split_t split, const cdc_conv_geometry_t *g,
                             int64_t out_channels, int64_t batch, int n, int r);
 
+/* Whether n equal spatial bands (ceil(out_h / n) output rows, the last
+   shorter) each get at least one real output row. */
+int cdc__plan_bands_fill(const cdc_conv_geometry_t *g, int n);
+
 /* AUTO resolved for a conv layer: spatial only when it moves fewer bytes and
    every data shard gets at least one real output row. */
 cdc_split_t cdc__plan_conv_split(const cdc_conv_geometry_t *g, int64_t out_channels,
