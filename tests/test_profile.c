@@ -168,20 +168,20 @@ START_TEST(test_link_estimate)
     cdc_profile_state_t s;
     cdc_worker_profile_t view;
     cdc__profile_state_init(&s);
-    cdc__profile_note_transfer(&s, 100.0, 1e6, 1e6); /* no rate yet: no sample */
+    cdc__profile_note_transfer(&s, 100.0, 1e6, 0.0, 1e6); /* no rate yet: no sample */
     ck_assert_uint_eq(s.link_samples, 0);
     cdc__profile_note_counters(&s, 1, 0, 0);
     cdc__profile_note_counters(&s, 1, 4000000, 4000); /* 1 GFLOP/s */
     cdc__profile_note_pong(&s, 2.0, NULL);            /* rtt 2 ms */
     /* 20 MFLOP: 20 ms of compute; 2 ms round trip; 80 ms for 1 MB: 100 Mbit/s. */
-    cdc__profile_note_transfer(&s, 102.0, 20e6, 1e6);
+    cdc__profile_note_transfer(&s, 102.0, 20e6, 0.0, 1e6);
     cdc__profile_state_view(&s, &view);
     ck_assert_uint_eq(view.link_samples, 1);
     ck_assert_double_eq_tol(view.mbit, 100.0, 1e-9);
     /* Compute explains nearly all of it: noise, not a sample. */
-    cdc__profile_note_transfer(&s, 22.5, 20e6, 1e6);
-    cdc__profile_note_transfer(&s, 10.0, 1e6, 32768); /* too few bytes to say anything */
-    cdc__profile_note_transfer(&s, 10.0, 1e6, 1e6); /* 7 ms of 10: a sample, 8 Mbit / 7 ms */
+    cdc__profile_note_transfer(&s, 22.5, 20e6, 0.0, 1e6);
+    cdc__profile_note_transfer(&s, 10.0, 1e6, 0.0, 32768); /* too few bytes to say anything */
+    cdc__profile_note_transfer(&s, 10.0, 1e6, 0.0, 1e6); /* 7 ms of 10: a sample, 8 Mbit / 7 ms */
     cdc__profile_state_view(&s, &view);
     ck_assert_uint_eq(view.link_samples, 2);
     ck_assert_double_eq_tol(view.mbit, 100.0 + CDC_PROFILE_ALPHA * (8e6 / 7e3 - 100.0), 1e-9);
@@ -199,14 +199,14 @@ START_TEST(test_link_window_max)
     cdc__profile_note_counters(&s, 1, 0, 0);
     cdc__profile_note_counters(&s, 1, 4000000, 4000); /* 1 GFLOP/s */
     cdc__profile_note_pong(&s, 2.0, NULL);
-    cdc__profile_note_transfer(&s, 102.0, 20e6, 1e6); /* 100 Mbit/s */
+    cdc__profile_note_transfer(&s, 102.0, 20e6, 0.0, 1e6); /* 100 Mbit/s */
     for (int i = 0; i < 3; i++)
-        cdc__profile_note_transfer(&s, 822.0, 20e6, 1e6); /* 10 Mbit/s: queued */
+        cdc__profile_note_transfer(&s, 822.0, 20e6, 0.0, 1e6); /* 10 Mbit/s: queued */
     cdc__profile_state_view(&s, &view);
     ck_assert_double_eq_tol(view.mbit, 100.0, 1e-9);
     uint64_t generation = view.generation;
     for (int i = 0; i < CDC_PROFILE_LINK_WINDOW; i++)
-        cdc__profile_note_transfer(&s, 822.0, 20e6, 1e6);
+        cdc__profile_note_transfer(&s, 822.0, 20e6, 0.0, 1e6);
     cdc__profile_state_view(&s, &view);
     ck_assert_double_eq_tol(view.mbit, 10.0, 1e-9); /* the new level, at once */
     ck_assert_uint_eq(view.generation, generation + 1);
@@ -222,40 +222,40 @@ START_TEST(test_link_bound_from_cut_calls)
     cdc_profile_state_t s;
     cdc_worker_profile_t view;
     cdc__profile_state_init(&s);
-    cdc__profile_note_cut(&s, 100.0, 1e6, 1e6); /* no rate yet: nothing */
+    cdc__profile_note_cut(&s, 100.0, 1e6, 0.0, 1e6); /* no rate yet: nothing */
     ck_assert_uint_eq(s.link_samples, 0);
     cdc__profile_note_counters(&s, 1, 0, 0);
     cdc__profile_note_counters(&s, 1, 4000000, 4000); /* 1 GFLOP/s */
     cdc__profile_note_pong(&s, 2.0, NULL);            /* rtt 2 ms */
     /* Never measured (a free link to the predictor), cut at 102 ms: 20 ms of
        compute, 2 ms round trip, so 1 MB took more than 80 ms: < 100 Mbit/s. */
-    cdc__profile_note_cut(&s, 102.0, 20e6, 1e6);
+    cdc__profile_note_cut(&s, 102.0, 20e6, 0.0, 1e6);
     cdc__profile_state_view(&s, &view);
     ck_assert_uint_eq(view.link_samples, 1);
     ck_assert_double_eq_tol(view.mbit, 100.0, 1e-9);
     uint64_t generation = view.generation;
     /* A looser bound (cut sooner): the estimate already says slower; it
        agrees, a sample at the estimate. */
-    cdc__profile_note_cut(&s, 52.0, 20e6, 1e6);
+    cdc__profile_note_cut(&s, 52.0, 20e6, 0.0, 1e6);
     cdc__profile_state_view(&s, &view);
     ck_assert_uint_eq(view.link_samples, 2);
     ck_assert_double_eq_tol(view.mbit, 100.0, 1e-9);
     /* Compute alone explains the wait: nothing. */
-    cdc__profile_note_cut(&s, 21.0, 20e6, 1e6);
+    cdc__profile_note_cut(&s, 21.0, 20e6, 0.0, 1e6);
     ck_assert_uint_eq(s.link_samples, 2);
     /* Tighter bounds, calls in a row: < 10 Mbit/s. The window's faster
        sample is contradicted, so the estimate takes the new level as
        completed calls would (test_link_window_max), after PERSIST of them,
        not a window's worth. */
     for (int i = 0; i < CDC_PROFILE_PERSIST; i++)
-        cdc__profile_note_cut(&s, 822.0, 20e6, 1e6);
+        cdc__profile_note_cut(&s, 822.0, 20e6, 0.0, 1e6);
     cdc__profile_state_view(&s, &view);
     ck_assert_double_eq_tol(view.mbit, 10.0, 1e-9);
     ck_assert_uint_eq(view.generation, generation + 1);
     /* Then it completes calls at its real speed, 4 Mbit/s: measured, once
        the window holds no bound (the window's largest is what counts). */
     for (int i = 0; i < CDC_PROFILE_LINK_WINDOW + CDC_PROFILE_PERSIST; i++)
-        cdc__profile_note_transfer(&s, 2022.0, 20e6, 1e6);
+        cdc__profile_note_transfer(&s, 2022.0, 20e6, 0.0, 1e6);
     cdc__profile_state_view(&s, &view);
     ck_assert_double_eq_tol(view.mbit, 4.0, 1e-9);
 }
@@ -266,10 +266,10 @@ START_TEST(test_predict_defaults)
 {
     cdc_worker_profile_t p = {.gflops = 2.0, .mbit = 80.0, .rtt_ms = 0.5, .rate_samples = 3};
     /* 0.5 + 8 * 1e6 / 80e6 * 1e3 (100) + 4e9 / 2e9 * 1e3 (2000) */
-    ck_assert_double_eq_tol(cdc__profile_predict_ms(&p, 4e9, 6e5, 4e5), 2100.5, 1e-9);
+    ck_assert_double_eq_tol(cdc__profile_predict_ms(&p, 4e9, 0.0, 6e5, 4e5), 2100.5, 1e-9);
     cdc_worker_profile_t unknown = {.gflops = 0.0, .mbit = 0.0, .rtt_ms = -1.0};
     /* Free link, no round trip, the nominal rate. */
-    ck_assert_double_eq_tol(cdc__profile_predict_ms(&unknown, 3e9, 1e9, 1e9),
+    ck_assert_double_eq_tol(cdc__profile_predict_ms(&unknown, 3e9, 0.0, 1e9, 1e9),
                             3e9 / (CDC_PROFILE_NOMINAL_GFLOPS * 1e9) * 1e3, 1e-9);
     cdc_worker_profile_t set[3] = {p, unknown, p};
     set[2].gflops = 4.0;
@@ -280,6 +280,116 @@ START_TEST(test_predict_defaults)
     cdc_worker_profile_t none[2] = {unknown, unknown};
     cdc__profile_assume_rates(none, 2);
     ck_assert_double_eq_tol(none[0].gflops, CDC_PROFILE_NOMINAL_GFLOPS, 1e-12);
+}
+END_TEST
+
+/* A roofline per worker: the thin tasks' counters (status.h) give the
+   bandwidth and stay out of the rate (but for a device that computed
+   nothing else yet); a prediction is the larger of the two terms; a link
+   sample leaves the memory's time out of the link; a report whose thin
+   part exceeds its whole counts whole; a bandwidth no memory has makes
+   the worker implausible. */
+START_TEST(test_roofline_estimates)
+{
+    cdc_profile_state_t s;
+    cdc__profile_state_init(&s);
+    cdc_status_report_t r = counters(1, 0, 0);
+    cdc__profile_note_pong(&s, -1, &r);
+    /* 32 MFLOP in 8 ms (4 GFLOP/s), and 8 MB streamed in 8 ms (1 GB/s) by
+       thin tasks of 4 MFLOP (which alone would say 0.25 GFLOP/s). */
+    r = counters(1, 36000000, 16000);
+    r.thin_busy_us = 8000;
+    r.thin_flops = 4000000;
+    r.thin_bytes = 8000000;
+    cdc__profile_note_pong(&s, -1, &r);
+    cdc_worker_profile_t p;
+    cdc__profile_state_view(&s, &p);
+    ck_assert_double_eq_tol(p.gflops, 4.0, 1e-9);
+    ck_assert_double_eq_tol(p.gbps, 1.0, 1e-9);
+    ck_assert_uint_eq(p.rate_samples, 1);
+    ck_assert_uint_eq(p.stream_samples, 1);
+    /* Thin work only since: a bandwidth sample (0.5 GB/s), the rate kept. */
+    r.busy_us += 4000;
+    r.thin_busy_us += 4000;
+    r.flops += 1000000;
+    r.thin_flops += 1000000;
+    r.thin_bytes += 2000000;
+    cdc__profile_note_pong(&s, -1, &r);
+    cdc__profile_state_view(&s, &p);
+    ck_assert_double_eq_tol(p.gflops, 4.0, 1e-9);
+    ck_assert_uint_eq(p.rate_samples, 1);
+    ck_assert_double_eq_tol(p.gbps, 1.0 + CDC_PROFILE_ALPHA * (0.5 - 1.0), 1e-9);
+    ck_assert_uint_eq(p.stream_samples, 2);
+    /* The larger term: a matrix-vector product's bytes, a GEMM's flops. */
+    ck_assert_double_eq_tol(cdc__profile_predict_ms(&p, 2e6, 4e6, 0.0, 0.0), 4e6 / (p.gbps * 1e6),
+                            1e-9);
+    ck_assert_double_eq_tol(cdc__profile_predict_ms(&p, 4e9, 1e6, 0.0, 0.0), 1000.0, 1e-9);
+    /* 20 ms for 1 MB moved and 8 MB streamed at 0.875 GB/s (9.14 ms): the
+       link had the other 10.86 ms, not the 19.5 the flops alone leave. */
+    cdc__profile_note_transfer(&s, 20.0, 2e6, 8e6, 1e6);
+    cdc__profile_state_view(&s, &p);
+    ck_assert_uint_eq(p.link_samples, 1);
+    ck_assert_double_eq_tol(p.mbit, 8.0 * 1e6 / ((20.0 - 8e6 / (0.875 * 1e6)) * 1e3), 1e-6);
+
+    /* Thin tasks only: their rate (8 MFLOP in 8 ms) stands for the device's
+       until a task that is not thin gives one (12 MFLOP in 4 ms). */
+    cdc_profile_state_t gemv;
+    cdc__profile_state_init(&gemv);
+    r = counters(4, 0, 0);
+    cdc__profile_note_pong(&gemv, -1, &r);
+    r = counters(4, 8000000, 8000);
+    r.thin_busy_us = 8000;
+    r.thin_flops = 8000000;
+    r.thin_bytes = 16000000;
+    cdc__profile_note_pong(&gemv, -1, &r);
+    cdc__profile_state_view(&gemv, &p);
+    ck_assert_double_eq_tol(p.gflops, 1.0, 1e-9);
+    ck_assert_double_eq_tol(p.gbps, 2.0, 1e-9);
+    ck_assert_uint_eq(p.rate_samples, 1);
+    r.flops += 12000000;
+    r.busy_us += 4000;
+    cdc__profile_note_pong(&gemv, -1, &r);
+    cdc__profile_state_view(&gemv, &p);
+    ck_assert_double_eq_tol(p.gflops, 3.0, 1e-9); /* replaced, not averaged */
+    ck_assert_uint_eq(p.rate_samples, 1);
+
+    /* A thin part larger than the whole: every task counted for the rate. */
+    cdc_profile_state_t odd;
+    cdc__profile_state_init(&odd);
+    r = counters(2, 0, 0);
+    cdc__profile_note_pong(&odd, -1, &r);
+    r = counters(2, 8000000, 4000);
+    r.thin_busy_us = 5000;
+    r.thin_bytes = 1000000;
+    cdc__profile_note_pong(&odd, -1, &r);
+    cdc__profile_state_view(&odd, &p);
+    ck_assert_double_eq_tol(p.gflops, 2.0, 1e-9);
+    ck_assert_uint_eq(p.stream_samples, 0);
+
+    /* 100 TB/s: no memory streams that; nothing it says of its speed holds. */
+    cdc_profile_state_t liar;
+    cdc__profile_state_init(&liar);
+    r = counters(3, 0, 0);
+    cdc__profile_note_pong(&liar, -1, &r);
+    r = counters(3, 8000000, 4000 + 2000);
+    r.thin_busy_us = 2000;
+    r.thin_bytes = (uint64_t) 2e14;
+    cdc__profile_note_pong(&liar, -1, &r);
+    cdc__profile_state_view(&liar, &p);
+    ck_assert(p.implausible);
+    ck_assert_uint_eq(p.rate_samples + p.stream_samples, 0);
+    ck_assert(p.gflops == 0.0 && p.gbps == 0.0);
+
+    /* Unmeasured bandwidths are assumed the mean of the measured; none
+       measured, none assumed (no memory term). */
+    cdc_worker_profile_t set[3] = {{.gbps = 1.0, .stream_samples = 1},
+                                   {.gbps = 0.0},
+                                   {.gbps = 3.0, .stream_samples = 2}};
+    cdc__profile_assume_rates(set, 3);
+    ck_assert_double_eq_tol(set[1].gbps, 2.0, 1e-12);
+    cdc_worker_profile_t none[2] = {{.gflops = 1.0, .rate_samples = 1}, {.gbps = 0.0}};
+    cdc__profile_assume_rates(none, 2);
+    ck_assert(none[0].gbps == 0.0 && none[1].gbps == 0.0);
 }
 END_TEST
 
@@ -381,28 +491,37 @@ static cdc_status_report_t solo_status(solo_t *s)
     return status;
 }
 
-/* TASKS cube tasks with inline operands, every RESULT awaited. */
-static void solo_tasks(solo_t *s)
+/* TASKS tasks of rows x k x cols with inline operands, every RESULT
+   awaited. */
+static void solo_tasks_shaped(solo_t *s, int rows, int k, int cols)
 {
-    size_t floats = (size_t) TASK_D * TASK_D;
-    float *m = cdc_test_alloc(floats * sizeof(float));
+    size_t a_floats = (size_t) rows * k, bt_floats = (size_t) cols * k;
+    float *m = cdc_test_alloc((a_floats + bt_floats) * sizeof(float));
     cdc_test_rng_t rng;
     cdc_test_rng_seed(&rng, 3);
-    cdc_test_fill_uniform(&rng, m, floats);
+    cdc_test_fill_uniform(&rng, m, a_floats + bt_floats);
     for (int i = 0; i < TASKS; i++) {
         cdc_msg_header_t h;
         uint8_t packed[CDC_PROTO_HEADER_SIZE];
         cdc__msg_header_init(&h, CDC_MSG_TASK_GEMM);
         h.request_id = 10 + (uint64_t) i;
-        h.rows = h.k = h.cols = TASK_D;
+        h.rows = (uint64_t) rows;
+        h.k = (uint64_t) k;
+        h.cols = (uint64_t) cols;
         cdc__msg_header_pack(&h, packed);
         zmq_send(s->socket, packed, sizeof packed, ZMQ_SNDMORE);
-        zmq_send(s->socket, m, floats * sizeof(float), ZMQ_SNDMORE);
-        zmq_send(s->socket, m, floats * sizeof(float), 0);
+        zmq_send(s->socket, m, a_floats * sizeof(float), ZMQ_SNDMORE);
+        zmq_send(s->socket, m + a_floats, bt_floats * sizeof(float), 0);
     }
     for (int done = 0; done < TASKS;)
         done += solo_recv(s, NULL).type == CDC_MSG_RESULT;
     free(m);
+}
+
+/* TASKS cube tasks. */
+static void solo_tasks(solo_t *s)
+{
+    solo_tasks_shaped(s, TASK_D, TASK_D, TASK_D);
 }
 
 /* The worker's busy_us and flops: 0 before any task; after TASKS tasks the
@@ -443,6 +562,37 @@ START_TEST(test_worker_reports_work)
                           "%s: %.3f GFLOP/s", cases[c].faults, gflops);
         solo_stop(&s);
     }
+}
+END_TEST
+
+/* Thin tasks (status.h) apart: a worker emulating a memory-bound device
+   (4 GFLOP/s, 1 GB/s) after cube tasks (compute-bound: 1.05 ms each) and
+   matrix-vector products of a 1024 x 1024 matrix (4.2 MB streamed: 4.2 ms
+   each, where their flops alone would take 0.5) reports the second kind's
+   work, bytes and time apart: the rate of the first kind and the bandwidth
+   of the second are what the device was given. */
+START_TEST(test_worker_reports_thin_work)
+{
+    enum { GEMV_ROWS = 1024, GEMV_K = 1024 };
+    solo_t s;
+    solo_start(&s, "slow@w0:gflops=4,gbps=1");
+    solo_tasks(&s);
+    cdc_status_report_t thick = solo_status(&s);
+    ck_assert_uint_eq(thick.thin_busy_us, 0);
+    ck_assert_uint_eq(thick.thin_flops, 0);
+    solo_tasks_shaped(&s, GEMV_ROWS, GEMV_K, 1);
+    cdc_status_report_t after = solo_status(&s);
+    double thin_bytes = (double) TASKS * (GEMV_ROWS + 1) * GEMV_K * sizeof(float);
+    ck_assert_uint_eq(after.thin_flops, (uint64_t) TASKS * 2 * GEMV_ROWS * GEMV_K);
+    ck_assert_uint_eq(after.thin_bytes, (uint64_t) thin_bytes);
+    ck_assert_uint_eq(after.flops - after.thin_flops, thick.flops);
+    double gbps = (double) after.thin_bytes / ((double) after.thin_busy_us * 1e3);
+    double gflops = (double) (after.flops - after.thin_flops) /
+                    ((double) (after.busy_us - after.thin_busy_us) * 1e3);
+    /* Emulated: exactly, unless the loaded host was slower still. */
+    ck_assert_msg(gbps > 0.7 && gbps < 1.05, "%.3f GB/s", gbps);
+    ck_assert_msg(gflops > 2.8 && gflops < 4.2, "%.3f GFLOP/s", gflops);
+    solo_stop(&s);
 }
 END_TEST
 
@@ -616,10 +766,12 @@ static Suite *profile_suite(void)
     tcase_add_test(pure, test_link_window_max);
     tcase_add_test(pure, test_link_bound_from_cut_calls);
     tcase_add_test(pure, test_predict_defaults);
+    tcase_add_test(pure, test_roofline_estimates);
     tcase_add_test(pure, test_table);
     suite_add_tcase(suite, pure);
     TCase *live = tcase_create("live");
     tcase_add_test(live, test_worker_reports_work);
+    tcase_add_test(live, test_worker_reports_thin_work);
     tcase_add_test(live, test_profile_ranks_faulty_workers);
     tcase_add_test(live, test_profile_of_coordinator);
     tcase_set_timeout(live, 120);

@@ -788,6 +788,69 @@ START_TEST(test_identical_devices_keep_equal_stripes)
 }
 END_TEST
 
+/* A language model's prompt, then its token steps (issue 27), on
+   memory-bound devices (4 GFLOP/s, 1 GB/s; a Pi-class coordinator; WiFi):
+   two FC layers of one shape, called at batch 32, then at batch 1. The
+   calibration measures every worker's bandwidth, which batch-1 calls (thin:
+   bound by it) measure further while the rate stays the one of the
+   compute-bound calls. The first batch-1 call keeps the lengths the
+   weights were shipped with (one call of another shape moves nothing);
+   the re-size the batch-1 calls then want reaches the workers in the
+   background, each layer's blocks under their own staging (one memory of
+   lengths for both layers switched the second to blocks it was never
+   sent): no weight byte on the call path after the batch-32 calls, every
+   result exact. */
+START_TEST(test_call_shapes_keep_weights)
+{
+    enum { LAYER_OUT = 1024, LAYER_IN = 1024, PROMPT = 32 };
+    cdc_context_t *context = context_planned(
+        CDC_PLAN_AUTO, CDC_LAYOUT_ROTATED,
+        "slow@*:gflops=4,gbps=1;slow@c:gflops=4,gbps=1;link@*:mbit=94,lat=0.3", 0, 1);
+    cdc_test_fc_t prompt[2], step[2];
+    for (int l = 0; l < 2; l++) { /* the same seed: one layer's weights, two batches */
+        cdc_test_fc_make(&prompt[l], context, LAYER_OUT, LAYER_IN, PROMPT, 40 + (uint64_t) l, 0);
+        cdc_test_fc_make(&step[l], context, LAYER_OUT, LAYER_IN, 1, 40 + (uint64_t) l, 0);
+    }
+    for (int l = 0; l < 2; l++)
+        cdc_test_fc_check(&prompt[l], REL_TOL);
+    cdc_worker_profile_t p[WORKERS];
+    ck_assert_int_eq(cdc__context_profile(context, p, WORKERS), WORKERS);
+    for (int w = 0; w < WORKERS; w++)
+        ck_assert_msg(p[w].stream_samples >= 1 && p[w].gbps > 0.5 && p[w].gbps < 1.3,
+                      "worker %d: %.3f GB/s (%llu samples)", w, p[w].gbps,
+                      (unsigned long long) p[w].stream_samples);
+    uint64_t shipped = call_path_weight_bytes(context);
+    cdc_testing_plan_t sized, kept;
+    ck_assert_int_eq(cdc_testing_last_plan(context, &sized), CDC_OK);
+    cdc_test_fc_check(&step[1], REL_TOL);
+    ck_assert_int_eq(cdc_testing_last_plan(context, &kept), CDC_OK);
+    ck_assert(sized.rotated && kept.rotated);
+    ck_assert_int_eq(kept.here_rows, sized.here_rows);
+    ck_assert_int_eq(memcmp(kept.block_len, sized.block_len, sizeof kept.block_len), 0);
+    double start = cdc_test_now_s();
+    int calls = 0;
+    for (; calls < MAX_CALLS && cdc_test_now_s() - start < MAX_SECONDS &&
+           (calls < 20 || cdc__profiled_plan_staging(context));
+         calls++)
+        cdc_test_fc_check(&step[calls % 2], REL_TOL);
+    ck_assert_msg(!cdc__profiled_plan_staging(context), "still staging after %d calls", calls);
+    no_weights_since(context, shipped);
+    cdc_stats_t stats;
+    ck_assert_int_eq(cdc_context_stats(context, &stats), CDC_OK);
+    ck_assert_uint_gt(stats.background_weight_bytes, 0); /* re-sized, in the background */
+    ck_assert_uint_eq(stats.fallbacks, 0);
+    ck_assert_int_eq(cdc__context_profile(context, p, WORKERS), WORKERS);
+    for (int w = 0; w < WORKERS; w++)
+        ck_assert_msg(p[w].gflops > 2.5 && p[w].gbps > 0.5 && p[w].gbps < 1.3,
+                      "worker %d: %.3f GFLOP/s, %.3f GB/s", w, p[w].gflops, p[w].gbps);
+    for (int l = 0; l < 2; l++) {
+        cdc_test_fc_free(&prompt[l]);
+        cdc_test_fc_free(&step[l]);
+    }
+    cdc_context_destroy(&context);
+}
+END_TEST
+
 static Suite *profiled_suite(void)
 {
     Suite *suite = suite_create("profiled_plan");
@@ -804,6 +867,7 @@ static Suite *profiled_suite(void)
     tcase_add_test(tc, test_stripes_sized_to_devices);
     tcase_add_test(tc, test_stripes_restaged);
     tcase_add_test(tc, test_identical_devices_keep_equal_stripes);
+    tcase_add_test(tc, test_call_shapes_keep_weights);
     suite_add_tcase(suite, tc);
     return suite;
 }

@@ -773,7 +773,8 @@ START_TEST(test_status_text)
     cdc_status_report_t in = {.cache_bytes = UINT64_MAX, .cache_entries = 7,
                               .max_memory = (uint64_t) 1 << 30, .tasks = 123456789, .load = 0,
                               .instance = 42, .busy_us = 987654321, .flops = UINT64_MAX - 1,
-                              .max_task_memory = (uint64_t) 512 << 20};
+                              .max_task_memory = (uint64_t) 512 << 20,
+                              .thin_busy_us = 1234567, .thin_flops = 99, .thin_bytes = 1 << 20};
     char text[CDC_PROTO_MAX_TEXT];
     size_t len = cdc__status_format(&in, text, sizeof text);
     ck_assert_uint_eq(len, strlen(text));

@@ -775,6 +775,7 @@ static void call_observe(cdc_client_t *self, const client_call_t *call, double e
     if (!observer.call_done)
         return;
     double elapsed[CDC_MAX_WORKERS] = {0}, flops[CDC_MAX_WORKERS] = {0};
+    double streamed[CDC_MAX_WORKERS] = {0}; /* operand bytes their GEMMs read */
     double bytes[CDC_MAX_WORKERS] = {0};
     uint64_t sent = 0, incomplete = 0, cut = 0;
     for (int t = 0; t < call->count; t++) {
@@ -783,23 +784,25 @@ static void call_observe(cdc_client_t *self, const client_call_t *call, double e
         if (!task->dispatched || w < 0 || task->on_demand)
             continue; /* (an on-demand task's time began when it was released) */
         sent |= UINT64_C(1) << w;
-        int streamed = cdc_task_parts(task) > 1, missing = !task_back(call, t);
+        int in_parts = cdc_task_parts(task) > 1, missing = !task_back(call, t);
         if (missing || call->retries[t] > 0)
             incomplete |= UINT64_C(1) << w;
         if (missing && call->state[t] == TASK_PENDING && call->retries[t] == 0)
             cut |= UINT64_C(1) << w;
-        double rows = (double) (streamed ? task->lead_rows : task->a_rows);
+        double rows = (double) (in_parts ? task->lead_rows : task->a_rows);
         double result_bytes = rows * (double) task->cols * sizeof(float);
         elapsed[w] = task->elapsed_ms > elapsed[w] ? task->elapsed_ms : elapsed[w];
         flops[w] += 2.0 * rows * (double) task->k * (double) task->cols;
+        streamed[w] += (rows + (double) task->cols) * (double) task->k * sizeof(float);
         bytes[w] += (double) call->bytes_out[t] + result_bytes;
     }
     for (int w = 0; w < self->count; w++) {
         uint64_t bit = UINT64_C(1) << w;
         if ((sent & ~incomplete) & bit)
-            observer.call_done(observer.ctx, w, elapsed[w], flops[w], bytes[w]);
+            observer.call_done(observer.ctx, w, elapsed[w], flops[w], streamed[w], bytes[w]);
         else if ((cut & ~queued & bit) && observer.call_cut)
-            observer.call_cut(observer.ctx, w, ended_ms - call->started_ms, flops[w], bytes[w]);
+            observer.call_cut(observer.ctx, w, ended_ms - call->started_ms, flops[w],
+                              streamed[w], bytes[w]);
     }
 }
 

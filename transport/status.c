@@ -20,6 +20,9 @@ static const struct {
     {"busy_us", offsetof(cdc_status_report_t, busy_us)},
     {"flops", offsetof(cdc_status_report_t, flops)},
     {"max_task_memory", offsetof(cdc_status_report_t, max_task_memory)},
+    {"thin_busy_us", offsetof(cdc_status_report_t, thin_busy_us)},
+    {"thin_flops", offsetof(cdc_status_report_t, thin_flops)},
+    {"thin_bytes", offsetof(cdc_status_report_t, thin_bytes)},
 };
 #define FIELD_COUNT (sizeof fields / sizeof fields[0])
 

@@ -11,6 +11,21 @@
 #include <stddef.h>
 #include <stdint.h>
 
+/* A task is thin when it does fewer flops than this per operand byte its
+   GEMM streams: a matrix-vector product does 0.5, four columns just under
+   2. Below 2 a task is bound by memory on any device whose flops per byte
+   of bandwidth (its machine balance) is 2 or more, every CPU from a Pi's
+   (~3) up; a few columns more are bound by memory on most devices too,
+   but counted for the rate they would lower it only for shapes of their
+   own kind, which they then predict right. */
+#define CDC_STATUS_THIN_INTENSITY 2.0
+
+/* Whether a task of flops that streams bytes_read operand bytes is thin. */
+static inline int cdc__status_task_thin(double flops, double bytes_read)
+{
+    return bytes_read > 0.0 && flops < CDC_STATUS_THIN_INTENSITY * bytes_read;
+}
+
 typedef struct {
     uint64_t cache_bytes;   /* weight cache: bytes charged (overhead included) */
     uint64_t cache_entries; /* weight cache: matrices held                     */
@@ -24,6 +39,13 @@ typedef struct {
                                it started: real compute plus a slow fault's
                                emulated extra, never emulated link time     */
     uint64_t flops;         /* work of those tasks: sum of 2*rows*k*cols     */
+    /* Of those, the thin tasks' (below): their busy time, work and the
+       operand bytes their GEMMs streamed, (rows + cols)*k floats. A thin
+       task's time is its memory's, not its arithmetic's, so the
+       coordinator measures a device's rate on the others and its streaming
+       bandwidth on these (a roofline, profile.h). 0: not reported (an
+       older worker: every task counts for the rate). */
+    uint64_t thin_busy_us, thin_flops, thin_bytes;
     uint64_t max_task_memory; /* its --max-task-memory: a task whose working
                                set (protocol.h) is over it gets an ERROR, so
                                the coordinator does not send it (0: not

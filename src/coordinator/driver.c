@@ -104,10 +104,13 @@ static cdc_block_cost_t driver_block_cost(const cdc_context_t *context,
     double k = (double) desc->a.view.k, other = (double) whole->view.rows;
     cdc_block_cost_t cost = {
         .flops_per_row = 2.0 * k * other,
+        .streamed_per_row = k * sizeof(float),
+        .streamed_fixed = other * k * sizeof(float),
         .bytes_fixed_out = whole->weights ? 0.0 : other * k * sizeof(float),
         .bytes_per_row_out = cut->weights ? 0.0 : k * sizeof(float),
         .bytes_per_row_in = other * sizeof(float),
         .held_per_row = cut->weights ? k * sizeof(float) : 0.0,
+        .held_key = cut->weights ? cut->weights->set_key : 0,
         .held_fixed = whole->weights ? other * k * sizeof(float) : 0.0};
     int64_t rows = cut->view.rows;
     if (context->config.plan != CDC_PLAN_EQUAL && rows > 1)

@@ -88,19 +88,25 @@ static cdc_block_cost_t conv_block_cost(const cdc_layer_t *layer, cdc_split_t sp
     double image_row = (double) batch * g->channels * g->w * f;
     double output_row = 2.0 * k * layer->rows * batch * g->out_w;
     int64_t halo = (cdc__plan_band_height(g, 1) - 1) / g->stride_h;
+    double pixels_row = (double) batch * g->out_w; /* im2col columns of an output row */
     if (split == CDC_SPLIT_COLUMNS)
         return (cdc_block_cost_t){
             .flops_per_row = output_row,
             .flops_fixed = output_row * (double) halo,
+            .streamed_per_row = pixels_row * k * f,
+            .streamed_fixed = (double) layer->rows * k * f,
             .bytes_fixed_out = image_row * (cdc__plan_band_height(g, 1) - g->stride_h),
             .bytes_per_row_out = image_row * g->stride_h,
             .bytes_per_row_in = (double) layer->rows * batch * g->out_w * f,
             .held_fixed = (double) layer->rows * k * f};
     return (cdc_block_cost_t){.flops_per_row = 2.0 * k * batch * g->out_h * g->out_w,
+                              .streamed_per_row = k * f,
+                              .streamed_fixed = pixels_row * g->out_h * k * f,
                               .bytes_fixed_out = image_row * g->h,
                               .bytes_per_row_out = 0.0,
                               .bytes_per_row_in = (double) batch * g->out_h * g->out_w * f,
-                              .held_per_row = k * f};
+                              .held_per_row = k * f,
+                              .held_key = layer->weights_key};
 }
 
 /* The coordinator computing `filters` of the layer's filters over
@@ -143,11 +149,14 @@ static double slowest_block_ms(cdc_context_t *context, const cdc_block_cost_t *c
     int count = cdc__context_profile(context, profiles, CDC_MAX_WORKERS);
     cdc__profile_assume_rates(profiles, count);
     double flops = cost->flops_per_row * (double) rows + cost->flops_fixed;
+    double halo_rows = cost->flops_per_row > 0.0 ? cost->flops_fixed / cost->flops_per_row : 0.0;
+    double streamed = cost->streamed_fixed + cost->streamed_per_row * ((double) rows + halo_rows);
     double out = cost->bytes_fixed_out + cost->bytes_per_row_out * (double) rows;
     double in = cost->bytes_per_row_in * (double) rows, slowest = 0.0;
     for (int w = 0; w < count; w++)
         if (profiles[w].live)
-            slowest = fmax(slowest, cdc__profile_predict_ms(&profiles[w], flops, out, in));
+            slowest = fmax(slowest,
+                           cdc__profile_predict_ms(&profiles[w], flops, streamed, out, in));
     return slowest;
 }
 

@@ -36,6 +36,7 @@ struct cdc_worker_compute {
     /* Work done (cdc__worker_compute_count_work), written by the socket
        thread, which also builds heartbeat PONGs: they see both in step. */
     atomic_uint_fast64_t busy_us, flops;
+    atomic_uint_fast64_t thin_busy_us, thin_flops, thin_bytes; /* status.h */
     uint64_t max_memory, max_task_memory;
     int report_weights; /* post a notice of each WEIGHTS cached (link emulation) */
     uint64_t instance; /* drawn at start: tells a coordinator this process
@@ -432,21 +433,39 @@ void cdc__worker_compute_status(cdc_worker_compute_t *self, cdc_status_report_t 
         .busy_us = atomic_load(&self->busy_us),
         .flops = atomic_load(&self->flops),
         .max_task_memory = self->max_task_memory,
+        .thin_busy_us = atomic_load(&self->thin_busy_us),
+        .thin_flops = atomic_load(&self->thin_flops),
+        .thin_bytes = atomic_load(&self->thin_bytes),
     };
     if (self->lie.memory > 0)
         status->max_memory = (uint64_t) self->lie.memory;
     double claimed = (double) status->busy_us * self->lie.rate * 1e3; /* flops at rate */
-    if (self->lie.rate > 0)
+    if (self->lie.rate > 0) { /* every task claimed at that rate: none thin */
         status->flops = claimed < 1.8e19 ? (uint64_t) claimed : UINT64_MAX;
+        status->thin_busy_us = status->thin_flops = status->thin_bytes = 0;
+    }
     if (self->lie.flap)
         status->instance += (atomic_fetch_add(&self->flapped, 1) + 1) * 0x9e3779b97f4a7c15u;
 }
 
 
-void cdc__worker_compute_count_work(cdc_worker_compute_t *self, double flops, double busy_ms)
+/* x rounded to a count (0 for what is not positive). */
+static uint64_t count_of(double x)
 {
-    atomic_fetch_add(&self->flops, (uint64_t) (flops > 0 ? flops + 0.5 : 0));
-    atomic_fetch_add(&self->busy_us, (uint64_t) (busy_ms > 0 ? busy_ms * 1000.0 + 0.5 : 0));
+    return x > 0 ? (uint64_t) (x + 0.5) : 0;
+}
+
+void cdc__worker_compute_count_work(cdc_worker_compute_t *self, double flops, double bytes_read,
+                                    double busy_ms)
+{
+    uint64_t work = count_of(flops), busy_us = count_of(busy_ms * 1000.0);
+    atomic_fetch_add(&self->flops, work);
+    atomic_fetch_add(&self->busy_us, busy_us);
+    if (!cdc__status_task_thin(flops, bytes_read))
+        return;
+    atomic_fetch_add(&self->thin_flops, work);
+    atomic_fetch_add(&self->thin_busy_us, busy_us);
+    atomic_fetch_add(&self->thin_bytes, count_of(bytes_read));
 }
 
 cdc_payload_t *cdc__worker_compute_status_payload(cdc_worker_compute_t *self, uint64_t held)

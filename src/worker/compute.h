@@ -49,16 +49,19 @@ int cdc__worker_compute_start(cdc_server_t *server, const cdc_worker_options_t *
 int cdc__worker_compute_submit(cdc_worker_compute_t *self, cdc_request_t *request);
 
 /* What a PONG reports: the cache, tasks computed, requests queued or
-   running, the work counted (cdc__worker_compute_count_work). Thread-safe (the socket thread asks while the compute thread
-   works); the figures may be one request old. */
+   running, the work counted (cdc__worker_compute_count_work). Thread-safe
+   (the socket thread asks while the compute thread works); the figures
+   may be one request old. */
 void cdc__worker_compute_status(cdc_worker_compute_t *self, cdc_status_report_t *status);
 
-/* Count a task's work into what PONGs report: flops (2*rows*k*cols) and
-   the time the (emulated) device computed it, busy_ms: the real compute
-   plus a slow fault's extra, not link time. Called by the socket thread as
-   it takes each RESULT, so a heartbeat PONG (built there too) never sees a
-   task's flops without its time. Thread-safe. */
-void cdc__worker_compute_count_work(cdc_worker_compute_t *self, double flops, double busy_ms);
+/* Count a task's work into what PONGs report: flops (2*rows*k*cols), the
+   operand bytes its GEMM streamed (bytes_read: whether it is thin,
+   status.h) and the time the (emulated) device computed it, busy_ms: the
+   real compute plus a slow fault's extra, not link time. Called by the
+   socket thread as it takes each RESULT, so a heartbeat PONG (built there
+   too) never sees a task's flops without its time. Thread-safe. */
+void cdc__worker_compute_count_work(cdc_worker_compute_t *self, double flops, double bytes_read,
+                                    double busy_ms);
 
 /* A PONG's status text (status.h) as a payload: the figures above, with
    held (replies the emulated device still holds) added to the load. Used

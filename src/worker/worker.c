@@ -347,7 +347,7 @@ static void handle_reply(loop_t *loop, cdc_worker_reply_t *out)
         hold_barrier(loop, out);
     }
     if (result)
-        cdc__worker_compute_count_work(loop->compute, out->flops, busy_ms);
+        cdc__worker_compute_count_work(loop->compute, out->flops, out->bytes_read, busy_ms);
     if (out->reply)
         cdc__server_send(loop->server, &out->reply);
     free(out);

@@ -12,9 +12,26 @@
 
 #include <pthread.h>
 
-#define CDC_PROFILED_LAYOUTS 64 /* operand shapes whose lengths are kept */
+#define CDC_PROFILED_LAYOUTS 256 /* operands whose lengths are kept (a 7B model has 225) */
 #define CDC_BUDGET_WARNED 16    /* over-budget shapes remembered as warned */
 #define CDC_HERE_CHOICES 32     /* shapes whose here-or-workers choice is kept */
+
+/* The lengths last given to an operand (profiled_plan.c). */
+typedef struct {
+    uint64_t key;        /* the operand (operand_key; 0: empty)             */
+    uint64_t sized_for;  /* the calls' shape its lengths are sized for, the
+                            one most of its calls have had lately; another
+                            shape and the calls of each (vote_shape)      */
+    uint64_t challenger;
+    int sized_calls, challenger_calls;
+    int64_t len[CDC_CODE_MAX_N];
+    int64_t here;        /* the coordinator's share that goes with len      */
+    int64_t pending[CDC_CODE_MAX_N]; /* faster lengths whose weights are
+                            being staged (plan_staging.c)                  */
+    int64_t pending_here;
+    uint64_t pending_token; /* nonzero: pending is staged under it          */
+    int pending_staged;  /* the workers hold pending: the next call uses it */
+} cdc_profiled_layout_t;
 
 /* CDCGEMM_PLAN=profiled's state (profiled_plan.c): the profile it plans
    from, taken anew only when an estimate moved for good, and where the
@@ -27,16 +44,7 @@ typedef struct {
     int homes_stale;     /* anchored moved since the homes were chosen      */
     int home_of_slot[CDC_MAX_WORKERS];
     int slots;           /* n + r the homes were chosen for; 0: none yet    */
-    struct {             /* the lengths last given to an operand's shape    */
-        uint64_t key;    /* its shape and cost (0: empty)                   */
-        int64_t len[CDC_CODE_MAX_N];
-        int64_t here;    /* the coordinator's share that goes with len     */
-        int64_t pending[CDC_CODE_MAX_N]; /* faster lengths whose weights are
-                            being staged (plan_staging.c)                  */
-        int64_t pending_here;
-        uint64_t pending_token; /* nonzero: pending is staged under it      */
-        int pending_staged; /* the workers hold pending: the next call uses it */
-    } layouts[CDC_PROFILED_LAYOUTS];
+    cdc_profiled_layout_t layouts[CDC_PROFILED_LAYOUTS];
     int next_layout;     /* the entry to replace next (round robin)        */
     uint64_t last_token; /* the last staging token given                   */
     int calibrated;      /* cdc__profiled_plan_calibrate ran               */

@@ -14,12 +14,14 @@ void cdc__profile_write_json(FILE *out, const cdc_profile_report_t *profile)
     for (int w = 0; w < profile->count; w++) {
         const cdc_worker_profile_t *p = &profile->workers[w];
         fprintf(out,
-                "%s{\"worker\": %d, \"live\": %s, \"gflops\": %.6g, \"mbit\": %.6g, "
-                "\"rtt_ms\": %.3f, \"max_memory\": %llu, \"cache_bytes\": %llu, "
-                "\"rate_samples\": %llu, \"link_samples\": %llu, \"generation\": %llu}",
-                w ? ", " : "", w, p->live ? "true" : "false", p->gflops, p->mbit, p->rtt_ms,
-                (unsigned long long) p->max_memory, (unsigned long long) p->cache_bytes,
-                (unsigned long long) p->rate_samples, (unsigned long long) p->link_samples,
+                "%s{\"worker\": %d, \"live\": %s, \"gflops\": %.6g, \"gbps\": %.6g, "
+                "\"mbit\": %.6g, \"rtt_ms\": %.3f, \"max_memory\": %llu, "
+                "\"cache_bytes\": %llu, \"rate_samples\": %llu, \"stream_samples\": %llu, "
+                "\"link_samples\": %llu, \"generation\": %llu}",
+                w ? ", " : "", w, p->live ? "true" : "false", p->gflops, p->gbps, p->mbit,
+                p->rtt_ms, (unsigned long long) p->max_memory,
+                (unsigned long long) p->cache_bytes, (unsigned long long) p->rate_samples,
+                (unsigned long long) p->stream_samples, (unsigned long long) p->link_samples,
                 (unsigned long long) p->generation);
     }
     fputs("]", out);

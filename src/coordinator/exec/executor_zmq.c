@@ -28,14 +28,16 @@ static void observe_pong(void *ctx, int w, double rtt_ms, const cdc_status_repor
     cdc__profile_pong(ctx, w, rtt_ms, status);
 }
 
-static void observe_call(void *ctx, int w, double elapsed_ms, double flops, double bytes)
+static void observe_call(void *ctx, int w, double elapsed_ms, double flops, double streamed,
+                         double bytes)
 {
-    cdc__profile_transfer(ctx, w, elapsed_ms, flops, bytes);
+    cdc__profile_transfer(ctx, w, elapsed_ms, flops, streamed, bytes);
 }
 
-static void observe_cut(void *ctx, int w, double elapsed_ms, double flops, double bytes)
+static void observe_cut(void *ctx, int w, double elapsed_ms, double flops, double streamed,
+                        double bytes)
 {
-    cdc__profile_cut(ctx, w, elapsed_ms, flops, bytes);
+    cdc__profile_cut(ctx, w, elapsed_ms, flops, streamed, bytes);
 }
 
 /* The coordinator's own compute since the last look (its local fallbacks). */

@@ -27,7 +27,19 @@
  * links, then re-sized them once the links were in: on the mix of
  * docs/benchmarks.md (AlexNet, 94 Mbit/s), 320 MB staged in the background
  * and 426 of 480 calls decoded around a worker taking its blocks in, in 2
- * runs of 3.
+ * runs of 3. Last the memory: a matrix of CALIBRATION_MAX_ROWS rows
+ * (2 MiB) sent to every worker once, as cached weights, then
+ * CALIBRATION_STREAM_REPEATS matrix-vector products against it back to
+ * back (a vector each way per round) and a heartbeat, at most
+ * CALIBRATION_STREAM_BATCHES times: each worker's bandwidth (profile.h's
+ * roofline), which the rate rounds' GEMMs cannot give. 32 MiB streamed
+ * take 2 ms (one sample) at 16 GB/s. Without it a language model's token
+ * steps, bound by memory, were first sized by the rate (8x too fast on a
+ * Pi-class device), then re-sized once they had measured themselves
+ * (461 MB staged, 18 s stalls; docs/llm.md), and a CNN's batch-1 FC layers
+ * were re-sized in the middle of the demo (fc6's 94 MB of blocks staged
+ * while a worker crashed). The matrix stays in the workers' caches until
+ * their LRU needs the room.
  *
  * When. Only before weights of CALIBRATION_MIN_HELD bytes or more go out
  * to be cached: a per-call operand is cut afresh by every call, and a
@@ -41,9 +53,11 @@
 #include "clock.h"
 #include "error.h"
 #include "executor.h"
+#include "hold.h"
 #include "log.h"
 
 #include <stdlib.h>
+#include <string.h>
 
 #define CALIBRATION_MIN_ROWS 32
 #define CALIBRATION_MAX_ROWS 2048
@@ -55,18 +69,26 @@
 #define CALIBRATION_MIN_HELD (1 << 20) /* bytes of cached weights            */
 #define CALIBRATION_LINK_ROWS 256 /* 384 KiB a task both ways: 33 ms on WiFi    */
 #define CALIBRATION_LINK_ROUNDS 6
+#define CALIBRATION_STREAM_REPEATS 16 /* back to back before a heartbeat */
+#define CALIBRATION_STREAM_BATCHES 2
+/* Names the calibration's cached matrix on the workers ("cal-strm"). */
+#define CALIBRATION_STREAM_KEY UINT64_C(0x63616c2d7374726d)
 
-/* One round: worker w's task is shard w of W, all of them data; it waits
+/* One round: worker w's task is shard w of W, all of them data, rows x
+   cols over CALIBRATION_K, against a (cached under a_key when it is
+   nonzero, a_hold keeping it: one copy on each worker, a_whole); it waits
    for the live ones (a dead worker is sent nothing). */
 static int calibration_round(cdc_context_t *context, int workers, uint64_t live, int64_t rows,
-                             const float *a, const float *bt, float *result)
+                             int64_t cols, const float *a, uint64_t a_key, cdc_hold_t *a_hold,
+                             const float *bt, float *result)
 {
     cdc_shard_task_t tasks[CDC_MAX_WORKERS];
     for (int w = 0; w < workers; w++)
         tasks[w] = (cdc_shard_task_t){
             .kind = CDC_TASK_GEMM, .shard = w, .cover = w, .a = a, .a_rows = rows,
-            .k = CALIBRATION_K, .bt = bt, .cols = CALIBRATION_COLS,
-            .result = result + (size_t) w * (size_t) rows * CALIBRATION_COLS};
+            .a_key = a_key, .a_hold = a_hold, .a_whole = a_key != 0, .k = CALIBRATION_K,
+            .bt = bt, .cols = cols,
+            .result = result + (size_t) w * (size_t) rows * (size_t) cols};
     uint64_t arrived = 0;
     int needed = cdc__popcount64(live & cdc__low_bits(workers));
     return context->executor->ops->run(context->executor, tasks, workers, workers,
@@ -89,8 +111,8 @@ static int rate_rounds(cdc_context_t *context, calibration_t *cal)
     while (rc == CDC_OK && cal->rounds < CALIBRATION_ROUNDS &&
            cdc__clock_ms() - cal->started < CALIBRATION_MS &&
            cdc__profiled_plan_unmeasured(context, cal->live, CDC_PLAN_MIN_RATE_SAMPLES) > 0) {
-        rc = calibration_round(context, cal->workers, cal->live, rows, cal->a, cal->bt,
-                               cal->result);
+        rc = calibration_round(context, cal->workers, cal->live, rows, CALIBRATION_COLS, cal->a,
+                               0, NULL, cal->bt, cal->result);
         cal->rounds++;
         cdc__sleep_ms(CALIBRATION_PONG_MS);
         cdc__executor_live(context->executor, &cal->live);
@@ -112,8 +134,38 @@ static int link_rounds(cdc_context_t *context, calibration_t *cal)
                     cdc__clock_ms() - cal->started < CALIBRATION_MS &&
                     cdc__profiled_plan_unlinked(context, cal->live) > 0;
          i++, cal->rounds++)
-        rc = calibration_round(context, cal->workers, cal->live, CALIBRATION_LINK_ROWS, cal->a,
-                               cal->bt, cal->result);
+        rc = calibration_round(context, cal->workers, cal->live, CALIBRATION_LINK_ROWS,
+                               CALIBRATION_COLS, cal->a, 0, NULL, cal->bt, cal->result);
+    return rc;
+}
+
+/* Matrix-vector products against a cached matrix, CALIBRATION_STREAM_REPEATS
+   rounds then a heartbeat, until every live worker's bandwidth counts, at
+   most CALIBRATION_STREAM_BATCHES times; after a first batch that measured
+   none, no more (they all stream faster than that can tell). */
+static int stream_rounds(cdc_context_t *context, calibration_t *cal)
+{
+    float *matrix = NULL;
+    cdc_hold_t *hold = cdc__hold_alloc((size_t) CALIBRATION_MAX_ROWS * CALIBRATION_K *
+                                           sizeof(float),
+                                       (void **) &matrix);
+    if (!hold)
+        return CDC_ENOMEM;
+    memset(matrix, 0, (size_t) CALIBRATION_MAX_ROWS * CALIBRATION_K * sizeof(float));
+    int rc = CDC_OK, live = 0, unstreamed;
+    for (int i = 0; rc == CDC_OK && i < CALIBRATION_STREAM_BATCHES &&
+                    cdc__clock_ms() - cal->started < CALIBRATION_MS &&
+                    (unstreamed = cdc__profiled_plan_unstreamed(context, cal->live)) > 0 &&
+                    !(i > 0 && unstreamed == live);
+         i++) {
+        for (int j = 0; rc == CDC_OK && j < CALIBRATION_STREAM_REPEATS; j++, cal->rounds++)
+            rc = calibration_round(context, cal->workers, cal->live, CALIBRATION_MAX_ROWS, 1,
+                                   matrix, CALIBRATION_STREAM_KEY, hold, cal->bt, cal->result);
+        cdc__sleep_ms(CALIBRATION_PONG_MS);
+        cdc__executor_live(context->executor, &cal->live);
+        live = cdc__popcount64(cal->live & cdc__low_bits(cal->workers));
+    }
+    cdc__hold_retire(hold);
     return rc;
 }
 
@@ -138,15 +190,18 @@ void cdc__profiled_plan_calibrate(cdc_context_t *context, double held)
         rc = rate_rounds(context, &cal);
     if (rc == CDC_OK)
         rc = link_rounds(context, &cal);
+    if (rc == CDC_OK)
+        rc = stream_rounds(context, &cal);
     if (rc != CDC_OK)
         CDC_LOG_WARNF("plan calibration: %s; the plan starts from equal blocks",
                       cdc_last_error());
     else
         CDC_LOG_INFOF("plan calibration: %d rounds in %.0f ms; of %d workers %d unmeasured, %d "
-                      "with no link measured",
+                      "with no link measured, %d with no bandwidth",
                       cal.rounds, cdc__clock_ms() - cal.started, cal.workers,
                       cdc__profiled_plan_unmeasured(context, cal.live, CDC_PLAN_MIN_RATE_SAMPLES),
-                      cdc__profiled_plan_unlinked(context, cal.live));
+                      cdc__profiled_plan_unlinked(context, cal.live),
+                      cdc__profiled_plan_unstreamed(context, cal.live));
     free(cal.a);
     free(cal.bt);
     free(cal.result);

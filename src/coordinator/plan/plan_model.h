@@ -24,13 +24,20 @@ typedef enum {
 } cdc_shard_side_t;
 
 /* The work of one call as a function of a data block's rows, for sizing
-   blocks to workers: a block of len rows costs flops_per_row * len flops,
-   bytes_fixed_out + bytes_per_row_out * len bytes sent, and
-   bytes_per_row_in * len result bytes back. */
+   blocks to workers: a block of len rows costs flops_per_row * len flops
+   that stream streamed_fixed + streamed_per_row * len operand bytes (the
+   memory term of a worker's roofline, profile.h), bytes_fixed_out +
+   bytes_per_row_out * len bytes sent, and bytes_per_row_in * len result
+   bytes back. */
 typedef struct {
     double flops_per_row;     /* of one row of the cut operand's result      */
     double flops_fixed;       /* every non-empty data block's whatever its
                                  length: a spatial band's halo rows (conv2d.c) */
+    double streamed_per_row;  /* operand bytes a row's GEMM reads: (its row
+                                 of the cut operand or of the im2col matrix) */
+    double streamed_fixed;    /* and every block's whatever its length: the
+                                 whole operand (a halo's rows count at
+                                 streamed_per_row each, as their flops)      */
     double bytes_fixed_out;   /* sent to every shard whatever its length (the
                                  whole operand, a band's halo; 0 when cached) */
     double bytes_per_row_out; /* sent per row of the block (0 when the cut
@@ -40,6 +47,10 @@ typedef struct {
                                  home's weight cache (0 when it is not cached) */
     double held_fixed;        /* bytes every home holds whatever its block:
                                  the whole operand when it is cached weights */
+    uint64_t held_key;        /* the cut operand when the workers cache it
+                                 (its weights' key; 0: per call): each such
+                                 operand keeps lengths of its own, as its
+                                 blocks are shipped and staged on their own */
     double here_fixed_ms;     /* the coordinator computing c rows of the cut */
     double here_per_row_ms;   /* operand itself takes here_fixed_ms +
                                  here_per_row_ms * c (local_cost.h); 0 per

@@ -61,11 +61,15 @@
 /* Stripes' rows are remembered apart from any dedicated blocks of the same
    shape (an uncoded call over n + r slots has the same shape). */
 #define STRIPES_KEY_TAG UINT64_C(0x73747269706573)
-/* Which of a worker's estimates have samples enough to plan by (0..3). */
+/* The most calls a shape's hold on an operand's lengths counts
+   (vote_shape): a new workload takes them over after this many calls. */
+#define SHAPE_VOTE_CAP 16
+/* Which of a worker's estimates have samples enough to plan by (0..7). */
 static uint64_t usable_bits(const cdc_worker_profile_t *p)
 {
     return (uint64_t) (p->rate_samples >= CDC_PLAN_MIN_RATE_SAMPLES) +
-           2 * (uint64_t) (p->link_samples >= CDC_PLAN_MIN_LINK_SAMPLES);
+           2 * (uint64_t) (p->link_samples >= CDC_PLAN_MIN_LINK_SAMPLES) +
+           4 * (uint64_t) (p->stream_samples >= CDC_PLAN_MIN_STREAM_SAMPLES);
 }
 
 /* The slowest device measured: the rate and the link a worker whose own are
@@ -74,6 +78,7 @@ static uint64_t usable_bits(const cdc_worker_profile_t *p)
    holds, and any term better than the others' would give it more rows. */
 typedef struct {
     double gflops, mbit; /* mbit 0: no link measured (free, as unmeasured) */
+    double gbps;         /* 0: no bandwidth measured (no memory term)       */
     double rtt_ms;       /* the longest round trip measured (0: none)       */
 } slowest_t;
 
@@ -81,31 +86,57 @@ typedef struct {
 static void plan_as_slowest(cdc_worker_profile_t *p, const slowest_t *slowest)
 {
     p->gflops = slowest->gflops;
+    p->gbps = slowest->gbps;
     if (slowest->mbit > 0.0 && !(p->mbit > 0.0 && p->mbit < slowest->mbit))
         p->mbit = slowest->mbit;
     p->rtt_ms = p->rtt_ms > slowest->rtt_ms ? p->rtt_ms : slowest->rtt_ms;
 }
 
+/* Whether worker p computes cost's rows at its bandwidth rather than its
+   rate (profile.h's roofline): a block's time is the larger of two lines
+   in its rows, flops at the rate and streamed bytes at the bandwidth, and
+   the per-row terms decide which one a block of any but a few rows is on
+   (its rows of the cut operand are most of what it streams). */
+static int streaming_bound(const cdc_worker_profile_t *p, const cdc_block_cost_t *cost)
+{
+    return p->gbps > 0.0 && p->gflops > 0.0 &&
+           cost->streamed_per_row / p->gbps > cost->flops_per_row / p->gflops;
+}
+
 /* Worker p's line for this call's work; slowest: the slowest device
-   measured, whose rate is assumed for a worker not measured yet. */
+   measured, whose rate (and bandwidth) is assumed for a worker not
+   measured yet. */
 static cdc_shard_cost_t cost_line(const cdc_worker_profile_t *p, const cdc_block_cost_t *cost,
                                   const slowest_t *slowest)
 {
     cdc_worker_profile_t trusted = *p;
     if (trusted.rate_samples < CDC_PLAN_MIN_RATE_SAMPLES)
         trusted.gflops = slowest->gflops;
+    if (trusted.stream_samples < CDC_PLAN_MIN_STREAM_SAMPLES)
+        trusted.gbps = slowest->gbps;
     if (trusted.link_samples < CDC_PLAN_MIN_LINK_SAMPLES)
         trusted.mbit = 0.0;
     if (p->implausible)
         plan_as_slowest(&trusted, slowest);
     p = &trusted;
-    double base = cdc__profile_predict_ms(p, 0.0, 0.0, 0.0);
-    double fixed = cdc__profile_predict_ms(p, cost->flops_fixed, cost->bytes_fixed_out, 0.0);
-    double row = cdc__profile_predict_ms(p, cost->flops_per_row, cost->bytes_per_row_out,
+    /* On one line of the roofline: the other term is left out (0); a
+       halo's rows stream what any rows do. */
+    int memory = streaming_bound(p, cost);
+    double flops_row = memory ? 0.0 : cost->flops_per_row;
+    double flops_fixed = memory ? 0.0 : cost->flops_fixed;
+    double streamed_row = memory ? cost->streamed_per_row : 0.0;
+    double streamed_halo = cost->flops_per_row > 0.0
+                               ? cost->flops_fixed / cost->flops_per_row * streamed_row
+                               : 0.0;
+    double streamed_fixed = memory ? cost->streamed_fixed : 0.0;
+    double base = cdc__profile_predict_ms(p, 0.0, 0.0, 0.0, 0.0);
+    double fixed_ms = cdc__profile_predict_ms(p, flops_fixed, streamed_fixed + streamed_halo,
+                                              cost->bytes_fixed_out, 0.0);
+    double row = cdc__profile_predict_ms(p, flops_row, streamed_row, cost->bytes_per_row_out,
                                          cost->bytes_per_row_in) -
                  base;
-    double halo = cdc__profile_predict_ms(p, cost->flops_fixed, 0.0, 0.0) - base;
-    return (cdc_shard_cost_t){fixed, row > 1e-9 ? row : 1e-9,
+    double halo = cdc__profile_predict_ms(p, flops_fixed, streamed_halo, 0.0, 0.0) - base;
+    return (cdc_shard_cost_t){fixed_ms, row > 1e-9 ? row : 1e-9,
                               cdc__plan_budget_rows(p->max_memory, cost), halo};
 }
 
@@ -343,24 +374,45 @@ static uint64_t mix_double(uint64_t h, double v)
     return cdc__hash_mix(h, bits);
 }
 
-/* The operand's shape and cost: what its lengths are for. Not the homes:
-   after they move, the lengths the workers hold are kept unless new ones
-   are predicted faster on the new homes, and then staged. */
-static uint64_t layout_key(const cdc_block_cost_t *cost, int64_t rows, int n, int r)
+/* A call's shape: what its cost per row and per block depends on. */
+static uint64_t shape_key(const cdc_block_cost_t *cost)
 {
-    uint64_t h = cdc__hash_mix((uint64_t) rows, (uint64_t) (n * 64 + r));
-    h = mix_double(h, cost->flops_per_row);
+    uint64_t h = mix_double(0, cost->flops_per_row);
     h = mix_double(h, cost->flops_fixed);
+    h = mix_double(h, cost->streamed_per_row);
+    h = mix_double(h, cost->streamed_fixed);
     h = mix_double(h, cost->bytes_fixed_out);
     h = mix_double(h, cost->bytes_per_row_out);
     h = mix_double(h, cost->bytes_per_row_in);
     return h ? h : 1;
 }
 
+/* The operand whose lengths are remembered. Weights the workers cache are
+   each their own (a model's twelve layers of one shape are shipped and
+   staged each on its own: one memory for all of them switched eleven to
+   lengths they were never sent) whatever the calls' other operand (a
+   language model's 32-token prompt and its 1-token steps): their blocks
+   stay where they are shipped, for the shape most of their calls have
+   (vote_shape). A per-call operand is cut afresh by every call: each
+   shape and cost its own. Not the homes: after they move, the lengths the
+   workers hold are kept unless new ones are predicted faster on the new
+   homes, and then staged. */
+static uint64_t operand_key(const cdc_block_cost_t *cost, int64_t rows, int n, int r)
+{
+    uint64_t h = cdc__hash_mix((uint64_t) rows, (uint64_t) (n * 64 + r));
+    if (cost->held_per_row > 0.0 && cost->held_key) {
+        h = cdc__hash_mix(h, cost->held_key);
+        h = mix_double(h, cost->held_per_row);
+    } else {
+        h = cdc__hash_mix(h, shape_key(cost));
+    }
+    return h ? h : 1;
+}
+
 /* The key sized stripes over `workers` slots are remembered by. */
 static uint64_t stripes_key(const cdc_block_cost_t *cost, int64_t rows, int workers)
 {
-    return cdc__hash_mix(layout_key(cost, rows, workers, 0), STRIPES_KEY_TAG);
+    return cdc__hash_mix(operand_key(cost, rows, workers, 0), STRIPES_KEY_TAG);
 }
 
 static int64_t sum_of(const int64_t *len, int n)
@@ -379,14 +431,47 @@ static int layout_index(const cdc_profiled_state_t *st, uint64_t key)
     return -1;
 }
 
+/* A call of shape `shape` on layout i's operand: 1 when its lengths are to
+   be sized for that shape, 0 when they stay sized for another. The shape
+   they are sized for changes only once another has had more of the
+   operand's calls than it since (each of its own calls, up to
+   SHAPE_VOTE_CAP, and undoes one of the other's): a prompt's call and
+   then its token steps move a model's weights once, to the steps' sizes,
+   and shapes that take turns move nothing. */
+static int vote_shape(cdc_profiled_state_t *st, int i, uint64_t shape)
+{
+    cdc_profiled_layout_t *l = &st->layouts[i];
+    if (shape == l->sized_for) {
+        l->sized_calls += l->sized_calls < SHAPE_VOTE_CAP;
+        l->challenger_calls -= l->challenger_calls > 0;
+        return 1;
+    }
+    if (shape != l->challenger) {
+        l->challenger = shape;
+        l->challenger_calls = 0;
+    }
+    if (++l->challenger_calls <= l->sized_calls)
+        return 0;
+    l->sized_for = shape;
+    l->sized_calls = l->challenger_calls;
+    l->challenger = 0;
+    l->challenger_calls = 0;
+    return 1;
+}
+
 /* A new entry (the oldest replaced) remembering that operand key was given
-   lengths len[0..count-1] and the coordinator's share here; its index. */
-static int layout_claim(cdc_profiled_state_t *st, uint64_t key, const int64_t *len, int count,
-                        int64_t here)
+   lengths len[0..count-1] and the coordinator's share here for calls of
+   shape `shape`; its index. */
+static int layout_claim(cdc_profiled_state_t *st, uint64_t key, uint64_t shape,
+                        const int64_t *len, int count, int64_t here)
 {
     int i = st->next_layout;
     st->next_layout = (i + 1) % CDC_PROFILED_LAYOUTS;
     st->layouts[i].key = key;
+    st->layouts[i].sized_for = shape;
+    st->layouts[i].sized_calls = shape != 0; /* 0: for no shape yet, the next call's */
+    st->layouts[i].challenger = 0;
+    st->layouts[i].challenger_calls = 0;
     st->layouts[i].pending_token = 0;
     memcpy(st->layouts[i].len, len, (size_t) count * sizeof *len);
     st->layouts[i].here = here;
@@ -474,9 +559,10 @@ static double keep_or_remember(cdc_profiled_state_t *st, uint64_t key,
 {
     const int *home = st->home_of_slot;
     int i = layout_index(st, key);
+    uint64_t shape = shape_key(cost);
     if (i < 0) {
         /* First sized: the workers hold no lengths of it yet to keep. */
-        layout_claim(st, key, len, n, *here);
+        layout_claim(st, key, shape, len, n, *here);
         CDC_LOG_INFOF("profiled plan: blocks of %lld rows sized, %lld here (predicted "
                       "%.2f ms)", (long long) sum_of(len, n), (long long) *here, t_new);
         return t_new;
@@ -490,14 +576,22 @@ static double keep_or_remember(cdc_profiled_state_t *st, uint64_t key,
                       "were sent them in the background", (long long) sum_of(kept, n));
     }
     double t_old = latency_of(line, home, n, r, cost, st->layouts[i].here, kept);
+    int sized_for_call = vote_shape(st, i, shape);
     /* A staging under way is finished while its lengths still beat the old
        ones, even if newer ones look better still or the gain fell below the
        10% that starts one: restarting it at every move of a settling (or,
        on a loaded host, noisy) estimate would never finish. The next
-       re-size, if any, follows once it is in use. */
+       re-size, if any, follows once it is in use. Calls of another shape
+       than the one it is for leave it be. */
     if (st->layouts[i].pending_token && stage &&
-        latency_of(line, home, n, r, cost, st->layouts[i].pending_here, pending) < t_old) {
+        (!sized_for_call ||
+         latency_of(line, home, n, r, cost, st->layouts[i].pending_here, pending) < t_old)) {
         keep_while_staging(st, i, line, n, r, len, here, plan);
+        return t_old;
+    }
+    if (!sized_for_call) { /* the lengths are another shape's: kept */
+        memcpy(len, kept, (size_t) n * sizeof *len);
+        *here = st->layouts[i].here;
         return t_old;
     }
     st->layouts[i].pending_token = 0; /* none, or no gain any longer */
@@ -540,26 +634,34 @@ int cdc__profiled_plan_home(const cdc_context_t *context, int n, int r, int s)
 }
 
 /* Workers of live (an implausible one aside: planned as the slowest) with
-   fewer than rate_samples rate samples or link_samples link samples. */
-static int live_short_of(cdc_context_t *context, uint64_t live, uint64_t rate_samples,
-                         uint64_t link_samples)
+   fewer samples than `least` of rate, link or bandwidth (its fields). */
+static int live_short_of(cdc_context_t *context, uint64_t live, cdc_worker_profile_t least)
 {
     cdc_worker_profile_t now[CDC_MAX_WORKERS];
     int workers = cdc__context_profile(context, now, CDC_MAX_WORKERS), count = 0;
     for (int w = 0; w < workers; w++)
         count += ((live >> w) & 1) && !now[w].implausible &&
-                 (now[w].rate_samples < rate_samples || now[w].link_samples < link_samples);
+                 (now[w].rate_samples < least.rate_samples ||
+                  now[w].link_samples < least.link_samples ||
+                  now[w].stream_samples < least.stream_samples);
     return count;
 }
 
 int cdc__profiled_plan_unmeasured(cdc_context_t *context, uint64_t live, int samples)
 {
-    return live_short_of(context, live, (uint64_t) samples, 0);
+    return live_short_of(context, live, (cdc_worker_profile_t){.rate_samples = samples});
 }
 
 int cdc__profiled_plan_unlinked(cdc_context_t *context, uint64_t live)
 {
-    return live_short_of(context, live, 0, CDC_PLAN_MIN_LINK_SAMPLES);
+    return live_short_of(context, live,
+                         (cdc_worker_profile_t){.link_samples = CDC_PLAN_MIN_LINK_SAMPLES});
+}
+
+int cdc__profiled_plan_unstreamed(cdc_context_t *context, uint64_t live)
+{
+    return live_short_of(context, live,
+                         (cdc_worker_profile_t){.stream_samples = CDC_PLAN_MIN_STREAM_SAMPLES});
 }
 
 int cdc__profiled_plan_staging(const cdc_context_t *context)
@@ -597,13 +699,16 @@ static int anchored_lines(const cdc_profiled_state_t *st, int n, int r,
     if (st->workers < n + r || rows < n)
         return 0;
     int measured = 0;
-    slowest_t slowest = {INFINITY, 0.0, 0.0};
+    slowest_t slowest = {INFINITY, 0.0, 0.0, 0.0};
     for (int w = 0; w < st->workers; w++) {
         const cdc_worker_profile_t *p = &st->anchored[w];
         if (p->rate_samples >= CDC_PLAN_MIN_RATE_SAMPLES) {
             measured++;
             slowest.gflops = p->gflops < slowest.gflops ? p->gflops : slowest.gflops;
         }
+        if (p->stream_samples >= CDC_PLAN_MIN_STREAM_SAMPLES && p->gbps > 0 &&
+            (slowest.gbps == 0.0 || p->gbps < slowest.gbps))
+            slowest.gbps = p->gbps;
         if (p->link_samples >= CDC_PLAN_MIN_LINK_SAMPLES && p->mbit > 0 &&
             (slowest.mbit == 0.0 || p->mbit < slowest.mbit))
             slowest.mbit = p->mbit;
@@ -631,7 +736,8 @@ static void as_kept(const cdc_profiled_state_t *st, uint64_t key, const cdc_shar
     int staging = st->layouts[i].pending_token != 0;
     const int64_t *kept = staging ? st->layouts[i].pending : st->layouts[i].len;
     int64_t kept_here = staging ? st->layouts[i].pending_here : st->layouts[i].here;
-    if (t_fresh < gain * latency_of(line, home, n, r, cost, kept_here, kept))
+    if (st->layouts[i].sized_for == shape_key(cost) &&
+        t_fresh < gain * latency_of(line, home, n, r, cost, kept_here, kept))
         return;
     memcpy(len, kept, (size_t) n * sizeof *len);
     *here = kept_here;
@@ -673,7 +779,7 @@ int cdc__profiled_plan_predict(cdc_context_t *context, int n, int r, int rotated
                        : block_lengths(line, home, n, r, cost, rows, len, &here, &sized);
     if (!isfinite(t))
         return 0;
-    uint64_t key = rotated ? stripes_key(cost, rows, slots) : layout_key(cost, rows, n, r);
+    uint64_t key = rotated ? stripes_key(cost, rows, slots) : operand_key(cost, rows, n, r);
     double gain = cost->held_per_row > 0.0 && r > 0 ? PLAN_RESHIP_GAIN : PLAN_SWITCH_GAIN;
     as_kept(st, key, line, home, slots, parity, cost, gain, t, len, &here);
     double worst;
@@ -712,7 +818,7 @@ int cdc__profiled_plan_size(cdc_context_t *context, cdc_call_plan_t *plan,
                              &sized);
     if (!isfinite(t) || !sized)
         return 0;
-    uint64_t key = layout_key(cost, rows, n, r);
+    uint64_t key = operand_key(cost, rows, n, r);
     int i = layout_index(st, key);
     int stage = may_stage(st, cost, n, r, i >= 0 ? st->layouts[i].len : NULL, plan->block_len);
     t = keep_or_remember(st, key, line, n, r, cost, plan->block_len, &here, t, stage, plan);
@@ -754,7 +860,7 @@ static int64_t stripes_kept(cdc_profiled_state_t *st, uint64_t key, int count, i
     if (i < 0) {
         int64_t equal[CDC_MAX_WORKERS];
         cdc__plan_equal_lengths(count, rows, equal);
-        i = layout_claim(st, key, equal, count, 0);
+        i = layout_claim(st, key, 0, equal, count, 0); /* sized for no shape yet */
     }
     memcpy(len, st->layouts[i].len, (size_t) count * sizeof *len);
     return st->layouts[i].here;

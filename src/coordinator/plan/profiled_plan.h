@@ -77,6 +77,12 @@ void cdc__profiled_plan_staged(cdc_context_t *context, uint64_t token);
    the calibration or from the calls that shipped the first weights (the
    window of profile.h needs a few to see past those). */
 #define CDC_PLAN_MIN_LINK_SAMPLES 4
+/* Bandwidth samples before a worker's roofline has its memory term
+   (profile.h; until then: none, or the slowest measured). One: the first
+   comes from the calibration's matrix-vector products, which are all a
+   thin task is, and waiting for a second would let the first weights be
+   sized without it. */
+#define CDC_PLAN_MIN_STREAM_SAMPLES 1
 
 /* Workers of live (bit w: worker w) with fewer than `samples` rate samples
    (CDC_PLAN_MIN_RATE_SAMPLES: those the plan cannot size by yet; an
@@ -86,6 +92,10 @@ int cdc__profiled_plan_unmeasured(cdc_context_t *context, uint64_t live, int sam
 /* Workers of live whose link has fewer than CDC_PLAN_MIN_LINK_SAMPLES
    samples (an implausible one aside, planned as the slowest anyway). */
 int cdc__profiled_plan_unlinked(cdc_context_t *context, uint64_t live);
+
+/* Workers of live with fewer than CDC_PLAN_MIN_STREAM_SAMPLES bandwidth
+   samples (the same exception). */
+int cdc__profiled_plan_unstreamed(cdc_context_t *context, uint64_t live);
 
 /* Once per context, before the first call a measured plan (auto, profiled)
    sizes that ships 1 MiB or more of weights to cache (`held`: the bytes of

@@ -10,33 +10,57 @@
 #include <stdlib.h>
 #include <string.h>
 
-double cdc__profile_predict_ms(const cdc_worker_profile_t *p, double flops, double bytes_out,
-                               double bytes_in)
+double cdc__profile_compute_ms(const cdc_worker_profile_t *p, double flops, double streamed)
+{
+    double gflops = p->gflops > 0 ? p->gflops : CDC_PROFILE_NOMINAL_GFLOPS;
+    double ms = flops / (gflops * 1e6);
+    return p->gbps > 0 ? fmax(ms, streamed / (p->gbps * 1e6)) : ms;
+}
+
+double cdc__profile_predict_ms(const cdc_worker_profile_t *p, double flops, double streamed,
+                               double bytes_out, double bytes_in)
 {
     double ms = p->rtt_ms > 0 ? p->rtt_ms : 0.0;
     if (p->mbit > 0)
         ms += 8.0 * (bytes_out + bytes_in) / (p->mbit * 1e6) * 1e3;
-    double gflops = p->gflops > 0 ? p->gflops : CDC_PROFILE_NOMINAL_GFLOPS;
-    return ms + flops / (gflops * 1e9) * 1e3;
+    return ms + cdc__profile_compute_ms(p, flops, streamed);
+}
+
+/* Each of count estimates (*value[i], with samples[i] samples) that has
+   none made the mean of the measured ones, or `none` when none is; an
+   implausible worker's, the least measured. */
+static void assume_mean(double *const *value, const uint64_t *samples, const int *implausible,
+                        int count, double none)
+{
+    double sum = 0.0, least = INFINITY;
+    int measured = 0;
+    for (int i = 0; i < count; i++)
+        if (samples[i] > 0 && *value[i] > 0) {
+            sum += *value[i];
+            least = fmin(least, *value[i]);
+            measured++;
+        }
+    double assumed = measured ? sum / measured : none;
+    for (int i = 0; i < count; i++)
+        if (samples[i] == 0)
+            *value[i] = implausible[i] && measured ? least : assumed;
 }
 
 void cdc__profile_assume_rates(cdc_worker_profile_t *profiles, int count)
 {
-    double sum = 0.0;
-    int measured = 0;
-    for (int i = 0; i < count; i++)
-        if (profiles[i].rate_samples > 0 && profiles[i].gflops > 0) {
-            sum += profiles[i].gflops;
-            measured++;
-        }
-    double assumed = measured ? sum / measured : CDC_PROFILE_NOMINAL_GFLOPS;
-    double slowest = assumed;
-    for (int i = 0; i < count; i++)
-        if (profiles[i].rate_samples > 0 && profiles[i].gflops > 0)
-            slowest = profiles[i].gflops < slowest ? profiles[i].gflops : slowest;
-    for (int i = 0; i < count; i++)
-        if (profiles[i].rate_samples == 0)
-            profiles[i].gflops = profiles[i].implausible ? slowest : assumed;
+    double *rate[CDC_MAX_WORKERS], *stream[CDC_MAX_WORKERS];
+    uint64_t rate_samples[CDC_MAX_WORKERS], stream_samples[CDC_MAX_WORKERS];
+    int implausible[CDC_MAX_WORKERS];
+    count = count < CDC_MAX_WORKERS ? count : CDC_MAX_WORKERS;
+    for (int i = 0; i < count; i++) {
+        rate[i] = &profiles[i].gflops;
+        stream[i] = &profiles[i].gbps;
+        rate_samples[i] = profiles[i].rate_samples;
+        stream_samples[i] = profiles[i].stream_samples;
+        implausible[i] = profiles[i].implausible;
+    }
+    assume_mean(rate, rate_samples, implausible, count, CDC_PROFILE_NOMINAL_GFLOPS);
+    assume_mean(stream, stream_samples, implausible, count, 0.0);
 }
 
 /* ---- one worker ---------------------------------------------------------- */
@@ -85,6 +109,17 @@ static int estimate_add(cdc_profile_estimate_t *e, double sample, uint64_t befor
     return 1;
 }
 
+/* A sample no device could give (rate or bandwidth): nothing the worker
+   said of its speed holds, until another process takes its place. */
+static void note_implausible(cdc_profile_state_t *state)
+{
+    state->generation += !state->implausible; /* re-plan without its claim */
+    state->implausible = 1;
+    state->rate_samples = state->stream_samples = 0;
+    state->rate_from_thin = 0;
+    state->rate = state->stream = (cdc_profile_estimate_t){0};
+}
+
 void cdc__profile_note_counters(cdc_profile_state_t *state, uint64_t instance, uint64_t flops,
                                 uint64_t busy_us)
 {
@@ -95,6 +130,7 @@ void cdc__profile_note_counters(cdc_profile_state_t *state, uint64_t instance, u
         if (state->has_base && instance != state->instance)
             state->implausible = 0; /* another process: heard afresh */
         state->has_base = 1;
+        state->has_stream_base = 0;
         state->instance = instance;
         state->base_flops = flops;
         state->base_busy_us = busy_us;
@@ -110,14 +146,65 @@ void cdc__profile_note_counters(cdc_profile_state_t *state, uint64_t instance, u
         return; /* busy without work counted: nothing to say about speed */
     if (state->implausible || gflops < CDC_PROFILE_MIN_GFLOPS ||
         gflops > CDC_PROFILE_MAX_GFLOPS) {
-        state->generation += !state->implausible; /* re-plan without its claim */
-        state->implausible = 1;
-        state->rate_samples = 0; /* nothing it said of its speed holds */
-        state->rate = (cdc_profile_estimate_t){0};
+        note_implausible(state);
         return;
+    }
+    if (state->rate_from_thin) { /* the first that says what the device computes at */
+        state->rate_from_thin = 0;
+        state->rate_samples = 0;
     }
     state->generation += estimate_add(&state->rate, gflops, state->rate_samples, 0.0);
     state->rate_samples++;
+}
+
+void cdc__profile_note_streaming(cdc_profile_state_t *state, uint64_t flops, uint64_t bytes,
+                                 uint64_t busy_us)
+{
+    if (!state->has_stream_base || flops < state->base_thin_flops ||
+        bytes < state->base_thin_bytes || busy_us < state->base_thin_busy_us) {
+        state->has_stream_base = 1;
+        state->base_thin_flops = flops;
+        state->base_thin_bytes = bytes;
+        state->base_thin_busy_us = busy_us;
+        return;
+    }
+    uint64_t busy = busy_us - state->base_thin_busy_us;
+    if (busy < CDC_PROFILE_MIN_BUSY_US)
+        return; /* accumulate */
+    double gbps = (double) (bytes - state->base_thin_bytes) / ((double) busy * 1e3);
+    double gflops = (double) (flops - state->base_thin_flops) / ((double) busy * 1e3);
+    state->base_thin_flops = flops;
+    state->base_thin_bytes = bytes;
+    state->base_thin_busy_us = busy_us;
+    if (gbps <= 0)
+        return;
+    if (state->implausible || gbps < CDC_PROFILE_MIN_GBPS || gbps > CDC_PROFILE_MAX_GBPS ||
+        gflops > CDC_PROFILE_MAX_GFLOPS) {
+        note_implausible(state);
+        return;
+    }
+    state->generation += estimate_add(&state->stream, gbps, state->stream_samples, 0.0);
+    state->stream_samples++;
+    /* A device that has computed nothing but thin tasks computes at least
+       as fast as they did: the rate until a task that is not thin says. */
+    if ((state->rate_samples == 0 || state->rate_from_thin) && gflops > 0) {
+        state->rate_from_thin = 1;
+        state->generation += estimate_add(&state->rate, gflops, state->rate_samples, 0.0);
+        state->rate_samples++;
+    }
+}
+
+/* A status's counters split into the thin tasks' and the others' (a
+   report whose thin part exceeds its whole is taken as all the others'). */
+static void note_work(cdc_profile_state_t *state, const cdc_status_report_t *status)
+{
+    uint64_t thin_busy = status->thin_busy_us, thin_flops = status->thin_flops;
+    uint64_t thin_bytes = status->thin_bytes;
+    if (thin_busy > status->busy_us || thin_flops > status->flops)
+        thin_busy = thin_flops = thin_bytes = 0;
+    cdc__profile_note_counters(state, status->instance, status->flops - thin_flops,
+                               status->busy_us - thin_busy);
+    cdc__profile_note_streaming(state, thin_flops, thin_bytes, thin_busy);
 }
 
 void cdc__profile_note_pong(cdc_profile_state_t *state, double rtt_ms,
@@ -138,7 +225,7 @@ void cdc__profile_note_pong(cdc_profile_state_t *state, double rtt_ms,
         return;
     state->max_memory = status->max_memory;
     state->cache_bytes = status->cache_bytes;
-    cdc__profile_note_counters(state, status->instance, status->flops, status->busy_us);
+    note_work(state, status);
 }
 
 /* A link sample (Mbit/s) into the window; the estimator is fed the
@@ -160,12 +247,14 @@ static void link_sample(cdc_profile_state_t *state, double mbit_sample)
    be told apart; a few KB say more about jitter than about the link; a
    remainder within the noise: the link is not what the call waited for). */
 static int link_remainder(const cdc_profile_state_t *state, double elapsed_ms, double flops,
-                          double bytes, double *mbit)
+                          double streamed, double bytes, double *mbit)
 {
     if (state->rate_samples == 0 || bytes < CDC_PROFILE_MIN_LINK_BYTES)
         return 0;
     double rtt = state->rtt_samples ? state->rtt.value : 0.0;
-    double comm = elapsed_ms - flops / (state->rate.value * 1e6) - rtt;
+    cdc_worker_profile_t estimates;
+    cdc__profile_state_view(state, &estimates);
+    double comm = elapsed_ms - cdc__profile_compute_ms(&estimates, flops, streamed) - rtt;
     if (comm < CDC_PROFILE_MIN_COMM_MS)
         return 0;
     *mbit = 8.0 * bytes / (comm * 1e3);
@@ -173,18 +262,18 @@ static int link_remainder(const cdc_profile_state_t *state, double elapsed_ms, d
 }
 
 void cdc__profile_note_transfer(cdc_profile_state_t *state, double elapsed_ms, double flops,
-                                double bytes)
+                                double streamed, double bytes)
 {
     double mbit;
-    if (link_remainder(state, elapsed_ms, flops, bytes, &mbit))
+    if (link_remainder(state, elapsed_ms, flops, streamed, bytes, &mbit))
         link_sample(state, mbit);
 }
 
 void cdc__profile_note_cut(cdc_profile_state_t *state, double elapsed_ms, double flops,
-                           double bytes)
+                           double streamed, double bytes)
 {
     double bound; /* the link is slower than this */
-    if (!link_remainder(state, elapsed_ms, flops, bytes, &bound))
+    if (!link_remainder(state, elapsed_ms, flops, streamed, bytes, &bound))
         return;
     if (state->link_samples && state->link.value <= bound) {
         link_sample(state, state->link.value); /* consistent: one more sample */
@@ -201,12 +290,14 @@ void cdc__profile_state_view(const cdc_profile_state_t *state, cdc_worker_profil
 {
     *out = (cdc_worker_profile_t){
         .gflops = state->rate_samples ? state->rate.value : 0.0,
+        .gbps = state->stream_samples ? state->stream.value : 0.0,
         .mbit = state->link_samples ? state->link.value : 0.0,
         .rtt_ms = state->rtt_samples ? state->rtt.value : -1.0,
         .max_memory = state->max_memory,
         .cache_bytes = state->cache_bytes,
         .rate_samples = state->rate_samples,
         .link_samples = state->link_samples,
+        .stream_samples = state->stream_samples,
         .generation = state->generation,
         .live = 0,
         .implausible = state->implausible,
@@ -258,29 +349,30 @@ void cdc__profile_pong(cdc_profile_t *profile, int w, double rtt_ms,
     int now = profile->workers[w].implausible;
     pthread_mutex_unlock(&profile->lock);
     if (now && !was)
-        CDC_LOG_WARNF("worker %d reports a compute rate outside %g..%g GFLOP/s: its speed "
-                      "reports are ignored and it is planned as the slowest device until "
-                      "another process takes its place",
-                      w, CDC_PROFILE_MIN_GFLOPS, CDC_PROFILE_MAX_GFLOPS);
+        CDC_LOG_WARNF("worker %d reports a compute rate outside %g..%g GFLOP/s or a streaming "
+                      "bandwidth outside %g..%g GB/s: its speed reports are ignored and it is "
+                      "planned as the slowest device until another process takes its place",
+                      w, CDC_PROFILE_MIN_GFLOPS, CDC_PROFILE_MAX_GFLOPS, CDC_PROFILE_MIN_GBPS,
+                      CDC_PROFILE_MAX_GBPS);
 }
 
 void cdc__profile_transfer(cdc_profile_t *profile, int w, double elapsed_ms, double flops,
-                           double bytes)
+                           double streamed, double bytes)
 {
     if (w < 0 || w >= CDC_MAX_WORKERS)
         return;
     pthread_mutex_lock(&profile->lock);
-    cdc__profile_note_transfer(&profile->workers[w], elapsed_ms, flops, bytes);
+    cdc__profile_note_transfer(&profile->workers[w], elapsed_ms, flops, streamed, bytes);
     pthread_mutex_unlock(&profile->lock);
 }
 
 void cdc__profile_cut(cdc_profile_t *profile, int w, double elapsed_ms, double flops,
-                      double bytes)
+                      double streamed, double bytes)
 {
     if (w < 0 || w >= CDC_MAX_WORKERS)
         return;
     pthread_mutex_lock(&profile->lock);
-    cdc__profile_note_cut(&profile->workers[w], elapsed_ms, flops, bytes);
+    cdc__profile_note_cut(&profile->workers[w], elapsed_ms, flops, streamed, bytes);
     pthread_mutex_unlock(&profile->lock);
 }
 

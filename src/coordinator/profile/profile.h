@@ -20,6 +20,20 @@
  *           another process (instance) takes its place, and the planner
  *           takes it for the slowest plausible device (a bug or a lie must
  *           not buy a worker the biggest share). Logged once.
+ *           Only the tasks that are not thin (status.h) count: a thin
+ *           task's time is set by the bytes its GEMM streams, so it would
+ *           make a device look slower at arithmetic than it is (a Pi-class
+ *           device: 4 GFLOP/s in a 64-column GEMM, 0.5 in a matrix-vector
+ *           product, bound by 1 GB/s). Until one has, the thin tasks' own
+ *           rate stands for it (a lower bound: a device that only ever
+ *           computes matrix-vector products is planned by them).
+ *   stream  the thin tasks' Δbytes / Δbusy_us (GB/s), the same way (their
+ *           own baseline, CDC_PROFILE_MIN_BUSY_US, CDC_PROFILE_MIN/MAX_GBPS
+ *           for plausible). With the rate it makes a roofline: a task takes
+ *           the larger of flops / rate and streamed bytes / stream, as
+ *           local_cost.h predicts the coordinator's own. Unmeasured (a
+ *           worker that never computed a thin task, or an older one that
+ *           does not report them): no memory term, as before it existed.
  *   rtt     heartbeat PING -> PONG of the latest PING only (an answer to an
  *           older one comes from a worker that stalled; it says nothing of
  *           the link), the estimator fed the least of the latest
@@ -30,7 +44,7 @@
  *           swing with the load.
  *   link    from a call's completed tasks on one worker: the time not spent
  *           computing or in the round trip,
- *               comm = elapsed - flops / rate - rtt,
+ *               comm = elapsed - compute - rtt    (compute: the roofline above),
  *           over the bytes that moved for them (task operands and weights
  *           sent in the call, plus results): mbit = 8 bytes / comm. Only when
  *           the rate is known and comm is clearly positive (at least
@@ -89,14 +103,18 @@
 #define CDC_PROFILE_MIN_GFLOPS 1e-4     /* 100 kFLOP/s: below a microcontroller   */
 #define CDC_PROFILE_MAX_GFLOPS 1e5      /* 100 TFLOP/s: beyond any CPU's fp32
                                            peak several times over          */
+#define CDC_PROFILE_MIN_GBPS 1e-5       /* 10 kB/s: no device streams slower     */
+#define CDC_PROFILE_MAX_GBPS 1e4        /* 10 TB/s: beyond any memory's          */
 
 typedef struct {
     double gflops;        /* compute rate, 0 = not measured yet            */
+    double gbps;          /* streaming bandwidth of thin tasks (GB/s), 0 =
+                             not measured: no memory term                 */
     double mbit;          /* link bandwidth, 0 = not measured yet          */
     double rtt_ms;        /* heartbeat round trip, < 0 = not measured yet  */
     uint64_t max_memory;  /* its --max-memory (0 = unlimited/unknown)      */
     uint64_t cache_bytes; /* its weight cache use                          */
-    uint64_t rate_samples, link_samples;
+    uint64_t rate_samples, link_samples, stream_samples;
     uint64_t generation;  /* bumps when an estimate moved for good         */
     int live;
     int implausible;      /* it reported a rate no device has: gflops 0,
@@ -124,20 +142,27 @@ void cdc__context_profile_report(cdc_context_t *context, cdc_profile_report_t *r
    live. CDC_OK, or CDC_EINVAL for a context without remote workers. */
 int cdc__context_profile_self(cdc_context_t *context, cdc_worker_profile_t *out);
 
-/* Predicted time (ms) for a worker to take bytes_out, compute flops and
-   send bytes_in back:
-       rtt + 8 (bytes_out + bytes_in) / (mbit 1e6) 1e3 + flops / (gflops 1e9) 1e3
+/* Predicted time (ms) for a worker to compute flops whose GEMMs stream
+   `streamed` operand bytes: the larger of flops at its rate and the bytes
+   at its bandwidth (a roofline; no memory term while gbps is 0), the rate
+   CDC_PROFILE_NOMINAL_GFLOPS when not measured yet. */
+double cdc__profile_compute_ms(const cdc_worker_profile_t *p, double flops, double streamed);
+
+/* Predicted time (ms) for a worker to take bytes_out, compute flops that
+   stream `streamed` bytes (cdc__profile_compute_ms) and send bytes_in back:
+       rtt + 8 (bytes_out + bytes_in) / (mbit 1e6) 1e3 + compute
    With what is not measured yet: no round trip (rtt < 0: 0), a free link
-   (mbit 0), CDC_PROFILE_NOMINAL_GFLOPS (gflops 0; see
-   cdc__profile_assume_rates for a better guess). */
-double cdc__profile_predict_ms(const cdc_worker_profile_t *p, double flops, double bytes_out,
-                               double bytes_in);
+   (mbit 0), the compute above (see cdc__profile_assume_rates for a better
+   guess of the rate). */
+double cdc__profile_predict_ms(const cdc_worker_profile_t *p, double flops, double streamed,
+                               double bytes_out, double bytes_in);
 
 /* Give every profile with no measured rate (rate_samples 0) the mean rate of
    those measured, or CDC_PROFILE_NOMINAL_GFLOPS when none is: a new worker
    is assumed typical until it shows otherwise; an implausible one, the
    slowest measured rate. rate_samples still tells the assumed from the
-   measured. */
+   measured. The bandwidth likewise, when some worker's is measured (none:
+   no memory term for any). */
 void cdc__profile_assume_rates(cdc_worker_profile_t *profiles, int count);
 
 /* ---- one worker's estimator (pure; the table below holds one per worker) */
@@ -151,22 +176,36 @@ typedef struct {
 
 typedef struct {
     cdc_profile_estimate_t rate, link, rtt; /* GFLOP/s, Mbit/s, ms          */
+    cdc_profile_estimate_t stream;          /* GB/s                         */
     double link_window[CDC_PROFILE_LINK_WINDOW]; /* the latest link samples */
     double rtt_window[CDC_PROFILE_RTT_WINDOW];   /* the latest round trips    */
-    uint64_t rate_samples, link_samples, rtt_samples, generation;
+    uint64_t rate_samples, link_samples, rtt_samples, stream_samples, generation;
     uint64_t max_memory, cache_bytes;
     int has_base;              /* the counters below are a baseline        */
     int implausible;           /* a rate sample no device could give       */
-    uint64_t instance, base_flops, base_busy_us;
+    uint64_t instance, base_flops, base_busy_us; /* the tasks not thin       */
+    int has_stream_base;       /* the thin tasks' baseline below is set    */
+    uint64_t base_thin_flops, base_thin_bytes, base_thin_busy_us;
+    int rate_from_thin;        /* the rate is the thin tasks' lower bound   */
 } cdc_profile_state_t;
 
 /* Nothing measured. */
 void cdc__profile_state_init(cdc_profile_state_t *state);
 
-/* Cumulative work counters of one process (instance, 0: not reported):
-   a rate sample once enough busy time has passed since the baseline. */
+/* Cumulative work counters of one process (instance, 0: not reported), of
+   its tasks that are not thin: a rate sample once enough busy time has
+   passed since the baseline. Another process restarts both baselines. */
 void cdc__profile_note_counters(cdc_profile_state_t *state, uint64_t instance, uint64_t flops,
                                 uint64_t busy_us);
+
+/* The same process's thin tasks' cumulative counters (status.h; after
+   cdc__profile_note_counters): their flops, the bytes their GEMMs
+   streamed and their busy time, a bandwidth sample once enough busy time
+   has passed; and, while no task that is not thin has given a rate, a
+   rate sample too (flops / busy: a lower bound on the rate, which the
+   first such task's sample replaces). */
+void cdc__profile_note_streaming(cdc_profile_state_t *state, uint64_t flops, uint64_t bytes,
+                                 uint64_t busy_us);
 
 /* A PONG: its round trip (rtt_ms < 0: not a sample) and the worker's status
    (NULL: none or malformed): memory, and its counters as above. */
@@ -174,14 +213,17 @@ void cdc__profile_note_pong(cdc_profile_state_t *state, double rtt_ms,
                             const cdc_status_report_t *status);
 
 /* Tasks of one call that one worker completed: elapsed_ms from the call's
-   dispatch to the last result, their flops, and the bytes that moved for
-   them both ways. A link sample when comm is clearly positive (above). */
+   dispatch to the last result, their flops and the operand bytes their
+   GEMMs stream (their compute, cdc__profile_compute_ms), and the bytes
+   that moved for them both ways. A link sample when comm is clearly
+   positive (above). */
 void cdc__profile_note_transfer(cdc_profile_state_t *state, double elapsed_ms, double flops,
-                                double bytes);
+                                double streamed, double bytes);
 
 /* Tasks of one call that one worker had not finished when the call ended
    elapsed_ms after their dispatch (cancelled: the call was decoded without
-   them), with their flops and bytes: they take longer than that. The link
+   them), with their flops, streamed and moved bytes (as above): they take
+   longer than that. The link
    is slower than the bandwidth that would explain the wait,
    8 bytes / (elapsed - flops / rate - rtt), always above the true link's
    (the tasks took longer than elapsed). When the estimate is faster than
@@ -199,7 +241,7 @@ void cdc__profile_note_transfer(cdc_profile_state_t *state, double elapsed_ms, d
    call: the task queued behind them, and the bound would charge their
    transfer to it (transport/client.h). */
 void cdc__profile_note_cut(cdc_profile_state_t *state, double elapsed_ms, double flops,
-                           double bytes);
+                           double streamed, double bytes);
 
 /* The estimates as the planner sees them (live 0: the caller knows it). */
 void cdc__profile_state_view(const cdc_profile_state_t *state, cdc_worker_profile_t *out);
@@ -218,9 +260,9 @@ void cdc__profile_destroy(cdc_profile_t **profile_p);
 void cdc__profile_pong(cdc_profile_t *profile, int w, double rtt_ms,
                        const cdc_status_report_t *status);
 void cdc__profile_transfer(cdc_profile_t *profile, int w, double elapsed_ms, double flops,
-                           double bytes);
+                           double streamed, double bytes);
 void cdc__profile_cut(cdc_profile_t *profile, int w, double elapsed_ms, double flops,
-                      double bytes);
+                      double streamed, double bytes);
 
 /* The coordinator's own meter (task_run.h), read by the caller. */
 void cdc__profile_self(cdc_profile_t *profile, uint64_t flops, uint64_t busy_us);
