@@ -203,15 +203,16 @@ void cdc__client_counters(cdc_client_t *self, cdc_remote_counters_t *counters);
    re-send): elapsed_ms from the call's dispatch to its last result, their
    flops (2*rows*k*cols each), the operand bytes their GEMMs stream
    ((rows + cols)*k floats each) and the bytes that moved for them
-   (operands and weights sent in the call, results). call_cut (may be NULL): likewise
-   once per call and worker whose tasks were still pending when the call
-   ended without them (cancelled: decoded, or not needed): elapsed_ms from
-   the dispatch to that end, a lower bound on what they would have taken,
-   with their flops, streamed bytes and bytes both ways; not for a worker that weights sent
-   earlier may still have been reaching (no task sent after them has come
-   back yet, and they would not have arrived over 10 Mbit/s), whose task
-   may have queued behind them. All must be quick, must not call
-   the client, and may run at the same time; ctx must outlive the client. */
+   (operands and weights sent in the call, results). call_cut (may be
+   NULL): likewise once per call and worker whose tasks were still pending
+   when the call ended without them (cancelled: decoded, or not needed):
+   elapsed_ms from the dispatch to that end, a lower bound on what they
+   would have taken, with their flops, streamed bytes and bytes both ways;
+   not for a worker that weights sent earlier may still have been reaching
+   (no task sent after them has come back yet, and they would not have
+   arrived over 10 Mbit/s), whose task may have queued behind them. All
+   must be quick, must not call the client, and may run at the same time;
+   ctx must outlive the client. */
 typedef struct {
     void (*pong)(void *ctx, int w, double rtt_ms, const cdc_status_report_t *status);
     void (*call_done)(void *ctx, int w, double elapsed_ms, double flops, double streamed,

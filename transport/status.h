@@ -39,8 +39,9 @@ typedef struct {
                                it started: real compute plus a slow fault's
                                emulated extra, never emulated link time     */
     uint64_t flops;         /* work of those tasks: sum of 2*rows*k*cols     */
-    /* Of those, the thin tasks' (below): their busy time, work and the
-       operand bytes their GEMMs streamed, (rows + cols)*k floats. A thin
+    /* Of those, the thin tasks' (CDC_STATUS_THIN_INTENSITY): their busy
+       time, work and the operand bytes their GEMMs streamed, (rows +
+       cols)*k floats. A thin
        task's time is its memory's, not its arithmetic's, so the
        coordinator measures a device's rate on the others and its streaming
        bandwidth on these (a roofline, profile.h). 0: not reported (an

@@ -223,10 +223,9 @@ void cdc__profile_note_transfer(cdc_profile_state_t *state, double elapsed_ms, d
 /* Tasks of one call that one worker had not finished when the call ended
    elapsed_ms after their dispatch (cancelled: the call was decoded without
    them), with their flops, streamed and moved bytes (as above): they take
-   longer than that. The link
-   is slower than the bandwidth that would explain the wait,
-   8 bytes / (elapsed - flops / rate - rtt), always above the true link's
-   (the tasks took longer than elapsed). When the estimate is faster than
+   longer than that. The link is slower than the bandwidth that would
+   explain the wait, 8 bytes / (elapsed - compute - rtt), always above the
+   true link's (the tasks took longer than elapsed). When the estimate is faster than
    that bound the bound is a link sample, and the window's samples above it
    are capped to it (it contradicts them: the link is slower now); else the
    estimate itself is (a sample that agrees: the planner trusts a link after
