@@ -103,8 +103,8 @@ END_TEST
 static void feed_rate(cdc_profile_state_t *s, double gflops, int samples)
 {
     for (int i = 0; i < samples; i++) {
-        uint64_t flops = s->base_flops + (uint64_t) (gflops * 3e6);
-        cdc__profile_note_counters(s, 1, flops, s->base_busy_us + 3000);
+        uint64_t flops = s->base.flops + (uint64_t) (gflops * 3e6);
+        cdc__profile_note_counters(s, 1, flops, s->base.busy_us + 3000);
     }
 }
 
@@ -283,6 +283,23 @@ START_TEST(test_predict_defaults)
 }
 END_TEST
 
+/* A fresh state after a baseline PONG of process `instance` and then one
+   reporting flops in busy_us, of which thin_flops in thin_busy_us
+   streaming thin_bytes; that report into *last. */
+static void thin_reported(cdc_profile_state_t *s, uint64_t instance, uint64_t flops,
+                          uint64_t busy_us, uint64_t thin_flops, uint64_t thin_busy_us,
+                          uint64_t thin_bytes, cdc_status_report_t *last)
+{
+    cdc__profile_state_init(s);
+    *last = counters(instance, 0, 0);
+    cdc__profile_note_pong(s, -1, last);
+    *last = counters(instance, flops, busy_us);
+    last->thin_flops = thin_flops;
+    last->thin_busy_us = thin_busy_us;
+    last->thin_bytes = thin_bytes;
+    cdc__profile_note_pong(s, -1, last);
+}
+
 /* A roofline per worker: the thin tasks' counters (status.h) give the
    bandwidth and stay out of the rate (but for a device that computed
    nothing else yet); a prediction is the larger of the two terms; a link
@@ -291,17 +308,11 @@ END_TEST
    the worker implausible. */
 START_TEST(test_roofline_estimates)
 {
-    cdc_profile_state_t s;
-    cdc__profile_state_init(&s);
-    cdc_status_report_t r = counters(1, 0, 0);
-    cdc__profile_note_pong(&s, -1, &r);
     /* 32 MFLOP in 8 ms (4 GFLOP/s), and 8 MB streamed in 8 ms (1 GB/s) by
        thin tasks of 4 MFLOP (which alone would say 0.25 GFLOP/s). */
-    r = counters(1, 36000000, 16000);
-    r.thin_busy_us = 8000;
-    r.thin_flops = 4000000;
-    r.thin_bytes = 8000000;
-    cdc__profile_note_pong(&s, -1, &r);
+    cdc_profile_state_t s;
+    cdc_status_report_t r;
+    thin_reported(&s, 1, 36000000, 16000, 4000000, 8000, 8000000, &r);
     cdc_worker_profile_t p;
     cdc__profile_state_view(&s, &p);
     ck_assert_double_eq_tol(p.gflops, 4.0, 1e-9);
@@ -334,14 +345,7 @@ START_TEST(test_roofline_estimates)
     /* Thin tasks only: their rate (8 MFLOP in 8 ms) stands for the device's
        until a task that is not thin gives one (12 MFLOP in 4 ms). */
     cdc_profile_state_t gemv;
-    cdc__profile_state_init(&gemv);
-    r = counters(4, 0, 0);
-    cdc__profile_note_pong(&gemv, -1, &r);
-    r = counters(4, 8000000, 8000);
-    r.thin_busy_us = 8000;
-    r.thin_flops = 8000000;
-    r.thin_bytes = 16000000;
-    cdc__profile_note_pong(&gemv, -1, &r);
+    thin_reported(&gemv, 4, 8000000, 8000, 8000000, 8000, 16000000, &r);
     cdc__profile_state_view(&gemv, &p);
     ck_assert_double_eq_tol(p.gflops, 1.0, 1e-9);
     ck_assert_double_eq_tol(p.gbps, 2.0, 1e-9);
@@ -355,26 +359,14 @@ START_TEST(test_roofline_estimates)
 
     /* A thin part larger than the whole: every task counted for the rate. */
     cdc_profile_state_t odd;
-    cdc__profile_state_init(&odd);
-    r = counters(2, 0, 0);
-    cdc__profile_note_pong(&odd, -1, &r);
-    r = counters(2, 8000000, 4000);
-    r.thin_busy_us = 5000;
-    r.thin_bytes = 1000000;
-    cdc__profile_note_pong(&odd, -1, &r);
+    thin_reported(&odd, 2, 8000000, 4000, 0, 5000, 1000000, &r);
     cdc__profile_state_view(&odd, &p);
     ck_assert_double_eq_tol(p.gflops, 2.0, 1e-9);
     ck_assert_uint_eq(p.stream_samples, 0);
 
     /* 100 TB/s: no memory streams that; nothing it says of its speed holds. */
     cdc_profile_state_t liar;
-    cdc__profile_state_init(&liar);
-    r = counters(3, 0, 0);
-    cdc__profile_note_pong(&liar, -1, &r);
-    r = counters(3, 8000000, 4000 + 2000);
-    r.thin_busy_us = 2000;
-    r.thin_bytes = (uint64_t) 2e14;
-    cdc__profile_note_pong(&liar, -1, &r);
+    thin_reported(&liar, 3, 8000000, 4000 + 2000, 0, 2000, (uint64_t) 2e14, &r);
     cdc__profile_state_view(&liar, &p);
     ck_assert(p.implausible);
     ck_assert_uint_eq(p.rate_samples + p.stream_samples, 0);

@@ -120,28 +120,45 @@ static void note_implausible(cdc_profile_state_t *state)
     state->rate = state->stream = (cdc_profile_estimate_t){0};
 }
 
+/* now's deltas over *base into *delta once they span
+   CDC_PROFILE_MIN_BUSY_US of busy time, now then the base: 1. 0 while
+   shorter spans accumulate. -1 when a counter went back (a process that
+   does not report its instance restarted): now is the base. */
+static int counts_delta(cdc_profile_counts_t *base, cdc_profile_counts_t now,
+                        cdc_profile_counts_t *delta)
+{
+    if (now.flops < base->flops || now.bytes < base->bytes || now.busy_us < base->busy_us) {
+        *base = now;
+        return -1;
+    }
+    if (now.busy_us - base->busy_us < CDC_PROFILE_MIN_BUSY_US)
+        return 0;
+    *delta = (cdc_profile_counts_t){now.flops - base->flops, now.bytes - base->bytes,
+                                    now.busy_us - base->busy_us};
+    *base = now;
+    return 1;
+}
+
 void cdc__profile_note_counters(cdc_profile_state_t *state, uint64_t instance, uint64_t flops,
                                 uint64_t busy_us)
 {
-    /* Another process, or counters that went back (a process that does not
-       report its instance restarted): a new baseline, estimates kept. */
-    if (!state->has_base || instance != state->instance || flops < state->base_flops ||
-        busy_us < state->base_busy_us) {
-        if (state->has_base && instance != state->instance)
+    cdc_profile_counts_t now = {flops, 0, busy_us}, delta;
+    /* Another process: a new baseline, estimates kept. */
+    if (!state->has_base || instance != state->instance) {
+        if (state->has_base)
             state->implausible = 0; /* another process: heard afresh */
         state->has_base = 1;
         state->has_stream_base = 0;
         state->instance = instance;
-        state->base_flops = flops;
-        state->base_busy_us = busy_us;
+        state->base = now;
         return;
     }
-    uint64_t busy = busy_us - state->base_busy_us;
-    if (busy < CDC_PROFILE_MIN_BUSY_US)
-        return; /* accumulate */
-    double gflops = (double) (flops - state->base_flops) / ((double) busy * 1e3);
-    state->base_flops = flops;
-    state->base_busy_us = busy_us;
+    int sampled = counts_delta(&state->base, now, &delta);
+    if (sampled < 0)
+        state->has_stream_base = 0; /* restarted: the thin counters too */
+    if (sampled <= 0)
+        return;
+    double gflops = (double) delta.flops / ((double) delta.busy_us * 1e3);
     if (gflops <= 0)
         return; /* busy without work counted: nothing to say about speed */
     if (state->implausible || gflops < CDC_PROFILE_MIN_GFLOPS ||
@@ -160,22 +177,16 @@ void cdc__profile_note_counters(cdc_profile_state_t *state, uint64_t instance, u
 void cdc__profile_note_streaming(cdc_profile_state_t *state, uint64_t flops, uint64_t bytes,
                                  uint64_t busy_us)
 {
-    if (!state->has_stream_base || flops < state->base_thin_flops ||
-        bytes < state->base_thin_bytes || busy_us < state->base_thin_busy_us) {
+    cdc_profile_counts_t now = {flops, bytes, busy_us}, delta;
+    if (!state->has_stream_base) {
         state->has_stream_base = 1;
-        state->base_thin_flops = flops;
-        state->base_thin_bytes = bytes;
-        state->base_thin_busy_us = busy_us;
+        state->thin_base = now;
         return;
     }
-    uint64_t busy = busy_us - state->base_thin_busy_us;
-    if (busy < CDC_PROFILE_MIN_BUSY_US)
-        return; /* accumulate */
-    double gbps = (double) (bytes - state->base_thin_bytes) / ((double) busy * 1e3);
-    double gflops = (double) (flops - state->base_thin_flops) / ((double) busy * 1e3);
-    state->base_thin_flops = flops;
-    state->base_thin_bytes = bytes;
-    state->base_thin_busy_us = busy_us;
+    if (counts_delta(&state->thin_base, now, &delta) <= 0)
+        return;
+    double gbps = (double) delta.bytes / ((double) delta.busy_us * 1e3);
+    double gflops = (double) delta.flops / ((double) delta.busy_us * 1e3);
     if (gbps <= 0)
         return;
     if (state->implausible || gbps < CDC_PROFILE_MIN_GBPS || gbps > CDC_PROFILE_MAX_GBPS ||

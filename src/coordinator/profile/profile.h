@@ -174,6 +174,12 @@ typedef struct {
     double run_sum;       /* their sum                                      */
 } cdc_profile_estimate_t;
 
+/* A process's cumulative work counters at some PONG: the baseline the
+   next sample's deltas are taken from. */
+typedef struct {
+    uint64_t flops, bytes, busy_us;
+} cdc_profile_counts_t;
+
 typedef struct {
     cdc_profile_estimate_t rate, link, rtt; /* GFLOP/s, Mbit/s, ms          */
     cdc_profile_estimate_t stream;          /* GB/s                         */
@@ -183,9 +189,10 @@ typedef struct {
     uint64_t max_memory, cache_bytes;
     int has_base;              /* the counters below are a baseline        */
     int implausible;           /* a rate sample no device could give       */
-    uint64_t instance, base_flops, base_busy_us; /* the tasks not thin       */
-    int has_stream_base;       /* the thin tasks' baseline below is set    */
-    uint64_t base_thin_flops, base_thin_bytes, base_thin_busy_us;
+    uint64_t instance;
+    cdc_profile_counts_t base; /* the tasks not thin (bytes unused)        */
+    int has_stream_base;       /* thin_base is set                         */
+    cdc_profile_counts_t thin_base;
     int rate_from_thin;        /* the rate is the thin tasks' lower bound   */
 } cdc_profile_state_t;
 
