@@ -792,8 +792,8 @@ static void call_observe(cdc_client_t *self, const client_call_t *call, double e
         double rows = (double) (in_parts ? task->lead_rows : task->a_rows);
         double result_bytes = rows * (double) task->cols * sizeof(float);
         elapsed[w] = task->elapsed_ms > elapsed[w] ? task->elapsed_ms : elapsed[w];
-        flops[w] += 2.0 * rows * (double) task->k * (double) task->cols;
-        streamed[w] += (rows + (double) task->cols) * (double) task->k * sizeof(float);
+        flops[w] += cdc__gemm_flops(rows, (double) task->cols, (double) task->k);
+        streamed[w] += cdc__gemm_streamed_bytes(rows, (double) task->cols, (double) task->k);
         bytes[w] += (double) call->bytes_out[t] + result_bytes;
     }
     for (int w = 0; w < self->count; w++) {

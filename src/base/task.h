@@ -82,6 +82,21 @@ enum {
                                dispatch, wants its parity anyway           */
 };
 
+/* A GEMM of rows x cols over k: its flops, and the operand bytes it
+   streams, (rows + cols)·k floats (a conv task's: its filters and im2col
+   matrix). What the workers count and emulate (faults.h), the profile's
+   roofline measures (profile.h) and the coordinator predicts and emulates
+   for itself (local_cost.h, engine.c) are these two figures. */
+static inline double cdc__gemm_flops(double rows, double cols, double k)
+{
+    return 2.0 * rows * k * cols;
+}
+
+static inline double cdc__gemm_streamed_bytes(double rows, double cols, double k)
+{
+    return (rows + cols) * k * sizeof(float);
+}
+
 /* The parts a task's result comes back in (at most 32). */
 static inline int cdc_task_parts(const cdc_shard_task_t *task)
 {

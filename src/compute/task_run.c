@@ -59,7 +59,8 @@ int cdc__task_run_local(const cdc_shard_task_t *task)
     double started = cdc__clock_ms();
     int rc = cdc_task_parts(task) > 1 ? run_parts(task) : run(task);
     if (rc == CDC_OK) {
-        double flops = 2.0 * (double) task->a_rows * (double) task->k * (double) task->cols;
+        double flops =
+            cdc__gemm_flops((double) task->a_rows, (double) task->cols, (double) task->k);
         atomic_fetch_add(&meter_flops, (uint64_t) flops);
         atomic_fetch_add(&meter_busy_us, (uint64_t) ((cdc__clock_ms() - started) * 1000.0));
     }

@@ -259,8 +259,9 @@ static int run_part_and_reply(cdc_worker_compute_t *self, const cdc_request_t *r
     uint64_t bytes_in = p == 0 ? (uint64_t) (msg->payload[0].size + msg->payload[1].size) : 0;
     cdc_worker_reply_t meta = {
         NULL, cdc__clock_ms() - started,
-        2.0 * (double) piece->a_rows * (double) h->k * (double) h->cols,
-        (double) (piece->a_rows + h->cols) * (double) h->k * sizeof(float), bytes_in, started, p};
+        cdc__gemm_flops((double) piece->a_rows, (double) h->cols, (double) h->k),
+        cdc__gemm_streamed_bytes((double) piece->a_rows, (double) h->cols, (double) h->k),
+        bytes_in, started, p};
     cdc_msg_header_t reply;
     cdc__msg_header_init(&reply, CDC_MSG_RESULT);
     reply.request_id = h->request_id;

@@ -463,11 +463,10 @@ int cdc__call_compute_here(const cdc_context_t *context, const cdc_shard_task_t 
     double started = cdc__clock_ms();
     int rc = empty ? CDC_OK : cdc__task_run_local(task);
     if (rc == CDC_OK && !empty) { /* an emulated coordinator: its device's time */
-        double flops = 2.0 * (double) task->a_rows * (double) task->k * (double) task->cols;
-        double bytes = ((double) task->a_rows + (double) task->cols) * (double) task->k *
-                       sizeof(float);
+        double rows = (double) task->a_rows, cols = (double) task->cols, k = (double) task->k;
         cdc_emulated_device_t device = {context->local_gflops, context->local_gbps};
-        double ms = cdc__emulated_ms(device, flops, bytes);
+        double ms = cdc__emulated_ms(device, cdc__gemm_flops(rows, cols, k),
+                                     cdc__gemm_streamed_bytes(rows, cols, k));
         if (ms > 0.0)
             cdc__sleep_ms(started + ms - cdc__clock_ms());
     }

@@ -3,6 +3,7 @@
 
 #include "blas_backend.h"
 #include "clock.h"
+#include "task.h"
 
 #include <math.h>
 #include <pthread.h>
@@ -60,11 +61,11 @@ double cdc__local_gemm_ms(int64_t m, int64_t ncols, int64_t k, double emulated_g
                           double emulated_gbps)
 {
     cdc_local_speed_t s = cdc__local_speed();
-    double flops = 2.0 * (double) m * (double) ncols * (double) k;
+    double flops = cdc__gemm_flops((double) m, (double) ncols, (double) k);
     double bytes = ((double) m * k + (double) ncols * k + (double) m * ncols) * sizeof(float);
     double compute = flops / (s.gflops * 1e6), memory = bytes / (s.gbytes_per_s * 1e6);
     double ms = compute > memory ? compute : memory;
-    double streamed = ((double) m + (double) ncols) * (double) k * sizeof(float);
+    double streamed = cdc__gemm_streamed_bytes((double) m, (double) ncols, (double) k);
     double emulated = fmax(emulated_gflops > 0.0 ? flops / (emulated_gflops * 1e6) : 0.0,
                            emulated_gbps > 0.0 ? streamed / (emulated_gbps * 1e6) : 0.0);
     return ms > emulated ? ms : emulated;
