@@ -349,6 +349,38 @@ CDC_EXPORT int cdc_fc_new(cdc_context_t *context, int64_t out_features,
                           const float *bias, const cdc_layer_options_t *options,
                           cdc_layer_t **layer_p);
 
+/* Weights the caller lends a layer (cdc_fc_new_borrowed): parts stacked in
+   row order, each `count` rows x in_features floats, row-major, contiguous. */
+#define CDC_MAX_WEIGHT_PARTS 8
+
+typedef struct {
+    const float *rows;
+    int64_t count;
+} cdc_weight_part_t;
+
+/* cdc_fc_new_borrowed flags. FILE_MAPPED: every part lies in a read-only
+   file mapping (mmap PROT_READ); the library gives back the pages it has
+   read (MADV_DONTNEED), so the coordinator's resident memory does not grow
+   with the model, and the kernel reads them again from the file when they
+   are needed. */
+#define CDC_BORROW_FILE_MAPPED 1u
+
+/* Fully-connected layer over borrowed weights: W is the parts stacked (their
+   rows sum to out_features), never copied whole. The library reads them when
+   it encodes them and when it ships a worker its rows (respawned workers and
+   re-sized plans included), and computes from them only when more results
+   are missing than the parity covers; they must stay valid and unchanged
+   until cdc_layer_destroy returns. A call whose split or parity layout needs
+   the weights contiguous past the call (the dedicated layout, a batch split)
+   copies them once, for the layer's life. bias (out_features) is copied and
+   may be NULL. CDC_EINVAL for no parts, more than CDC_MAX_WEIGHT_PARTS, a
+   NULL or empty part, an unknown flag. Since 0.1.0. */
+CDC_EXPORT int cdc_fc_new_borrowed(cdc_context_t *context, int64_t in_features,
+                                   const cdc_weight_part_t *parts, int part_count,
+                                   unsigned flags, const float *bias,
+                                   const cdc_layer_options_t *options,
+                                   cdc_layer_t **layer_p);
+
 /* x is batch x in_features, y is batch x out_features, both row-major. */
 CDC_EXPORT int cdc_fc_forward(cdc_layer_t *layer, int64_t batch, const float *x,
                               float *y);

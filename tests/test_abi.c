@@ -59,6 +59,10 @@ START_TEST(test_layout_frozen)
     ck_assert_uint_eq(sizeof(cdc_call_report_t), 688);
     ck_assert_uint_eq(sizeof(cdc_layer_options_t), 12);
     ck_assert_uint_eq(sizeof(cdc_conv2d_desc_t), 80);
+    ck_assert_uint_eq(sizeof(cdc_weight_part_t), 16);
+    ck_assert_uint_eq(offsetof(cdc_weight_part_t, count), 8);
+    ck_assert_uint_eq(CDC_MAX_WEIGHT_PARTS, 8);
+    ck_assert_uint_eq(CDC_BORROW_FILE_MAPPED, 1);
     /* Where the reserved tails end: the struct's end. */
     ck_assert_uint_eq(offsetof(cdc_config_t, reserved) + sizeof(((cdc_config_t *) 0)->reserved),
                       sizeof(cdc_config_t));

@@ -354,7 +354,7 @@ static void in_flight_finish(cdc_context_t *context, fc_case_t *warm, cdc_layer_
     ck_assert_int_eq(cdc_layer_split(layer), split);
     ck_assert_uint_eq(remote_counters(context).weights_sent, 2 * WORKERS);
     /* Mine: tells when nothing else holds the weights. */
-    cdc_hold_t *weights = cdc__hold_retain(layer->weights_hold);
+    cdc_hold_t *weights = cdc__hold_retain(&layer->parts->hold);
     cdc_layer_destroy(&layer);
     ck_assert(cdc__hold_retired(weights));
     /* Still in libzmq's hands: the stopped worker's slices hold the retired

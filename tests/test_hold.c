@@ -1,8 +1,13 @@
 /* test_hold.c - cdc_hold_t (src/base/hold.h): the owner's reference, retain,
    release, retire; the memory freed exactly once, by the last reference,
-   on whichever thread drops it; a held buffer in one allocation. */
+   on whichever thread drops it; a held buffer in one allocation. And what
+   rides on holds: the meter of built operands libzmq still holds
+   (transport/build_meter.h) and a weight matrix's rows kept or borrowed
+   (src/base/row_parts.h). */
 #include "cdcgemm.h"
+#include "build_meter.h"
 #include "hold.h"
+#include "row_parts.h"
 #include "testutil.h"
 
 #include <pthread.h>
@@ -201,6 +206,92 @@ START_TEST(test_alloc_too_large)
 }
 END_TEST
 
+/* ---- built operands in libzmq's hands (build_meter.h) -------------------- */
+
+static void *release_later(void *hold)
+{
+    cdc_test_sleep_ms(50);
+    cdc__hold_release(hold);
+    return NULL;
+}
+
+/* A build waits while the budget is out, at most its bound; a tracker's
+   last release (another thread's, as libzmq's) uncounts it, releases what
+   it tracked and wakes the wait; the meter outlives its owner's release
+   while a tracker is out. */
+START_TEST(test_build_meter_waits_for_the_budget)
+{
+    cdc_build_meter_t *meter = cdc__build_meter_new(100);
+    ck_assert_ptr_nonnull(meter);
+    void *data;
+    cdc_hold_t *built[2] = {cdc__hold_alloc(8, &data), cdc__hold_alloc(8, &data)};
+    cdc_hold_t *keep = cdc__hold_retain(built[1]);
+    ck_assert_int_eq(cdc__build_meter_wait(meter, 1000), 0);
+    cdc_hold_t *first = cdc__build_meter_track(meter, built[0], 60);
+    ck_assert_int_eq(cdc__build_meter_wait(meter, 1000), 0); /* 60 < 100 */
+    cdc_hold_t *second = cdc__build_meter_track(meter, built[1], 60);
+    ck_assert_uint_eq(cdc__build_meter_outstanding(meter), 120);
+    double started = cdc_test_now_s();
+    ck_assert_int_eq(cdc__build_meter_wait(meter, 100), 1); /* waited out */
+    ck_assert_double_ge(cdc_test_now_s() - started, 0.09);
+    pthread_t thread;
+    ck_assert_int_eq(pthread_create(&thread, NULL, release_later, first), 0);
+    started = cdc_test_now_s();
+    ck_assert_int_eq(cdc__build_meter_wait(meter, 5000), 0); /* woken */
+    ck_assert_double_lt(cdc_test_now_s() - started, 2.0);
+    pthread_join(thread, NULL);
+    ck_assert_uint_eq(cdc__build_meter_outstanding(meter), 60);
+    cdc__build_meter_release(meter); /* the owner goes; the tracker keeps it */
+    ck_assert_int_eq(cdc__hold_refs(keep), 2);
+    cdc__hold_release(second);
+    ck_assert_int_eq(cdc__hold_refs(keep), 1); /* released with the tracker */
+    cdc__hold_release(keep);
+}
+END_TEST
+
+/* ---- rows kept or borrowed (row_parts.h) ---------------------------------- */
+
+/* Rows lent in parts read back as the whole they stack: views in place
+   inside a part, copied across parts; nothing is read once the owner let
+   go. */
+START_TEST(test_row_parts_views_and_close)
+{
+    enum { K = 3, ROWS = 10 };
+    float whole[ROWS * K];
+    for (int i = 0; i < ROWS * K; i++)
+        whole[i] = (float) i;
+    const cdc_weight_part_t list[3] = {{whole, 4}, {whole + 4 * K, 1}, {whole + 5 * K, 5}};
+    cdc_row_parts_t *parts;
+    ck_assert_int_eq(cdc__row_parts_borrow(list, 3, K, 0, &parts), CDC_OK);
+    ck_assert_int_eq(parts->rows, ROWS);
+    float scratch[ROWS * K], copy[ROWS * K];
+    ck_assert(!cdc__row_parts_spans(parts, 1, 3));
+    ck_assert_ptr_eq(cdc__row_parts_view(parts, 1, 3, scratch), whole + K);
+    ck_assert(cdc__row_parts_spans(parts, 3, 4));
+    ck_assert_ptr_eq(cdc__row_parts_view(parts, 3, 4, scratch), scratch);
+    ck_assert(memcmp(scratch, whole + 3 * K, 4 * K * sizeof(float)) == 0);
+    ck_assert_int_eq(cdc__row_parts_enter(parts), CDC_OK);
+    cdc__row_parts_copy(parts, 0, ROWS, copy);
+    cdc__row_parts_leave(parts);
+    ck_assert(memcmp(copy, whole, sizeof whole) == 0);
+    const float *packed = cdc__row_parts_packed(parts); /* a copy, once */
+    ck_assert(packed != whole && memcmp(packed, whole, sizeof whole) == 0);
+    ck_assert_ptr_eq(cdc__row_parts_packed(parts), packed);
+    cdc_hold_t *held = cdc__hold_retain(&parts->hold);
+    cdc__row_parts_close(parts);
+    ck_assert_int_eq(cdc__row_parts_enter(parts), CDC_ESTATE);
+    cdc__hold_release(held);
+    /* The library's own copy: its one part. */
+    cdc_row_parts_t *copied = cdc__row_parts_copy_new(whole, ROWS, K);
+    ck_assert_ptr_nonnull(copied);
+    ck_assert(!copied->borrowed && copied->part[0] != whole);
+    ck_assert_ptr_eq(cdc__row_parts_packed(copied), copied->part[0]);
+    ck_assert_int_eq(cdc__row_parts_enter(copied), CDC_OK);
+    cdc__row_parts_leave(copied);
+    cdc__row_parts_close(copied);
+}
+END_TEST
+
 static Suite *hold_suite(void)
 {
     Suite *suite = suite_create("hold");
@@ -219,6 +310,12 @@ static Suite *hold_suite(void)
     tcase_add_test(buffer, test_alloc_buffer);
     tcase_add_test(buffer, test_alloc_too_large);
     suite_add_tcase(suite, buffer);
+    TCase *meter = tcase_create("meter");
+    tcase_add_test(meter, test_build_meter_waits_for_the_budget);
+    suite_add_tcase(suite, meter);
+    TCase *parts = tcase_create("parts");
+    tcase_add_test(parts, test_row_parts_views_and_close);
+    suite_add_tcase(suite, parts);
     return suite;
 }
 

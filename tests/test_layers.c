@@ -348,7 +348,7 @@ START_TEST(test_weight_shards_outlive_layer)
     ck_assert_int_eq(set->n, 4);
     ck_assert_int_eq(set->r, 1);
     ck_assert_ptr_eq(set->blocks[0], layer->weights); /* aliases the weights */
-    ck_assert_int_eq(cdc__hold_refs(layer->weights_hold), 2); /* layer, set */
+    ck_assert_int_eq(cdc__hold_refs(&layer->parts->hold), 2); /* layer, set */
     size_t block = (size_t) set->block_rows * IN;
     float parity[3 * IN];
     ck_assert_uint_le(block, sizeof parity / sizeof *parity);
@@ -362,7 +362,7 @@ START_TEST(test_weight_shards_outlive_layer)
     ck_assert_int_eq(cdc__weights_shards(&weights, 0, NULL, 2, 0, NULL, &other), CDC_OK);
     ck_assert_ptr_ne(other, set);
     ck_assert(cdc__hold_retired(held));
-    ck_assert_int_eq(cdc__hold_refs(layer->weights_hold), 3); /* layer, both sets */
+    ck_assert_int_eq(cdc__hold_refs(&layer->parts->hold), 3); /* layer, both sets */
 
     cdc_layer_destroy(&layer);
     for (int s = 0; s < set->n; s++) {

@@ -689,7 +689,8 @@ START_TEST(test_stripes_sized_to_devices)
        stripes cut the rest. */
     ck_assert_int_gt(record.here_rows, 0);
     ck_assert_int_eq(set->rows, OUT - record.here_rows);
-    ck_assert_ptr_eq(set->src, f.layer->weights + record.here_rows * IN);
+    ck_assert_ptr_eq(set->src, f.layer->parts);
+    ck_assert_int_eq(set->src_first, record.here_rows);
     for (int w = 0; w < WORKERS; w++) {
         ck_assert_int_eq(record.block_len[w], set->data_rows[w]);
         ck_assert_int_eq(record.home[w], home[w]);

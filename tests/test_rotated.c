@@ -10,6 +10,7 @@
  * the dedicated layout. On real worker processes: a call that loses nothing
  * takes in the data rows alone (the parity blocks are never sent: bytes_in),
  * and a worker SIGKILLed mid-run costs no result. */
+#define _DEFAULT_SOURCE /* madvise, mkstemp */
 #include "cdcgemm.h"
 #include "cdcgemm_testing.h"
 #include "bits.h"
@@ -23,9 +24,12 @@
 #include <math.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 #define REL_TOL 1e-5
 
@@ -50,6 +54,22 @@ static cdc_stats_t stats_of(cdc_context_t *ctx)
 }
 
 /* ---- the operand in the layout ------------------------------------------ */
+
+/* The source rows as the set reads them: the library's copy (parts 0) or
+   src lent in three uneven parts (a row, then a third, then the rest), so
+   that blocks lie across parts. cdc__row_parts_close when done. */
+static cdc_row_parts_t *source_of(const float *src, int64_t rows, int64_t k, int parts)
+{
+    if (!parts)
+        return cdc__row_parts_copy_new(src, rows, k);
+    int64_t third = rows / 3;
+    cdc_weight_part_t list[3] = {{src, 1}, {src + k, third}, {src + (1 + third) * k,
+                                                               rows - 1 - third}};
+    cdc_row_parts_t *borrowed;
+    ck_assert_int_eq(cdc__row_parts_borrow(list, 3, k, 0, &borrowed), CDC_OK);
+    return borrowed;
+}
+
 
 /* Worker w's operand, built (*operand, kept by *hold): built twice, the
    same bytes; the row norms and the wire key's sample the set kept are
@@ -83,7 +103,7 @@ static void check_operand(const cdc_rotated_set_t *set, int w, const float **ope
    the source once; its operand starts with them. Every stripe's parity is
    its data blocks zero-padded to B and combined: for r = 1 their sum,
    computed here in double. */
-static void check_set(int n, int r, int64_t rows, int64_t k)
+static void check_set(int n, int r, int64_t rows, int64_t k, int parts)
 {
     cdc_code_t *code = NULL;
     ck_assert_int_eq(cdc__code_new(NULL, n, r, &code), CDC_OK);
@@ -92,7 +112,9 @@ static void check_set(int n, int r, int64_t rows, int64_t k)
     float *src = cdc_test_alloc((size_t) (rows * k) * sizeof(float));
     cdc_test_fill_uniform(&rng, src, (size_t) (rows * k));
     cdc_rotated_set_t *set = NULL;
-    ck_assert_int_eq(cdc__rotated_set_new(code, src, NULL, rows, k, &set), CDC_OK);
+    cdc_row_parts_t *source = source_of(src, rows, k, parts);
+    ck_assert_int_eq(cdc__rotated_set_new(code, source, 0, rows, k, &set), CDC_OK);
+    ck_assert(!parts || set->block_rows == 1 || cdc__rotated_blocks_span(set));
     int W = n + r;
     int64_t next = 0;
     const float *operand[CDC_STRIPES_MAX_WORKERS];
@@ -127,22 +149,27 @@ static void check_set(int n, int r, int64_t rows, int64_t k)
     for (int w = 0; w < W; w++)
         cdc__hold_release(held[w]);
     cdc__rotated_set_retire(&set);
+    cdc__row_parts_close(source);
     free(src);
     cdc__code_destroy(&code);
 }
 
 START_TEST(test_set_layout)
 {
-    check_set(4, 1, 103, 7);
-    check_set(4, 1, 20, 3); /* one row a block */
-    check_set(3, 2, 61, 5);
-    check_set(3, 3, 200, 2);
+    for (int parts = 0; parts <= 1; parts++) { /* copied, borrowed in parts */
+        check_set(4, 1, 103, 7, parts);
+        check_set(4, 1, 20, 3, parts); /* one row a block */
+        check_set(3, 2, 61, 5, parts);
+        check_set(3, 3, 200, 2, parts);
+    }
     cdc_rotated_set_t *set = NULL;
     cdc_code_t *code = NULL;
     ck_assert_int_eq(cdc__code_new(NULL, 4, 1, &code), CDC_OK);
     float src[19 * 2] = {0};
-    ck_assert_int_eq(cdc__rotated_set_new(code, src, NULL, 19, 2, &set), CDC_EINVAL);
+    cdc_row_parts_t *source = source_of(src, 19, 2, 0);
+    ck_assert_int_eq(cdc__rotated_set_new(code, source, 0, 19, 2, &set), CDC_EINVAL);
     ck_assert_ptr_null(set);
+    cdc__row_parts_close(source);
     cdc__code_destroy(&code);
 }
 END_TEST
@@ -168,9 +195,10 @@ static void check_sized_set(int n, int r, const int64_t *worker_rows)
     cdc_test_fill_uniform(&rng, src, (size_t) (rows * K));
     cdc_test_fill_uniform(&rng, bt, COLS * K);
     cdc_rotated_set_t *set = NULL, *equal = NULL;
-    ck_assert_int_eq(cdc__rotated_set_new_sized(code, src, NULL, rows, K, worker_rows, &set),
+    cdc_row_parts_t *source = source_of(src, rows, K, 1);
+    ck_assert_int_eq(cdc__rotated_set_new_sized(code, source, 0, rows, K, worker_rows, &set),
                      CDC_OK);
-    ck_assert_int_eq(cdc__rotated_set_new(code, src, NULL, rows, K, &equal), CDC_OK);
+    ck_assert_int_eq(cdc__rotated_set_new(code, source, 0, rows, K, &equal), CDC_OK);
     ck_assert(set->key_mix != equal->key_mix); /* another cut, other weights */
     ck_assert(!cdc__rotated_set_matches(set, code, rows, K, NULL));
     ck_assert(cdc__rotated_set_matches(set, code, rows, K, worker_rows));
@@ -252,6 +280,7 @@ static void check_sized_set(int n, int r, const int64_t *worker_rows)
         free(product[w]);
     cdc__rotated_set_retire(&set);
     cdc__rotated_set_retire(&equal);
+    cdc__row_parts_close(source);
     free(src);
     cdc__code_destroy(&code);
 }
@@ -270,11 +299,13 @@ START_TEST(test_sized_set_decodes_every_loss)
     float src[580 * 2] = {0};
     const int64_t short_one[] = {300, 120, 60, 97, 3}, wrong_sum[] = {300, 120, 60, 60, 41};
     cdc_rotated_set_t *set = NULL;
-    ck_assert_int_eq(cdc__rotated_set_new_sized(code, src, NULL, 580, 2, short_one, &set),
+    cdc_row_parts_t *source = source_of(src, 580, 2, 0);
+    ck_assert_int_eq(cdc__rotated_set_new_sized(code, source, 0, 580, 2, short_one, &set),
                      CDC_EINVAL);
-    ck_assert_int_eq(cdc__rotated_set_new_sized(code, src, NULL, 580, 2, wrong_sum, &set),
+    ck_assert_int_eq(cdc__rotated_set_new_sized(code, source, 0, 580, 2, wrong_sum, &set),
                      CDC_EINVAL);
     ck_assert_ptr_null(set);
+    cdc__row_parts_close(source);
     cdc__code_destroy(&code);
 }
 END_TEST
@@ -360,6 +391,55 @@ START_TEST(test_fc_every_erasure)
         fc_case_free(&c);
         cdc_context_destroy(&ctx);
     }
+}
+END_TEST
+
+/* A layer over borrowed weights in three parts (q, k and v stacked as the
+   language model does): every erasure pattern gives the reference, the
+   rotated layout reads the parts in place (no contiguous copy: a weight
+   encode, no more), and a lost block that spans two parts is rebuilt. */
+START_TEST(test_fc_borrowed_parts_every_erasure)
+{
+    const int n = 4, r = 2, W = n + r;
+    cdc_context_t *ctx = rotated_context(n, r, CDC_LAYOUT_ROTATED);
+    fc_case_t c;
+    fc_case_make(&c, 131, 20, 2, 211);
+    const cdc_weight_part_t parts[3] = {{c.w, 64}, {c.w + 64 * c.in, 33},
+                                        {c.w + 97 * c.in, 34}};
+    cdc_layer_t *layer = NULL;
+    ck_assert_int_eq(cdc_fc_new_borrowed(ctx, c.in, parts, 3, 0, c.bias, NULL, &layer),
+                     CDC_OK);
+    for (uint64_t mask = 0; mask < (UINT64_C(1) << W); mask++)
+        if (cdc__popcount64(mask) <= r)
+            fc_call(layer, ctx, &c, mask, n, r);
+    fc_call(layer, ctx, &c, (UINT64_C(1) << (r + 1)) - 1, n, r); /* computed here */
+    ck_assert_uint_eq(stats_of(ctx).weight_encodes, 1);
+    ck_assert_ptr_null(layer->parts->packed); /* never copied whole */
+    /* The same weights copied: the same key on the workers. */
+    cdc_layer_t *copied = NULL;
+    ck_assert_int_eq(cdc_fc_new(ctx, c.out, c.in, c.w, c.bias, NULL, &copied), CDC_OK);
+    ck_assert_uint_eq(copied->weights_key, layer->weights_key);
+    /* Bad parts: named. */
+    cdc_layer_t *bad = NULL;
+    const cdc_weight_part_t empty[1] = {{c.w, 0}}, none[1] = {{NULL, 3}};
+    ck_assert_int_eq(cdc_fc_new_borrowed(ctx, c.in, empty, 1, 0, NULL, NULL, &bad), CDC_EINVAL);
+    ck_assert_int_eq(cdc_fc_new_borrowed(ctx, c.in, none, 1, 0, NULL, NULL, &bad), CDC_EINVAL);
+    ck_assert_int_eq(cdc_fc_new_borrowed(ctx, c.in, parts, 0, 0, NULL, NULL, &bad), CDC_EINVAL);
+    ck_assert_int_eq(cdc_fc_new_borrowed(ctx, c.in, parts, CDC_MAX_WEIGHT_PARTS + 1, 0, NULL,
+                                         NULL, &bad),
+                     CDC_EINVAL);
+    ck_assert_int_eq(cdc_fc_new_borrowed(ctx, c.in, parts, 3, 4u, NULL, NULL, &bad), CDC_EINVAL);
+    ck_assert(strstr(cdc_last_error(), "flags") != NULL);
+    /* Pages given back only where that is safe: heap memory is refused. */
+    ck_assert_int_eq(cdc_fc_new_borrowed(ctx, c.in, parts, 3, CDC_BORROW_FILE_MAPPED, NULL,
+                                         NULL, &bad),
+                     CDC_EINVAL);
+    ck_assert(strstr(cdc_last_error(), "read-only file mapping") != NULL);
+    ck_assert_ptr_null(bad);
+    cdc_layer_destroy(&copied);
+    cdc_layer_destroy(&layer);
+    fc_case_free(&c);
+    cdc_context_destroy(&ctx);
 }
 END_TEST
 
@@ -637,6 +717,131 @@ START_TEST(test_workers_killed_and_stopped_in_flight)
 }
 END_TEST
 
+/* Resident KiB of the mapping that holds addr (/proc/self/smaps). */
+static long mapping_rss_kib(const void *addr)
+{
+    FILE *f = fopen("/proc/self/smaps", "r");
+    ck_assert_ptr_nonnull(f);
+    char line[512];
+    int inside = 0;
+    long rss = -1;
+    while (rss < 0 && fgets(line, sizeof line, f)) {
+        unsigned long from, to;
+        if (sscanf(line, "%lx-%lx ", &from, &to) == 2) /* a mapping's first line */
+            inside = (uintptr_t) addr >= from && (uintptr_t) addr < to;
+        else if (inside && sscanf(line, "Rss: %ld kB", &rss) == 1)
+            break;
+    }
+    fclose(f);
+    ck_assert_int_ge(rss, 0);
+    return rss;
+}
+
+/* The weights of c written to a file and mapped read-only, as a model's
+   checkpoint is: the map, size bytes. */
+static float *weights_file_map(const fc_case_t *c, size_t *size)
+{
+    char path[] = "/tmp/cdc-borrowed-XXXXXX";
+    int fd = mkstemp(path);
+    ck_assert_int_ge(fd, 0);
+    unlink(path);
+    *size = (size_t) c->out * (size_t) c->in * sizeof(float);
+    ck_assert_int_eq(write(fd, c->w, *size), (ssize_t) *size);
+    float *map = mmap(NULL, *size, PROT_READ, MAP_PRIVATE, fd, 0);
+    close(fd);
+    ck_assert(map != MAP_FAILED);
+    return map;
+}
+
+/* A model's weights borrowed from a read-only file mapping (issue 27): the
+   layer reads them where they lie and gives their pages back, so the
+   mapping stays all but unmapped while the calls go on; without the flag
+   every page it read stays. A worker SIGKILLed and respawned gets its rows
+   again from the map; every result is exact. */
+START_TEST(test_workers_borrowed_file_pages)
+{
+    cdc_context_t *ctx = workers_context(CDC_LAYOUT_ROTATED, "", 1);
+    fc_case_t c;
+    fc_case_make(&c, 2000, 1024, 4, 12); /* 8 MB of weights */
+    size_t size;
+    float *map = weights_file_map(&c, &size);
+    const cdc_weight_part_t parts[2] = {{map, 1300}, {map + 1300 * 1024, 700}};
+    double took;
+    for (unsigned flags = 0; flags <= CDC_BORROW_FILE_MAPPED; flags++) {
+        ck_assert_int_eq(madvise(map, size, MADV_DONTNEED), 0);
+        cdc_layer_t *layer = NULL;
+        ck_assert_int_eq(cdc_fc_new_borrowed(ctx, c.in, parts, 2, flags, c.bias, NULL, &layer),
+                         CDC_OK);
+        for (int i = 0; i < 3; i++)
+            workers_call(ctx, layer, &c, &took);
+        long rss = mapping_rss_kib(map);
+
+        if (!flags) /* the check sees the pages: every one was read */
+            ck_assert_msg(rss > (long) (size / 1024) * 9 / 10, "%ld KiB resident", rss);
+        else
+            ck_assert_msg(rss < (long) (size / 1024) / 10, "%ld KiB resident of %zu", rss,
+                          size / 1024);
+        if (flags) { /* a respawned worker's rows come from the map again */
+            cdc_stats_t before = stats_of(ctx);
+            ck_assert_int_eq(kill(cdc__local_workers_pid(ctx->local, 2), SIGKILL), 0);
+            double started = cdc_test_now_s();
+            cdc_stats_t now = before;
+            while ((now.worker_respawns == before.worker_respawns ||
+                    now.redundancy_repairs == before.redundancy_repairs) &&
+                   cdc_test_now_s() - started < 20.0) {
+                workers_call(ctx, layer, &c, &took);
+                cdc_test_sleep_ms(50);
+                now = stats_of(ctx);
+            }
+            ck_assert_uint_gt(now.worker_respawns, before.worker_respawns);
+            ck_assert_uint_gt(now.redundancy_repairs, before.redundancy_repairs);
+            ck_assert_uint_gt(now.weights_sent, before.weights_sent);
+            /* and serves them: a call that decodes nothing, every worker in */
+            int decoded = 1;
+            while (decoded && cdc_test_now_s() - started < 20.0)
+                decoded = workers_call(ctx, layer, &c, &took);
+            ck_assert_int_eq(decoded, 0);
+            rss = mapping_rss_kib(map);
+            ck_assert_msg(rss < (long) (size / 1024) / 10, "after a respawn: %ld KiB", rss);
+        }
+        ck_assert_ptr_null(layer->parts->packed); /* never copied whole */
+        cdc_layer_destroy(&layer);
+    }
+    munmap(map, size);
+    fc_case_free(&c);
+    cdc_context_destroy(&ctx);
+}
+END_TEST
+
+/* Once a borrowed layer is destroyed, its rows are read no more: a worker's
+   operand still held (as a slot manifest or a send would hold it) is not
+   built from memory the caller may have unmapped. */
+START_TEST(test_borrowed_rows_not_read_after_destroy)
+{
+    cdc_context_t *ctx = rotated_context(4, 1, CDC_LAYOUT_ROTATED);
+    fc_case_t c;
+    fc_case_make(&c, 120, 16, 1, 13);
+    const cdc_weight_part_t parts[1] = {{c.w, 120}};
+    cdc_layer_t *layer = NULL;
+    ck_assert_int_eq(cdc_fc_new_borrowed(ctx, c.in, parts, 1, 0, NULL, NULL, &layer), CDC_OK);
+    ck_assert_int_eq(cdc_fc_forward(layer, 1, c.x, c.y), CDC_OK);
+    const cdc_rotated_set_t *set = layer->encoded.encoding;
+    ck_assert_ptr_nonnull(set);
+    cdc_hold_t *held = cdc__hold_retain(cdc__rotated_set_hold(set));
+    const float *data;
+    cdc_hold_t *built;
+    ck_assert_int_eq(cdc__rotated_operand_open(set, 0, &data, &built), CDC_OK);
+    cdc__hold_release(built);
+    cdc_layer_destroy(&layer);
+    ck_assert_int_eq(cdc__rotated_operand_open(set, 0, &data, &built), CDC_ESTATE);
+    ck_assert_ptr_null(built);
+    ck_assert(strstr(cdc_last_error(), "destroyed") != NULL);
+    cdc__hold_release(held);
+    fc_case_free(&c);
+    cdc_context_destroy(&ctx);
+}
+END_TEST
+
 /* One device corrupts every result it sends (issue 23, item 3): the first
    call is in the check's sample, so it is caught there; from then on every
    call is checked, and the stripes its bad block lands in are computed
@@ -724,11 +929,14 @@ static Suite *rotated_suite(void)
     tcase_add_test(tc, test_set_layout);
     tcase_add_test(tc, test_sized_set_decodes_every_loss);
     tcase_add_test(tc, test_fc_every_erasure);
+    tcase_add_test(tc, test_fc_borrowed_parts_every_erasure);
     tcase_add_test(tc, test_conv_channel_with_losses);
     tcase_add_test(tc, test_dedicated_where_rotated_cannot);
     tcase_add_test(tc, test_workers_parity_on_demand);
     tcase_add_test(tc, test_workers_plan_predicted);
     tcase_add_test(tc, test_workers_killed_and_stopped_in_flight);
+    tcase_add_test(tc, test_workers_borrowed_file_pages);
+    tcase_add_test(tc, test_borrowed_rows_not_read_after_destroy);
     tcase_add_test(tc, test_known_corruption_leaves_nothing_unchecked);
     tcase_add_test(tc, test_corrupt_device_caught_rotated);
     tcase_add_test(tc, test_corrupt_device_caught_dedicated);

@@ -292,6 +292,7 @@ void cdc__client_free(cdc_client_t *self)
         cdc__slots_fini(self->slots);
         free(self->slots);
     }
+    cdc__build_meter_release(self->build_meter);
     pthread_mutex_destroy(&self->state_lock);
     pthread_mutex_destroy(&self->lock);
     cdc__curve_cert_clear(&self->curve_client);
@@ -305,7 +306,9 @@ int cdc__client_alloc(const cdc_curve_cert_t *client_cert, cdc_client_t **self_p
     if (client_cert && !client_cert->has_secret)
         return cdc__fail(CDC_EINVAL, "CURVE: the client certificate needs its secret key");
     cdc_client_t *self = calloc(1, sizeof *self);
-    if (self && !(self->slots = malloc(sizeof *self->slots))) {
+    if (self && (!(self->slots = malloc(sizeof *self->slots)) ||
+                 !(self->build_meter = cdc__build_meter_new(CDC_CLIENT_BUILT_BUDGET)))) {
+        free(self->slots);
         free(self);
         self = NULL;
     }

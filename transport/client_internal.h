@@ -6,6 +6,7 @@
 #ifndef CDC_CLIENT_INTERNAL_H_INCLUDED
 #define CDC_CLIENT_INTERNAL_H_INCLUDED
 
+#include "build_meter.h"
 #include "client.h"
 #include "discovery.h"
 #include "keys.h"
@@ -20,6 +21,10 @@
 #define CDC_HEARTBEAT_MS 100      /* PING period to a live worker                */
 #define CDC_HEARTBEAT_DEAD_MS 300 /* silence that makes a live worker dead       */
 #define CDC_HEARTBEAT_RETRY_MS 20 /* PING period to a worker not (yet) live      */
+/* Operands built to be sent (build_meter.h): bytes libzmq may hold before
+   the next build waits, and how long it waits at most. */
+#define CDC_CLIENT_BUILT_BUDGET ((size_t) 32 << 20)
+#define CDC_CLIENT_BUILT_WAIT_MS 500
 /* Discovery's memories (client_discovery.c, where its other constants are):
    the (key, host) pairs that never answered, and the refusals logged. */
 #define DISCOVERY_FAILED 64
@@ -91,6 +96,8 @@ struct cdc_client {
     uint64_t homes_answered;  /* the entries cdc__client_discovery_homes placed slots on */
     uint64_t first_request;   /* request ids start past it: a random point, not 0 */
     uint64_t next_request;
+    cdc_build_meter_t *build_meter; /* operands built to be sent that libzmq
+                             still holds (send_weights, client_restore.c) */
     pthread_mutex_t lock; /* serialises calls; guards counters, slots and
                              the data sockets (a restore pass between calls
                              takes it too) */

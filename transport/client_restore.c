@@ -162,10 +162,15 @@ static int send_weights(cdc_client_t *self, int w, const cdc_slot_weight_t *weig
 {
     const float *data = weight->data;
     cdc_hold_t *hold = weight->hold, *built = NULL;
+    size_t bytes = (size_t) weight->rows * (size_t) weight->k * sizeof(float);
     if (!data && weight->source) {
+        /* Not while libzmq holds a budget of earlier builds (build_meter.h). */
+        cdc__build_meter_wait(self->build_meter, CDC_CLIENT_BUILT_WAIT_MS);
         int rc = weight->source->open(weight->source, &data, &built);
         if (rc != CDC_OK)
             return rc;
+        if (!(built = cdc__build_meter_track(self->build_meter, built, bytes)))
+            return CDC_ENOMEM;
         hold = built;
     }
     cdc_msg_header_t h;
@@ -173,7 +178,7 @@ static int send_weights(cdc_client_t *self, int w, const cdc_slot_weight_t *weig
     h.a_key = weight->key;
     h.rows = weight->rows;
     h.k = weight->k;
-    cdc_frame_t payload = {data, (size_t) weight->rows * (size_t) weight->k * sizeof(float)};
+    cdc_frame_t payload = {data, bytes};
     int rc = cdc__wire_send_held(self->workers[w].socket, NULL, &h, &payload, &hold, 1,
                                  ZMQ_DONTWAIT);
     cdc__hold_release(built); /* libzmq's slices keep it until sent */

@@ -54,22 +54,29 @@ static void hold_block_free(cdc_hold_t *hold)
     free(hold);
 }
 
-cdc_hold_t *cdc__hold_alloc(size_t bytes, void **data)
+void *cdc__head_alloc(size_t head, size_t bytes, void **data, const char *what)
 {
     *data = NULL;
-    _Static_assert(sizeof(cdc_hold_t) <= HOLD_ALIGN, "hold fits ahead of the buffer");
-    if (bytes > SIZE_MAX - 2 * HOLD_ALIGN) {
-        cdc__fail(CDC_ENOMEM, "held buffer of %zu bytes", bytes);
+    if (bytes > SIZE_MAX - 2 * head - HOLD_ALIGN) {
+        cdc__fail(CDC_ENOMEM, "%s of %zu bytes", what, bytes);
         return NULL;
     }
     /* aligned_alloc wants a multiple of the alignment. */
-    size_t total = (HOLD_ALIGN + bytes + HOLD_ALIGN - 1) / HOLD_ALIGN * HOLD_ALIGN;
-    cdc_hold_t *hold = aligned_alloc(HOLD_ALIGN, total);
-    if (!hold) {
-        cdc__fail(CDC_ENOMEM, "held buffer of %zu bytes", bytes);
+    size_t total = (head + bytes + HOLD_ALIGN - 1) / HOLD_ALIGN * HOLD_ALIGN;
+    char *block = aligned_alloc(HOLD_ALIGN, total);
+    if (!block) {
+        cdc__fail(CDC_ENOMEM, "%s of %zu bytes", what, bytes);
         return NULL;
     }
-    cdc__hold_init(hold, hold_block_free);
-    *data = (char *) hold + HOLD_ALIGN;
+    *data = block + head;
+    return block;
+}
+
+cdc_hold_t *cdc__hold_alloc(size_t bytes, void **data)
+{
+    _Static_assert(sizeof(cdc_hold_t) <= HOLD_ALIGN, "hold fits ahead of the buffer");
+    cdc_hold_t *hold = cdc__head_alloc(HOLD_ALIGN, bytes, data, "held buffer");
+    if (hold)
+        cdc__hold_init(hold, hold_block_free);
     return hold;
 }

@@ -51,4 +51,10 @@ int cdc__hold_refs(cdc_hold_t *hold);
    memory. */
 cdc_hold_t *cdc__hold_alloc(size_t bytes, void **data);
 
+/* One 64-byte aligned allocation: a head of `head` bytes (a multiple of 64,
+   the object that owns the buffer) and a buffer of `bytes` after it,
+   *data. Freed with free(). NULL (cdc_last_error naming what) when out of
+   memory. */
+void *cdc__head_alloc(size_t head, size_t bytes, void **data, const char *what);
+
 #endif

@@ -227,8 +227,7 @@ static int coded_product_locked(int col_major, const cdc_operand_t *op_a,
     if (side != 0) {
         /* Distinct keys: the row blocks and the whole matrix live side by side
            on the workers. */
-        weights = (cdc_weights_t){.packed = entry->packed,
-                                  .hold = entry->packed_hold,
+        weights = (cdc_weights_t){.hold = entry->packed_hold,
                                   .set_key = entry->key ^ 0x5d1a,
                                   .whole_key = entry->key ^ 0x3e7b,
                                   .store = &entry->encoded,

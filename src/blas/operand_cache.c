@@ -150,13 +150,12 @@ static int entry_promote(cdc_operand_cache_t *cache, cdc_operand_entry_t *e)
     if (e->packed)
         return CDC_OK;
     size_t bytes = packed_bytes(e);
-    void *storage = NULL;
-    e->packed_hold = cdc__hold_alloc(bytes, &storage);
-    if (!e->packed_hold)
-        return cdc__fail(CDC_ENOMEM, "weights copy of %zu bytes", bytes);
-    e->packed = storage;
+    cdc_row_parts_t *parts = cdc__row_parts_alloc(e->desc.rows, e->desc.k, &e->packed);
+    if (!parts)
+        return CDC_ENOMEM;
+    e->packed_hold = &parts->hold;
     cdc__operand_pack(&e->desc, e->packed);
-    cdc__encoded_weights_init(&e->encoded, e->packed, e->desc.rows, e->desc.k, e->packed_hold);
+    cdc__encoded_weights_init(&e->encoded, parts);
     cache->bytes += bytes;
     /* The key names content and shape, not the address: the same weights at
        another address (or after a fork) reuse what workers hold. */

@@ -32,9 +32,10 @@ typedef struct {
     cdc_operand_t desc;   /* where the operand is (the caller's memory)     */
     uint64_t hash;        /* what it held when last seen                    */
     uint64_t key;         /* names the packed copy on workers; 0 = candidate */
-    float *packed;        /* rows x k private copy once promoted, in
-                             packed_hold's buffer                           */
-    cdc_hold_t *packed_hold; /* keeps packed alive for its sets and sends  */
+    float *packed;        /* rows x k private copy once promoted: the
+                             single part of a cdc_row_parts_t            */
+    cdc_hold_t *packed_hold; /* that parts' hold: keeps packed alive for
+                             its sets and sends                         */
     cdc_encoded_weights_t encoded; /* packed's encodings (row blocks +
                              parity per plan, a parity layout's, the row
                              norms); they hold packed_hold              */

@@ -66,12 +66,13 @@ static size_t operand_pack_count(const cdc_gemm_operand_t *op)
     return (size_t) op->view.rows * (size_t) op->view.k;
 }
 
-/* The operand's rows, contiguous: the weights' copy, the caller's memory, or
-   a copy packed at *next (advanced past it). */
+/* The operand's rows, contiguous: the weights' (cdc__weights_packed: NULL
+   when out of memory), the caller's memory, or a copy packed at *next
+   (advanced past it). */
 static const float *operand_rows(const cdc_gemm_operand_t *op, float **next)
 {
     if (op->weights)
-        return op->weights->packed;
+        return cdc__weights_packed(op->weights);
     if (op->in_place)
         return op->view.src;
     float *dst = *next;
@@ -164,6 +165,8 @@ static int driver_encode(const cdc_gemm_desc_t *desc, const cdc_call_plan_t *pla
     float *next = ops->packed;
     ops->here_rows = plan->here_rows;
     ops->whole = operand_rows(whole, &next);
+    if (whole->weights && !ops->whole)
+        return CDC_ENOMEM;
     ops->whole_rows = whole->view.rows;
     ops->whole_weights = whole->weights;
     ops->patches = desc->patches;
@@ -173,8 +176,10 @@ static int driver_encode(const cdc_gemm_desc_t *desc, const cdc_call_plan_t *pla
     if (cut->weights) {
         /* Cached weights: row blocks + parity encoded once per layout, kept
            by workers under a key that names the layout too. */
-        ops->cut_rows = cut->weights->packed;
-        int rc = cdc__weights_shards(cut->weights, 0, plan->code, plan->n, plan->here_rows,
+        ops->cut_rows = cdc__weights_packed(cut->weights);
+        int rc = ops->cut_rows ? CDC_OK : CDC_ENOMEM;
+        if (rc == CDC_OK)
+            rc = cdc__weights_shards(cut->weights, 0, plan->code, plan->n, plan->here_rows,
                                      lengths, &ops->set);
         if (rc == CDC_OK) {
             ops->set_key = cdc__shard_set_key(ops->set, cut->weights->set_key);
@@ -371,6 +376,26 @@ static void driver_stage_stripes(cdc_context_t *context, cdc_weights_t *weights,
     cdc__plan_stage_stripes(context, plan, staged, weights->set_key);
 }
 
+/* The coordinator's share of a rotated call: the weights' first here rows
+   (read in place, or copied into *copy when they span borrowed parts),
+   against the whole operand, into product's first rows. */
+static int rotated_share(cdc_weights_t *weights, int64_t here, float *product,
+                         cdc_rotated_call_t *call, float **copy)
+{
+    cdc_row_parts_t *rows = cdc__weights_rows(weights);
+    if (cdc__row_parts_spans(rows, 0, here) &&
+        !(*copy = malloc((size_t) here * (size_t) rows->k * sizeof(float))))
+        return cdc__fail(CDC_ENOMEM, "the coordinator's share: %lld rows", (long long) here);
+    call->share = call->proto;
+    call->share.shard = call->share.cover = -1;
+    call->share.a = cdc__row_parts_view(rows, 0, here, *copy);
+    call->share.a_rows = here;
+    call->share.bt_key = 0;
+    call->share.bt_hold = NULL;
+    call->share.result = product;
+    return CDC_OK;
+}
+
 /* The rotated parity layout (rotated_layout.h), for a cut operand that is
    cached weights: those weights are every task's a, the whole operand its
    bt, so a task's result rows are rows of the cut operand's product: T's
@@ -408,24 +433,24 @@ static int driver_rotated(cdc_context_t *context, const cdc_gemm_desc_t *desc,
     int64_t here = rows - set->rows; /* the coordinator's share: the first rows */
     cdc_rotated_call_t call = {.set = set, .a_key = cut->weights->set_key,
                                .out = product + here * cols, .split = plan->split,
-                               .wanted_r = plan->wanted_r};
+                               .wanted_r = plan->wanted_r, .here = cdc__plan_here(plan)};
     task_against_whole(desc->patches, &call.proto);
     call.proto.k = cut->view.k;
     call.proto.cols = cols;
     call.proto.bt = operand_rows(whole, &next);
+    if (whole->weights && !call.proto.bt)
+        rc = CDC_ENOMEM;
     call.proto.bt_key = whole->weights ? whole->weights->whole_key : 0;
     call.proto.bt_hold = whole->weights ? whole->weights->hold : NULL;
     call.proto.bt_whole = 1;
-    if (here > 0) {
-        call.share = call.proto;
-        call.share.shard = call.share.cover = -1;
-        call.share.a = cut->weights->packed;
-        call.share.a_rows = here;
-        call.share.bt_key = 0;
-        call.share.bt_hold = NULL;
-        call.share.result = product;
-    }
-    rc = cdc__rotated_call_run(context, &call);
+    float *share_copy = NULL;
+    if (rc == CDC_OK && here > 0)
+        rc = rotated_share(cut->weights, here, product, &call, &share_copy);
+    if (rc == CDC_OK)
+        rc = cdc__rotated_call_run(context, &call);
+    if (here > 0) /* read again next call, from the map (row_parts.h) */
+        cdc__row_parts_done(cdc__weights_rows(cut->weights), 0, here);
+    free(share_copy);
     for (int64_t i = 0; rc == CDC_OK && !cut_a && i < rows; i++)
         for (int64_t j = 0; j < cols; j++)
             t[j * ldt + i] = product[i * cols + j];
@@ -441,7 +466,15 @@ static int driver_rotated_wanted(cdc_context_t *context, const cdc_gemm_desc_t *
                                  const cdc_call_plan_t *plan)
 {
     const cdc_gemm_operand_t *cut = plan->cut == CDC_SHARD_A ? &desc->a : &desc->bt;
-    return cut->weights && cdc__rotated_wanted(context, plan, cut->view.rows);
+    if (!cut->weights)
+        return 0;
+    /* Borrowed weights computed here read their rows where they lie (the
+       rotated set's blocks) rather than the dedicated layout's contiguous
+       copy of them. */
+    if (cdc__plan_here(plan) && cdc__weights_rows(cut->weights)->borrowed &&
+        !plan->unfit_slots && cdc__plan_rotated_eligible(context, plan, cut->view.rows))
+        return 1;
+    return cdc__rotated_wanted(context, plan, cut->view.rows);
 }
 
 int cdc__driver_row_cut_spread(cdc_context_t *context, const cdc_call_plan_t *plan,

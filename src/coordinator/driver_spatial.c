@@ -82,7 +82,7 @@ static int spatial_share(const cdc_conv_bands_t *bands, const cdc_weights_t *fil
                          (long long) channels, (long long) cols);
     share->shard = share->cover = -1;
     share->kind = CDC_TASK_CONV;
-    share->a = filters->packed;
+    share->a = cdc__weights_packed(filters);
     share->a_rows = channels;
     share->k = k;
     share->input = bands->here_input;
@@ -135,7 +135,7 @@ int cdc__driver_spatial(cdc_context_t *context, const cdc_gemm_desc_t *desc,
     for (int s = 0; s < shards; s++) {
         cdc_shard_task_t *task = &call.tasks[s];
         task->kind = CDC_TASK_CONV;
-        task->a = filters->packed;
+        task->a = cdc__weights_packed(filters);
         task->a_rows = channels;
         task->k = desc->a.view.k;
         task->a_key = filters->whole_key;

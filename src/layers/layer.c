@@ -8,7 +8,6 @@
 #include "layer.h"
 
 #include "error.h"
-#include "hash.h"
 
 #include <limits.h>
 #include <stdlib.h>
@@ -31,53 +30,56 @@ int cdc__check_product(int64_t a, int64_t b, int64_t limit, const char *what)
     return CDC_OK;
 }
 
-int cdc__layer_new(cdc_context_t *context, cdc_layer_kind_t kind, int64_t rows,
-                   int64_t k, const float *weights, const float *bias,
-                   const cdc_layer_options_t *options, cdc_layer_t **layer_p)
+/* The options, resolved against the context, into *opts. */
+static int layer_options(cdc_context_t *context, const cdc_layer_options_t *options,
+                         cdc_layer_options_t *opts)
 {
-    if (!context || !weights || !layer_p)
-        return cdc__fail(CDC_EINVAL, "layer: context, weights and layer_p must not be NULL");
-    cdc_layer_options_t opts;
-    cdc_layer_options_init(&opts);
+    cdc_layer_options_init(opts);
     if (options)
-        opts = *options;
-    if (opts.split != CDC_SPLIT_AUTO && opts.split != CDC_SPLIT_ROWS &&
-        opts.split != CDC_SPLIT_COLUMNS)
+        *opts = *options;
+    if (opts->split != CDC_SPLIT_AUTO && opts->split != CDC_SPLIT_ROWS &&
+        opts->split != CDC_SPLIT_COLUMNS)
         return cdc__fail(CDC_EINVAL, "layer options: split = %d is not a cdc_split_t",
-                         (int) opts.split);
-    if (opts.parity < CDC_PARITY_DEFAULT || opts.parity > CDC_MAX_PARITY)
+                         (int) opts->split);
+    if (opts->parity < CDC_PARITY_DEFAULT || opts->parity > CDC_MAX_PARITY)
         return cdc__fail(CDC_EINVAL, "layer options: parity = %d, expected -1..%d",
-                         opts.parity, CDC_MAX_PARITY);
-    int n, rc = cdc__context_data_shards(context, cdc__context_parity(context, opts.parity),
+                         opts->parity, CDC_MAX_PARITY);
+    int n, rc = cdc__context_data_shards(context, cdc__context_parity(context, opts->parity),
                                          &n);
     if (rc != CDC_OK)
         return rc == CDC_ECONFIG ? cdc__fail(CDC_EINVAL, "layer options: %s",
                                              cdc_last_error())
                                  : rc;
+    return CDC_OK;
+}
+
+static int check_shape(int64_t rows, int64_t k)
+{
     if (rows < 1 || k < 1 || rows > INT_MAX || k > INT_MAX)
         return cdc__fail(CDC_EDIM, "layer weights %lld x %lld: each must be in 1..%d",
                          (long long) rows, (long long) k, INT_MAX);
-    rc = cdc__check_product(rows, k, (int64_t) (SIZE_MAX / 4 / 4), "layer weights");
-    if (rc != CDC_OK)
-        return rc;
+    return cdc__check_product(rows, k, (int64_t) (SIZE_MAX / 4 / 4), "layer weights");
+}
 
-    cdc_layer_t *layer = calloc(1, sizeof *layer);
-    if (!layer)
-        return cdc__fail(CDC_ENOMEM, "layer");
-    size_t count = (size_t) rows * (size_t) k;
-    void *storage = NULL;
-    /* Held: shard sets alias the weights and zero-copy sends read them after
-       the call; both may outlive the layer. */
-    layer->weights_hold = cdc__hold_alloc(count * sizeof(float), &storage);
-    layer->weights = storage;
-    layer->bias = bias ? malloc((size_t) rows * sizeof(float)) : NULL;
-    if (!layer->weights || (bias && !layer->bias)) {
-        cdc__hold_retire(layer->weights_hold);
-        free(layer->bias);
+int cdc__layer_new_rows(cdc_context_t *context, cdc_layer_kind_t kind, cdc_row_parts_t *parts,
+                        const float *bias, const cdc_layer_options_t *options,
+                        cdc_layer_t **layer_p)
+{
+    cdc_layer_options_t opts;
+    int rc = layer_options(context, options, &opts);
+    cdc_layer_t *layer = rc == CDC_OK ? calloc(1, sizeof *layer) : NULL;
+    int64_t rows = parts->rows, k = parts->k;
+    if (rc == CDC_OK && layer && bias && !(layer->bias = malloc((size_t) rows * sizeof(float))))
+        rc = cdc__fail(CDC_ENOMEM, "layer bias of %lld floats", (long long) rows);
+    else if (rc == CDC_OK && !layer)
+        rc = cdc__fail(CDC_ENOMEM, "layer");
+    if (rc != CDC_OK) {
+        if (layer)
+            free(layer->bias);
         free(layer);
-        return cdc__fail(CDC_ENOMEM, "layer weights of %zu floats", count);
+        cdc__row_parts_close(parts);
+        return rc;
     }
-    memcpy(layer->weights, weights, count * sizeof(float));
     if (bias)
         memcpy(layer->bias, bias, (size_t) rows * sizeof(float));
     layer->context = context;
@@ -85,13 +87,66 @@ int cdc__layer_new(cdc_context_t *context, cdc_layer_kind_t kind, int64_t rows,
     layer->options = opts;
     layer->rows = rows;
     layer->k = k;
+    layer->parts = parts;
+    layer->weights = parts->borrowed ? NULL : (float *) parts->part[0];
     /* The content names the weights on workers (and is checked there). */
-    layer->weights_key = cdc__hash_bytes(layer->weights, count * sizeof(float),
-                                         (uint64_t) rows);
+    layer->weights_key = cdc__row_parts_hash(parts, (uint64_t) rows);
     layer->last_split = CDC_SPLIT_AUTO;
-    cdc__encoded_weights_init(&layer->encoded, layer->weights, rows, k, layer->weights_hold);
+    cdc__encoded_weights_init(&layer->encoded, parts);
     *layer_p = layer;
     return CDC_OK;
+}
+
+int cdc__layer_new(cdc_context_t *context, cdc_layer_kind_t kind, int64_t rows,
+                   int64_t k, const float *weights, const float *bias,
+                   const cdc_layer_options_t *options, cdc_layer_t **layer_p)
+{
+    if (!context || !weights || !layer_p)
+        return cdc__fail(CDC_EINVAL, "layer: context, weights and layer_p must not be NULL");
+    cdc_layer_options_t opts;
+    int rc = layer_options(context, options, &opts);
+    if (rc == CDC_OK)
+        rc = check_shape(rows, k);
+    if (rc != CDC_OK)
+        return rc;
+    /* Held: encodings alias the copy and zero-copy sends read it after the
+       call; both may outlive the layer. */
+    cdc_row_parts_t *parts = cdc__row_parts_copy_new(weights, rows, k);
+    if (!parts)
+        return CDC_ENOMEM;
+    return cdc__layer_new_rows(context, kind, parts, bias, options, layer_p);
+}
+
+int cdc_fc_new_borrowed(cdc_context_t *context, int64_t in_features,
+                        const cdc_weight_part_t *parts, int part_count, unsigned flags,
+                        const float *bias, const cdc_layer_options_t *options,
+                        cdc_layer_t **layer_p)
+{
+    if (!context || !parts || !layer_p)
+        return cdc__fail(CDC_EINVAL, "cdc_fc_new_borrowed: context, parts and layer_p must "
+                         "not be NULL");
+    if (part_count < 1 || part_count > CDC_MAX_WEIGHT_PARTS)
+        return cdc__fail(CDC_EINVAL, "cdc_fc_new_borrowed: part_count = %d, expected 1..%d",
+                         part_count, CDC_MAX_WEIGHT_PARTS);
+    if (flags & ~CDC_BORROW_FILE_MAPPED)
+        return cdc__fail(CDC_EINVAL, "cdc_fc_new_borrowed: unknown flags 0x%x",
+                         flags & ~CDC_BORROW_FILE_MAPPED);
+    int64_t rows = 0;
+    for (int i = 0; i < part_count; i++) {
+        if (!parts[i].rows || parts[i].count < 1 || parts[i].count > INT_MAX)
+            return cdc__fail(CDC_EINVAL, "cdc_fc_new_borrowed: part %d: %s", i,
+                             parts[i].rows ? "count must be in 1..INT_MAX" : "rows is NULL");
+        rows += parts[i].count;
+    }
+    int rc = check_shape(rows, in_features);
+    if (rc != CDC_OK)
+        return rc;
+    cdc_row_parts_t *borrowed;
+    rc = cdc__row_parts_borrow(parts, part_count, in_features,
+                               (flags & CDC_BORROW_FILE_MAPPED) != 0, &borrowed);
+    if (rc != CDC_OK)
+        return rc;
+    return cdc__layer_new_rows(context, CDC_LAYER_FC, borrowed, bias, options, layer_p);
 }
 
 int cdc__layer_plan(cdc_layer_t *layer, cdc_call_plan_t *plan)
@@ -112,8 +167,7 @@ static void layer_weights_encoded(cdc_weights_t *weights)
 void cdc__layer_weights(cdc_layer_t *layer, cdc_weights_t *weights)
 {
     /* The content key names the row blocks and the whole matrix alike. */
-    *weights = (cdc_weights_t){.packed = layer->weights,
-                               .hold = layer->weights_hold,
+    *weights = (cdc_weights_t){.hold = &layer->parts->hold,
                                .set_key = layer->weights_key,
                                .whole_key = layer->weights_key,
                                .store = &layer->encoded,
@@ -145,7 +199,7 @@ void cdc_layer_destroy(cdc_layer_t **layer_p)
     cdc__context_call_begin(layer->context);
     cdc__encoded_weights_retire(&layer->encoded);
     cdc__context_call_end(layer->context);
-    cdc__hold_retire(layer->weights_hold);
+    cdc__row_parts_close(layer->parts);
     free(layer->bias);
     free(layer);
     *layer_p = NULL;

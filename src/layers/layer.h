@@ -4,6 +4,7 @@
 
 #include "driver.h"
 #include "im2col.h"
+#include "row_parts.h"
 
 typedef enum { CDC_LAYER_FC, CDC_LAYER_CONV } cdc_layer_kind_t;
 
@@ -11,10 +12,12 @@ struct cdc_layer {
     cdc_context_t *context;
     cdc_layer_kind_t kind;
     cdc_layer_options_t options;
-    float *weights;     /* rows x k: FC out x in, conv Cout x (Cin*kh*kw),
-                           in weights_hold's buffer                       */
-    cdc_hold_t *weights_hold; /* keeps weights alive past cdc_layer_destroy
-                           for the shard sets and sends that hold it      */
+    float *weights;     /* rows x k: FC out x in, conv Cout x (Cin*kh*kw):
+                           the library's copy, in parts (NULL: borrowed) */
+    cdc_row_parts_t *parts; /* the rows (row_parts.h): the copy or the
+                           caller's parts; its hold keeps them past
+                           cdc_layer_destroy for the encodings and sends
+                           that hold it                                   */
     float *bias;        /* rows, or NULL                                  */
     int64_t rows, k;
     uint64_t weights_key; /* content hash: names the weights on workers   */
@@ -31,6 +34,12 @@ struct cdc_layer {
 int cdc__layer_new(cdc_context_t *context, cdc_layer_kind_t kind, int64_t rows,
                    int64_t k, const float *weights, const float *bias,
                    const cdc_layer_options_t *options, cdc_layer_t **layer_p);
+
+/* The same over rows the caller lends (parts, taken over: closed on
+   failure); bias copied. */
+int cdc__layer_new_rows(cdc_context_t *context, cdc_layer_kind_t kind, cdc_row_parts_t *parts,
+                        const float *bias, const cdc_layer_options_t *options,
+                        cdc_layer_t **layer_p);
 
 /* The plan of this call (cdc__plan_resolve with the layer's parity and
    split overrides); the split may stay AUTO for the layer's own rule. */

@@ -46,13 +46,13 @@ static int64_t stripes_rows(const cdc_code_t *code, int64_t rows, const int64_t 
     return worker_rows ? sum : rows;
 }
 
-static int encoding_new(const cdc_code_t *code, const float *src, cdc_hold_t *src_hold,
-                        int64_t rows, int64_t k, const int64_t *worker_rows, void **encoding)
+static int encoding_new(const cdc_code_t *code, cdc_row_parts_t *src, int64_t rows,
+                        int64_t k, const int64_t *worker_rows, void **encoding)
 {
     cdc_rotated_set_t *set;
     int64_t cut = stripes_rows(code, rows, worker_rows);
-    int rc = cut <= rows ? cdc__rotated_set_new_sized(code, src + (rows - cut) * k, src_hold,
-                                                      cut, k, worker_rows, &set)
+    int rc = cut <= rows ? cdc__rotated_set_new_sized(code, src, rows - cut, cut, k,
+                                                      worker_rows, &set)
                          : cdc__fail(CDC_EINVAL, "rotated layout: %lld rows sized for %lld",
                                      (long long) cut, (long long) rows);
     *encoding = rc == CDC_OK ? set : NULL;
@@ -157,14 +157,14 @@ static void rotated_collected(cdc_call_layout_t *layout, const uint32_t *parts,
         report->oracle_ms = -1.0;
 }
 
-/* Data block b of stripe s as a task here: its rows of the source, into
-   its rows of out. */
+/* Data block b of stripe s as a task here: its rows of out (a, its rows
+   of the source, is the caller's to fill: cdc__rotated_block_rows). */
 static cdc_shard_task_t block_task(const cdc_rotated_call_t *call, int s, int b)
 {
     const cdc_rotated_set_t *set = call->set;
     size_t i = (size_t) s * (size_t) set->layout.n + (size_t) b;
     cdc_shard_task_t task = call->proto;
-    task.a = set->src + set->block_first[i] * set->k;
+    task.a = NULL;
     task.a_rows = set->block_len[i];
     task.result = call->out + set->block_first[i] * call->proto.cols;
     return task;
@@ -258,8 +258,20 @@ static int rotated_scales(cdc_call_layout_t *layout, int s, cdc_shard_scale_t *s
 static int rotated_compute_here(cdc_call_layout_t *layout, const cdc_context_t *context, int s,
                                 int b)
 {
+    const cdc_rotated_set_t *set = rotated(layout)->set;
     cdc_shard_task_t here = block_task(rotated(layout), s, b);
-    return cdc__call_compute_here(context, &here);
+    float *scratch = NULL;
+    if (cdc__rotated_block_spans(set, s, b) &&
+        !(scratch = malloc((size_t) (set->block_rows * set->k) * sizeof(float))))
+        return cdc__fail(CDC_ENOMEM, "a block of %lld rows", (long long) set->block_rows);
+    here.a = cdc__rotated_block_rows(set, s, b, scratch, &here.a_rows);
+    int rc = cdc__call_compute_here(context, &here);
+    /* A block rebuilt here goes back to the map (row_parts.h); a call
+       planned here keeps its pages mapped: the next one reads them all. */
+    if (!layout->here)
+        cdc__rotated_block_done(set, s, b);
+    free(scratch);
+    return rc;
 }
 
 static void rotated_account(const cdc_call_layout_t *layout, cdc_context_t *context)
@@ -296,7 +308,8 @@ int cdc__rotated_call_run(cdc_context_t *context, cdc_rotated_call_t *call)
         .copies_blocks = 1, .data_slots = cdc__low_bits(stripes->workers),
         .erasable = cdc__low_bits(stripes->workers), .streamed = 1,
         .executor_n = stripes->workers, .needed = stripes->n,
-        .wanted_r = call->wanted_r, .split = call->split, .share = call->share};
+        .wanted_r = call->wanted_r, .split = call->split, .share = call->share,
+        .here = call->here};
     int rc = cdc__call_run(context, &call->layout);
     free(call->tails);
     free(call->col_norms);

@@ -26,6 +26,7 @@ typedef struct {
                                      while the workers run (sized stripes)   */
     cdc_split_t split;            /* the report's, in the caller's terms     */
     int wanted_r;                 /* the parity asked for (plan.h)           */
+    int here;                     /* CDC_HERE_* (plan.h): every block here   */
     /* The run's own (cdc__rotated_call_run). */
     float *tails;                 /* worker w's parity results: W x r·B x cols */
     double *col_norms;            /* the product's columns' operand norms,

@@ -8,14 +8,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-void cdc__encoded_weights_init(cdc_encoded_weights_t *weights, const float *src,
-                               int64_t rows, int64_t k, cdc_hold_t *hold)
+void cdc__encoded_weights_init(cdc_encoded_weights_t *weights, cdc_row_parts_t *src)
 {
     memset(weights, 0, sizeof *weights);
     weights->src = src;
-    weights->rows = rows;
-    weights->k = k;
-    weights->hold = hold;
+    weights->rows = src->rows;
+    weights->k = src->k;
 }
 
 int cdc__encoded_weights_shards(cdc_encoded_weights_t *weights, int stage,
@@ -26,8 +24,12 @@ int cdc__encoded_weights_shards(cdc_encoded_weights_t *weights, int stage,
     *encoded = 0;
     if (!weights->src)
         return cdc__fail(CDC_ESTATE, "encoded weights without rows");
-    return cdc__shard_sets_get(&weights->sets, stage, code, n, first_row, lengths,
-                               weights->src, weights->rows, weights->k, weights->hold, set,
+    /* The data blocks alias the rows past the call: contiguous ones. */
+    const float *packed = cdc__row_parts_packed(weights->src);
+    if (!packed)
+        return CDC_ENOMEM;
+    return cdc__shard_sets_get(&weights->sets, stage, code, n, first_row, lengths, packed,
+                               weights->rows, weights->k, &weights->src->hold, set,
                                encoded);
 }
 
@@ -70,7 +72,7 @@ int cdc__encoded_weights_layout(cdc_encoded_weights_t *weights,
         return CDC_OK;
     }
     void *fresh;
-    int rc = layout->encode(code, weights->src, weights->hold, rows, k, sizes, &fresh);
+    int rc = layout->encode(code, weights->src, rows, k, sizes, &fresh);
     if (rc != CDC_OK)
         return rc;
     void **slot = stage ? &weights->staged_encoding : &weights->encoding;
@@ -81,12 +83,19 @@ int cdc__encoded_weights_layout(cdc_encoded_weights_t *weights,
     return CDC_OK;
 }
 
+/* cdc__row_parts_each's step: a run's norms into their rows of the table. */
+static void run_norms(void *ctx, const float *run, int64_t at, int64_t rows)
+{
+    const cdc_encoded_weights_t *weights = ctx;
+    cdc__row_norms(run, rows, weights->k, weights->norms + at);
+}
+
 const double *cdc__encoded_weights_norms(cdc_encoded_weights_t *weights)
 {
     if (!weights->norms && weights->src) {
         weights->norms = malloc((size_t) weights->rows * sizeof(double));
         if (weights->norms)
-            cdc__row_norms(weights->src, weights->rows, weights->k, weights->norms);
+            cdc__row_parts_each(weights->src, 0, weights->rows, run_norms, weights);
     }
     return weights->norms;
 }
@@ -149,4 +158,14 @@ int cdc__weights_layout(cdc_weights_t *weights, const cdc_layout_encoding_t *lay
 const double *cdc__weights_norms(cdc_weights_t *weights)
 {
     return cdc__encoded_weights_norms(weights->store);
+}
+
+const float *cdc__weights_packed(const cdc_weights_t *weights)
+{
+    return cdc__row_parts_packed(weights->store->src);
+}
+
+cdc_row_parts_t *cdc__weights_rows(const cdc_weights_t *weights)
+{
+    return weights->store->src;
 }

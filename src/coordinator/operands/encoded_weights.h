@@ -10,18 +10,19 @@
 
 #include "code.h"
 #include "hold.h"
+#include "row_parts.h"
 #include "shard_set.h"
 
 #include <stddef.h>
 #include <stdint.h>
 
 /* How a parity layout encodes weights (layout/): a new encoding of src
-   (rows x k, kept alive by src_hold, which the encoding may retain) for
+   (rows x k, kept alive by its hold, which the encoding may retain) for
    code, cut as sizes gives (the layout's per-worker rows; NULL: its equal
    cut), whether one is of it, its bytes, its retire. */
 typedef struct {
-    int (*encode)(const cdc_code_t *code, const float *src, cdc_hold_t *src_hold,
-                  int64_t rows, int64_t k, const int64_t *sizes, void **encoding);
+    int (*encode)(const cdc_code_t *code, cdc_row_parts_t *src, int64_t rows, int64_t k,
+                  const int64_t *sizes, void **encoding);
     int (*matches)(const void *encoding, const cdc_code_t *code, int64_t rows, int64_t k,
                    const int64_t *sizes);
     size_t (*bytes)(const void *encoding);
@@ -29,9 +30,9 @@ typedef struct {
 } cdc_layout_encoding_t;
 
 typedef struct {
-    const float *src;       /* rows x k, row-major, contiguous (the owner's) */
+    cdc_row_parts_t *src;   /* rows x k (the owner's); its hold keeps it
+                               alive, the encodings retain it              */
     int64_t rows, k;
-    cdc_hold_t *hold;       /* keeps src alive; the shard sets retain it     */
     cdc_shard_sets_t sets;
     const cdc_layout_encoding_t *layout; /* what made the encodings (NULL: none) */
     void *encoding;         /* the one the calls use                          */
@@ -39,9 +40,8 @@ typedef struct {
     double *norms;          /* rows entries, computed on first use           */
 } cdc_encoded_weights_t;
 
-/* Nothing encoded yet, of src (rows x k) kept alive by hold. */
-void cdc__encoded_weights_init(cdc_encoded_weights_t *weights, const float *src,
-                               int64_t rows, int64_t k, cdc_hold_t *hold);
+/* Nothing encoded yet, of src. */
+void cdc__encoded_weights_init(cdc_encoded_weights_t *weights, cdc_row_parts_t *src);
 
 /* The row blocks (n of these lengths from first_row on, NULL: equal) and
    parity for (code, n), as cdc__shard_sets_get: for a call (stage 0) or
@@ -77,11 +77,11 @@ size_t cdc__encoded_weights_bytes(const cdc_encoded_weights_t *weights);
    a hold that keeps it readable past the call, so the transport can send
    it without a copy. The cut weights' tasks hold their shard set
    (cdc__shard_set_hold; the set holds `hold` in turn, its data blocks alias
-   packed), the whole weights' tasks hold `hold` itself. */
+   the rows, cdc__weights_packed), the whole weights' tasks hold `hold`
+   itself. */
 typedef struct cdc_weights cdc_weights_t;
 struct cdc_weights {
-    const float *packed;   /* rows x k, row-major, contiguous (store->src)   */
-    cdc_hold_t *hold;      /* keeps packed alive; shard sets of it retain it */
+    cdc_hold_t *hold;      /* keeps the rows (store->src) alive              */
     uint64_t set_key;      /* names its row blocks on workers (nonzero)      */
     uint64_t whole_key;    /* names the whole matrix on workers (nonzero)    */
     cdc_encoded_weights_t *store;
@@ -99,6 +99,13 @@ int cdc__weights_layout(cdc_weights_t *weights, const cdc_layout_encoding_t *lay
                         const cdc_code_t *code, const int64_t *sizes, int stage,
                         const void **encoding);
 const double *cdc__weights_norms(cdc_weights_t *weights);
+
+/* The rows, contiguous (cdc__row_parts_packed: borrowed ones copied once);
+   NULL when out of memory. */
+const float *cdc__weights_packed(const cdc_weights_t *weights);
+
+/* The rows as their owner keeps them. */
+cdc_row_parts_t *cdc__weights_rows(const cdc_weights_t *weights);
 
 /* Retire everything encoded (a send in flight may still hold it) and free
    the norms; src and hold stay the owner's. Back to nothing encoded. */

@@ -35,7 +35,8 @@ static void rotated_set_free(cdc_hold_t *hold)
 {
     cdc_rotated_set_t *set =
         (cdc_rotated_set_t *) ((char *) hold - offsetof(cdc_rotated_set_t, hold));
-    cdc__hold_release(set->src_hold);
+    if (set->src)
+        cdc__hold_release(&set->src->hold);
     free(set->norms);
     free(set->block_first);
     free(set->block_len);
@@ -83,6 +84,7 @@ uint64_t cdc__rotated_operand_key(const cdc_rotated_set_t *set, uint64_t weights
 typedef struct {
     float *parity[CDC_CODE_MAX_R];
     float *storage, *zeros;
+    float *gather; /* n blocks of B x k: data blocks that span parts */
     int64_t zero_rows;
 } stripe_scratch_t;
 
@@ -90,6 +92,7 @@ static void scratch_free(stripe_scratch_t *scratch)
 {
     free(scratch->storage);
     free(scratch->zeros);
+    free(scratch->gather);
     memset(scratch, 0, sizeof *scratch);
 }
 
@@ -100,7 +103,10 @@ static int scratch_new(const cdc_rotated_set_t *set, stripe_scratch_t *scratch)
     scratch->zero_rows = ZERO_CHUNK_FLOATS / k > 0 ? ZERO_CHUNK_FLOATS / k : 1;
     scratch->zeros = calloc((size_t) (scratch->zero_rows * k), sizeof(float));
     scratch->storage = malloc((size_t) (r * B * k) * sizeof(float));
-    if (!scratch->zeros || !scratch->storage) {
+    if (cdc__rotated_blocks_span(set))
+        scratch->gather = malloc((size_t) (set->layout.n * B * k) * sizeof(float));
+    if (!scratch->zeros || !scratch->storage ||
+        (cdc__rotated_blocks_span(set) && !scratch->gather)) {
         scratch_free(scratch);
         return cdc__fail(CDC_ENOMEM, "rotated layout: a stripe's %lld parity rows",
                          (long long) (r * B));
@@ -110,19 +116,56 @@ static int scratch_new(const cdc_rotated_set_t *set, stripe_scratch_t *scratch)
     return CDC_OK;
 }
 
-/* Stripe s's parity blocks into the scratch: the same bytes every time. */
+int cdc__rotated_block_spans(const cdc_rotated_set_t *set, int s, int b)
+{
+    size_t i = (size_t) s * (size_t) set->layout.n + (size_t) b;
+    return cdc__row_parts_spans(set->src, set->src_first + set->block_first[i],
+                                set->block_len[i]);
+}
+
+int cdc__rotated_blocks_span(const cdc_rotated_set_t *set)
+{
+    for (int s = 0; set->src->count > 1 && s < set->layout.workers; s++)
+        for (int b = 0; b < set->layout.n; b++)
+            if (cdc__rotated_block_spans(set, s, b))
+                return 1;
+    return 0;
+}
+
+const float *cdc__rotated_block_rows(const cdc_rotated_set_t *set, int s, int b,
+                                     float *scratch, int64_t *rows)
+{
+    size_t i = (size_t) s * (size_t) set->layout.n + (size_t) b;
+    *rows = set->block_len[i];
+    return cdc__row_parts_view(set->src, set->src_first + set->block_first[i],
+                               set->block_len[i], scratch);
+}
+
+void cdc__rotated_block_done(const cdc_rotated_set_t *set, int s, int b)
+{
+    size_t i = (size_t) s * (size_t) set->layout.n + (size_t) b;
+    cdc__row_parts_done(set->src, set->src_first + set->block_first[i], set->block_len[i]);
+}
+
+/* Stripe s's parity blocks into the scratch: the same bytes every time.
+   Reads the source: any thread, while src's owner lives (the caller's
+   check, cdc__rotated_operand_open's lock). */
 static int encode_stripe(const cdc_rotated_set_t *set, int s, stripe_scratch_t *scratch)
 {
     int n = set->layout.n;
-    const float *data[CDC_CODE_MAX_N];
-    int64_t heights[CDC_CODE_MAX_N];
-    for (int b = 0; b < n; b++) {
-        size_t i = (size_t) s * (size_t) n + (size_t) b;
-        data[b] = set->src + set->block_first[i] * set->k;
-        heights[b] = set->block_len[i];
-    }
-    return cdc__encode_ragged(set->code, data, heights, set->block_rows, set->k,
-                              scratch->parity, scratch->zeros, scratch->zero_rows);
+    const float *data[CDC_CODE_MAX_N] = {0};
+    int64_t heights[CDC_CODE_MAX_N] = {0};
+    size_t block = (size_t) (set->block_rows * set->k);
+    for (int b = 0; b < n; b++)
+        data[b] = cdc__rotated_block_rows(set, s, b, scratch->gather
+                                                        ? scratch->gather + (size_t) b * block
+                                                        : NULL,
+                                          &heights[b]);
+    int rc = cdc__encode_ragged(set->code, data, heights, set->block_rows, set->k,
+                                scratch->parity, scratch->zeros, scratch->zero_rows);
+    for (int b = 0; b < n; b++)
+        cdc__rotated_block_done(set, s, b);
+    return rc;
 }
 
 /* Parity block j of stripe s: worker *w holds it, at row *row of its
@@ -147,6 +190,22 @@ static void sample_rows(cdc_rotated_set_t *set, int w, int64_t row, int64_t coun
     }
 }
 
+/* Worker w's data rows measured a run at a time (cdc__row_parts_each):
+   their norms into norms, their sample elements. */
+typedef struct {
+    cdc_rotated_set_t *set;
+    int w;
+    double *norms;
+} measured_rows_t;
+
+static void measure_run(void *ctx, const float *run, int64_t at, int64_t rows)
+{
+    measured_rows_t *job = ctx;
+    int64_t row = at - job->set->src_first - job->set->data_first[job->w];
+    cdc__row_norms(run, rows, job->set->k, job->norms + row);
+    sample_rows(job->set, job->w, row, rows, run);
+}
+
 /* Every operand's row norms and wire-key sample, each stripe's parity
    encoded once and dropped: the check scales its tolerance by the norms,
    and the keys need no build. */
@@ -159,9 +218,9 @@ static int measure_operands(cdc_rotated_set_t *set)
         return cdc__fail(CDC_ENOMEM, "rotated layout: %zu row norms", count);
     double *at = set->norms, *norms_of[CDC_STRIPES_MAX_WORKERS];
     for (int w = 0; w < W; w++) {
-        const float *data = set->src + set->data_first[w] * set->k;
-        cdc__row_norms(data, set->data_rows[w], set->k, at);
-        sample_rows(set, w, 0, set->data_rows[w], data);
+        measured_rows_t job = {set, w, at};
+        cdc__row_parts_each(set->src, set->src_first + set->data_first[w], set->data_rows[w],
+                            measure_run, &job);
         set->operand_norms[w] = norms_of[w] = at;
         at += cdc__rotated_operand_rows(set, w);
     }
@@ -188,19 +247,11 @@ static int operand_open(const cdc_operand_source_t *source, const float **data,
     return cdc__rotated_operand_open(source->owner, source->index, data, hold);
 }
 
-int cdc__rotated_operand_open(const cdc_rotated_set_t *set, int w, const float **data,
-                              cdc_hold_t **hold)
+/* Worker w's operand into out (cdc__rotated_operand_rows x k floats). */
+static int operand_build(const cdc_rotated_set_t *set, int w, float *out)
 {
     int64_t k = set->k;
-    float *out;
-    *data = NULL;
-    *hold = cdc__hold_alloc((size_t) (cdc__rotated_operand_rows(set, w) * k) * sizeof(float),
-                            (void **) &out);
-    if (!*hold)
-        return cdc__fail(CDC_ENOMEM, "rotated layout: worker %d's operand, %lld rows", w,
-                         (long long) cdc__rotated_operand_rows(set, w));
-    memcpy(out, set->src + set->data_first[w] * k,
-           (size_t) (set->data_rows[w] * k) * sizeof(float));
+    cdc__row_parts_copy(set->src, set->src_first + set->data_first[w], set->data_rows[w], out);
     stripe_scratch_t scratch;
     int rc = scratch_new(set, &scratch);
     for (int s = 0; s < set->layout.workers && rc == CDC_OK; s++)
@@ -215,6 +266,27 @@ int cdc__rotated_operand_open(const cdc_rotated_set_t *set, int w, const float *
                        (size_t) (set->block_rows * k) * sizeof(float));
         }
     scratch_free(&scratch);
+    return rc;
+}
+
+int cdc__rotated_operand_open(const cdc_rotated_set_t *set, int w, const float **data,
+                              cdc_hold_t **hold)
+{
+    float *out;
+    *data = NULL;
+    *hold = cdc__hold_alloc((size_t) (cdc__rotated_operand_rows(set, w) * set->k) *
+                                sizeof(float),
+                            (void **) &out);
+    if (!*hold)
+        return cdc__fail(CDC_ENOMEM, "rotated layout: worker %d's operand, %lld rows", w,
+                         (long long) cdc__rotated_operand_rows(set, w));
+    /* Any thread (a background shipment): borrowed rows only while their
+       owner lives (row_parts.h). */
+    int rc = cdc__row_parts_enter(set->src);
+    if (rc == CDC_OK) {
+        rc = operand_build(set, w, out);
+        cdc__row_parts_leave(set->src);
+    }
     if (rc != CDC_OK) {
         cdc__hold_release(*hold);
         *hold = NULL;
@@ -250,15 +322,15 @@ static uint64_t layout_key(int W, int r, const int64_t *worker_rows)
     return key;
 }
 
-int cdc__rotated_set_new(const cdc_code_t *code, const float *src, cdc_hold_t *src_hold,
+int cdc__rotated_set_new(const cdc_code_t *code, cdc_row_parts_t *src, int64_t first,
                          int64_t rows, int64_t k, cdc_rotated_set_t **set_p)
 {
-    return cdc__rotated_set_new_sized(code, src, src_hold, rows, k, NULL, set_p);
+    return cdc__rotated_set_new_sized(code, src, first, rows, k, NULL, set_p);
 }
 
-int cdc__rotated_set_new_sized(const cdc_code_t *code, const float *src,
-                               cdc_hold_t *src_hold, int64_t rows, int64_t k,
-                               const int64_t *worker_rows, cdc_rotated_set_t **set_p)
+int cdc__rotated_set_new_sized(const cdc_code_t *code, cdc_row_parts_t *src, int64_t first,
+                               int64_t rows, int64_t k, const int64_t *worker_rows,
+                               cdc_rotated_set_t **set_p)
 {
     *set_p = NULL;
     int n = cdc__code_n(code), r = cdc__code_r(code), W = n + r;
@@ -276,7 +348,8 @@ int cdc__rotated_set_new_sized(const cdc_code_t *code, const float *src,
     set->rows = rows;
     set->k = k;
     set->src = src;
-    set->src_hold = cdc__hold_retain(src_hold);
+    set->src_first = first;
+    cdc__hold_retain(&src->hold);
     set->block_first = malloc((size_t) W * (size_t) n * sizeof(int64_t));
     set->block_len = malloc((size_t) W * (size_t) n * sizeof(int64_t));
     if (rc == CDC_OK && (!set->block_first || !set->block_len))

@@ -20,6 +20,7 @@
 #include "code.h"
 #include "hold.h"
 #include "operand_source.h"
+#include "row_parts.h"
 #include "stripes.h"
 
 #include <stdint.h>
@@ -34,9 +35,9 @@ typedef struct {
     int64_t *block_len;
     int64_t data_first[CDC_STRIPES_MAX_WORKERS]; /* worker w's data rows      */
     int64_t data_rows[CDC_STRIPES_MAX_WORKERS];
-    const float *src;      /* the source rows (rows x k), kept by src_hold    */
-    cdc_hold_t *src_hold;  /* a reference of the set's (NULL: the caller
-                              keeps src for the set's life)                 */
+    cdc_row_parts_t *src;  /* the source is its rows [src_first, + rows): the
+                              set holds a reference to src's hold           */
+    int64_t src_first;
     cdc_operand_source_t source[CDC_STRIPES_MAX_WORKERS]; /* worker w's
                               operand, data_rows[w] + r·B rows x k:
                               cdc__rotated_operand_open                     */
@@ -54,13 +55,13 @@ typedef struct {
    blocks a stripe: every one of the W·(W - r) data blocks gets a row. */
 int cdc__rotated_fits(int64_t rows, int workers, int r);
 
-/* Cut src (rows x k) for code's (n, r) over W = n + r workers, encoding
-   every stripe's parity once for the operands' row norms and samples. The
-   set reads src again whenever an operand is built (it retains src_hold;
-   with none, src must outlive the set). CDC_EINVAL when the rows do not fit
-   (cdc__rotated_fits), CDC_ENOMEM. The caller owns the first reference:
-   cdc__rotated_set_retire. */
-int cdc__rotated_set_new(const cdc_code_t *code, const float *src, cdc_hold_t *src_hold,
+/* Cut the source, src's rows [first, first + rows) (of k floats), for
+   code's (n, r) over W = n + r workers, encoding every stripe's parity once
+   for the operands' row norms and samples. The set reads src again whenever
+   an operand is built (it retains src's hold). CDC_EINVAL when the rows do
+   not fit (cdc__rotated_fits), CDC_ENOMEM. The caller owns the first
+   reference: cdc__rotated_set_retire. */
+int cdc__rotated_set_new(const cdc_code_t *code, cdc_row_parts_t *src, int64_t first,
                          int64_t rows, int64_t k, cdc_rotated_set_t **set_p);
 
 /* The same with worker w's data rows given, worker_rows[w] (sized stripes:
@@ -70,14 +71,15 @@ int cdc__rotated_set_new(const cdc_code_t *code, const float *src, cdc_hold_t *s
    block of any stripe (B), every block zero-padded to it for the code, so
    any r lost workers still decode as with the equal cut. The key names the
    cut. CDC_EINVAL when the sizes do not fit. */
-int cdc__rotated_set_new_sized(const cdc_code_t *code, const float *src,
-                               cdc_hold_t *src_hold, int64_t rows, int64_t k,
-                               const int64_t *worker_rows, cdc_rotated_set_t **set_p);
+int cdc__rotated_set_new_sized(const cdc_code_t *code, cdc_row_parts_t *src, int64_t first,
+                               int64_t rows, int64_t k, const int64_t *worker_rows,
+                               cdc_rotated_set_t **set_p);
 
 /* Worker w's operand built: its data rows, then its parity blocks (by
    stripe), data_rows[w] + r·B rows x k floats into *data, kept alive by
    *hold (one reference, the caller's: cdc__hold_release); the same bytes
-   every time. CDC_ENOMEM. */
+   every time; any thread. CDC_ENOMEM, or CDC_ESTATE once borrowed rows'
+   owner let go (row_parts.h). */
 int cdc__rotated_operand_open(const cdc_rotated_set_t *set, int w, const float **data,
                               cdc_hold_t **hold);
 
@@ -104,6 +106,21 @@ void cdc__rotated_set_retire(cdc_rotated_set_t **set_p);
 /* The hold on the set's operands: retain it to keep them readable past
    the owner's retire (a zero-copy send, the client's slot manifest). */
 cdc_hold_t *cdc__rotated_set_hold(const cdc_rotated_set_t *set);
+
+/* Data block b of stripe s: its rows, contiguous (cdc__row_parts_view
+   into scratch, block_rows x k floats, when they span parts), and their
+   count. The call path only. */
+const float *cdc__rotated_block_rows(const cdc_rotated_set_t *set, int s, int b,
+                                     float *scratch, int64_t *rows);
+
+/* Done reading data block b of stripe s for now (row_parts.h: its pages
+   given back). */
+void cdc__rotated_block_done(const cdc_rotated_set_t *set, int s, int b);
+
+/* Whether data block b of stripe s lies across two parts of the source (a
+   view of it needs scratch); whether any block does. */
+int cdc__rotated_block_spans(const cdc_rotated_set_t *set, int s, int b);
+int cdc__rotated_blocks_span(const cdc_rotated_set_t *set);
 
 /* The index among worker w's parity blocks (its order: by stripe) of stripe
    s's parity block j, held by w; -1 when w does not hold it. */

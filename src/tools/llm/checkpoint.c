@@ -1,7 +1,6 @@
 /* checkpoint.c - the llama2.c checkpoint format, read by mmap and written
  * with seeded weights (checkpoint.h). */
 #define _FILE_OFFSET_BITS 64
-#define _DEFAULT_SOURCE /* madvise */
 #include "checkpoint.h"
 
 #include <errno.h>
@@ -182,16 +181,6 @@ int llm_checkpoint_open(const char *path, llm_checkpoint_t *ck, char *err, size_
     point_weights(&ck->config, (const float *) ((const char *) ck->map + sizeof header),
                   &ck->weights);
     return 0;
-}
-
-void llm_checkpoint_drop(const llm_checkpoint_t *ck, const float *at, int64_t floats)
-{
-    uintptr_t page = (uintptr_t) sysconf(_SC_PAGESIZE), first = (uintptr_t) at,
-              end = first + (uintptr_t) floats * sizeof(float);
-    first = (first + page - 1) / page * page;
-    end = end / page * page;
-    if (ck->map && end > first)
-        madvise((void *) first, end - first, MADV_DONTNEED); /* a hint: its failure loses nothing */
 }
 
 void llm_checkpoint_close(llm_checkpoint_t *ck)

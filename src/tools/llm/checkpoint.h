@@ -72,12 +72,6 @@ int llm_config_check(const llm_config_t *c, char *err, size_t err_size);
    header implies). */
 int llm_checkpoint_open(const char *path, llm_checkpoint_t *ck, char *err, size_t err_size);
 
-/* The pages of ck's map that lie wholly inside floats floats at `at` given
-   back (MADV_DONTNEED): read again from the file if they are touched. The
-   map is private and read-only, so nothing is lost; the coordinator does
-   not keep a tensor resident twice once a layer has copied it. */
-void llm_checkpoint_drop(const llm_checkpoint_t *ck, const float *at, int64_t floats);
-
 void llm_checkpoint_close(llm_checkpoint_t *ck);
 
 /* Write a checkpoint of config c with weights drawn from seed (the same

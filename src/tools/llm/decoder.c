@@ -30,42 +30,41 @@ struct llm_decoder {
 };
 
 /* The matrix of rows parts stacked (each rows[i] x in, from part[i] in
-   ck's map); the cdcgemm layer copies it (and the parts' pages of the map
-   are given back), the reference keeps it. */
-static int linear_new(cdc_context_t *context, const llm_checkpoint_t *ck, int parts,
-                      const float *const *part,
+   ck's map): a cdcgemm layer borrows the parts where they lie in the map
+   (never copied whole; the library gives the map's pages back after
+   reading them), the reference stacks a copy. */
+static int linear_new(cdc_context_t *context, int parts, const float *const *part,
                       const int64_t *rows, int64_t in, linear_t *l, char *err, size_t err_size)
 {
     memset(l, 0, sizeof *l);
     l->in = in;
-    for (int i = 0; i < parts; i++)
+    cdc_weight_part_t borrowed[CDC_MAX_WEIGHT_PARTS];
+    for (int i = 0; i < parts; i++) {
         l->out += rows[i];
-    const float *matrix = part[0];
-    if (parts > 1) {
-        l->owned = malloc((size_t) (l->out * in) * sizeof(float));
-        if (!l->owned)
-            return llm_fail(err, err_size, "out of memory for a %lld x %lld matrix",
-                            (long long) l->out, (long long) in);
-        float *at = l->owned;
-        for (int i = 0; i < parts; i++) {
-            memcpy(at, part[i], (size_t) (rows[i] * in) * sizeof(float));
-            at += rows[i] * in;
-        }
-        matrix = l->owned;
+        borrowed[i] = (cdc_weight_part_t){part[i], rows[i]};
     }
-    l->w = matrix;
-    if (!context)
+    if (context) {
+        int rc = cdc_fc_new_borrowed(context, in, borrowed, parts, CDC_BORROW_FILE_MAPPED, NULL,
+                                     NULL, &l->layer);
+        return rc == CDC_OK ? 0
+                            : llm_fail(err, err_size, "cdc_fc_new_borrowed (%lld x %lld): %s: %s",
+                                       (long long) l->out, (long long) in, cdc_err_name(rc),
+                                       cdc_last_error());
+    }
+    l->w = part[0];
+    if (parts == 1)
         return 0;
-    int rc = cdc_fc_new(context, l->out, in, matrix, NULL, NULL, &l->layer);
-    for (int i = 0; i < parts && rc == CDC_OK; i++)
-        llm_checkpoint_drop(ck, part[i], rows[i] * in);
-    free(l->owned); /* the layer holds its own copy */
-    l->owned = NULL;
-    l->w = NULL;
-    return rc == CDC_OK ? 0
-                        : llm_fail(err, err_size, "cdc_fc_new (%lld x %lld): %s: %s",
-                                   (long long) l->out, (long long) in, cdc_err_name(rc),
-                                   cdc_last_error());
+    l->owned = malloc((size_t) (l->out * in) * sizeof(float));
+    if (!l->owned)
+        return llm_fail(err, err_size, "out of memory for a %lld x %lld matrix",
+                        (long long) l->out, (long long) in);
+    float *at = l->owned;
+    for (int i = 0; i < parts; i++) {
+        memcpy(at, part[i], (size_t) (rows[i] * in) * sizeof(float));
+        at += rows[i] * in;
+    }
+    l->w = l->owned;
+    return 0;
 }
 
 static void linear_free(linear_t *l)
@@ -109,11 +108,11 @@ static int layer_linears(llm_decoder_t *d, cdc_context_t *context, int l, char *
     const float *gate_up[2] = {w->w1 + l * H * D, w->w3 + l * H * D};
     const int64_t gate_up_rows[2] = {H, H};
     const float *w2[1] = {w->w2 + l * D * H};
-    if (linear_new(context, d->ck, 3, qkv, qkv_rows, D, &at[QKV], err, err_size) != 0 ||
-        linear_new(context, d->ck, 1, wo, &D, D, &at[WO], err, err_size) != 0 ||
-        linear_new(context, d->ck, 2, gate_up, gate_up_rows, D, &at[GATE_UP], err,
+    if (linear_new(context, 3, qkv, qkv_rows, D, &at[QKV], err, err_size) != 0 ||
+        linear_new(context, 1, wo, &D, D, &at[WO], err, err_size) != 0 ||
+        linear_new(context, 2, gate_up, gate_up_rows, D, &at[GATE_UP], err,
                    err_size) != 0 ||
-        linear_new(context, d->ck, 1, w2, &D, H, &at[W2], err, err_size) != 0)
+        linear_new(context, 1, w2, &D, H, &at[W2], err, err_size) != 0)
         return -1;
     return 0;
 }
@@ -155,7 +154,7 @@ int llm_decoder_new(const llm_checkpoint_t *ck, cdc_context_t *context, int max_
     const float *classifier[1] = {ck->weights.classifier};
     const int64_t vocab = d->c.vocab_size;
     if (rc == 0)
-        rc = linear_new(context, ck, 1, classifier, &vocab, D, &d->classifier, err, err_size);
+        rc = linear_new(context, 1, classifier, &vocab, D, &d->classifier, err, err_size);
     if (rc != 0) {
         llm_decoder_destroy(&d);
         return -1;
