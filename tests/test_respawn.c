@@ -149,6 +149,39 @@ START_TEST(test_stop_replaced)
 }
 END_TEST
 
+/* (b') SIGSTOP for 300 ms (the churn of issue 27: a device that pauses), five
+   times while calls go on: silent, so the heartbeats call it dead and the
+   calls go without it, but not hung: the same process serves again after
+   each, nothing is killed or respawned, every result right. */
+START_TEST(test_short_stop_not_killed)
+{
+    cdc_context_t *context = local_context(5, 0, 1, NULL, NULL);
+    cdc_test_fc_t f;
+    cdc_test_fc_make(&f, context, OUT, IN, BATCH, 11, 1);
+    for (int i = 0; i < 5; i++)
+        cdc_test_fc_check(&f, REL_TOL);
+    pid_t pid = cdc__local_workers_pid(context->local, 3);
+    for (int round = 0; round < 5; round++) {
+        ck_assert_int_eq(kill(pid, SIGSTOP), 0);
+        double stopped = cdc_test_now_s();
+        while (cdc_test_now_s() - stopped < 0.3)
+            cdc_test_fc_check(&f, REL_TOL);
+        ck_assert_int_eq(kill(pid, SIGCONT), 0);
+        double resumed = cdc_test_now_s();
+        while (!is_live(context, 3) && cdc_test_now_s() - resumed < 2.0)
+            cdc_test_fc_check(&f, REL_TOL);
+        ck_assert_msg(is_live(context, 3), "round %d: not live 2 s after SIGCONT", round);
+        ck_assert_int_eq(cdc__local_workers_pid(context->local, 3), pid);
+    }
+    cdc_stats_t stats = stats_of(context);
+    ck_assert_uint_eq(stats.worker_respawns, 0);
+    ck_assert_uint_eq(stats.fallbacks, 0);
+    ck_assert_int_eq(kill(pid, 0), 0); /* the same process, alive */
+    cdc_test_fc_free(&f);
+    cdc_context_destroy(&context);
+}
+END_TEST
+
 /* (c) A one-shot crash fault fires once per slot: the respawned worker
    (--incarnation 1) does not crash again. */
 START_TEST(test_crash_fault_once)
@@ -560,6 +593,7 @@ static Suite *respawn_suite(void)
     tcase_set_timeout(tcase, 60);
     tcase_add_test(tcase, test_kill_respawned);
     tcase_add_test(tcase, test_stop_replaced);
+    tcase_add_test(tcase, test_short_stop_not_killed);
     tcase_add_test(tcase, test_crash_fault_once);
     tcase_add_test(tcase, test_respawn_off);
     tcase_add_test(tcase, test_crash_loop_given_up);
