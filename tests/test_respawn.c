@@ -53,6 +53,15 @@ static cdc_context_t *local_context(int workers, int data, int respawn, const ch
     return context;
 }
 
+/* The test's layer on context, checked over `calls` calls (its weights on
+   the workers). */
+static void fc_warm(cdc_context_t *context, cdc_test_fc_t *f, int calls)
+{
+    cdc_test_fc_make(f, context, OUT, IN, BATCH, 11, 1);
+    for (int i = 0; i < calls; i++)
+        cdc_test_fc_check(f, REL_TOL);
+}
+
 static int is_live(cdc_context_t *context, int w)
 {
     cdc_remote_counters_t counters;
@@ -94,9 +103,7 @@ START_TEST(test_kill_respawned)
     cdc_test_temp_file(stats_path);
     cdc_context_t *context = local_context(5, 0, 1, NULL, stats_path);
     cdc_test_fc_t f;
-    cdc_test_fc_make(&f, context, OUT, IN, BATCH, 11, 1);
-    for (int i = 0; i < 5; i++)
-        cdc_test_fc_check(&f, REL_TOL);
+    fc_warm(context, &f, 5);
     pid_t old = cdc__local_workers_pid(context->local, 1);
     ck_assert_int_gt(old, 0);
     double killed = cdc_test_now_s();
@@ -129,9 +136,7 @@ START_TEST(test_stop_replaced)
 {
     cdc_context_t *context = local_context(5, 0, 1, NULL, NULL);
     cdc_test_fc_t f;
-    cdc_test_fc_make(&f, context, OUT, IN, BATCH, 11, 1);
-    for (int i = 0; i < 5; i++)
-        cdc_test_fc_check(&f, REL_TOL);
+    fc_warm(context, &f, 5);
     pid_t old = cdc__local_workers_pid(context->local, 2);
     double stopped = cdc_test_now_s();
     ck_assert_int_eq(kill(old, SIGSTOP), 0);
@@ -157,9 +162,7 @@ START_TEST(test_short_stop_not_killed)
 {
     cdc_context_t *context = local_context(5, 0, 1, NULL, NULL);
     cdc_test_fc_t f;
-    cdc_test_fc_make(&f, context, OUT, IN, BATCH, 11, 1);
-    for (int i = 0; i < 5; i++)
-        cdc_test_fc_check(&f, REL_TOL);
+    fc_warm(context, &f, 5);
     pid_t pid = cdc__local_workers_pid(context->local, 3);
     for (int round = 0; round < 5; round++) {
         ck_assert_int_eq(kill(pid, SIGSTOP), 0);
@@ -218,8 +221,7 @@ START_TEST(test_respawn_off)
     ck_assert_int_eq(config.respawn, 0);
     cdc_context_t *context = local_context(5, 0, config.respawn, NULL, NULL);
     cdc_test_fc_t f;
-    cdc_test_fc_make(&f, context, OUT, IN, BATCH, 11, 1);
-    cdc_test_fc_check(&f, REL_TOL);
+    fc_warm(context, &f, 1);
     pid_t old = cdc__local_workers_pid(context->local, 1);
     ck_assert_int_eq(kill(old, SIGKILL), 0);
     double start = cdc_test_now_s();
@@ -242,8 +244,7 @@ START_TEST(test_crash_loop_given_up)
 {
     cdc_context_t *context = local_context(5, 0, 1, NULL, NULL);
     cdc_test_fc_t f;
-    cdc_test_fc_make(&f, context, OUT, IN, BATCH, 11, 1);
-    cdc_test_fc_check(&f, REL_TOL);
+    fc_warm(context, &f, 1);
     pid_t last = 0;
     double start = cdc_test_now_s();
     for (int kills = 0; kills < 6; kills++) {
@@ -328,9 +329,7 @@ START_TEST(test_kill_full_redundancy)
 {
     cdc_context_t *context = local_context(5, 0, 1, NULL, NULL);
     cdc_test_fc_t f;
-    cdc_test_fc_make(&f, context, OUT, IN, BATCH, 11, 1);
-    for (int i = 0; i < 5; i++)
-        cdc_test_fc_check(&f, REL_TOL);
+    fc_warm(context, &f, 5);
     assert_fully_redundant(context);
     cdc_stats_t before = stats_of(context);
     ck_assert_int_eq(kill(cdc__local_workers_pid(context->local, 1), SIGKILL), 0);
@@ -356,9 +355,7 @@ START_TEST(test_hang_full_redundancy)
 {
     cdc_context_t *context = local_context(5, 0, 1, NULL, NULL);
     cdc_test_fc_t f;
-    cdc_test_fc_make(&f, context, OUT, IN, BATCH, 11, 1);
-    for (int i = 0; i < 5; i++)
-        cdc_test_fc_check(&f, REL_TOL);
+    fc_warm(context, &f, 5);
     cdc_stats_t before = stats_of(context);
     double stopped = cdc_test_now_s();
     ck_assert_int_eq(kill(cdc__local_workers_pid(context->local, 2), SIGSTOP), 0);
@@ -381,8 +378,7 @@ START_TEST(test_spare_absorbs_failure)
 {
     cdc_context_t *context = local_context(6, 4, 1, NULL, NULL);
     cdc_test_fc_t f;
-    cdc_test_fc_make(&f, context, OUT, IN, BATCH, 11, 1);
-    cdc_test_fc_check(&f, REL_TOL);
+    fc_warm(context, &f, 1);
     /* The spare is sent the 5 slots' weights between calls. */
     const uint64_t shard_bytes = (uint64_t) (OUT / 4) * IN * sizeof(float);
     double start = cdc_test_now_s();
@@ -515,9 +511,7 @@ START_TEST(test_kill_fresh_endpoint)
 {
     cdc_context_t *context = local_context(5, 0, 1, NULL, NULL);
     cdc_test_fc_t f;
-    cdc_test_fc_make(&f, context, OUT, IN, BATCH, 11, 1);
-    for (int i = 0; i < 5; i++)
-        cdc_test_fc_check(&f, REL_TOL);
+    fc_warm(context, &f, 5);
     assert_fully_redundant(context);
     char first[PATH_MAX + 32], other[PATH_MAX + 32];
     endpoint_of(context, 1, first, sizeof first);
