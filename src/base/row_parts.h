@@ -34,14 +34,14 @@ typedef struct {
     int drop_pages;           /* borrowed from a read-only file mapping         */
     uintptr_t map_lo[CDC_MAX_WEIGHT_PARTS], map_hi[CDC_MAX_WEIGHT_PARTS]; /* with
                                  drop_pages: the mapping each part lies in    */
-    pthread_mutex_t lock;     /* borrowed: the copies against close             */
+    pthread_mutex_t lock;     /* borrowed: enter/leave against close            */
     int closed;               /* borrowed: the owner let go                     */
     float *packed;            /* borrowed: the contiguous copy, once asked      */
 } cdc_row_parts_t;
 
 /* A copy of rows x k floats at data (row-major, contiguous) the parts own;
    NULL (cdc_last_error set) when out of memory. The caller owns the first
-   reference (cdc__hold_retire(&parts->hold)). */
+   reference (cdc__row_parts_close). */
 cdc_row_parts_t *cdc__row_parts_copy_new(const float *data, int64_t rows, int64_t k);
 
 /* The same without data: the copy's memory, *storage, for the caller to fill. */
