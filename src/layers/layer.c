@@ -62,29 +62,24 @@ static int check_shape(int64_t rows, int64_t k)
 }
 
 int cdc__layer_new_rows(cdc_context_t *context, cdc_layer_kind_t kind, cdc_row_parts_t *parts,
-                        const float *bias, const cdc_layer_options_t *options,
+                        const float *bias, const cdc_layer_options_t *opts,
                         cdc_layer_t **layer_p)
 {
-    cdc_layer_options_t opts;
-    int rc = layer_options(context, options, &opts);
-    cdc_layer_t *layer = rc == CDC_OK ? calloc(1, sizeof *layer) : NULL;
     int64_t rows = parts->rows, k = parts->k;
-    if (rc == CDC_OK && layer && bias && !(layer->bias = malloc((size_t) rows * sizeof(float))))
-        rc = cdc__fail(CDC_ENOMEM, "layer bias of %lld floats", (long long) rows);
-    else if (rc == CDC_OK && !layer)
-        rc = cdc__fail(CDC_ENOMEM, "layer");
-    if (rc != CDC_OK) {
-        if (layer)
-            free(layer->bias);
+    cdc_layer_t *layer = calloc(1, sizeof *layer);
+    float *bias_copy = bias ? malloc((size_t) rows * sizeof(float)) : NULL;
+    if (!layer || (bias && !bias_copy)) {
         free(layer);
+        free(bias_copy);
         cdc__row_parts_close(parts);
-        return rc;
+        return cdc__fail(CDC_ENOMEM, "layer of %lld rows", (long long) rows);
     }
+    layer->bias = bias_copy;
     if (bias)
         memcpy(layer->bias, bias, (size_t) rows * sizeof(float));
     layer->context = context;
     layer->kind = kind;
-    layer->options = opts;
+    layer->options = *opts;
     layer->rows = rows;
     layer->k = k;
     layer->parts = parts;
@@ -114,7 +109,7 @@ int cdc__layer_new(cdc_context_t *context, cdc_layer_kind_t kind, int64_t rows,
     cdc_row_parts_t *parts = cdc__row_parts_copy_new(weights, rows, k);
     if (!parts)
         return CDC_ENOMEM;
-    return cdc__layer_new_rows(context, kind, parts, bias, options, layer_p);
+    return cdc__layer_new_rows(context, kind, parts, bias, &opts, layer_p);
 }
 
 int cdc_fc_new_borrowed(cdc_context_t *context, int64_t in_features,
@@ -138,7 +133,10 @@ int cdc_fc_new_borrowed(cdc_context_t *context, int64_t in_features,
                              parts[i].rows ? "count must be in 1..INT_MAX" : "rows is NULL");
         rows += parts[i].count;
     }
-    int rc = check_shape(rows, in_features);
+    cdc_layer_options_t opts;
+    int rc = layer_options(context, options, &opts);
+    if (rc == CDC_OK)
+        rc = check_shape(rows, in_features);
     if (rc != CDC_OK)
         return rc;
     cdc_row_parts_t *borrowed;
@@ -146,7 +144,7 @@ int cdc_fc_new_borrowed(cdc_context_t *context, int64_t in_features,
                                (flags & CDC_BORROW_FILE_MAPPED) != 0, &borrowed);
     if (rc != CDC_OK)
         return rc;
-    return cdc__layer_new_rows(context, CDC_LAYER_FC, borrowed, bias, options, layer_p);
+    return cdc__layer_new_rows(context, CDC_LAYER_FC, borrowed, bias, &opts, layer_p);
 }
 
 int cdc__layer_plan(cdc_layer_t *layer, cdc_call_plan_t *plan)

@@ -35,10 +35,10 @@ int cdc__layer_new(cdc_context_t *context, cdc_layer_kind_t kind, int64_t rows,
                    int64_t k, const float *weights, const float *bias,
                    const cdc_layer_options_t *options, cdc_layer_t **layer_p);
 
-/* The same over rows the caller lends (parts, taken over: closed on
-   failure); bias copied. */
+/* A layer over rows (parts, taken over: closed on failure) with options
+   already validated (opts); bias copied. */
 int cdc__layer_new_rows(cdc_context_t *context, cdc_layer_kind_t kind, cdc_row_parts_t *parts,
-                        const float *bias, const cdc_layer_options_t *options,
+                        const float *bias, const cdc_layer_options_t *opts,
                         cdc_layer_t **layer_p);
 
 /* The plan of this call (cdc__plan_resolve with the layer's parity and

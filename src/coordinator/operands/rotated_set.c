@@ -103,10 +103,10 @@ static int scratch_new(const cdc_rotated_set_t *set, stripe_scratch_t *scratch)
     scratch->zero_rows = ZERO_CHUNK_FLOATS / k > 0 ? ZERO_CHUNK_FLOATS / k : 1;
     scratch->zeros = calloc((size_t) (scratch->zero_rows * k), sizeof(float));
     scratch->storage = malloc((size_t) (r * B * k) * sizeof(float));
-    if (cdc__rotated_blocks_span(set))
+    int gather = cdc__rotated_blocks_span(set);
+    if (gather)
         scratch->gather = malloc((size_t) (set->layout.n * B * k) * sizeof(float));
-    if (!scratch->zeros || !scratch->storage ||
-        (cdc__rotated_blocks_span(set) && !scratch->gather)) {
+    if (!scratch->zeros || !scratch->storage || (gather && !scratch->gather)) {
         scratch_free(scratch);
         return cdc__fail(CDC_ENOMEM, "rotated layout: a stripe's %lld parity rows",
                          (long long) (r * B));
