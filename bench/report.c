@@ -101,7 +101,8 @@ void cdc_run_write_json(FILE *out, const cdc_run_t *run, const char *model)
             "\"background_weight_bytes\": %llu, \"redundancy_repairs\": %llu, "
             "\"repair_ms_mean\": %.3f, \"repair_ms_max\": %.3f, \"budget_fallbacks\": %llu, "
             "\"planned_local\": %llu,\n    \"rotated_calls\": %llu, \"late_blocks\": %llu, "
-            "\"budget_erasures\": %llu, \"oversized_skipped\": %llu, \"parity_on_demand\": %llu}",
+            "\"budget_erasures\": %llu, \"oversized_skipped\": %llu, \"parity_on_demand\": %llu,\n"
+            "    \"weights_stored_asked\": %llu, \"weights_stored_missing\": %llu}",
             (unsigned long long) t->calls, (unsigned long long) t->shards_sent,
             (unsigned long long) t->shards_erased, (unsigned long long) t->results_decoded,
             (unsigned long long) t->fallbacks, (unsigned long long) t->bytes_out,
@@ -117,7 +118,9 @@ void cdc_run_write_json(FILE *out, const cdc_run_t *run, const char *model)
             (double) t->repair_us_max / 1000.0, (unsigned long long) t->budget_fallbacks,
             (unsigned long long) t->planned_local, (unsigned long long) t->rotated_calls,
             (unsigned long long) t->late_blocks, (unsigned long long) t->budget_erasures,
-            (unsigned long long) t->oversized_skipped, (unsigned long long) t->parity_on_demand);
+            (unsigned long long) t->oversized_skipped, (unsigned long long) t->parity_on_demand,
+            (unsigned long long) t->weights_stored_asked,
+            (unsigned long long) t->weights_stored_missing);
     fprintf(out, ",\n  \"chaos\": [");
     for (int i = 0; i < run->event_count; i++) {
         const cdc_chaos_event_t *e = &run->events[i];

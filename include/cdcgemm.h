@@ -270,10 +270,17 @@ typedef struct {
                                    conv's bands) whose parity was sent after
                                    dispatch, because a data task was lost or
                                    late; fault-free calls send none          */
+    /* Since 0.1.0 (took 2 reserved words): issue 27's worker stores. */
+    uint64_t weights_stored_asked; /* weight shards a worker process that
+                                   keeps a store on its disk (cdcgemm-worker
+                                   --store) was asked to load from it
+                                   instead of being sent them               */
+    uint64_t weights_stored_missing; /* of those, shards its store lacked
+                                   (then sent, in weights_sent)             */
     /* Room for new counters without an ABI break (docs/abi.md): written as
        0 by this version. A new counter takes the first slot and the count
        shrinks by one. */
-    uint64_t reserved[13];
+    uint64_t reserved[11];
 } cdc_stats_t;
 
 /* Copy the counters into *stats. Thread-safe. */

@@ -112,6 +112,9 @@ static const char *const bad_plans[] = {
     /* gbps: with gflops or alone, not with x, in range. */
     "slow@*:x=2,gbps=1",      "slow@*:gbps=0",       "slow@*:gbps=1e5",
     "slow@c:gbps=1,after=2",
+    /* disk: mbyte= in range, nothing else, not the coordinator. */
+    "disk@w1",                "disk@*:mbyte=0",      "disk@*:mbyte=2e6",
+    "disk@*:mbyte=40,p=1",    "disk@c:mbyte=40",
 };
 
 START_TEST(test_parse_rejects)
@@ -342,6 +345,31 @@ START_TEST(test_link_of_one_message)
 }
 END_TEST
 
+/* disk: a store load's time at mbyte MB/s, this worker's rules only; it
+   draws nothing, so the calls' fault sequence is the same with it. */
+START_TEST(test_disk_of_one_load)
+{
+    cdc_fault_plan_t plan, plain;
+    cdc_fault_state_t state, plain_state;
+    ck_assert_int_eq(cdc__fault_plan_parse("disk@w1:mbyte=40;drop@*:p=0.5", &plan), CDC_OK);
+    ck_assert_int_eq(cdc__fault_plan_parse("drop@*:p=0.5", &plain), CDC_OK);
+    cdc__fault_state_init(&state, &plan, 1);
+    ck_assert_double_eq_tol(cdc__fault_disk_ms(&state, 86000000), 2150.0, 1e-9);
+    ck_assert_double_eq_tol(cdc__fault_disk_ms(&state, 0), 0.0, 1e-12);
+    cdc__fault_state_init(&plain_state, &plain, 1);
+    ck_assert(cdc__fault_disk_ms(&plain_state, 86000000) == 0.0);
+    for (int i = 0; i < 50; i++) {
+        cdc_fault_decision_t a, b;
+        cdc__fault_next(&state, 1.0, 1e6, 0, 0, 0, &a);
+        cdc__fault_next(&plain_state, 1.0, 1e6, 0, 0, 0, &b);
+        ck_assert_int_eq(a.drop, b.drop);
+        ck_assert(a.delay_ms == b.delay_ms);
+    }
+    cdc__fault_state_init(&state, &plan, 0); /* not worker 0's disk */
+    ck_assert(cdc__fault_disk_ms(&state, 86000000) == 0.0);
+}
+END_TEST
+
 /* A respawned worker (incarnation >= 1): crash and hang fired in the slot's
    first process and do not fire again; probabilistic rules keep applying. */
 START_TEST(test_incarnation_skips_one_shot)
@@ -390,6 +418,7 @@ static Suite *faults_suite(void)
     tcase_add_test(draws, test_slow_memory_bandwidth);
     tcase_add_test(draws, test_slow_from_a_call_on);
     tcase_add_test(draws, test_link_of_one_message);
+    tcase_add_test(draws, test_disk_of_one_load);
     suite_add_tcase(suite, draws);
     return suite;
 }

@@ -662,6 +662,70 @@ START_TEST(test_weights_scoped_per_key)
 }
 END_TEST
 
+/* STORED for a rows x k matrix under key; the reply if one comes within
+   timeout_ms (type 0: none, the matrix was loaded). */
+static reply_t ask_stored(void *socket, uint64_t key, int64_t rows, int64_t k, long timeout_ms)
+{
+    cdc_msg_header_t h;
+    cdc__msg_header_init(&h, CDC_MSG_STORED);
+    h.a_key = key;
+    h.rows = rows;
+    h.k = k;
+    send_msg(socket, &h, NULL, 0, NULL, 0, 0);
+    reply_t reply;
+    recv_reply(socket, timeout_ms, &reply);
+    return reply;
+}
+
+/* --store: what a worker received is on its disk per peer; the next process
+   on that store loads it for the peer that sent it, and for no other; a key
+   it lacks, or asked with another shape, gets MISS with request id 0. */
+START_TEST(test_store_reloaded_per_key)
+{
+    cdc_test_temp_dir(dir, sizeof dir, "cdc-limits");
+    cdc_curve_cert_t worker, a_cert, b_cert, c_cert;
+    keygen("w", 0, &worker);
+    keygen("a", 1, &a_cert);
+    keygen("b", 1, &b_cert);
+    keygen("c", 1, &c_cert);
+    char endpoint[200], store[128];
+    const char *extra[] = {"--store", in_dir(store, sizeof store, "store"), NULL};
+    pid_t pid = start_worker("w", 0, 1, NULL, extra, endpoint, sizeof endpoint);
+    void *zmq = zmq_ctx_new();
+    void *a = cdc_test_dealer(zmq, endpoint, &a_cert, worker.public_key);
+    void *b = cdc_test_dealer(zmq, endpoint, &b_cert, worker.public_key);
+    send_weights(a, 5, 2, 2, 1.0f);
+    ck_assert(result_of(a, 1) == 2.0f);
+    send_weights(b, 5, 2, 2, 1000.0f);
+    ck_assert(result_of(b, 2) == 2000.0f);
+    zmq_close(a);
+    zmq_close(b);
+    stop_worker(pid, "w", log_text, sizeof log_text);
+
+    pid = start_worker("w", 0, 1, NULL, extra, endpoint, sizeof endpoint); /* a new process */
+    a = cdc_test_dealer(zmq, endpoint, &a_cert, worker.public_key);
+    b = cdc_test_dealer(zmq, endpoint, &b_cert, worker.public_key);
+    void *c = cdc_test_dealer(zmq, endpoint, &c_cert, worker.public_key);
+    ck_assert_int_eq(ask_stored(a, 5, 2, 2, 300).h.type, 0); /* loaded: no reply */
+    ck_assert(result_of(a, 3) == 2.0f);
+    ck_assert_int_eq(ask_stored(b, 5, 2, 2, 300).h.type, 0);
+    ck_assert(result_of(b, 4) == 2000.0f);
+    reply_t reply = ask_stored(c, 5, 2, 2, 5000); /* another peer's: not C's */
+    ck_assert_int_eq(reply.h.type, CDC_MSG_MISS);
+    ck_assert_uint_eq(reply.h.request_id, 0);
+    ck_assert_uint_eq(reply.h.a_key, 5);
+    ck_assert_int_eq(ask_stored(a, 6, 2, 2, 5000).h.type, CDC_MSG_MISS); /* never sent */
+    ck_assert_int_eq(ask_stored(a, 5, 2, 2, 300).h.type, 0); /* cached already */
+    zmq_close(a);
+    zmq_close(b);
+    zmq_close(c);
+    zmq_ctx_term(zmq);
+    stop_worker(pid, "w", log_text, sizeof log_text);
+    ck_assert_msg(strstr(log_text, "loaded from the store 2,"), "%s", log_text);
+    cdc_test_temp_dir_remove(dir);
+}
+END_TEST
+
 /* A task on a cached rows x k matrix: its reply's type. */
 static int task_reply_type(void *socket, uint64_t id, uint64_t key, int64_t rows, int64_t k)
 {
@@ -829,6 +893,7 @@ static Suite *limits_suite(void)
     suite_add_tcase(suite, worker);
     TCase *peers = tcase_create("peers");
     tcase_add_test(peers, test_weights_scoped_per_key);
+    tcase_add_test(peers, test_store_reloaded_per_key);
     tcase_add_test(peers, test_max_peer_memory);
     tcase_add_test(peers, test_idle_connections);
     tcase_set_timeout(peers, 60);

@@ -234,6 +234,12 @@ static void sample_message(cdc_msg_type_t type, sample_msg_t *m)
     case CDC_MSG_GOODBYE:
         cdc__msg_header_init(h, type);
         break;
+    case CDC_MSG_STORED:
+        cdc__msg_header_init(h, type);
+        h->a_key = 99;
+        h->rows = 12;
+        h->k = 7;
+        break;
     }
     m->payload_count = cdc__msg_payload_count(type);
 }
@@ -241,7 +247,7 @@ static void sample_message(cdc_msg_type_t type, sample_msg_t *m)
 static const cdc_msg_type_t every_type[] = {
     CDC_MSG_TASK_GEMM, CDC_MSG_TASK_CONV, CDC_MSG_WEIGHTS, CDC_MSG_RESULT,
     CDC_MSG_ERROR,     CDC_MSG_MISS,      CDC_MSG_PING,    CDC_MSG_PONG,
-    CDC_MSG_CANCEL,    CDC_MSG_GOODBYE,
+    CDC_MSG_CANCEL,    CDC_MSG_GOODBYE,   CDC_MSG_STORED,
 };
 #define TYPE_COUNT ((int) (sizeof every_type / sizeof every_type[0]))
 
@@ -266,7 +272,7 @@ START_TEST(test_every_type_decodes_to_same_header)
         ck_assert_uint_eq(msg.payload[i].size, m.payload[i].size);
     }
     /* Matrix types carry float32, the others no dtype. */
-    int matrix = type <= CDC_MSG_RESULT;
+    int matrix = type <= CDC_MSG_RESULT || type == CDC_MSG_STORED;
     ck_assert_uint_eq(msg.header.dtype, matrix ? CDC_PROTO_DTYPE_F32 : 0);
 }
 END_TEST
@@ -275,16 +281,16 @@ START_TEST(test_every_type_named)
 {
     static const char *const names[] = {"TASK_GEMM", "TASK_CONV", "WEIGHTS", "RESULT",
                                         "ERROR",     "MISS",      "PING",    "PONG",
-                                        "CANCEL",    "GOODBYE"};
-    static const int payloads[] = {2, 2, 1, 1, 1, 0, 0, 1, 0, 0};
+                                        "CANCEL",    "GOODBYE",   "STORED"};
+    static const int payloads[] = {2, 2, 1, 1, 1, 0, 0, 1, 0, 0, 0};
     for (int i = 0; i < TYPE_COUNT; i++) {
         ck_assert_str_eq(cdc__msg_type_name(every_type[i]), names[i]);
         ck_assert_int_eq(cdc__msg_payload_count(every_type[i]), payloads[i]);
     }
     ck_assert_str_eq(cdc__msg_type_name(0), "UNKNOWN");
-    ck_assert_str_eq(cdc__msg_type_name(11), "UNKNOWN");
+    ck_assert_str_eq(cdc__msg_type_name(12), "UNKNOWN");
     ck_assert_int_eq(cdc__msg_payload_count((cdc_msg_type_t) 0), -1);
-    ck_assert_int_eq(cdc__msg_payload_count((cdc_msg_type_t) 11), -1);
+    ck_assert_int_eq(cdc__msg_payload_count((cdc_msg_type_t) 12), -1);
 }
 END_TEST
 
@@ -524,6 +530,22 @@ START_TEST(test_huge_dims)
     cdc__msg_header_pack(&h, packed);
     ck_assert_int_eq(cdc__msg_decode(frames, 2, &msg), CDC_OK);
     cdc__msg_header_init(&h, CDC_MSG_MISS);
+    cdc__msg_header_pack(&h, packed);
+    ck_assert_int_eq(cdc__msg_decode(frames, 1, &msg), CDC_EPROTO);
+    /* STORED: a key, a shape within bounds, and nothing after the header. */
+    cdc__msg_header_init(&h, CDC_MSG_STORED);
+    h.rows = 2;
+    h.k = 3;
+    cdc__msg_header_pack(&h, packed);
+    ck_assert_int_eq(cdc__msg_decode(frames, 1, &msg), CDC_EPROTO); /* no key */
+    h.a_key = 5;
+    cdc__msg_header_pack(&h, packed);
+    ck_assert_int_eq(cdc__msg_decode(frames, 1, &msg), CDC_OK);
+    ck_assert_int_eq(cdc__msg_decode(frames, 2, &msg), CDC_EPROTO); /* a payload */
+    h.k = 0;
+    cdc__msg_header_pack(&h, packed);
+    ck_assert_int_eq(cdc__msg_decode(frames, 1, &msg), CDC_EPROTO);
+    h.rows = h.k = INT64_C(1) << 20; /* 4 TiB */
     cdc__msg_header_pack(&h, packed);
     ck_assert_int_eq(cdc__msg_decode(frames, 1, &msg), CDC_EPROTO);
     /* Over-long error text. */

@@ -6,6 +6,7 @@
 #include "fc_fixture.h"
 #include "testutil.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <limits.h>
 #include <signal.h>
@@ -349,6 +350,99 @@ START_TEST(test_kill_full_redundancy)
 }
 END_TEST
 
+/* Store files (*.cdcw) in worker w's store under dir; with damage, one
+   byte of each file's floats changed. */
+static int store_files(const char *dir, int w, int damage)
+{
+    char path[512];
+    snprintf(path, sizeof path, "%s/worker-%d", dir, w);
+    DIR *listing = opendir(path);
+    ck_assert_msg(listing != NULL, "%s: %s", path, strerror(errno));
+    int count = 0;
+    for (struct dirent *e; (e = readdir(listing));) {
+        size_t len = strlen(e->d_name);
+        if (len < 5 || strcmp(e->d_name + len - 5, ".cdcw") != 0)
+            continue;
+        count++;
+        if (!damage)
+            continue;
+        char file[1024];
+        snprintf(file, sizeof file, "%s/%s", path, e->d_name);
+        FILE *f = fopen(file, "r+b");
+        ck_assert_ptr_nonnull(f);
+        ck_assert_int_eq(fseek(f, 64 + 4, SEEK_SET), 0);
+        int byte = fgetc(f);
+        ck_assert_int_eq(fseek(f, 64 + 4, SEEK_SET), 0);
+        fputc(byte ^ 0x40, f);
+        fclose(f);
+    }
+    closedir(listing);
+    return count;
+}
+
+/* A SIGKILLed worker until full redundancy is back, every call checked;
+   the counters before and after. */
+static void kill_until_repaired(cdc_context_t *context, cdc_test_fc_t *f, int w,
+                                cdc_stats_t *before, cdc_stats_t *after)
+{
+    *before = stats_of(context);
+    ck_assert_int_eq(kill(cdc__local_workers_pid(context->local, w), SIGKILL), 0);
+    double repair = calls_until_repaired(context, f, before->redundancy_repairs, 3.0);
+    printf("store: SIGKILL of worker %d, death to full redundancy: %.3f s\n", w, repair);
+    ck_assert_msg(repair >= 0 && repair <= repair_bound_s, "repaired after %.3f s", repair);
+    calls_until_fully_redundant(context, f, 1.0);
+    *after = stats_of(context);
+    ck_assert_uint_eq(after->fallbacks, before->fallbacks);
+}
+
+/* (h) Workers keeping a store on their disk (CDCGEMM_WORKER_STORE): a
+   SIGKILLed worker's new process is asked for its slot's weights and loads
+   them from its store, so the repair ships no weight bytes; a store damaged
+   on disk is refused by its checksum and the slot crosses the wire as
+   before; a coordinator started again over the stores sends nothing. Every
+   result right. */
+START_TEST(test_kill_reloaded_from_store)
+{
+    char store[256];
+    cdc_test_temp_dir(store, sizeof store, "cdc-store");
+    setenv("CDCGEMM_WORKER_STORE", store, 1);
+    cdc_context_t *context = local_context(5, 0, 1, NULL, NULL);
+    cdc_test_fc_t f;
+    fc_warm(context, &f, 5);
+    ck_assert_int_ge(store_files(store, 1, 0), 1);
+    cdc_stats_t before, after;
+    kill_until_repaired(context, &f, 1, &before, &after);
+    ck_assert_uint_ge(after.weights_stored_asked - before.weights_stored_asked, 1);
+    ck_assert_uint_eq(after.weights_stored_missing, before.weights_stored_missing);
+    ck_assert_uint_eq(after.background_weight_bytes, before.background_weight_bytes);
+    ck_assert_uint_eq(after.weight_bytes, before.weight_bytes);
+    ck_assert_uint_eq(remote_of(context).misses, 0);
+
+    ck_assert_int_ge(store_files(store, 2, 1), 1);
+    kill_until_repaired(context, &f, 2, &before, &after);
+    ck_assert_uint_ge(after.weights_stored_missing - before.weights_stored_missing, 1);
+    const uint64_t shard_bytes = (uint64_t) (OUT / 4) * IN * sizeof(float);
+    ck_assert_uint_ge(after.background_weight_bytes - before.background_weight_bytes,
+                      shard_bytes);
+    cdc_test_fc_free(&f);
+    cdc_context_destroy(&context);
+
+    context = local_context(5, 0, 1, NULL, NULL); /* new workers, the same stores */
+    fc_warm(context, &f, 3);
+    after = stats_of(context);
+    printf("store: a new coordinator: %llu shards asked, %llu weight bytes sent\n",
+           (unsigned long long) after.weights_stored_asked,
+           (unsigned long long) after.weight_bytes);
+    ck_assert_uint_ge(after.weights_stored_asked, 5);
+    ck_assert_uint_eq(after.weights_stored_missing, 0);
+    ck_assert_uint_eq(after.weight_bytes, 0);
+    cdc_test_fc_free(&f);
+    cdc_context_destroy(&context);
+    unsetenv("CDCGEMM_WORKER_STORE");
+    cdc_test_temp_dir_remove(store);
+}
+END_TEST
+
 /* (g) SIGSTOP: the supervisor replaces the hung worker and full redundancy
    is back within 1 s of the heartbeats losing it. */
 START_TEST(test_hang_full_redundancy)
@@ -600,6 +694,7 @@ static Suite *respawn_suite(void)
     tcase_add_test(redundancy, test_no_failure_no_death);
     tcase_add_test(redundancy, test_kill_fresh_endpoint);
     tcase_add_test(redundancy, test_data_shards_too_many);
+    tcase_add_test(redundancy, test_kill_reloaded_from_store);
     suite_add_tcase(suite, redundancy);
     return suite;
 }

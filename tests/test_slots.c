@@ -55,11 +55,14 @@ typedef struct {
     int refuse;           /* sends fail (no connection) */
 } fake_io_t;
 
-static int fake_send_weights(void *ctx, int w, const cdc_slot_weight_t *weight)
+static int fake_send_weights(void *ctx, int w, const cdc_slot_weight_t *weight,
+                             uint64_t *bytes)
 {
     fake_io_t *io = ctx;
+    *bytes = 0;
     if (io->refuse)
         return CDC_ETIMEDOUT;
+    *bytes = (uint64_t) weight->rows * (uint64_t) weight->k * sizeof(float);
     io->weights_sent[w]++;
     io->last_key[w] = weight->key;
     return CDC_OK;

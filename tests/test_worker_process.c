@@ -50,6 +50,7 @@ static const struct {
     {"--parent-pid", "+1"},  {"--max-task-memory", "0"}, {"--max-task-memory", " 1M"},
     {"--max-task-memory", "-1"}, {"--max-peer-memory", "0"}, {"--max-peer-memory", "1T"},
     {"--max-peer-tasks", "0"}, {"--max-peer-tasks", "+2"}, {"--max-peer-tasks", "2000000"},
+    {"--store-max", "0"}, {"--store-max", "-1"},
 };
 
 START_TEST(test_bad_number_exits_2)
@@ -68,6 +69,25 @@ START_TEST(test_bad_number_exits_2)
     ck_assert(WIFEXITED(status));
     ck_assert_int_eq(WEXITSTATUS(status), 2);
     ck_assert_msg(strstr(text, bad_arguments[_i].option), "message '%s'", text);
+}
+END_TEST
+
+/* A store directory that cannot be made: the worker exits at start and
+   names it, rather than serve without the store it was told to keep. */
+START_TEST(test_bad_store_named)
+{
+    char dir[64], endpoint[96], err_path[96], store[128], text[4096];
+    cdc_test_temp_dir(dir, sizeof dir, "cdc-wproc");
+    snprintf(endpoint, sizeof endpoint, "ipc://%s/w", dir);
+    snprintf(err_path, sizeof err_path, "%s/err", dir);
+    snprintf(store, sizeof store, "%s/missing/store", dir);
+    const char *argv[] = {"--bind", endpoint, "--store", store, "--log", "error", NULL};
+    int status = wait_exit(spawn_worker(argv, err_path), 5.0);
+    cdc_test_read_text(err_path, text, sizeof text);
+    cdc_test_temp_dir_remove(dir);
+    ck_assert_msg(status >= 0 && WIFEXITED(status) && WEXITSTATUS(status) == 1, "status %d",
+                  status);
+    ck_assert_msg(strstr(text, store), "message '%s'", text);
 }
 END_TEST
 
@@ -429,6 +449,7 @@ static Suite *worker_process_suite(void)
     tcase_add_loop_test(command_line, test_bad_number_exits_2, 0,
                         (int) (sizeof bad_arguments / sizeof *bad_arguments));
     tcase_add_test(command_line, test_good_numbers_accepted);
+    tcase_add_test(command_line, test_bad_store_named);
     tcase_set_timeout(command_line, 30);
     suite_add_tcase(suite, command_line);
     TCase *stop = tcase_create("stop");

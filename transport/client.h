@@ -41,6 +41,9 @@ typedef struct {
     uint64_t redundancy_repairs; /* full redundancy regained after a loss    */
     uint64_t repair_us_sum;   /* loss to full redundancy, summed, us         */
     uint64_t repair_us_max;   /* the longest, us                             */
+    uint64_t stored_asked;    /* STORED sent: a worker asked to load a shard
+                                 from its own store instead of being sent it */
+    uint64_t stored_missing;  /* of those, MISSed (its store lacked it)      */
     uint64_t live_mask;       /* bit w: worker w answers heartbeats now      */
 } cdc_remote_counters_t;
 

@@ -628,7 +628,7 @@ static void call_apply_reply(cdc_client_t *self, client_call_t *call, int t, int
     if (h->type == CDC_MSG_MISS && call->retries[t] < MAX_MISS_RETRIES) {
         self->counters.misses++;
         call->retries[t]++;
-        cdc__slots_forget(self->slots, w, h->a_key);
+        cdc__client_store_lacks(self, w, h->a_key, 0); /* sent, not asked for, again */
         cdc_msg_header_t again;
         task_header(&call->tasks[t], call->keys[t], call->request_id, &again);
         if (send_task(self, w, &call->tasks[t], &again) != CDC_OK) {
@@ -661,6 +661,8 @@ static void call_receive(cdc_client_t *self, client_call_t *call, int w)
         } else if (msg.header.type == CDC_MSG_PONG) {
             /* an ack of cdc__client_send_data_ping */
             cdc__slots_acked(self->slots, w, msg.header.request_id);
+        } else if (msg.header.type == CDC_MSG_MISS && msg.header.request_id == 0) {
+            cdc__client_store_lacks(self, w, msg.header.a_key, 1); /* a STORED's answer */
         } else if (msg.header.type != CDC_MSG_GOODBYE) {
             /* (A GOODBYE reaches the heartbeat thread too, which acts on it.) */
             int t = call_match_reply(self, call, w, &msg.header);

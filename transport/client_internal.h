@@ -60,6 +60,10 @@ typedef struct {
     int has_status;
 } heartbeat_peer_t;
 
+/* Keys one worker process's store was found to lack; past them it is no
+   longer asked (its store holds little of what it needs). */
+#define CDC_CLIENT_STORE_LACKS 64
+
 /* The slowest link the weights' arrival is waited for (weights_clear_ms). */
 #define CDC_CLIENT_FLOOR_MBIT 10.0
 
@@ -122,6 +126,12 @@ struct cdc_client {
                                     calls with a task on w send them as soon
                                     as a worker is free (client_call.c)     */
     uint64_t deaths_seen[CDC_MAX_WORKERS]; /* departures[w] at the last pass */
+    /* Worker processes with a store on their disk (status.h, stored): each
+       shard is first asked of it (CDC_MSG_STORED), and sent only if its
+       store lacks it (a MISS with request id 0). Under lock. */
+    int store_asked[CDC_MAX_WORKERS];   /* ask worker w's current process   */
+    uint64_t store_lacks[CDC_MAX_WORKERS][CDC_CLIENT_STORE_LACKS];
+    int store_lack_count[CDC_MAX_WORKERS];
     /* Re-sends after a worker came back empty, rate-limited (cdc__client_restore_pass). */
     int empty_returns[CDC_MAX_WORKERS];    /* in a row, each < a minute apart */
     int64_t empty_at_ms[CDC_MAX_WORKERS];  /* the latest                      */
@@ -210,6 +220,22 @@ int cdc__client_ensure_weights(cdc_client_t *self, int w, const cdc_slot_weight_
 int cdc__client_send_data_ping(void *ctx, int w, uint64_t token);
 /* Under the call lock: stale replies read, weights restored, repair timed. */
 void cdc__client_restore_pass(cdc_client_t *self);
+
+/* ---- client_store.c: workers that keep a store on their disk ------------- */
+
+/* Under the call lock: worker w's status named a process not seen before,
+   with `stored` matrices in its store: ask it before sending (stored > 0). */
+void cdc__client_store_new_process(cdc_client_t *self, int w, uint64_t stored);
+/* Under the call lock: whether worker w's process is asked for the shard
+   under key before it is sent it (it has a store that may hold it). */
+int cdc__client_store_ask(const cdc_client_t *self, int w, uint64_t key);
+/* Under the call lock: STORED for weight to worker w (no payload). */
+int cdc__client_store_send(cdc_client_t *self, int w, const cdc_slot_weight_t *weight);
+/* Under the call lock: worker w MISSed key (asked: a STORED's answer, its
+   store lacks it; else a task's, its cache lacks it): remembered, so the
+   shard is sent next time, not asked for, and forgotten by the slots, so
+   the next restore pass or call sends it. */
+void cdc__client_store_lacks(cdc_client_t *self, int w, uint64_t key, int asked);
 
 /* ---- client_call.c: a call ----------------------------------------------- */
 

@@ -157,9 +157,15 @@ int cdc__client_heartbeat_moves(cdc_client_t *self, int64_t now)
    reads data after this returns, each chunk holding a reference to hold
    (cdc__wire_send_held); NULL copies it. Without data, its source builds
    it (operand_source.h), held until libzmq has sent it. The caller
-   remembers it as sent (slots.h). */
-static int send_weights(cdc_client_t *self, int w, const cdc_slot_weight_t *weight)
+   remembers it as sent (slots.h). A worker process with a store that may
+   hold them is asked to load them instead (client_store.c): *payload_bytes
+   says which (0). */
+static int send_weights(cdc_client_t *self, int w, const cdc_slot_weight_t *weight,
+                        uint64_t *payload_bytes)
 {
+    *payload_bytes = 0;
+    if (cdc__client_store_ask(self, w, weight->key))
+        return cdc__client_store_send(self, w, weight);
     const float *data = weight->data;
     cdc_hold_t *hold = weight->hold, *built = NULL;
     size_t bytes = (size_t) weight->rows * (size_t) weight->k * sizeof(float);
@@ -191,24 +197,27 @@ static int send_weights(cdc_client_t *self, int w, const cdc_slot_weight_t *weig
                                 (double) payload.size * 8.0 / (CDC_CLIENT_FLOOR_MBIT * 1e3);
     self->counters.weight_bytes += payload.size;
     self->counters.bytes_out += payload.size;
+    *payload_bytes = payload.size;
     return CDC_OK;
 }
 
 /* Make sure worker w holds the keyed operand, sending it if not. */
 int cdc__client_ensure_weights(cdc_client_t *self, int w, const cdc_slot_weight_t *weight)
 {
+    uint64_t bytes;
     if (cdc__slots_has(self->slots, w, weight->key))
         return CDC_OK;
-    int rc = send_weights(self, w, weight);
+    int rc = send_weights(self, w, weight, &bytes);
     if (rc == CDC_OK)
         cdc__slots_sent(self->slots, w, weight->key);
     return rc;
 }
 
 /* The restore pass's callbacks (slots.h): its sends count as background. */
-static int restore_send_weights(void *ctx, int w, const cdc_slot_weight_t *weight)
+static int restore_send_weights(void *ctx, int w, const cdc_slot_weight_t *weight,
+                                uint64_t *bytes)
 {
-    return send_weights(ctx, w, weight);
+    return send_weights(ctx, w, weight, bytes);
 }
 
 /* A barrier PING on client ctx's data socket to worker w, behind the
@@ -243,6 +252,8 @@ static void drain_stale(cdc_client_t *self)
             if (valid && msg.header.type == CDC_MSG_PONG)
                 /* an ack of cdc__client_send_data_ping */
                 cdc__slots_acked(self->slots, w, msg.header.request_id);
+            else if (valid && msg.header.type == CDC_MSG_MISS && msg.header.request_id == 0)
+                cdc__client_store_lacks(self, w, msg.header.a_key, 1); /* a STORED's */
             else if (valid && msg.header.type == CDC_MSG_GOODBYE)
                 ; /* harmless: the heartbeat thread acts on it */
             else if (valid && msg.header.request_id > self->first_request &&
@@ -287,8 +298,10 @@ static void track_redundancy(cdc_client_t *self, uint64_t live, int64_t last_dep
    worker). Each one that comes back empty within a minute of its last
    return waits longer before it is sent its weights again: 0, then 1, 2,
    4 ... 30 s, so a process in a crash loop (or a worker that lies about
-   its instance across reconnections) cannot keep the links busy. */
-static void note_instance(cdc_client_t *self, int w, uint64_t instance)
+   its instance across reconnections) cannot keep the links busy; one that
+   reloads its weights from its store is not held back, unless its store
+   was found lacking (client_store.c). */
+static void note_instance(cdc_client_t *self, int w, uint64_t instance, uint64_t stored)
 {
     cdc_slot_worker_t *worker = &self->slots->workers[w];
     uint64_t was = worker->instance;
@@ -296,7 +309,13 @@ static void note_instance(cdc_client_t *self, int w, uint64_t instance)
         CDC_LOG_WARNF("worker %d names another process (instance) on a connection that "
                       "never dropped: ignored, its weights are not sent again (a bug or a "
                       "lie; logged once)", w);
-    if (was == 0 || worker->instance == was)
+    if (worker->instance == was)
+        return;
+    /* One that reloads its weights from its own disk costs the links
+       nothing, unless the process before it was found to lack some. */
+    int reloads = stored > 0 && self->store_lack_count[w] == 0;
+    cdc__client_store_new_process(self, w, stored);
+    if (was == 0 || reloads)
         return;
     int64_t now = (int64_t) cdc__clock_ms();
     self->empty_returns[w] = now - self->empty_at_ms[w] < 60000 ? self->empty_returns[w] + 1 : 1;
@@ -319,12 +338,14 @@ void cdc__client_restore_pass(cdc_client_t *self)
 {
     drain_stale(self);
     int count = self->count;
-    uint64_t live, instance[CDC_MAX_WORKERS], departures[CDC_MAX_WORKERS];
+    uint64_t live, instance[CDC_MAX_WORKERS], stored[CDC_MAX_WORKERS];
+    uint64_t departures[CDC_MAX_WORKERS];
     pthread_mutex_lock(&self->state_lock);
     live = self->live;
     int64_t last_departure_us = self->last_departure_us;
     for (int w = 0; w < count; w++) {
         instance[w] = self->peers[w].has_status ? self->peers[w].status.instance : 0;
+        stored[w] = self->peers[w].has_status ? self->peers[w].status.stored : 0;
         departures[w] = self->departures[w];
     }
     pthread_mutex_unlock(&self->state_lock);
@@ -337,7 +358,7 @@ void cdc__client_restore_pass(cdc_client_t *self)
             cdc__slots_connection_lost(slots, w);
             self->deaths_seen[w] = departures[w];
         }
-        note_instance(self, w, instance[w]);
+        note_instance(self, w, instance[w], stored[w]);
         if (now_ms < self->restore_after_ms[w])
             restorable &= ~(UINT64_C(1) << w);
     }

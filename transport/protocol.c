@@ -60,7 +60,7 @@ static int64_t *geometry_field(cdc_conv_geometry_t *g, int i)
 static int type_has_matrix(int type)
 {
     return type == CDC_MSG_TASK_GEMM || type == CDC_MSG_TASK_CONV ||
-           type == CDC_MSG_WEIGHTS || type == CDC_MSG_RESULT;
+           type == CDC_MSG_WEIGHTS || type == CDC_MSG_RESULT || type == CDC_MSG_STORED;
 }
 
 void cdc__msg_header_init(cdc_msg_header_t *header, cdc_msg_type_t type)
@@ -167,6 +167,7 @@ int cdc__msg_payload_count(cdc_msg_type_t type)
     case CDC_MSG_PING:
     case CDC_MSG_CANCEL:
     case CDC_MSG_GOODBYE:
+    case CDC_MSG_STORED:
         return 0;
     }
     return -1;
@@ -194,8 +195,8 @@ const char *cdc__msg_type_name(int type)
 {
     static const char *const names[] = {"UNKNOWN", "TASK_GEMM", "TASK_CONV", "WEIGHTS",
                                         "RESULT",  "ERROR",     "MISS",      "PING",
-                                        "PONG",    "CANCEL",    "GOODBYE"};
-    return type >= 1 && type <= 10 ? names[type] : names[0];
+                                        "PONG",    "CANCEL",    "GOODBYE",   "STORED"};
+    return type >= 1 && type <= 11 ? names[type] : names[0];
 }
 
 static int check_dim(const char *type, const char *name, int64_t value)
@@ -320,6 +321,12 @@ static int validate_other(const cdc_msg_header_t *h, const char *t, layout_t *l)
         if (h->a_key == 0)
             return cdc__fail(CDC_EPROTO, "MISS: key must be nonzero");
         return CDC_OK;
+    case CDC_MSG_STORED: /* the matrix it names; no payload */
+        if (h->a_key == 0)
+            return cdc__fail(CDC_EPROTO, "STORED: key must be nonzero");
+        if (!(rc = check_dim(t, "rows", h->rows)) && !(rc = check_dim(t, "k", h->k)))
+            rc = check_product(t, "weights", h->rows, h->k, &floats);
+        return rc;
     default: /* PING, CANCEL, GOODBYE: the header alone */
         return CDC_OK;
     }

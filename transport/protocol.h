@@ -43,7 +43,11 @@ typedef enum {
     CDC_MSG_PING = 7,      /* heartbeat request; header                    */
     CDC_MSG_PONG = 8,      /* heartbeat answer; header, status text        */
     CDC_MSG_CANCEL = 9,    /* forget request_id (every shard); header      */
-    CDC_MSG_GOODBYE = 10   /* worker leaving on purpose (SIGTERM); header  */
+    CDC_MSG_GOODBYE = 10,  /* worker leaving on purpose (SIGTERM); header  */
+    CDC_MSG_STORED = 11    /* take the matrix a_key (rows x k) from your
+                              store (--store) into the cache, or answer
+                              MISS (request_id 0); header. Sent only to a
+                              worker whose status reports stored files     */
 } cdc_msg_type_t;
 
 /* The decoded header. Fields a type does not use are zero on the wire. */
@@ -62,7 +66,8 @@ typedef struct {
     int32_t shard;       /* shard index the task/result belongs to          */
     uint32_t dtype;      /* CDC_PROTO_DTYPE_F32 for messages with matrices  */
     int64_t rows, k, cols;
-    uint64_t a_key;      /* TASK: cached a (0 = inline); WEIGHTS/MISS: key  */
+    uint64_t a_key;      /* TASK: cached a (0 = inline); WEIGHTS/MISS/STORED:
+                            key                                             */
     uint64_t bt_key;     /* TASK_GEMM: cached bt (0 = inline)               */
     int64_t batch;       /* TASK_CONV                                       */
     cdc_conv_geometry_t geometry; /* TASK_CONV (out_h/out_w not sent)       */

@@ -23,6 +23,7 @@ static const struct {
     {"thin_busy_us", offsetof(cdc_status_report_t, thin_busy_us)},
     {"thin_flops", offsetof(cdc_status_report_t, thin_flops)},
     {"thin_bytes", offsetof(cdc_status_report_t, thin_bytes)},
+    {"stored", offsetof(cdc_status_report_t, stored)},
 };
 #define FIELD_COUNT (sizeof fields / sizeof fields[0])
 

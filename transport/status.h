@@ -51,6 +51,10 @@ typedef struct {
                                set (protocol.h) is over it gets an ERROR, so
                                the coordinator does not send it (0: not
                                reported, an older worker)                    */
+    uint64_t stored;        /* matrices in its weight store on disk (--store):
+                               a new process with some is asked for them
+                               (CDC_MSG_STORED) before they are sent (0: no
+                               store, or an older worker)                    */
 } cdc_status_report_t;
 
 /* The text for *status into out (size bytes, NUL-terminated); returns its

@@ -327,6 +327,7 @@ extern char **environ;
 static const char *const other_variables[] = {
     "CDCGEMM_WORKER_BIN",
     "CDCGEMM_WORKER_MAX_MEMORY",
+    "CDCGEMM_WORKER_STORE",
 };
 
 #define ENV_COUNT (sizeof env_variables / sizeof *env_variables)

@@ -11,7 +11,7 @@
 #include <string.h>
 
 static const char *const kind_names[] = {"crash", "hang",  "delay", "drop",
-                                         "corrupt", "slow", "link", "misreport"};
+                                         "corrupt", "slow", "link", "misreport", "disk"};
 
 /* Which keys each kind accepts (a key outside its list is an error). */
 static const char *const kind_keys[][6] = {
@@ -23,6 +23,7 @@ static const char *const kind_keys[][6] = {
     {"x", "gflops", "gbps", "after", NULL},
     {"mbit", "lat", NULL},
     {"memory", "rate", "flap", NULL},
+    {"mbyte", NULL},
 };
 
 static int key_allowed(cdc_fault_kind_t kind, const char *key, size_t len)
@@ -109,6 +110,7 @@ typedef struct {
     int ms; /* delay: ms= or mean=        */
     int x;  /* slow: x= or gflops=        */
     int lie; /* misreport: some key       */
+    int mbyte; /* disk: mbyte=            */
 } rule_keys_seen_t;
 
 /* dist=fixed|exp|pareto. */
@@ -178,6 +180,9 @@ static int parse_key(const char *text, const char *key, size_t key_len, const ch
         rc = parse_number(text, "mbit", value, value_len, 1e-3, 1e6, &r->mbit);
     } else if (KEY_IS("lat")) {
         rc = parse_number(text, "lat", value, value_len, 0, 1e6, &r->lat_ms);
+    } else if (KEY_IS("mbyte")) {
+        rc = parse_number(text, "mbyte", value, value_len, 1e-3, 1e6, &r->mbyte);
+        seen->mbyte = 1;
     } else if (KEY_IS("memory") || KEY_IS("rate") || KEY_IS("flap")) {
         rc = parse_misreport(text, key, key_len, value, value_len, r);
         seen->lie = 1;
@@ -219,6 +224,8 @@ static int check_rule(const char *text, const cdc_fault_rule_t *r, const rule_ke
         return cdc__fail(CDC_ECONFIG,
                          "CDCGEMM_FAULTS: rule '%s': slow needs x=, or gflops= and/or gbps=",
                          text);
+    if (r->kind == CDC_FAULT_DISK && !seen->mbyte)
+        return cdc__fail(CDC_ECONFIG, "CDCGEMM_FAULTS: rule '%s': disk needs mbyte=", text);
     if (r->kind == CDC_FAULT_MISREPORT && !seen->lie)
         return cdc__fail(CDC_ECONFIG,
                          "CDCGEMM_FAULTS: rule '%s': misreport needs memory=, rate= or flap=",
@@ -254,7 +261,7 @@ static int parse_rule(const char *rule, size_t rule_len, cdc_fault_plan_t *plan)
     r.dist = CDC_DIST_FIXED;
     const char *target = at + 1, *colon = strchr(target, ':');
     size_t target_len = colon ? (size_t) (colon - target) : strlen(target);
-    rule_keys_seen_t seen = {0, 0, 0};
+    rule_keys_seen_t seen = {0, 0, 0, 0};
     int rc;
     if ((rc = parse_kind(text, (size_t) (at - text), &r)) != CDC_OK ||
         (rc = parse_target(text, target, target_len, &r)) != CDC_OK ||
@@ -360,6 +367,15 @@ int cdc__fault_link(const cdc_fault_state_t *state, size_t bytes, double *transf
     return links > 0;
 }
 
+double cdc__fault_disk_ms(const cdc_fault_state_t *state, size_t bytes)
+{
+    double ms = 0.0;
+    for (int i = 0; i < state->plan.count; i++)
+        if (state->plan.rules[i].kind == CDC_FAULT_DISK)
+            ms += (double) bytes / (state->plan.rules[i].mbyte * 1e3);
+    return ms;
+}
+
 /* Whether slow rule r stretches call `call`: from its after= on (a respawned
    process is the same device: the change already happened), and only while
    no slow rule of a later onset is in force (a device that became slower
@@ -398,8 +414,8 @@ void cdc__fault_next(cdc_fault_state_t *state, double compute_ms, double flops,
     int once = state->incarnation == 0; /* one-shot rules: the slot's first process */
     for (int i = 0; i < state->plan.count; i++) {
         const cdc_fault_rule_t *r = &state->plan.rules[i];
-        if (r->kind == CDC_FAULT_MISREPORT)
-            continue; /* PONGs only (cdc__fault_misreport): no draw, no shift */
+        if (r->kind == CDC_FAULT_MISREPORT || r->kind == CDC_FAULT_DISK)
+            continue; /* PONGs, store loads only: no draw, no shift */
         /* Draw for every probabilistic rule on every call, hit or not, so one
            rule's outcome never shifts another's sequence. */
         double u = next_unit(&state->rng);
@@ -445,6 +461,7 @@ void cdc__fault_next(cdc_fault_state_t *state, double compute_ms, double flops,
             d->delay_ms += link_transfer_ms(r, bytes_in + bytes_out);
             break;
         case CDC_FAULT_MISREPORT:
+        case CDC_FAULT_DISK:
             break;
         }
     }

@@ -18,8 +18,10 @@ typedef enum {
                           gbps=B: a device of that compute rate and memory
                           bandwidth)                                       */
     CDC_FAULT_LINK,    /* per-message link emulation (mbit=, lat=MS)         */
-    CDC_FAULT_MISREPORT /* PONG status lies (memory=, rate=, flap=): a buggy
+    CDC_FAULT_MISREPORT, /* PONG status lies (memory=, rate=, flap=): a buggy
                            or hostile worker the coordinator trusts        */
+    CDC_FAULT_DISK     /* the device's storage reads at mbyte= MB/s: what a
+                          weight store (--store) load occupies it         */
 } cdc_fault_kind_t;
 
 typedef enum { CDC_DIST_FIXED, CDC_DIST_EXP, CDC_DIST_PARETO } cdc_fault_dist_t;
@@ -47,6 +49,7 @@ typedef struct {
     double memory;         /* misreport: max_memory claimed, 0 = the truth  */
     double rate;           /* misreport: GFLOP/s claimed, 0 = the truth     */
     int flap;              /* misreport: a new instance in every PONG       */
+    double mbyte;          /* disk: read rate in MB/s                       */
 } cdc_fault_rule_t;
 
 typedef struct {
@@ -116,6 +119,10 @@ void cdc__fault_part(const cdc_fault_state_t *state, double compute_ms, double f
    a link rule applies to this worker, else 0 (both times 0). */
 int cdc__fault_link(const cdc_fault_state_t *state, size_t bytes, double *transfer_ms,
                     double *latency_ms);
+
+/* The time this worker's disk rules take to read `bytes` from its store
+   (the sum over the rules, ms; 0 without one). Counts no call. */
+double cdc__fault_disk_ms(const cdc_fault_state_t *state, size_t bytes);
 
 /* What worker state's misreport rules make its PONGs claim (the latest
    rule's value of each key wins; 0 where none lies). */

@@ -279,10 +279,11 @@ static void restore_slot(cdc_slots_t *slots, int w, int s, const cdc_slot_io_t *
         complete = 0;
         if (worker->sent_seq - worker->acked_seq >= CDC_SLOT_UNACKED)
             continue; /* the window is full: the next pass goes on */
-        if (io->send_weights(io->ctx, w, weight) != CDC_OK)
+        uint64_t bytes;
+        if (io->send_weights(io->ctx, w, weight, &bytes) != CDC_OK)
             continue; /* not now (no connection, queue full): the next pass */
         cdc__slots_sent(slots, w, weight->key);
-        slots->background_bytes += (uint64_t) weight->rows * (uint64_t) weight->k * sizeof(float);
+        slots->background_bytes += bytes;
         slots->background_sent++;
     }
     if (complete && worker->connected)

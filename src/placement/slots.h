@@ -51,7 +51,10 @@ typedef struct {
 } cdc_slot_weight_t;
 
 typedef struct {
-    int (*send_weights)(void *ctx, int worker, const cdc_slot_weight_t *weight);
+    /* *bytes: the payload bytes it put on the wire (0 when the worker was
+       asked to load the weights from its own store instead) */
+    int (*send_weights)(void *ctx, int worker, const cdc_slot_weight_t *weight,
+                        uint64_t *bytes);
     int (*send_ping)(void *ctx, int worker, uint64_t token);
     void *ctx;
 } cdc_slot_io_t;

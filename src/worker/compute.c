@@ -9,6 +9,7 @@
 #include "peer_tasks.h"
 #include "task_run.h"
 #include "weight_cache.h"
+#include "weight_store.h"
 
 #include <pthread.h>
 #include <signal.h>
@@ -25,6 +26,7 @@ struct cdc_worker_compute {
     cdc_mailbox_t *requests; /* main loop -> thread; NULL item: stop */
     cdc_mailbox_t *replies;  /* thread -> main loop                  */
     cdc_weight_cache_t *cache;
+    cdc_weight_store_t *store; /* --store: NULL without */
     cdc_peer_tasks_t *peer_tasks; /* the main loop's; released here when done */
     cdc_worker_counters_t counters;
     pthread_t thread;
@@ -32,7 +34,7 @@ struct cdc_worker_compute {
     atomic_int stopping; /* set at stop: queued requests are dropped, not run */
     /* What PONGs report (cdc__worker_compute_status), published by the
        compute thread after each request, read by the socket thread. */
-    atomic_uint_fast64_t submitted, done, tasks, cache_bytes, cache_entries;
+    atomic_uint_fast64_t submitted, done, tasks, cache_bytes, cache_entries, stored;
     /* Work done (cdc__worker_compute_count_work), written by the socket
        thread, which also builds heartbeat PONGs: they see both in step. */
     atomic_uint_fast64_t busy_us, flops;
@@ -73,7 +75,7 @@ static int post_reply(cdc_worker_compute_t *self, int rc, cdc_reply_t *reply,
         cdc__reply_destroy(&reply);
         return cdc__fail(CDC_ENOMEM, "reply envelope");
     }
-    *out = meta ? *meta : (cdc_worker_reply_t){NULL, 0, 0, 0, 0, 0, 0};
+    *out = meta ? *meta : (cdc_worker_reply_t){NULL, 0, 0, 0, 0, 0, 0, 0};
     out->reply = reply; /* NULL: a WEIGHTS notice (meta has its bytes) */
     if ((rc = cdc__mailbox_push(self->replies, out)) != CDC_OK) {
         cdc__reply_destroy(&out->reply);
@@ -158,7 +160,8 @@ static int put_weights(cdc_worker_compute_t *self, cdc_request_t *request)
     cdc_weight_value_t value = {h->rows, h->k, cdc__payload_data(payload),
                                 cdc__payload_footprint(payload), payload, release_payload};
     cdc_weight_cache_stats_t stats;
-    cdc_worker_reply_t notice = {NULL, 0, 0, 0, cdc__payload_size(payload), cdc__clock_ms(), 0};
+    cdc_worker_reply_t notice = {NULL, 0, 0, 0, cdc__payload_size(payload), cdc__clock_ms(),
+                                 0, 0};
     cdc__weight_cache_stats(self->cache, &stats);
     uint64_t evictions_before = stats.evictions;
     int rc = cdc__weight_cache_put(self->cache, key, &value);
@@ -169,11 +172,45 @@ static int put_weights(cdc_worker_compute_t *self, cdc_request_t *request)
     cdc__weight_cache_stats(self->cache, &stats);
     self->counters.evictions += stats.evictions - evictions_before;
     self->counters.weights_cached++;
+    if (self->store) /* its failures are logged: the store only saves transfers */
+        cdc__weight_store_save(self->store, key, h->rows, h->k, value.data);
     /* The emulated link carries them (worker.c): the main loop holds what
        follows until their transfer is done. The frame is not copied. Out
        of memory here loses the emulation of this transfer, not the weights. */
     if (self->report_weights && post_reply(self, CDC_OK, NULL, &notice) != CDC_OK)
         CDC_LOG_WARNF("worker: weights %016llx: %s", (unsigned long long) h->a_key,
+                      cdc_last_error());
+    return CDC_OK;
+}
+
+/* STORED: the matrix it names into the cache from the store (the process
+   before this one received it), or a MISS (request id 0) that tells the
+   coordinator to send it. Already cached: nothing to do. */
+static int load_stored(cdc_worker_compute_t *self, const cdc_request_t *request)
+{
+    const cdc_msg_header_t *h = &cdc__request_msg(request)->header;
+    cdc_weight_key_t key = {h->a_key, scope_of(request)};
+    const cdc_weight_value_t *held = cdc__weight_cache_get(self->cache, key);
+    if (held && held->rows == h->rows && held->k == h->k)
+        return CDC_OK;
+    cdc_weight_value_t value = {h->rows, h->k, NULL, 0, NULL, NULL};
+    int rc = !held && self->store
+                 ? cdc__weight_store_load(self->store, key, h->rows, h->k, &value)
+                 : CDC_OK;
+    if (rc != CDC_OK)
+        return rc;
+    if (!value.data)
+        return reply_miss(self, request, h->a_key);
+    double started_ms = cdc__clock_ms();
+    if ((rc = cdc__weight_cache_put(self->cache, key, &value)) != CDC_OK) {
+        value.release(value.owner);
+        return rc;
+    }
+    self->counters.stored_loaded++;
+    uint64_t bytes = (uint64_t) h->rows * (uint64_t) h->k * sizeof(float);
+    cdc_worker_reply_t notice = {NULL, 0, 0, 0, 0, started_ms, 0, bytes};
+    if (self->report_weights && post_reply(self, CDC_OK, NULL, &notice) != CDC_OK)
+        CDC_LOG_WARNF("worker: stored %016llx: %s", (unsigned long long) h->a_key,
                       cdc_last_error());
     return CDC_OK;
 }
@@ -261,7 +298,7 @@ static int run_part_and_reply(cdc_worker_compute_t *self, const cdc_request_t *r
         NULL, cdc__clock_ms() - started,
         cdc__gemm_flops((double) piece->a_rows, (double) h->cols, (double) h->k),
         cdc__gemm_streamed_bytes((double) piece->a_rows, (double) h->cols, (double) h->k),
-        bytes_in, started, p};
+        bytes_in, started, p, 0};
     cdc_msg_header_t reply;
     cdc__msg_header_init(&reply, CDC_MSG_RESULT);
     reply.request_id = h->request_id;
@@ -322,6 +359,8 @@ static void compute_request(cdc_worker_compute_t *self, cdc_request_t *request)
     int rc;
     if (h->type == CDC_MSG_WEIGHTS) {
         rc = put_weights(self, request);
+    } else if (h->type == CDC_MSG_STORED) {
+        rc = load_stored(self, request);
     } else if (h->type == CDC_MSG_PING) {
         rc = reply_barrier(self, request);
     } else if (cdc__server_cancelled(self->server, request, h->request_id)) {
@@ -345,6 +384,11 @@ static void publish_status(cdc_worker_compute_t *self)
     cdc__weight_cache_stats(self->cache, &stats);
     atomic_store(&self->cache_bytes, stats.bytes);
     atomic_store(&self->cache_entries, stats.count);
+    if (self->store) {
+        cdc_weight_store_stats_t stored;
+        cdc__weight_store_stats(self->store, &stored);
+        atomic_store(&self->stored, stored.count);
+    }
     atomic_store(&self->tasks, self->counters.tasks);
     atomic_fetch_add(&self->done, 1);
 }
@@ -394,6 +438,18 @@ int cdc__worker_compute_start(cdc_server_t *server, const cdc_worker_options_t *
         return rc;
     }
     cdc__weight_cache_limit_scope(self->cache, options->max_peer_memory);
+    if (options->store) {
+        size_t store_max = options->store_max ? options->store_max : options->max_memory;
+        if ((rc = cdc__weight_store_open(options->store, store_max, &self->store)) != CDC_OK) {
+            cdc__worker_compute_stop(&self, NULL);
+            return rc;
+        }
+        cdc_weight_store_stats_t stored;
+        cdc__weight_store_stats(self->store, &stored);
+        atomic_store(&self->stored, stored.count);
+        CDC_LOG_INFOF("worker: weight store %s: %zu matrices, %.1f MB", options->store,
+                      stored.count, (double) stored.bytes / 1e6);
+    }
     /* Signals go to the main loop, never to the compute thread. */
     sigset_t block, old;
     sigemptyset(&block);
@@ -437,6 +493,7 @@ void cdc__worker_compute_status(cdc_worker_compute_t *self, cdc_status_report_t 
         .thin_busy_us = atomic_load(&self->thin_busy_us),
         .thin_flops = atomic_load(&self->thin_flops),
         .thin_bytes = atomic_load(&self->thin_bytes),
+        .stored = atomic_load(&self->stored),
     };
     if (self->lie.memory > 0)
         status->max_memory = (uint64_t) self->lie.memory;
@@ -514,6 +571,7 @@ void cdc__worker_compute_stop(cdc_worker_compute_t **compute_p, cdc_worker_count
         free(reply);
     }
     cdc__weight_cache_destroy(&self->cache);
+    cdc__weight_store_close(&self->store);
     cdc__mailbox_destroy(&self->requests);
     cdc__mailbox_destroy(&self->replies);
     if (counters)

@@ -13,7 +13,8 @@
 /* A reply from the compute thread with what the fault model needs. With
    report_weights (cdc__worker_compute_start), reply NULL is the notice of a
    WEIGHTS just cached: bytes_in its bytes, started_ms when it was taken in
-   (for the link emulation; nothing to send). */
+   (for the link emulation; nothing to send), or of a matrix loaded from the
+   weight store: bytes_stored its bytes (for the disk emulation). */
 typedef struct {
     cdc_reply_t *reply;
     double compute_ms; /* time the task's GEMM took (0: not a result)  */
@@ -23,6 +24,7 @@ typedef struct {
     uint64_t bytes_in; /* request payload bytes                         */
     double started_ms; /* clock (cdc__clock_ms) when the GEMM started   */
     int part;          /* a streamed task's part (0: its first, or whole) */
+    uint64_t bytes_stored; /* a notice: bytes read from the weight store */
 } cdc_worker_reply_t;
 
 typedef struct cdc_worker_compute cdc_worker_compute_t;

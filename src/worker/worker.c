@@ -50,7 +50,9 @@ typedef struct {
     size_t max_task_memory;
     cdc_fault_state_t faults;
     int has_faults;
-    int has_link; /* a link rule: WEIGHTS and barrier PONGs on the device too */
+    int carries_weights; /* a link or disk rule: WEIGHTS (over the link), loads
+                            from the store (off its disk) and barrier PONGs
+                            on the emulated device too                      */
     double hang_until; /* < 0: not hung; INFINITY: hung for ever */
     cdc_device_t device;   /* with faults: the emulated device's held replies */
     uint64_t cancels_seen; /* the server's CANCEL count at the last sweep */
@@ -137,6 +139,7 @@ static void handle_request(loop_t *loop, cdc_request_t *request)
         answer_ping(loop, request);
         break;
     case CDC_MSG_WEIGHTS:
+    case CDC_MSG_STORED:
     case CDC_MSG_TASK_GEMM:
     case CDC_MSG_TASK_CONV:
         submit(loop, request);
@@ -306,6 +309,10 @@ static void carry_weights(loop_t *loop, const cdc_worker_reply_t *notice)
 {
     double transfer_ms, latency_ms;
     cdc__fault_link(&loop->faults, (size_t) notice->bytes_in, &transfer_ms, &latency_ms);
+    if (notice->bytes_stored) { /* read from the device's disk, not its link */
+        transfer_ms = cdc__fault_disk_ms(&loop->faults, (size_t) notice->bytes_stored);
+        latency_ms = 0.0;
+    }
     if (cdc__device_push(&loop->device, notice->started_ms, transfer_ms, latency_ms, NULL) !=
         CDC_OK)
         CDC_LOG_WARNF("worker: %s", cdc_last_error()); /* not emulated, no harm */
@@ -343,7 +350,7 @@ static void handle_reply(loop_t *loop, cdc_worker_reply_t *out)
     } else if (result && cdc__server_reply_cancelled(loop->server, out->reply)) {
         loop->counters.cancelled++; /* computed, and nobody wants it now */
         cdc__reply_destroy(&out->reply);
-    } else if (loop->has_link && h->type == CDC_MSG_PONG && h->shard == CDC_PING_BARRIER) {
+    } else if (loop->carries_weights && h->type == CDC_MSG_PONG && h->shard == CDC_PING_BARRIER) {
         hold_barrier(loop, out);
     }
     if (result)
@@ -434,7 +441,8 @@ static int loop_open(loop_t *loop, const cdc_worker_options_t *options)
     loop->has_faults = loop->faults.plan.count > 0; /* rules for this worker */
     cdc__fault_state_set_incarnation(&loop->faults, options->incarnation);
     double unused_ms[2];
-    loop->has_link = cdc__fault_link(&loop->faults, 0, &unused_ms[0], &unused_ms[1]);
+    loop->carries_weights = cdc__fault_link(&loop->faults, 0, &unused_ms[0], &unused_ms[1]) ||
+                            cdc__fault_disk_ms(&loop->faults, 1) > 0.0;
     if ((rc = cdc__blas_ready()) != CDC_OK)
         return rc;
     cdc__blas_set_threads(options->threads > 0 ? options->threads : 1);
@@ -461,8 +469,8 @@ static int loop_open(loop_t *loop, const cdc_worker_options_t *options)
         return rc;
     cdc_fault_misreport_t lie;
     cdc__fault_misreport(&loop->faults, &lie);
-    return cdc__worker_compute_start(loop->server, options, loop->peer_tasks, loop->has_link,
-                                     &lie, &loop->compute);
+    return cdc__worker_compute_start(loop->server, options, loop->peer_tasks,
+                                     loop->carries_weights, &lie, &loop->compute);
 }
 
 /* The socket file of an ipc:// endpoint we bound (libzmq leaves it), and

@@ -17,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 
 static volatile sig_atomic_t stop_requested, reload_requested;
 static int insecure; /* --insecure */
@@ -42,22 +43,10 @@ static void on_hangup(int signo)
     reload_requested = 1;
 }
 
-static void usage(FILE *out)
+/* The options bounding what it holds, and its store. */
+static void usage_limits(FILE *out)
 {
     fprintf(out,
-            "usage: cdcgemm-worker --bind ENDPOINT [--max-memory BYTES] [--max-entries N]\n"
-            "                      [--max-peer-memory BYTES] [--max-task-memory BYTES]\n"
-            "                      [--max-peer-tasks N]\n"
-            "                      [--threads N] [--faults SPEC] [--index N]\n"
-            "                      [--incarnation N] [--parent-pid PID] [--log LEVEL]\n"
-            "                      [--curve-secret FILE --curve-allow DIR | --insecure]\n"
-            "                      [--announce [--announce-port N] [--announce-interface IF]]\n"
-            "       cdcgemm-worker --version | --help\n"
-            "\n"
-            "Serve coded GEMM shard tasks for the cdcgemm coordinator over ZeroMQ.\n"
-            "\n"
-            "  --bind ENDPOINT     ZeroMQ endpoint to bind, e.g. tcp://*:7001 or\n"
-            "                      ipc:///tmp/cdcgemm-w0 (required)\n"
             "  --max-memory BYTES  bound on the cached weight shards, counting what they\n"
             "                      really cost (allocator rounding, cache records and\n"
             "                      index included); the least recently used are evicted\n"
@@ -77,7 +66,33 @@ static void usage(FILE *out)
             "                      (VGG-16's largest layer shard needs 154 MB).\n"
             "  --max-peer-tasks N  bound on the WEIGHTS and tasks one coordinator may\n"
             "                      have queued or running here; beyond it, ERROR.\n"
-            "                      Default 64.\n");
+            "                      Default 64.\n"
+            "  --store DIR         keep every weight matrix received in DIR too (created\n"
+            "                      if missing): a worker restarted on this device loads\n"
+            "                      them from its disk when a coordinator asks, instead\n"
+            "                      of receiving them again. Default $CDCGEMM_WORKER_STORE\n"
+            "                      (its subdirectory worker-N with --index N), else none.\n"
+            "  --store-max BYTES   bound on the store's files; the oldest are removed\n"
+            "                      beyond it. Default: --max-memory.\n");
+}
+
+static void usage(FILE *out)
+{
+    fprintf(out,
+            "usage: cdcgemm-worker --bind ENDPOINT [--max-memory BYTES] [--max-entries N]\n"
+            "                      [--max-peer-memory BYTES] [--max-task-memory BYTES]\n"
+            "                      [--max-peer-tasks N] [--store DIR [--store-max BYTES]]\n"
+            "                      [--threads N] [--faults SPEC] [--index N]\n"
+            "                      [--incarnation N] [--parent-pid PID] [--log LEVEL]\n"
+            "                      [--curve-secret FILE --curve-allow DIR | --insecure]\n"
+            "                      [--announce [--announce-port N] [--announce-interface IF]]\n"
+            "       cdcgemm-worker --version | --help\n"
+            "\n"
+            "Serve coded GEMM shard tasks for the cdcgemm coordinator over ZeroMQ.\n"
+            "\n"
+            "  --bind ENDPOINT     ZeroMQ endpoint to bind, e.g. tcp://*:7001 or\n"
+            "                      ipc:///tmp/cdcgemm-w0 (required)\n");
+    usage_limits(out);
     fprintf(out,
             "  --threads N         OpenBLAS threads for this worker (1..256). Default 1:\n"
             "                      several workers sharing a machine must not\n"
@@ -204,13 +219,13 @@ static void bytes_error(const char *what, const char *value, int rc)
 static int parse_limit(const char *arg, const char *value, cdc_worker_options_t *options)
 {
     static const char *const bytes[] = {"--max-memory", "--max-peer-memory",
-                                        "--max-task-memory"};
+                                        "--max-task-memory", "--store-max"};
     size_t *const targets[] = {&options->max_memory, &options->max_peer_memory,
-                               &options->max_task_memory};
+                               &options->max_task_memory, &options->store_max};
     long number;
     if (!value)
         return 0;
-    for (int i = 0; i < 3; i++) {
+    for (int i = 0; i < 4; i++) {
         if (strcmp(arg, bytes[i]) != 0)
             continue;
         int rc = parse_bytes(value, targets[i]);
@@ -279,6 +294,21 @@ static int take_announce_args(int *argc, char **argv)
     return 0;
 }
 
+/* The options naming an endpoint, a file or a directory: whether arg is
+   one of them (its value taken). */
+static int parse_path(const char *arg, const char *value, cdc_worker_options_t *options)
+{
+    static const char *const names[] = {"--bind", "--curve-secret", "--curve-allow", "--store"};
+    const char **const targets[] = {&options->bind, &options->curve_secret,
+                                    &options->curve_allow, &options->store};
+    for (int i = 0; value && i < 4; i++)
+        if (strcmp(arg, names[i]) == 0) {
+            *targets[i] = value;
+            return 1;
+        }
+    return 0;
+}
+
 /* The command line into *options: 0, -1 after --help or --version (exit 0),
    or 2 after a message on stderr (exit 2). */
 static int parse_args(int argc, char **argv, cdc_worker_options_t *options)
@@ -303,12 +333,8 @@ static int parse_args(int argc, char **argv, cdc_worker_options_t *options)
             insecure = 1;
             continue; /* takes no value */
         }
-        if (strcmp(arg, "--bind") == 0 && value) {
-            options->bind = value;
-        } else if (strcmp(arg, "--curve-secret") == 0 && value) {
-            options->curve_secret = value;
-        } else if (strcmp(arg, "--curve-allow") == 0 && value) {
-            options->curve_allow = value;
+        if (parse_path(arg, value, options)) {
+            /* taken */
         } else if ((limit = parse_limit(arg, value, options)) != 0) {
             if (limit == 2)
                 return 2;
@@ -443,13 +469,15 @@ static void print_counters(int index, const cdc_worker_counters_t *counters)
 {
     fprintf(stderr,
             "cdcgemm-worker %d: stopped (messages %llu, tasks %llu, weights %llu, "
-            "misses %llu, invalid %llu, evictions %llu, pings %llu, delayed %llu, "
+            "misses %llu, loaded from the store %llu, invalid %llu, evictions %llu, "
+            "pings %llu, delayed %llu, "
             "dropped %llu, corrupted %llu, hangs %llu, cancelled %llu, over budget %llu, "
             "replies dropped %llu, refused %llu, dropped at exit %llu)\n",
             index, (unsigned long long) counters->messages,
             (unsigned long long) counters->tasks,
             (unsigned long long) counters->weights_cached,
-            (unsigned long long) counters->misses, (unsigned long long) counters->invalid,
+            (unsigned long long) counters->misses,
+            (unsigned long long) counters->stored_loaded, (unsigned long long) counters->invalid,
             (unsigned long long) counters->evictions, (unsigned long long) counters->pings,
             (unsigned long long) counters->delayed, (unsigned long long) counters->dropped,
             (unsigned long long) counters->corrupted, (unsigned long long) counters->hangs,
@@ -474,6 +502,41 @@ static int max_memory_from_env(cdc_worker_options_t *options)
     return 2;
 }
 
+/* Whether the command line names --index (a worker the library spawned). */
+static int has_index(int argc, char **argv)
+{
+    for (int i = 1; i < argc; i++)
+        if (strcmp(argv[i], "--index") == 0)
+            return 1;
+    return 0;
+}
+
+/* CDCGEMM_WORKER_STORE: the default of --store. The workers the library
+   spawns on one host (--index N) each get their own directory under it, as
+   each device has its own disk. 0, or 2 after a message. */
+static int store_from_env(cdc_worker_options_t *options, int indexed)
+{
+    static char path[4096];
+    const char *value = getenv("CDCGEMM_WORKER_STORE");
+    if (options->store || !value || !value[0])
+        return 0;
+    if (!indexed) {
+        options->store = value;
+        return 0;
+    }
+    if (mkdir(value, 0700) != 0 && errno != EEXIST) {
+        fprintf(stderr, "cdcgemm-worker: CDCGEMM_WORKER_STORE '%s': %s\n", value,
+                strerror(errno));
+        return 2;
+    }
+    if (snprintf(path, sizeof path, "%s/worker-%d", value, options->index) >= (int) sizeof path) {
+        fprintf(stderr, "cdcgemm-worker: CDCGEMM_WORKER_STORE '%s': too long\n", value);
+        return 2;
+    }
+    options->store = path;
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     cdc__log_level = CDC_LOG_INFO;
@@ -486,6 +549,8 @@ int main(int argc, char **argv)
         parsed = parse_args(argc, argv, &options);
     if (parsed != 0)
         return parsed < 0 ? 0 : parsed;
+    if ((parsed = store_from_env(&options, has_index(argc, argv))) != 0)
+        return parsed;
     if (!options.bind) {
         fprintf(stderr, "cdcgemm-worker: --bind ENDPOINT is required\n");
         usage(stderr);

@@ -26,6 +26,7 @@ void cdc__worker_counters_add(cdc_worker_counters_t *into, const cdc_worker_coun
     into->tasks += from->tasks;
     into->weights_cached += from->weights_cached;
     into->misses += from->misses;
+    into->stored_loaded += from->stored_loaded;
     into->invalid += from->invalid;
     into->evictions += from->evictions;
     into->pings += from->pings;

@@ -21,6 +21,9 @@ typedef struct {
                             result, im2col (0: 512 MiB)                       */
     size_t max_peer_tasks;  /* bound on one peer's requests queued or running
                             (0: 64)                                           */
+    const char *store;   /* directory of the weight store (weight_store.h);
+                            NULL: none                                        */
+    size_t store_max;    /* bound on the store's bytes on disk (0: max_memory) */
     int threads;         /* OpenBLAS threads (>= 1)                           */
     const char *faults;  /* CDCGEMM_FAULTS schedule applied to this worker; NULL
                             or "" = none (docs/faults.md)                     */
@@ -46,7 +49,9 @@ typedef struct {
     uint64_t messages;        /* messages received                           */
     uint64_t tasks;           /* GEMM/conv tasks computed                    */
     uint64_t weights_cached;  /* WEIGHTS messages accepted                   */
-    uint64_t misses;          /* MISS replies (task named an unknown key)    */
+    uint64_t misses;          /* MISS replies (task named an unknown key, or a
+                                 STORED one the store lacks)                   */
+    uint64_t stored_loaded;   /* matrices a STORED loaded from the store      */
     uint64_t invalid;         /* invalid messages answered with ERROR        */
     uint64_t evictions;       /* cache entries evicted for memory            */
     uint64_t pings;           /* PING answered                               */

@@ -23,7 +23,7 @@
 
 static void check_rule(const cdc_fault_rule_t *r)
 {
-    EXPECT(r->kind >= CDC_FAULT_CRASH && r->kind <= CDC_FAULT_LINK);
+    EXPECT(r->kind >= CDC_FAULT_CRASH && r->kind <= CDC_FAULT_DISK);
     EXPECT((r->target >= -1 && r->target < CDC_MAX_WORKERS) ||
            (r->target == CDC_FAULT_COORDINATOR && r->kind == CDC_FAULT_SLOW && r->x == 0 &&
             (r->gflops > 0 || r->gbps > 0) && r->after == 0));
@@ -36,6 +36,7 @@ static void check_rule(const cdc_fault_rule_t *r)
     EXPECT(r->gbps == 0 || (r->gbps > 0 && r->gbps <= 1e4));
     EXPECT(r->mbit == 0 || (r->mbit > 0 && r->mbit <= 1e6));
     EXPECT(isfinite(r->lat_ms) && r->lat_ms >= 0);
+    EXPECT(r->kind == CDC_FAULT_DISK ? r->mbyte >= 1e-3 && r->mbyte <= 1e6 : r->mbyte == 0);
 }
 
 static void draw(const cdc_fault_plan_t *plan)
@@ -56,6 +57,8 @@ static void draw(const cdc_fault_plan_t *plan)
             EXPECT(d.latency_ms >= 0 && d.latency_ms <= d.delay_ms);
             EXPECT(d.hang_ms >= -1.0 && isfinite(d.hang_ms));
         }
+        double disk_ms = cdc__fault_disk_ms(&state, (size_t) 1 << 20);
+        EXPECT(isfinite(disk_ms) && disk_ms >= 0);
     }
 }
 

@@ -160,6 +160,10 @@ static void check_decoded(const cdc_msg_t *msg, int count)
     case CDC_MSG_MISS:
         EXPECT(h->a_key != 0, h);
         break;
+    case CDC_MSG_STORED:
+        EXPECT(h->a_key != 0, h);
+        checked_floats(h->rows, h->k, h);
+        break;
     case CDC_MSG_PING:
     case CDC_MSG_CANCEL:
     case CDC_MSG_GOODBYE:

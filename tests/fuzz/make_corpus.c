@@ -115,6 +115,10 @@ static void wire_seeds(const char *target)
     h.request_id = 7, h.shard = 2, h.a_key = 0x1234;
     write_message(target, "miss", &h, NULL, 0);
 
+    cdc__msg_header_init(&h, CDC_MSG_STORED);
+    h.a_key = 0x1234, h.rows = 64, h.k = 32;
+    write_message(target, "stored", &h, NULL, 0);
+
     cdc__msg_header_init(&h, CDC_MSG_PONG);
     h.request_id = 999;
     write_message(target, "pong", &h, (size_t[]){24}, 1); /* its status text */
@@ -162,6 +166,8 @@ int main(int argc, char **argv)
         "slow@*:gflops=0.2;link@*:mbit=94,lat=0.3;crash@w2:after=50;seed=1",
         "crash@w1:p=0.5",
         "slow@*:x=2,gflops=1",
+        "disk@*:mbyte=40;link@*:mbit=94,lat=0.3",
+        "disk@w1",
     };
     text_seeds("fuzz_faults", faults, (int) (sizeof faults / sizeof *faults));
 
@@ -177,6 +183,7 @@ int main(int argc, char **argv)
         "CDCGEMM_STATS=/tmp/stats.json\nCDCGEMM_LOG=debug",
         "CDCGEMM_PARTIY=2",
         "CDCGEMM_LOCAL_WORKERS= 5\nCDCGEMM_TIMEOUT_MS=+20",
+        "CDCGEMM_WORKER_STORE=/var/lib/cdcgemm/store\nCDCGEMM_WORKER_MAX_MEMORY=256M",
     };
     text_seeds("fuzz_env", env, (int) (sizeof env / sizeof *env));
     return 0;

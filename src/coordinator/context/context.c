@@ -375,6 +375,8 @@ int cdc_context_stats(cdc_context_t *context, cdc_stats_t *stats)
         stats->repair_us_sum = remote.repair_us_sum;
         stats->repair_us_max = remote.repair_us_max;
         stats->oversized_skipped = remote.oversized_skipped;
+        stats->weights_stored_asked = remote.stored_asked;
+        stats->weights_stored_missing = remote.stored_missing;
     }
     stats->worker_respawns = context->respawns;
     stats->respawns_given_up = context->given_up;

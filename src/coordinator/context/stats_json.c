@@ -73,6 +73,8 @@ void cdc__stats_write_members(FILE *out, const cdc_stats_t *stats)
         {"first_corrupt_call", stats->first_corrupt_call},
         {"invalid_messages", stats->invalid_messages},
         {"weights_sent", stats->weights_sent},
+        {"weights_stored_asked", stats->weights_stored_asked},
+        {"weights_stored_missing", stats->weights_stored_missing},
         {"weight_bytes", stats->weight_bytes},
     };
     for (size_t i = 0; i < sizeof fields / sizeof *fields; i++)
