@@ -1,6 +1,7 @@
 /* test_boundaries.c - the limits the configuration accepts (issue 23):
  * 1, 2, 63 and 64 workers, r = 0 to 3, both parity layouts, the layer API
- * and cdc_sgemm, in process (every erasure pattern that reaches the top
+ * (weights copied, and borrowed in CDC_MAX_WEIGHT_PARTS parts) and
+ * cdc_sgemm, in process (every erasure pattern that reaches the top
  * worker: a 64-bit mask's last bit) and on 64 real worker processes with the
  * last one killed. Every result exact, or the call computed what it could
  * not rebuild here; never a wrong number. The sanitizer build runs these too,
@@ -127,10 +128,23 @@ static void sgemm_call(cdc_context_t *ctx, int workers, uint64_t erased)
     free(want);
 }
 
+/* Nothing lost, the top worker lost, the top r lost, the top r + 1 lost. */
+static void erasures(cdc_test_fc_t *f, cdc_context_t *ctx, int W, int r, const char *layout)
+{
+    fc_call(f, ctx, 0, W, r, layout);
+    fc_call(f, ctx, top_workers(W, 1), W, r, layout);
+    if (r >= 2)
+        fc_call(f, ctx, top_workers(W, r), W, r, layout);
+    if (r + 1 < W)
+        fc_call(f, ctx, top_workers(W, r + 1), W, r, layout);
+}
+
 static const int worker_counts[] = {1, 2, 63, 64};
 
 /* Every (W, r) the configuration accepts at W = 1, 2, 63, 64, both layouts:
-   nothing lost, the top worker lost, the top r lost, the top r + 1 lost. */
+   nothing lost, the top worker lost, the top r lost, the top r + 1 lost;
+   for a layer that copies its weights and one that borrows them in the
+   most parts the API takes (CDC_MAX_WEIGHT_PARTS, blocks across them). */
 START_TEST(test_in_process_limits)
 {
     const cdc_parity_layout_t layouts[] = {CDC_LAYOUT_ROTATED, CDC_LAYOUT_DEDICATED};
@@ -142,14 +156,11 @@ START_TEST(test_in_process_limits)
                 if (W - r < 1 || r > W - r)
                     continue;
                 cdc_context_t *ctx = boundary_context(W, r, layouts[li], 1, CDC_PLAN_AUTO);
-                cdc_test_fc_t f;
+                cdc_test_fc_t f, lent;
                 cdc_test_fc_make(&f, ctx, OUT, IN, BATCH, 64, 1);
-                fc_call(&f, ctx, 0, W, r, names[li]);
-                fc_call(&f, ctx, top_workers(W, 1), W, r, names[li]);
-                if (r >= 2)
-                    fc_call(&f, ctx, top_workers(W, r), W, r, names[li]);
-                if (r + 1 < W)
-                    fc_call(&f, ctx, top_workers(W, r + 1), W, r, names[li]);
+                cdc_test_fc_make_borrowed(&lent, ctx, OUT, IN, BATCH, 65, CDC_MAX_WEIGHT_PARTS);
+                erasures(&f, ctx, W, r, names[li]);
+                erasures(&lent, ctx, W, r, names[li]);
                 /* The rotated layout where the configuration gives it parity
                    and rows enough; the dedicated one where asked. */
                 int rotated = layouts[li] == CDC_LAYOUT_ROTATED && r >= 1 && 2 * r <= W;
@@ -158,6 +169,7 @@ START_TEST(test_in_process_limits)
                               (unsigned long long) stats_of(ctx).rotated_calls);
                 sgemm_call(ctx, W, top_workers(W, 1));
                 cdc_test_fc_free(&f);
+                cdc_test_fc_free(&lent);
                 cdc_context_destroy(&ctx);
             }
 }
@@ -173,16 +185,22 @@ static void real_processes(int r)
 {
     const int W = 64;
     cdc_context_t *ctx = boundary_context(W, r, CDC_LAYOUT_ROTATED, 0, CDC_PLAN_EQUAL);
-    cdc_test_fc_t f;
+    cdc_test_fc_t f, lent;
     cdc_test_fc_make(&f, ctx, OUT, IN, BATCH, (uint64_t) (640 + r), 1);
-    for (int i = 0; i < 3; i++)
+    cdc_test_fc_make_borrowed(&lent, ctx, OUT, IN, BATCH, (uint64_t) (650 + r),
+                              CDC_MAX_WEIGHT_PARTS);
+    for (int i = 0; i < 3; i++) {
         fc_call(&f, ctx, 0, W, r, "workers");
+        fc_call(&lent, ctx, 0, W, r, "workers, borrowed");
+    }
     cdc_stats_t before = stats_of(ctx);
     pid_t victim = cdc__local_workers_pid(ctx->local, W - 1);
     ck_assert_int_gt(victim, 0);
     ck_assert_int_eq(kill(victim, SIGKILL), 0);
-    for (int i = 0; i < 5; i++)
+    for (int i = 0; i < 5; i++) {
         cdc_test_fc_check(&f, REL_TOL_LARGE);
+        cdc_test_fc_check(&lent, REL_TOL_LARGE);
+    }
     cdc_stats_t after = stats_of(ctx);
     cdc_call_report_t report;
     ck_assert_int_eq(cdc_context_last_call(ctx, &report), CDC_OK);
@@ -192,6 +210,7 @@ static void real_processes(int r)
     else
         ck_assert_uint_gt(after.results_decoded, before.results_decoded);
     cdc_test_fc_free(&f);
+    cdc_test_fc_free(&lent);
     cdc_context_destroy(&ctx);
 }
 

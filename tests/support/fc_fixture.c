@@ -27,8 +27,10 @@ static void reference_answer(cdc_test_fc_t *f, const float *w, const float *bias
     cdc_context_destroy(&reference);
 }
 
-void cdc_test_fc_make(cdc_test_fc_t *f, cdc_context_t *context, int out, int in, int batch,
-                      uint64_t seed, int with_bias)
+/* The weights, bias and input of a layer from seed, and its answer; the
+   weights and bias returned (the caller's). */
+static void make_case(cdc_test_fc_t *f, int out, int in, int batch, uint64_t seed, int with_bias,
+                      const cdc_layer_options_t *options, float **w_p, float **bias_p)
 {
     memset(f, 0, sizeof *f);
     f->out = out;
@@ -45,13 +47,48 @@ void cdc_test_fc_make(cdc_test_fc_t *f, cdc_context_t *context, int out, int in,
     if (bias)
         cdc_test_fill_uniform(&rng, bias, (size_t)out);
     cdc_test_fill_uniform(&rng, f->x, (size_t)batch * (size_t)in);
+    reference_answer(f, w, bias, options);
+    *w_p = w;
+    *bias_p = bias;
+}
+
+void cdc_test_fc_make(cdc_test_fc_t *f, cdc_context_t *context, int out, int in, int batch,
+                      uint64_t seed, int with_bias)
+{
     cdc_layer_options_t options;
     cdc_layer_options_init(&options);
     options.split = CDC_SPLIT_ROWS;
-    reference_answer(f, w, bias, &options);
+    float *w, *bias;
+    make_case(f, out, in, batch, seed, with_bias, &options, &w, &bias);
     int rc = cdc_fc_new(context, out, in, w, bias, &options, &f->layer);
     ck_assert_msg(rc == CDC_OK, "cdc_fc_new: %s (%s)", cdc_err_name(rc), cdc_last_error());
     free(w);
+    free(bias);
+}
+
+void cdc_test_fc_make_borrowed(cdc_test_fc_t *f, cdc_context_t *context, int out, int in,
+                               int batch, uint64_t seed, int parts)
+{
+    ck_assert(parts >= 1 && parts <= CDC_MAX_WEIGHT_PARTS && out >= parts);
+    cdc_layer_options_t options;
+    cdc_layer_options_init(&options);
+    options.split = CDC_SPLIT_ROWS;
+    float *bias;
+    make_case(f, out, in, batch, seed, 1, &options, &f->lent, &bias);
+    cdc_weight_part_t list[CDC_MAX_WEIGHT_PARTS];
+    int64_t row = 0;
+    for (int p = 0; p < parts; p++) {
+        /* 1 row, then parts of growing length; the last takes the rest. */
+        int64_t rows = p == 0 ? 1 : p + 1 == parts ? out - row
+                                                   : (out - 1) * (int64_t) p / (parts * parts);
+        rows = rows < 1 ? 1 : rows;
+        list[p] = (cdc_weight_part_t){f->lent + row * in, rows};
+        row += rows;
+    }
+    ck_assert_int_eq(row, out);
+    int rc = cdc_fc_new_borrowed(context, in, list, parts, 0, bias, &options, &f->layer);
+    ck_assert_msg(rc == CDC_OK, "cdc_fc_new_borrowed: %s (%s)", cdc_err_name(rc),
+                  cdc_last_error());
     free(bias);
 }
 
@@ -77,6 +114,7 @@ void cdc_test_fc_check(cdc_test_fc_t *f, double rel_tol)
 void cdc_test_fc_free(cdc_test_fc_t *f)
 {
     cdc_layer_destroy(&f->layer);
+    free(f->lent); /* after the layer that read it */
     free(f->x);
     free(f->want);
     free(f->got);

@@ -12,6 +12,7 @@ typedef struct {
     cdc_layer_t *layer;
     int out, in, batch;
     float *x, *want, *got; /* batch x in; batch x out, twice */
+    float *lent;           /* the weights a borrowed layer reads (NULL: copied) */
 } cdc_test_fc_t;
 
 /* An out x in FC layer (uniform weights from seed, a bias when with_bias;
@@ -19,6 +20,13 @@ typedef struct {
    input. Fails the test when it cannot be made. */
 void cdc_test_fc_make(cdc_test_fc_t *f, cdc_context_t *context, int out, int in, int batch,
                       uint64_t seed, int with_bias);
+
+/* The same layer over weights it borrows (cdc_fc_new_borrowed) in `parts`
+   (1 .. CDC_MAX_WEIGHT_PARTS) uneven row parts: the first one row, the
+   others sharing the rest unevenly, so that blocks lie across parts. The
+   weights live until cdc_test_fc_free. */
+void cdc_test_fc_make_borrowed(cdc_test_fc_t *f, cdc_context_t *context, int out, int in,
+                               int batch, uint64_t seed, int parts);
 
 /* One forward call; its relative error against the answer (1 when the call
    failed), for callers that count rather than assert. */
