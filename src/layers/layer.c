@@ -30,9 +30,19 @@ int cdc__check_product(int64_t a, int64_t b, int64_t limit, const char *what)
     return CDC_OK;
 }
 
-/* The options, resolved against the context, into *opts. */
+static int check_shape(int64_t rows, int64_t k)
+{
+    if (rows < 1 || k < 1 || rows > INT_MAX || k > INT_MAX)
+        return cdc__fail(CDC_EDIM, "layer weights %lld x %lld: each must be in 1..%d",
+                         (long long) rows, (long long) k, INT_MAX);
+    return cdc__check_product(rows, k, (int64_t) (SIZE_MAX / 4 / 4), "layer weights");
+}
+
+/* The options, resolved against the context, into *opts, and the shape of
+   the rows x k weights checked: what every layer checks before it takes its
+   weights. */
 static int layer_options(cdc_context_t *context, const cdc_layer_options_t *options,
-                         cdc_layer_options_t *opts)
+                         int64_t rows, int64_t k, cdc_layer_options_t *opts)
 {
     cdc_layer_options_init(opts);
     if (options)
@@ -50,15 +60,7 @@ static int layer_options(cdc_context_t *context, const cdc_layer_options_t *opti
         return rc == CDC_ECONFIG ? cdc__fail(CDC_EINVAL, "layer options: %s",
                                              cdc_last_error())
                                  : rc;
-    return CDC_OK;
-}
-
-static int check_shape(int64_t rows, int64_t k)
-{
-    if (rows < 1 || k < 1 || rows > INT_MAX || k > INT_MAX)
-        return cdc__fail(CDC_EDIM, "layer weights %lld x %lld: each must be in 1..%d",
-                         (long long) rows, (long long) k, INT_MAX);
-    return cdc__check_product(rows, k, (int64_t) (SIZE_MAX / 4 / 4), "layer weights");
+    return check_shape(rows, k);
 }
 
 int cdc__layer_new_rows(cdc_context_t *context, cdc_layer_kind_t kind, cdc_row_parts_t *parts,
@@ -99,9 +101,7 @@ int cdc__layer_new(cdc_context_t *context, cdc_layer_kind_t kind, int64_t rows,
     if (!context || !weights || !layer_p)
         return cdc__fail(CDC_EINVAL, "layer: context, weights and layer_p must not be NULL");
     cdc_layer_options_t opts;
-    int rc = layer_options(context, options, &opts);
-    if (rc == CDC_OK)
-        rc = check_shape(rows, k);
+    int rc = layer_options(context, options, rows, k, &opts);
     if (rc != CDC_OK)
         return rc;
     /* Held: encodings alias the copy and zero-copy sends read it after the
@@ -134,9 +134,7 @@ int cdc_fc_new_borrowed(cdc_context_t *context, int64_t in_features,
         rows += parts[i].count;
     }
     cdc_layer_options_t opts;
-    int rc = layer_options(context, options, &opts);
-    if (rc == CDC_OK)
-        rc = check_shape(rows, in_features);
+    int rc = layer_options(context, options, rows, in_features, &opts);
     if (rc != CDC_OK)
         return rc;
     cdc_row_parts_t *borrowed;

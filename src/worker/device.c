@@ -5,6 +5,7 @@
 #include "device.h"
 
 #include "error.h"
+#include "grow.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -25,14 +26,11 @@ void cdc__device_release(cdc_device_t *device)
 int cdc__device_push(cdc_device_t *device, double ready_ms, double service_ms,
                      double latency_ms, void *item)
 {
-    if (device->count == device->capacity) {
-        size_t capacity = device->capacity ? 2 * device->capacity : 16;
-        cdc_device_task_t *grown = realloc(device->tasks, capacity * sizeof *grown);
-        if (!grown)
-            return cdc__fail(CDC_ENOMEM, "emulated device queue");
-        device->tasks = grown;
-        device->capacity = capacity;
-    }
+    cdc_device_task_t *tasks =
+        cdc__grow(device->tasks, &device->capacity, device->count, sizeof *tasks, 16);
+    if (!tasks)
+        return cdc__fail(CDC_ENOMEM, "emulated device queue");
+    device->tasks = tasks;
     device->tasks[device->count++] = (cdc_device_task_t){
         ready_ms, service_ms > 0 ? service_ms : 0, latency_ms > 0 ? latency_ms : 0, item};
     return CDC_OK;

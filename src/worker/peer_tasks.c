@@ -7,6 +7,7 @@
 #include "peer_tasks.h"
 
 #include "error.h"
+#include "grow.h"
 
 #include <pthread.h>
 #include <stdint.h>
@@ -68,14 +69,10 @@ void cdc__peer_tasks_destroy(cdc_peer_tasks_t **table_p)
 /* A new record for peer at the end of the table; NULL when out of memory. */
 static record_t *append(cdc_peer_tasks_t *self, const cdc_peer_identity_t *peer)
 {
-    if (self->used == self->capacity) {
-        size_t capacity = self->capacity ? 2 * self->capacity : 8;
-        record_t *grown = realloc(self->records, capacity * sizeof *grown);
-        if (!grown)
-            return NULL;
-        self->records = grown;
-        self->capacity = capacity;
-    }
+    record_t *records = cdc__grow(self->records, &self->capacity, self->used, sizeof *records, 8);
+    if (!records)
+        return NULL;
+    self->records = records;
     record_t *record = &self->records[self->used++];
     record->peer = *peer;
     record->count = 0;

@@ -37,6 +37,7 @@
 
 #include "error.h"
 #include "footprint.h"
+#include "grow.h"
 #include "hash.h"
 
 #include <stdlib.h>
@@ -164,14 +165,11 @@ static scope_t *scope_get(cdc_weight_cache_t *self, uint64_t id)
     scope_t *scope = scope_find(self, id);
     if (scope)
         return scope;
-    if (self->scope_count == self->scope_capacity) {
-        size_t capacity = self->scope_capacity ? 2 * self->scope_capacity : 4;
-        scope_t **grown = realloc(self->scopes, capacity * sizeof *grown);
-        if (!grown)
-            return NULL;
-        self->scopes = grown;
-        self->scope_capacity = capacity;
-    }
+    scope_t **scopes =
+        cdc__grow(self->scopes, &self->scope_capacity, self->scope_count, sizeof *scopes, 4);
+    if (!scopes)
+        return NULL;
+    self->scopes = scopes;
     if (!(scope = calloc(1, sizeof *scope)))
         return NULL;
     scope->id = id;

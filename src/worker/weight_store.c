@@ -3,6 +3,7 @@
 #include "weight_store.h"
 
 #include "error.h"
+#include "grow.h"
 #include "hash.h"
 #include "log.h"
 
@@ -100,14 +101,10 @@ static void remove_file(cdc_weight_store_t *self, size_t i)
 
 static int append(cdc_weight_store_t *self, cdc_weight_key_t key, uint64_t bytes, int64_t age)
 {
-    if (self->count == self->capacity) {
-        size_t capacity = self->capacity ? 2 * self->capacity : 64;
-        store_file_t *grown = realloc(self->files, capacity * sizeof *grown);
-        if (!grown)
-            return cdc__fail(CDC_ENOMEM, "weight store index");
-        self->files = grown;
-        self->capacity = capacity;
-    }
+    store_file_t *files = cdc__grow(self->files, &self->capacity, self->count, sizeof *files, 64);
+    if (!files)
+        return cdc__fail(CDC_ENOMEM, "weight store index");
+    self->files = files;
     self->files[self->count++] = (store_file_t){key, bytes, age};
     self->stats.bytes += bytes;
     return CDC_OK;
@@ -179,7 +176,6 @@ int cdc__weight_store_open(const char *dir, uint64_t max_bytes, cdc_weight_store
         cdc__weight_store_close(&self);
         return rc;
     }
-    self->stats.count = self->count;
     *store_p = self;
     return CDC_OK;
 }
