@@ -5,6 +5,7 @@
 #include "bench_util.h"
 #include "external.h"
 
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -174,6 +175,21 @@ typedef struct {
     cdc_external_t *external;
 } run_state_t;
 
+/* More warm-up while the plan stages re-sized blocks (run->settle_s): the
+   timed requests then start from the plan it settled on, not one worker
+   short for the seconds its new blocks take over its link. */
+static void settle(const cdc_workload_t *workload, run_state_t *st, cdc_run_t *run)
+{
+    cdc_request_record_t scratch;
+    double until = cdc_bench_now_ms() + run->settle_s * 1000.0;
+    run->settle_requests = 0;
+    while (run->settle_s > 0 && cdc_testing_plan_settling(st->context) &&
+           cdc_bench_now_ms() < until) {
+        run_request(workload, st->context, st->layers, st->y, &scratch, NULL);
+        run->settle_requests++;
+    }
+}
+
 /* The timed requests, with chaos and samples. */
 static int timed_requests(const cdc_workload_t *workload, run_state_t *st, cdc_run_t *run)
 {
@@ -205,6 +221,8 @@ static int timed_requests(const cdc_workload_t *workload, run_state_t *st, cdc_r
             crash = (cdc_chaos_event_t){cdc_bench_now_ms() - start, i, "crash", run->crash_worker,
                                         worker_pid(st->context, st->external, run->crash_worker)};
             crash_event = &crash;
+            if (run->crash_kill && crash.pid > 0)
+                kill((pid_t) crash.pid, SIGKILL);
         }
         double began = cdc_bench_now_ms() - start;
         run_request(workload, st->context, st->layers, st->y, &run->records[i],
@@ -270,6 +288,7 @@ int cdc_run_execute(const cdc_workload_t *workload, const cdc_config_t *config,
         cdc_request_record_t scratch;
         for (int i = 0; i < warmup; i++)
             run_request(workload, st.context, st.layers, st.y, &scratch, NULL);
+        settle(workload, &st, run);
         failed = timed_requests(workload, &st, run);
         cdc_context_stats(st.context, &run->stats);
         run->profile_json = cdc_bench_profile_json(st.context);

@@ -53,6 +53,12 @@ typedef struct {
     const char *label;     /* "coded", "uncoded", "local"                  */
     int crash_at;          /* request index of an injected crash, or -1    */
     int crash_worker;      /* the worker --crash-at crashes                */
+    int crash_kill;        /* 1: the bench SIGKILLs it before request
+                              crash_at (else the caller's fault plan crashes
+                              it after a count of tasks)                  */
+    double settle_s;       /* > 0: after the warm-up, more warm-up requests
+                              while the plan stages re-sized blocks
+                              (cdc_testing_plan_settling), at most this long */
     const cdc_chaos_spec_t *chaos; /* outside chaos during the timed requests,
                               or NULL                                      */
     int external;          /* > 0: the bench starts this many workers itself
@@ -61,6 +67,7 @@ typedef struct {
     /* Filled by cdc_run_execute (cdc_run_free releases): */
     cdc_config_t config;   /* the configuration the run used               */
     int requests;
+    int settle_requests;   /* warm-up requests settle_s added               */
     cdc_request_record_t *records;
     cdc_stats_t stats;     /* context counters at the end of the run       */
     char *profile_json;    /* the workers' live profiles then: JSON members

@@ -98,6 +98,12 @@ typedef struct {
    CDC_OK, or CDC_EINVAL for a NULL argument. Thread-safe. */
 CDC_EXPORT int cdc_testing_last_plan(cdc_context_t *context, cdc_testing_plan_t *plan);
 
+/* 1 while the plan has re-sized blocks of cached weights that the workers
+   are still taking in (one slot at a time, that slot an erasure meanwhile:
+   the calls run one parity short), else 0 (also for NULL). Between calls,
+   from the thread that makes them: a benchmark's warm-up waits for it. */
+CDC_EXPORT int cdc_testing_plan_settling(const cdc_context_t *context);
+
 /* One remote worker as the coordinator's heartbeats see it. */
 typedef struct {
     char endpoint[256];

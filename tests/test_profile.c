@@ -300,6 +300,18 @@ static void thin_reported(cdc_profile_state_t *s, uint64_t instance, uint64_t fl
     cdc__profile_note_pong(s, -1, last);
 }
 
+/* Thin work since r: its counters advanced, reported to s. */
+static void thin_more(cdc_profile_state_t *s, cdc_status_report_t *r, uint64_t flops,
+                      uint64_t bytes, uint64_t busy_us)
+{
+    r->busy_us += busy_us;
+    r->thin_busy_us += busy_us;
+    r->flops += flops;
+    r->thin_flops += flops;
+    r->thin_bytes += bytes;
+    cdc__profile_note_pong(s, -1, r);
+}
+
 /* A roofline per worker: the thin tasks' counters (status.h) give the
    bandwidth and stay out of the rate (but for a device that computed
    nothing else yet); a prediction is the larger of the two terms; a link
@@ -320,12 +332,7 @@ START_TEST(test_roofline_estimates)
     ck_assert_uint_eq(p.rate_samples, 1);
     ck_assert_uint_eq(p.stream_samples, 1);
     /* Thin work only since: a bandwidth sample (0.5 GB/s), the rate kept. */
-    r.busy_us += 4000;
-    r.thin_busy_us += 4000;
-    r.flops += 1000000;
-    r.thin_flops += 1000000;
-    r.thin_bytes += 2000000;
-    cdc__profile_note_pong(&s, -1, &r);
+    thin_more(&s, &r, 1000000, 2000000, 4000);
     cdc__profile_state_view(&s, &p);
     ck_assert_double_eq_tol(p.gflops, 4.0, 1e-9);
     ck_assert_uint_eq(p.rate_samples, 1);
@@ -356,6 +363,9 @@ START_TEST(test_roofline_estimates)
     cdc__profile_state_view(&gemv, &p);
     ck_assert_double_eq_tol(p.gflops, 3.0, 1e-9); /* replaced, not averaged */
     ck_assert_uint_eq(p.rate_samples, 1);
+    /* They ran at a third of it: bound by memory, their sample stands. */
+    ck_assert_uint_eq(p.stream_samples, 1);
+    ck_assert(!p.gbps_floor);
 
     /* A thin part larger than the whole: every task counted for the rate. */
     cdc_profile_state_t odd;
@@ -382,6 +392,64 @@ START_TEST(test_roofline_estimates)
     cdc_worker_profile_t none[2] = {{.gflops = 1.0, .rate_samples = 1}, {.gbps = 0.0}};
     cdc__profile_assume_rates(none, 2);
     ck_assert(none[0].gbps == 0.0 && none[1].gbps == 0.0);
+}
+END_TEST
+
+/* Thin tasks that ran at the device's own flop rate were bound by its
+   arithmetic (a conv layer's 4 filters against 3,025 pixels): what they
+   streamed is a floor, the bandwidth the plan uses while no sample is
+   taken, never a sample (the calibration still measures); one that ran
+   slower measures the memory, and floors no longer count. Samples taken
+   before the rate was known become a floor once it shows they ran at it. */
+START_TEST(test_bandwidth_floor)
+{
+    /* 32 MFLOP in 8 ms (4 GFLOP/s); thin: 16 MFLOP streaming 8 MB in 4 ms
+       (4 GFLOP/s: at the rate; 2 GB/s at least). */
+    cdc_profile_state_t s;
+    cdc_status_report_t r;
+    thin_reported(&s, 1, 48000000, 12000, 16000000, 4000, 8000000, &r);
+    cdc_worker_profile_t p;
+    cdc__profile_state_view(&s, &p);
+    ck_assert_double_eq_tol(p.gflops, 4.0, 1e-9);
+    ck_assert_double_eq_tol(p.gbps, 2.0, 1e-9);
+    ck_assert_uint_eq(p.stream_samples, 0);
+    ck_assert(p.gbps_floor);
+    uint64_t generation = p.generation;
+    /* At the rate again: 4 MB in 4 ms, a lower floor, changes nothing;
+       32 MB in 4 ms raises it to 8 GB/s, a move that counts. */
+    thin_more(&s, &r, 16000000, 4000000, 4000);
+    cdc__profile_state_view(&s, &p);
+    ck_assert_double_eq_tol(p.gbps, 2.0, 1e-9);
+    ck_assert_uint_eq(p.generation, generation);
+    thin_more(&s, &r, 16000000, 32000000, 4000);
+    cdc__profile_state_view(&s, &p);
+    ck_assert_double_eq_tol(p.gbps, 8.0, 1e-9);
+    ck_assert(p.gbps_floor && p.stream_samples == 0);
+    ck_assert_uint_gt(p.generation, generation);
+    /* 2 MFLOP streaming 4 MB in 4 ms: 0.5 GFLOP/s, an eighth of the rate:
+       the memory's 1 GB/s, a sample, which the floor no longer overrides. */
+    thin_more(&s, &r, 2000000, 4000000, 4000);
+    cdc__profile_state_view(&s, &p);
+    ck_assert_double_eq_tol(p.gbps, 1.0, 1e-9);
+    ck_assert_uint_eq(p.stream_samples, 1);
+    ck_assert(!p.gbps_floor);
+    ck_assert_double_eq_tol(p.gflops, 4.0, 1e-9); /* the rate kept */
+
+    /* Thin tasks only (8 MFLOP streaming 16 MB in 8 ms: 1 GFLOP/s, 2 GB/s),
+       then a task that is not thin at 1.1 GFLOP/s: they ran at the rate, so
+       their sample becomes a floor. */
+    cdc_profile_state_t early;
+    thin_reported(&early, 2, 8000000, 8000, 8000000, 8000, 16000000, &r);
+    cdc__profile_state_view(&early, &p);
+    ck_assert_uint_eq(p.stream_samples, 1);
+    r.flops += 11000000;
+    r.busy_us += 10000;
+    cdc__profile_note_pong(&early, -1, &r);
+    cdc__profile_state_view(&early, &p);
+    ck_assert_double_eq_tol(p.gflops, 1.1, 1e-9);
+    ck_assert_double_eq_tol(p.gbps, 2.0, 1e-9);
+    ck_assert_uint_eq(p.stream_samples, 0);
+    ck_assert(p.gbps_floor);
 }
 END_TEST
 
@@ -759,6 +827,7 @@ static Suite *profile_suite(void)
     tcase_add_test(pure, test_link_bound_from_cut_calls);
     tcase_add_test(pure, test_predict_defaults);
     tcase_add_test(pure, test_roofline_estimates);
+    tcase_add_test(pure, test_bandwidth_floor);
     tcase_add_test(pure, test_table);
     suite_add_tcase(suite, pure);
     TCase *live = tcase_create("live");

@@ -179,6 +179,12 @@ int cdc__client_planned(cdc_client_t *self, uint64_t *mask);
    progress. */
 int cdc__client_free_workers(cdc_client_t *self, uint64_t *mask);
 
+/* 1 while full redundancy is lost to a failure and not back yet (a slot
+   with no ready worker that is not being staged: the repair clock of
+   client_restore.c runs), else 0. Thread-safe; waits for a call in
+   progress. */
+int cdc__client_repairing(cdc_client_t *self);
+
 /* One worker as the heartbeats see it. */
 typedef struct {
     char endpoint[CDC_CURVE_ENDPOINT_MAX];

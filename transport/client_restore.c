@@ -407,6 +407,14 @@ int cdc__client_stage(cdc_client_t *self, uint64_t token, int needed,
     return staged;
 }
 
+int cdc__client_repairing(cdc_client_t *self)
+{
+    pthread_mutex_lock(&self->lock);
+    int repairing = self->degraded_since_us >= 0;
+    pthread_mutex_unlock(&self->lock);
+    return repairing;
+}
+
 int cdc__client_free_workers(cdc_client_t *self, uint64_t *mask)
 {
     uint64_t planned, free_now = 0, ready[CDC_MAX_WORKERS];

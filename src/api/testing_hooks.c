@@ -9,6 +9,7 @@
 #include "local_workers.h"
 #include "plan.h"
 #include "profile.h"
+#include "profiled_plan.h"
 #include "stats_json.h"
 
 #include <string.h>
@@ -35,6 +36,11 @@ int cdc_testing_last_plan(cdc_context_t *context, cdc_testing_plan_t *plan)
         return cdc__fail(CDC_EINVAL, "cdc_testing_last_plan: NULL argument");
     cdc__plan_last(context, plan); /* cdc_plan_record_t is cdc_testing_plan_t */
     return CDC_OK;
+}
+
+int cdc_testing_plan_settling(const cdc_context_t *context)
+{
+    return context && cdc__profiled_plan_staging(context);
 }
 
 int cdc_testing_worker_status(cdc_context_t *context, cdc_testing_worker_status_t *out,

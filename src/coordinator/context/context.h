@@ -48,6 +48,7 @@ typedef struct {
     int next_layout;     /* the entry to replace next (round robin)        */
     uint64_t last_token; /* the last staging token given                   */
     int calibrated;      /* cdc__profiled_plan_calibrate ran               */
+    int repairing;       /* this call's: a failure's repair under way       */
 } cdc_profiled_state_t;
 
 /* What the last call sized by cdc__plan_size_blocks was planned to do, and

@@ -17,11 +17,12 @@ void cdc__profile_write_json(FILE *out, const cdc_profile_report_t *profile)
                 "%s{\"worker\": %d, \"live\": %s, \"gflops\": %.6g, \"gbps\": %.6g, "
                 "\"mbit\": %.6g, \"rtt_ms\": %.3f, \"max_memory\": %llu, "
                 "\"cache_bytes\": %llu, \"rate_samples\": %llu, \"stream_samples\": %llu, "
-                "\"link_samples\": %llu, \"generation\": %llu}",
+                "\"gbps_floor\": %s, \"link_samples\": %llu, \"generation\": %llu}",
                 w ? ", " : "", w, p->live ? "true" : "false", p->gflops, p->gbps, p->mbit,
                 p->rtt_ms, (unsigned long long) p->max_memory,
                 (unsigned long long) p->cache_bytes, (unsigned long long) p->rate_samples,
-                (unsigned long long) p->stream_samples, (unsigned long long) p->link_samples,
+                (unsigned long long) p->stream_samples, p->gbps_floor ? "true" : "false",
+                (unsigned long long) p->link_samples,
                 (unsigned long long) p->generation);
     }
     fputs("]", out);

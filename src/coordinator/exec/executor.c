@@ -28,6 +28,11 @@ int cdc__executor_free_workers(cdc_executor_t *executor, uint64_t *mask)
     return executor->ops->free_workers(executor, mask);
 }
 
+int cdc__executor_repairing(cdc_executor_t *executor)
+{
+    return executor && executor->ops->repairing ? executor->ops->repairing(executor) : 0;
+}
+
 int cdc__executor_worker_moved(cdc_executor_t *executor, int w, const char *endpoint)
 {
     if (!executor || !executor->ops->worker_moved)

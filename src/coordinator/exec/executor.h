@@ -43,6 +43,7 @@ typedef struct {
        Each is the function below of the same name. */
     int (*heartbeat_live)(cdc_executor_t *self, uint64_t *mask);
     int (*free_workers)(cdc_executor_t *self, uint64_t *mask);
+    int (*repairing)(cdc_executor_t *self);
     int (*worker_moved)(cdc_executor_t *self, int w, const char *endpoint);
     int (*set_homes)(cdc_executor_t *self, const int *home_of_slot, int slots);
     int (*stage)(cdc_executor_t *self, uint64_t token, int needed,
@@ -82,6 +83,11 @@ int cdc__executor_live(cdc_executor_t *executor, uint64_t *mask);
    background restore or staging. Their bits in *mask (may be NULL); -1
    for any other executor (none of its workers ever waits). */
 int cdc__executor_free_workers(cdc_executor_t *executor, uint64_t *mask);
+
+/* 1 while a ZeroMQ executor's full redundancy is lost to a failure and not
+   back yet (cdc__client_repairing: not a planned staging); 0 otherwise and
+   for any other executor. */
+int cdc__executor_repairing(cdc_executor_t *executor);
 
 /* Workers a ZeroMQ executor hears now (answering heartbeats; not the plan,
    which keeps a silent worker for a grace period), their bits in *mask (may

@@ -136,6 +136,11 @@ static int zmq_free_workers(cdc_executor_t *base, uint64_t *mask)
     return cdc__client_free_workers(zmq_of(base)->client, mask);
 }
 
+static int zmq_repairing(cdc_executor_t *base)
+{
+    return cdc__client_repairing(zmq_of(base)->client);
+}
+
 static int zmq_worker_moved(cdc_executor_t *base, int w, const char *endpoint)
 {
     return cdc__client_move(zmq_of(base)->client, w, endpoint);
@@ -164,6 +169,7 @@ static const cdc_executor_ops_t zmq_ops = {
     .live = zmq_live,
     .heartbeat_live = zmq_heartbeat_live,
     .free_workers = zmq_free_workers,
+    .repairing = zmq_repairing,
     .worker_moved = zmq_worker_moved,
     .set_homes = zmq_set_homes,
     .stage = zmq_stage,

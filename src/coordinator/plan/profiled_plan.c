@@ -69,7 +69,7 @@ static uint64_t usable_bits(const cdc_worker_profile_t *p)
 {
     return (uint64_t) (p->rate_samples >= CDC_PLAN_MIN_RATE_SAMPLES) +
            2 * (uint64_t) (p->link_samples >= CDC_PLAN_MIN_LINK_SAMPLES) +
-           4 * (uint64_t) (p->stream_samples >= CDC_PLAN_MIN_STREAM_SAMPLES);
+           4 * (uint64_t) (p->stream_samples >= CDC_PLAN_MIN_STREAM_SAMPLES || p->gbps_floor);
 }
 
 /* The slowest device measured: the rate and the link a worker whose own are
@@ -112,7 +112,8 @@ static cdc_shard_cost_t cost_line(const cdc_worker_profile_t *p, const cdc_block
     cdc_worker_profile_t trusted = *p;
     if (trusted.rate_samples < CDC_PLAN_MIN_RATE_SAMPLES)
         trusted.gflops = slowest->gflops;
-    if (trusted.stream_samples < CDC_PLAN_MIN_STREAM_SAMPLES)
+    /* A floor (profile.h) is the worker's own: no other's slowness. */
+    if (trusted.stream_samples < CDC_PLAN_MIN_STREAM_SAMPLES && !trusted.gbps_floor)
         trusted.gbps = slowest->gbps;
     if (trusted.link_samples < CDC_PLAN_MIN_LINK_SAMPLES)
         trusted.mbit = 0.0;
@@ -577,6 +578,15 @@ static double keep_or_remember(cdc_profiled_state_t *st, uint64_t key,
     }
     double t_old = latency_of(line, home, n, r, cost, st->layouts[i].here, kept);
     int sized_for_call = vote_shape(st, i, shape);
+    /* While a lost worker's blocks go back to it, the others are measured
+       beside that transfer (the coordinator building it, their host and
+       link shared), and a new staging could not start before the repair
+       ends anyway: cached weights keep their lengths until it does (a
+       re-size decided on those samples moved the demo's FC blocks right
+       after its crash, and the redundancy came back 14 s later). A staging
+       already under way goes on. */
+    if (st->repairing && stage && !st->layouts[i].pending_token)
+        sized_for_call = 0;
     /* A staging under way is finished while its lengths still beat the old
        ones, even if newer ones look better still or the gain fell below the
        10% that starts one: restarting it at every move of a settling (or,
@@ -804,6 +814,7 @@ int cdc__profiled_plan_size(cdc_context_t *context, cdc_call_plan_t *plan,
     int n = plan->n, r = cdc__plan_sized_r(plan);
     cdc_shard_cost_t line[CDC_MAX_WORKERS];
     anchor(context);
+    st->repairing = cdc__executor_repairing(context->executor);
     if (!anchored_lines(st, n, r, cost, rows, line))
         return 0;
     if (st->homes_stale || st->slots != n + r) {
@@ -874,6 +885,7 @@ int cdc__profiled_plan_size_stripes(cdc_context_t *context, cdc_call_plan_t *pla
     uint64_t key = stripes_key(cost, rows, workers);
     cdc_shard_cost_t line[CDC_MAX_WORKERS];
     anchor(context);
+    st->repairing = cdc__executor_repairing(context->executor);
     /* Every worker computes data rows on every call here: all of them are
        measured before the first sizing (a device taken at the slowest rate
        meanwhile would keep too few rows once the rest is within 10%). */

@@ -56,7 +56,8 @@ void cdc__profile_assume_rates(cdc_worker_profile_t *profiles, int count)
         rate[i] = &profiles[i].gflops;
         stream[i] = &profiles[i].gbps;
         rate_samples[i] = profiles[i].rate_samples;
-        stream_samples[i] = profiles[i].stream_samples;
+        /* a floor is kept (and counts toward the others' assumed one) */
+        stream_samples[i] = profiles[i].stream_samples + (uint64_t) profiles[i].gbps_floor;
         implausible[i] = profiles[i].implausible;
     }
     assume_mean(rate, rate_samples, implausible, count, CDC_PROFILE_NOMINAL_GFLOPS);
@@ -139,6 +140,17 @@ static int counts_delta(cdc_profile_counts_t *base, cdc_profile_counts_t now,
     return 1;
 }
 
+/* A bandwidth the device streamed at least (cdc__profile_note_streaming):
+   the estimate while no sample is taken, a move that counts when it is. */
+static void stream_floor_raise(cdc_profile_state_t *state, double gbps)
+{
+    if (gbps <= state->stream_floor)
+        return;
+    if (!state->stream_samples && gbps > state->stream_floor * (1.0 + CDC_PROFILE_MOVE))
+        state->generation++;
+    state->stream_floor = gbps;
+}
+
 void cdc__profile_note_counters(cdc_profile_state_t *state, uint64_t instance, uint64_t flops,
                                 uint64_t busy_us)
 {
@@ -167,6 +179,12 @@ void cdc__profile_note_counters(cdc_profile_state_t *state, uint64_t instance, u
         return;
     }
     if (state->rate_from_thin) { /* the first that says what the device computes at */
+        /* The thin tasks' bandwidth samples were taken before it was
+           known: as fast as this, arithmetic bound them (floors only). */
+        if (state->stream_samples && state->rate.value >= CDC_PROFILE_AT_RATE * gflops) {
+            stream_floor_raise(state, state->stream.value);
+            state->stream_samples = 0;
+        }
         state->rate_from_thin = 0;
         state->rate_samples = 0;
     }
@@ -192,6 +210,14 @@ void cdc__profile_note_streaming(cdc_profile_state_t *state, uint64_t flops, uin
     if (state->implausible || gbps < CDC_PROFILE_MIN_GBPS || gbps > CDC_PROFILE_MAX_GBPS ||
         gflops > CDC_PROFILE_MAX_GFLOPS) {
         note_implausible(state);
+        return;
+    }
+    /* As fast in flops as the device computes (a conv layer's few filters
+       against many pixels; a matrix-vector product on a device whose
+       memory outpaces its arithmetic): what it streamed says "at least". */
+    if (state->rate_samples && !state->rate_from_thin &&
+        gflops >= CDC_PROFILE_AT_RATE * state->rate.value) {
+        stream_floor_raise(state, gbps);
         return;
     }
     state->generation += estimate_add(&state->stream, gbps, state->stream_samples, 0.0);
@@ -301,7 +327,7 @@ void cdc__profile_state_view(const cdc_profile_state_t *state, cdc_worker_profil
 {
     *out = (cdc_worker_profile_t){
         .gflops = state->rate_samples ? state->rate.value : 0.0,
-        .gbps = state->stream_samples ? state->stream.value : 0.0,
+        .gbps = state->stream_samples ? state->stream.value : state->stream_floor,
         .mbit = state->link_samples ? state->link.value : 0.0,
         .rtt_ms = state->rtt_samples ? state->rtt.value : -1.0,
         .max_memory = state->max_memory,
@@ -309,6 +335,7 @@ void cdc__profile_state_view(const cdc_profile_state_t *state, cdc_worker_profil
         .rate_samples = state->rate_samples,
         .link_samples = state->link_samples,
         .stream_samples = state->stream_samples,
+        .gbps_floor = !state->stream_samples && state->stream_floor > 0.0,
         .generation = state->generation,
         .live = 0,
         .implausible = state->implausible,

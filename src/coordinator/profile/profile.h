@@ -34,6 +34,15 @@
  *           local_cost.h predicts the coordinator's own. Unmeasured (a
  *           worker that never computed a thin task, or an older one that
  *           does not report them): no memory term, as before it existed.
+ *           Thin tasks that computed at about the device's rate
+ *           (CDC_PROFILE_AT_RATE) were bound by arithmetic, not memory: a
+ *           conv layer's 4 filters against 3,025 pixels (2 flops a byte,
+ *           thin by status.h's rule) on a 4 GFLOP/s device whose memory is
+ *           far faster. What they streamed is a floor, the bandwidth while
+ *           no sample is taken (gbps_floor), never a sample: taken as one,
+ *           it set the demo's workers at 2 GB/s, the calibration then
+ *           measured nothing more, and the first FC blocks went out sized
+ *           for memory 4x slower than it is (re-sized and staged for 14 s).
  *   rtt     heartbeat PING -> PONG of the latest PING only (an answer to an
  *           older one comes from a worker that stalled; it says nothing of
  *           the link), the estimator fed the least of the latest
@@ -103,6 +112,9 @@
 #define CDC_PROFILE_MIN_GFLOPS 1e-4     /* 100 kFLOP/s: below a microcontroller   */
 #define CDC_PROFILE_MAX_GFLOPS 1e5      /* 100 TFLOP/s: beyond any CPU's fp32
                                            peak several times over          */
+/* A thin task's flop rate at least this share of the device's own: it
+   was bound by arithmetic, not memory, and its bandwidth is only a floor. */
+#define CDC_PROFILE_AT_RATE 0.8
 #define CDC_PROFILE_MIN_GBPS 1e-5       /* 10 kB/s: no device streams slower     */
 #define CDC_PROFILE_MAX_GBPS 1e4        /* 10 TB/s: beyond any memory's          */
 
@@ -115,6 +127,9 @@ typedef struct {
     uint64_t max_memory;  /* its --max-memory (0 = unlimited/unknown)      */
     uint64_t cache_bytes; /* its weight cache use                          */
     uint64_t rate_samples, link_samples, stream_samples;
+    int gbps_floor;       /* gbps is a floor, no sample (stream_samples 0):
+                             thin tasks bound by the device's arithmetic
+                             streamed at least that                       */
     uint64_t generation;  /* bumps when an estimate moved for good         */
     int live;
     int implausible;      /* it reported a rate no device has: gflops 0,
@@ -194,6 +209,8 @@ typedef struct {
     int has_stream_base;       /* thin_base is set                         */
     cdc_profile_counts_t thin_base;
     int rate_from_thin;        /* the rate is the thin tasks' lower bound   */
+    double stream_floor;       /* GB/s thin tasks bound by arithmetic
+                                  streamed at least (0: none)           */
 } cdc_profile_state_t;
 
 /* Nothing measured. */
@@ -210,7 +227,11 @@ void cdc__profile_note_counters(cdc_profile_state_t *state, uint64_t instance, u
    streamed and their busy time, a bandwidth sample once enough busy time
    has passed; and, while no task that is not thin has given a rate, a
    rate sample too (flops / busy: a lower bound on the rate, which the
-   first such task's sample replaces). */
+   first such task's sample replaces). Thin tasks that computed at about
+   the device's rate (CDC_PROFILE_AT_RATE) were bound by its arithmetic,
+   not its memory: their bandwidth is a floor (gbps_floor), not a sample;
+   so are the samples taken before the rate was known, once it shows they
+   were. */
 void cdc__profile_note_streaming(cdc_profile_state_t *state, uint64_t flops, uint64_t bytes,
                                  uint64_t busy_us);
 
