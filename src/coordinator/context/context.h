@@ -31,6 +31,9 @@ typedef struct {
     int64_t pending_here;
     uint64_t pending_token; /* nonzero: pending is staged under it          */
     int pending_staged;  /* the workers hold pending: the next call uses it */
+    double pending_since_ms; /* when pending's staging began               */
+    double staged_ms;    /* when the last staged lengths came into use      */
+    double staging_took_ms; /* and how long their staging took             */
 } cdc_profiled_layout_t;
 
 /* CDCGEMM_PLAN=profiled's state (profiled_plan.c): the profile it plans
@@ -48,7 +51,10 @@ typedef struct {
     int next_layout;     /* the entry to replace next (round robin)        */
     uint64_t last_token; /* the last staging token given                   */
     int calibrated;      /* cdc__profiled_plan_calibrate ran               */
-    int repairing;       /* this call's: a failure's repair under way       */
+    int repairing;       /* this call's: a failure's repair under way, or
+                            one that ended less than PLAN_AFTER_REPAIR_MS
+                            ago (profiled_plan.c)                       */
+    double repair_seen_ms; /* the last call that saw one under way (0: none) */
 } cdc_profiled_state_t;
 
 /* What the last call sized by cdc__plan_size_blocks was planned to do, and

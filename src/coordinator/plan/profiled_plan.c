@@ -43,6 +43,7 @@
  * every worker is measured, which every call does. */
 #include "profiled_plan.h"
 
+#include "clock.h"
 #include "hash.h"
 #include "log.h"
 #include "planner.h"
@@ -61,6 +62,19 @@
 /* Stripes' rows are remembered apart from any dedicated blocks of the same
    shape (an uncoded call over n + r slots has the same shape). */
 #define STRIPES_KEY_TAG UINT64_C(0x73747269706573)
+/* After a repair the estimates still hold what was measured beside it
+   (the coordinator building the returning worker's operand, the host and
+   links shared with the transfer): new lengths wait this long more, a few
+   heartbeats of fresh samples. Without it the demo's fc6 was re-sized on
+   those samples as soon as its redundancy was back (1 run in 16), and that
+   staging ran past the end of the run. */
+#define PLAN_AFTER_REPAIR_MS 2000.0
+/* A staging leaves the calls one erasure short for as long as it takes:
+   an operand's next one waits this many times that long after it (at most
+   a third of the time spent staging, whatever the estimates do). On this
+   host the demo's FC estimates moved by 20% every few seconds, and fc6 was
+   staged four times in a row, the crash inside the last. */
+#define PLAN_RESTAGE_AFTER 2.0
 /* The most calls a shape's hold on an operand's lengths counts
    (vote_shape): a new workload takes them over after this many calls. */
 #define SHAPE_VOTE_CAP 16
@@ -460,6 +474,17 @@ static int vote_shape(cdc_profiled_state_t *st, int i, uint64_t shape)
     return 1;
 }
 
+/* Whether this call's new lengths wait for a repair (keep_or_remember):
+   one under way, or one seen within PLAN_AFTER_REPAIR_MS. */
+static void note_repair(cdc_context_t *context)
+{
+    cdc_profiled_state_t *st = &context->profiled;
+    double now = cdc__clock_ms();
+    if (cdc__executor_repairing(context->executor))
+        st->repair_seen_ms = now;
+    st->repairing = st->repair_seen_ms > 0.0 && now - st->repair_seen_ms < PLAN_AFTER_REPAIR_MS;
+}
+
 /* A new entry (the oldest replaced) remembering that operand key was given
    lengths len[0..count-1] and the coordinator's share here for calls of
    shape `shape`; its index. */
@@ -474,6 +499,7 @@ static int layout_claim(cdc_profiled_state_t *st, uint64_t key, uint64_t shape,
     st->layouts[i].challenger = 0;
     st->layouts[i].challenger_calls = 0;
     st->layouts[i].pending_token = 0;
+    st->layouts[i].staged_ms = st->layouts[i].staging_took_ms = 0.0;
     memcpy(st->layouts[i].len, len, (size_t) count * sizeof *len);
     st->layouts[i].here = here;
     return i;
@@ -546,6 +572,24 @@ static void keep_while_staging(cdc_profiled_state_t *st, int i, const cdc_shard_
     *here = st->layouts[i].here;
 }
 
+/* Whether layout i's lengths stay as they are for now, whatever a new
+   sizing predicts (a staging already under way goes on). While a lost
+   worker's blocks go back to it, the others are measured beside that
+   transfer (the coordinator building it, their host and link shared), and
+   a new staging could not start before the repair ends anyway: cached
+   weights keep their lengths until it has ended (note_repair; a re-size
+   decided on those samples moved the demo's FC blocks right after its
+   crash, and the redundancy came back 14 s later). And an operand staged
+   lately waits PLAN_RESTAGE_AFTER times that staging's time. */
+static int lengths_held(const cdc_profiled_state_t *st, int i, int stage)
+{
+    const cdc_profiled_layout_t *l = &st->layouts[i];
+    if (!stage || l->pending_token)
+        return 0;
+    return st->repairing || (l->staged_ms > 0.0 && cdc__clock_ms() - l->staged_ms <
+                                                       PLAN_RESTAGE_AFTER * l->staging_took_ms);
+}
+
 /* Keep the lengths (and coordinator's share) this operand had unless the
    new ones, len and *here, are predicted enough faster; remember what it
    gets. Faster lengths for weights the workers cache (stage: may_stage)
@@ -573,19 +617,15 @@ static double keep_or_remember(cdc_profiled_state_t *st, uint64_t key,
         memcpy(kept, pending, (size_t) n * sizeof *len);
         st->layouts[i].here = st->layouts[i].pending_here;
         st->layouts[i].pending_token = 0;
+        st->layouts[i].staged_ms = cdc__clock_ms();
+        st->layouts[i].staging_took_ms = st->layouts[i].staged_ms -
+                                         st->layouts[i].pending_since_ms;
         CDC_LOG_INFOF("profiled plan: re-sized blocks of %lld rows in use: the workers "
                       "were sent them in the background", (long long) sum_of(kept, n));
     }
     double t_old = latency_of(line, home, n, r, cost, st->layouts[i].here, kept);
     int sized_for_call = vote_shape(st, i, shape);
-    /* While a lost worker's blocks go back to it, the others are measured
-       beside that transfer (the coordinator building it, their host and
-       link shared), and a new staging could not start before the repair
-       ends anyway: cached weights keep their lengths until it does (a
-       re-size decided on those samples moved the demo's FC blocks right
-       after its crash, and the redundancy came back 14 s later). A staging
-       already under way goes on. */
-    if (st->repairing && stage && !st->layouts[i].pending_token)
+    if (lengths_held(st, i, stage))
         sized_for_call = 0;
     /* A staging under way is finished while its lengths still beat the old
        ones, even if newer ones look better still or the gain fell below the
@@ -622,6 +662,7 @@ static double keep_or_remember(cdc_profiled_state_t *st, uint64_t key,
     st->layouts[i].pending_here = *here;
     st->layouts[i].pending_token = ++st->last_token;
     st->layouts[i].pending_staged = 0;
+    st->layouts[i].pending_since_ms = cdc__clock_ms();
     CDC_LOG_INFOF("profiled plan: blocks of %lld rows re-sized, %lld here (predicted %.2f ms, "
                   "%.2f ms as they are); their weights go to the workers in the background",
                   (long long) sum_of(len, n), (long long) *here, t_new, t_old);
@@ -814,7 +855,7 @@ int cdc__profiled_plan_size(cdc_context_t *context, cdc_call_plan_t *plan,
     int n = plan->n, r = cdc__plan_sized_r(plan);
     cdc_shard_cost_t line[CDC_MAX_WORKERS];
     anchor(context);
-    st->repairing = cdc__executor_repairing(context->executor);
+    note_repair(context);
     if (!anchored_lines(st, n, r, cost, rows, line))
         return 0;
     if (st->homes_stale || st->slots != n + r) {
@@ -885,7 +926,7 @@ int cdc__profiled_plan_size_stripes(cdc_context_t *context, cdc_call_plan_t *pla
     uint64_t key = stripes_key(cost, rows, workers);
     cdc_shard_cost_t line[CDC_MAX_WORKERS];
     anchor(context);
-    st->repairing = cdc__executor_repairing(context->executor);
+    note_repair(context);
     /* Every worker computes data rows on every call here: all of them are
        measured before the first sizing (a device taken at the slowest rate
        meanwhile would keep too few rows once the rest is within 10%). */
