@@ -32,8 +32,8 @@ typedef struct {
     uint64_t pending_token; /* nonzero: pending is staged under it          */
     int pending_staged;  /* the workers hold pending: the next call uses it */
     double pending_since_ms; /* when pending's staging began               */
-    double staged_ms;    /* when the last staged lengths came into use      */
-    double staging_took_ms; /* and how long their staging took             */
+    double restage_ms;   /* no new staging before then (PLAN_RESTAGE_AFTER
+                            times the last one's time after it ended)  */
 } cdc_profiled_layout_t;
 
 /* CDCGEMM_PLAN=profiled's state (profiled_plan.c): the profile it plans

@@ -499,7 +499,7 @@ static int layout_claim(cdc_profiled_state_t *st, uint64_t key, uint64_t shape,
     st->layouts[i].challenger = 0;
     st->layouts[i].challenger_calls = 0;
     st->layouts[i].pending_token = 0;
-    st->layouts[i].staged_ms = st->layouts[i].staging_took_ms = 0.0;
+    st->layouts[i].restage_ms = 0.0;
     memcpy(st->layouts[i].len, len, (size_t) count * sizeof *len);
     st->layouts[i].here = here;
     return i;
@@ -586,8 +586,7 @@ static int lengths_held(const cdc_profiled_state_t *st, int i, int stage)
     const cdc_profiled_layout_t *l = &st->layouts[i];
     if (!stage || l->pending_token)
         return 0;
-    return st->repairing || (l->staged_ms > 0.0 && cdc__clock_ms() - l->staged_ms <
-                                                       PLAN_RESTAGE_AFTER * l->staging_took_ms);
+    return st->repairing || cdc__clock_ms() < l->restage_ms;
 }
 
 /* Keep the lengths (and coordinator's share) this operand had unless the
@@ -617,9 +616,9 @@ static double keep_or_remember(cdc_profiled_state_t *st, uint64_t key,
         memcpy(kept, pending, (size_t) n * sizeof *len);
         st->layouts[i].here = st->layouts[i].pending_here;
         st->layouts[i].pending_token = 0;
-        st->layouts[i].staged_ms = cdc__clock_ms();
-        st->layouts[i].staging_took_ms = st->layouts[i].staged_ms -
-                                         st->layouts[i].pending_since_ms;
+        double now = cdc__clock_ms();
+        st->layouts[i].restage_ms =
+            now + PLAN_RESTAGE_AFTER * (now - st->layouts[i].pending_since_ms);
         CDC_LOG_INFOF("profiled plan: re-sized blocks of %lld rows in use: the workers "
                       "were sent them in the background", (long long) sum_of(kept, n));
     }
