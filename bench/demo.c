@@ -16,11 +16,11 @@
 /* 60 requests after the crash: the respawned device takes its slot's
    weights back in the background (about 61 MB over its 94 Mbit/s link,
    5-6 s), and the run goes on long enough to show the redundancy restored.
-   The warm-up goes on while the plan stages re-sized blocks (at most
-   DEMO_SETTLE_S): on this host the FC layers' measured speed often moves
-   their blocks once more after the first calls (fc6's and fc7's, 160 MB, one
-   device at a time, ~14 s), and the timed requests would run one parity
-   short for that long. The crash is then a SIGKILL from the bench at its
+   The warm-up goes on until the plan has staged and confirmed no re-sized
+   blocks for 10 requests in a row (at most DEMO_SETTLE_S): on this host the
+   FC layers' measured speed often moves their blocks once more after the
+   first calls (fc6's and fc7's, 160 MB, one device at a time, ~14 s), and
+   the timed requests would run one parity short for that long. The crash is then a SIGKILL from the bench at its
    request, not a count of tasks the warm-up's length would move. */
 enum {
     DEMO_REQUESTS = 80,
@@ -124,8 +124,8 @@ int cdc_bench_demo(int argc, char **argv)
         printf("  %-34s %12s %12s\n", "full redundancy again", "not yet", "-");
     printf("\n  worst output error vs the uncoded reference: %.2e (coded), %.2e (uncoded)\n",
            all[0].max_rel_error, all[1].max_rel_error);
-    printf("  warm-up: %d requests coded, %d uncoded (%d, then while the plan's re-sized "
-           "blocks went to the devices)\n",
+    printf("  warm-up: %d requests coded, %d uncoded (%d, then until the plan had moved no "
+           "blocks for 10)\n",
            DEMO_WARMUP + runs[0].settle_requests, DEMO_WARMUP + runs[1].settle_requests,
            DEMO_WARMUP);
     char title[160];

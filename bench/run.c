@@ -175,16 +175,25 @@ typedef struct {
     cdc_external_t *external;
 } run_state_t;
 
-/* More warm-up while the plan stages re-sized blocks (run->settle_s): the
-   timed requests then start from the plan it settled on, not one worker
-   short for the seconds its new blocks take over its link. */
+/* Requests in a row the plan must have been settled for before the timed
+   ones start: a staging given up or a re-size being confirmed can leave it
+   unsettled for a request and then settle again on the next move. */
+#define SETTLED_REQUESTS 10
+
+/* More warm-up while the plan stages or confirms re-sized blocks
+   (run->settle_s): the timed requests then start from the plan it settled
+   on, not one worker short for the seconds its new blocks take over its
+   link. */
 static void settle(const cdc_workload_t *workload, run_state_t *st, cdc_run_t *run)
 {
     cdc_request_record_t scratch;
     double until = cdc_bench_now_ms() + run->settle_s * 1000.0;
     run->settle_requests = 0;
-    while (run->settle_s > 0 && cdc_testing_plan_settling(st->context) &&
-           cdc_bench_now_ms() < until) {
+    int settled = 0;
+    while (run->settle_s > 0 && cdc_bench_now_ms() < until) {
+        settled = cdc_testing_plan_settling(st->context) ? 0 : settled + 1;
+        if (settled > SETTLED_REQUESTS)
+            break;
         run_request(workload, st->context, st->layers, st->y, &scratch, NULL);
         run->settle_requests++;
     }

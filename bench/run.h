@@ -57,8 +57,9 @@ typedef struct {
                               crash_at (else the caller's fault plan crashes
                               it after a count of tasks)                  */
     double settle_s;       /* > 0: after the warm-up, more warm-up requests
-                              while the plan stages re-sized blocks
-                              (cdc_testing_plan_settling), at most this long */
+                              until the plan has staged and confirmed no
+                              re-sized blocks (cdc_testing_plan_settling)
+                              for 10 requests in a row, at most this long */
     const cdc_chaos_spec_t *chaos; /* outside chaos during the timed requests,
                               or NULL                                      */
     int external;          /* > 0: the bench starts this many workers itself

@@ -100,7 +100,9 @@ CDC_EXPORT int cdc_testing_last_plan(cdc_context_t *context, cdc_testing_plan_t 
 
 /* 1 while the plan has re-sized blocks of cached weights that the workers
    are still taking in (one slot at a time, that slot an erasure meanwhile:
-   the calls run one parity short), else 0 (also for NULL). Between calls,
+   the calls run one parity short), or new lengths for them that it is
+   confirming before it stages them (they must stay predicted faster for
+   3 s), else 0 (also for NULL). Between calls,
    from the thread that makes them: a benchmark's warm-up waits for it. */
 CDC_EXPORT int cdc_testing_plan_settling(const cdc_context_t *context);
 

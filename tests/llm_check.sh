@@ -25,7 +25,10 @@
 #   6. bad input refused with the reason: a prompt and tokens past seq_len,
 #      a truncated checkpoint, an unknown option, a --random spec missing a
 #      key, an unknown --baseline and a bad --chaos; --prompt without a
-#      tokenizer, or too long for seq_len; a tokenizer of another vocab.
+#      tokenizer, or too long for seq_len; a tokenizer of another vocab;
+#   7. PyTorch takes the same greedy tokens as the runs of 1 and 3, from the
+#      checkpoint alone (tests/llm_torch_check.py): the tool's own reference
+#      shares its decoder, this one shares nothing.
 # Exit 0: passed; 1: failed.
 set -u
 llm=${1:?usage: llm_check.sh CDCGEMM_LLM}
@@ -116,6 +119,7 @@ else
   grep -v "^cdcgemm warn" "$tmp/churn.log"
 fi
 
+
 # 4. The check sees corruption the library was told not to look for.
 CDCGEMM_VERIFY=0 timeout 120 "$llm" --model "$tmp/model.bin" --prompt-tokens 8 --tokens 24 \
   --workers 5 --faults 'corrupt@w1:p=1' --json "$tmp/corrupt.json" >"$tmp/corrupt.log" 2>&1
@@ -197,6 +201,21 @@ expect 2 "seq= missing" "a --random spec without seq" \
 expect 2 "expected uncoded" "an unknown baseline" \
   "$llm" --model "$tmp/model.bin" --baseline replicate
 expect 2 "chaos" "a bad --chaos" "$llm" --model "$tmp/model.bin" --chaos 'kill@w1:every=fast'
+
+# 7. PyTorch agrees (tests/llm_torch_check.py: the checkpoint run in float64
+#    by PyTorch, teacher-forced): the in-process run (GQA, an unshared
+#    classifier) and the churn run's 400 tokens (a shared one, attention over
+#    up to 407 positions).
+torch_check=$(dirname "$0")/llm_torch_check.py
+for run in in churn; do
+  model=$tmp/model.bin
+  [ $run = churn ] && model=$tmp/long.bin
+  if /usr/bin/python3 "$torch_check" "$model" "$tmp/$run.json" >"$tmp/torch-$run.log" 2>&1; then
+    pass "PyTorch, $run: $(cat "$tmp/torch-$run.log")"
+  else
+    fail "PyTorch, $run: $(cat "$tmp/torch-$run.log")"
+  fi
+done
 
 [ $failures = 0 ] && echo "PASS" || echo "FAILED: $failures"
 [ $failures = 0 ]

@@ -800,8 +800,9 @@ END_TEST
    bound by it) measure further while the rate stays the one of the
    compute-bound calls. The first batch-1 call keeps the lengths the
    weights were shipped with (one call of another shape moves nothing);
-   the re-size the batch-1 calls then want reaches the workers in the
-   background, each layer's blocks under their own staging (one memory of
+   the re-size the batch-1 calls then want (confirmed by their calls for
+   3 s first) reaches the workers in the background, each layer's blocks
+   under their own staging (one memory of
    lengths for both layers switched the second to blocks it was never
    sent): no weight byte on the call path after the batch-32 calls, every
    result exact. */
@@ -834,8 +835,8 @@ START_TEST(test_call_shapes_keep_weights)
     ck_assert_int_eq(memcmp(kept.block_len, sized.block_len, sizeof kept.block_len), 0);
     double start = cdc_test_now_s();
     int calls = 0;
-    for (; calls < MAX_CALLS && cdc_test_now_s() - start < MAX_SECONDS &&
-           (calls < 20 || cdc__profiled_plan_staging(context));
+    for (; calls < 20 * MAX_CALLS && cdc_test_now_s() - start < MAX_SECONDS &&
+           (calls < 20 || cdc_testing_plan_settling(context));
          calls++)
         cdc_test_fc_check(&step[calls % 2], REL_TOL);
     ck_assert_msg(!cdc__profiled_plan_staging(context), "still staging after %d calls", calls);

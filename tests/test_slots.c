@@ -738,6 +738,44 @@ START_TEST(test_dropped_staging_drains_first)
 }
 END_TEST
 
+/* The plan gives a staging up (other lengths chosen) while a slot's home
+   takes in its block: the staging and its blocks leave the manifests, no
+   other home is sent anything for it, the home serves again once it
+   acknowledged what was on the wire, and the blocks' holds are let go. */
+START_TEST(test_unstaged_stops_sending)
+{
+    cdc_slots_t *slots = malloc(sizeof *slots);
+    fake_io_t fake;
+    cdc_slot_io_t io;
+    int freed = 0;
+    const uint64_t all = BIT(3) - 1;
+    slots_start(slots, 3, 3, &fake, &io);
+    held_block_t *block = held_block_new(&freed);
+    cdc_slot_weight_t staged[3];
+    staged_blocks(block, 800, 3, staged);
+    cdc__slots_unstage(slots, 9); /* not staged: nothing */
+    cdc__slots_stage(slots, 9, staged, 3, NULL);
+    cdc__slots_restore(slots, all, &io);
+    ck_assert_int_eq(slots->staging_slot, 0);
+    ck_assert_int_eq(fake.weights_sent[0], 1);
+    cdc__slots_unstage(slots, 9);
+    ck_assert_int_eq(cdc__slots_staged(slots, 9), -1);
+    ck_assert_int_eq(slots->manifest_count[0], 0);
+    for (int pass = 0; pass < 4; pass++)
+        ack_all_and_pass(slots, &fake, &io, 3, all);
+    ck_assert_int_eq(slots->staging_slot, -1);
+    ck_assert(cdc__slots_full(slots, all));
+    ck_assert(!cdc__slots_staging(slots));
+    for (int w = 0; w < 3; w++)
+        ck_assert_int_eq(fake.weights_sent[w], w == 0);
+    ck_assert_int_eq(freed, 0); /* its owner still holds it */
+    cdc__hold_release(&block->hold);
+    ck_assert_int_eq(freed, 1);
+    cdc__slots_fini(slots);
+    free(slots);
+}
+END_TEST
+
 /* A second re-size comes while a slot's home takes in the first one's
    block: that home is sent the second's block too before the staging moves
    on (the slot was picked before the second staging existed, and waiting
@@ -802,6 +840,7 @@ static Suite *slots_suite(void)
     tcase_add_test(staging, test_staging_waits_for_moved_homes);
     tcase_add_test(staging, test_staging_dropped_with_its_blocks);
     tcase_add_test(staging, test_dropped_staging_drains_first);
+    tcase_add_test(staging, test_unstaged_stops_sending);
     tcase_add_test(staging, test_staging_added_while_a_slot_stages);
     suite_add_tcase(suite, staging);
     return suite;

@@ -145,6 +145,10 @@ int cdc__client_set_homes(cdc_client_t *self, const int *home_of_slot, int slots
 int cdc__client_stage(cdc_client_t *self, uint64_t token, int needed,
                       const cdc_slot_weight_t *block, int count, const int *order);
 
+/* Forget staging token (cdc__slots_unstage): the plan chose other lengths
+   before its blocks were all sent. Thread-safe. */
+void cdc__client_unstage(cdc_client_t *self, uint64_t token);
+
 /* The last call, per shard s < max: the worker its task was sent to
    (sent_to[s]) and the one whose result was taken (answered_by[s]); -1 for
    none (not in the call, not sent, no result). Either may be NULL. Waits

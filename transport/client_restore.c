@@ -407,6 +407,13 @@ int cdc__client_stage(cdc_client_t *self, uint64_t token, int needed,
     return staged;
 }
 
+void cdc__client_unstage(cdc_client_t *self, uint64_t token)
+{
+    pthread_mutex_lock(&self->lock);
+    cdc__slots_unstage(self->slots, token);
+    pthread_mutex_unlock(&self->lock);
+}
+
 int cdc__client_repairing(cdc_client_t *self)
 {
     pthread_mutex_lock(&self->lock);

@@ -40,7 +40,8 @@ int cdc_testing_last_plan(cdc_context_t *context, cdc_testing_plan_t *plan)
 
 int cdc_testing_plan_settling(const cdc_context_t *context)
 {
-    return context && cdc__profiled_plan_staging(context);
+    return context &&
+           (cdc__profiled_plan_staging(context) || cdc__profiled_plan_confirming(context));
 }
 
 int cdc_testing_worker_status(cdc_context_t *context, cdc_testing_worker_status_t *out,

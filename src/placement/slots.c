@@ -357,6 +357,20 @@ int cdc__slots_staged(cdc_slots_t *slots, uint64_t token)
     return 1;
 }
 
+void cdc__slots_unstage(cdc_slots_t *slots, uint64_t token)
+{
+    int i = staging_index(slots, token);
+    if (i < 0)
+        return;
+    const cdc_slot_staging_t *g = &slots->staging[i];
+    for (int s = 0; s < g->count && s < slots->slot_count; s++)
+        for (int e = slots->manifest_count[s] - 1; e >= 0; e--)
+            if (slots->manifest[s][e].key == g->weight[s].key &&
+                slots->manifest[s][e].hold == g->weight[s].hold)
+                manifest_remove(slots, s, e);
+    staging_remove(slots, i);
+}
+
 int cdc__slots_staging(const cdc_slots_t *slots)
 {
     return slots->staging_count > 0 || slots->staging_slot >= 0;

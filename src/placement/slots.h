@@ -195,6 +195,12 @@ void cdc__slots_stage(cdc_slots_t *slots, uint64_t token, const cdc_slot_weight_
    while it is under way, -1 for a token not staged (never, or dropped). */
 int cdc__slots_staged(cdc_slots_t *slots, uint64_t token);
 
+/* Forget staging `token` (its owner chose other lengths before it was
+   all sent): its blocks leave the slots' manifests, so no home or spare is
+   sent or waits for them any more; a transfer already on the wire ends as
+   it is. Nothing for a token not staged. */
+void cdc__slots_unstage(cdc_slots_t *slots, uint64_t token);
+
 /* Whether some staging is under way. */
 int cdc__slots_staging(const cdc_slots_t *slots);
 

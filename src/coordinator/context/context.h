@@ -34,6 +34,9 @@ typedef struct {
     double pending_since_ms; /* when pending's staging began               */
     double restage_ms;   /* no new staging before then (PLAN_RESTAGE_AFTER
                             times the last one's time after it ended)  */
+    double wanted_since_ms; /* since when every call of its shape has
+                            predicted new lengths enough faster (0: the
+                            last one did not): PLAN_RESIZE_CONFIRM_MS */
 } cdc_profiled_layout_t;
 
 /* CDCGEMM_PLAN=profiled's state (profiled_plan.c): the profile it plans
@@ -50,6 +53,8 @@ typedef struct {
     cdc_profiled_layout_t layouts[CDC_PROFILED_LAYOUTS];
     int next_layout;     /* the entry to replace next (round robin)        */
     uint64_t last_token; /* the last staging token given                   */
+    uint64_t dropped_token; /* a staging given up before it was all sent,
+                            for the executor to forget (0: none)        */
     int calibrated;      /* cdc__profiled_plan_calibrate ran               */
     int repairing;       /* this call's: a failure's repair under way, or
                             one that ended less than PLAN_AFTER_REPAIR_MS

@@ -56,6 +56,12 @@ int cdc__executor_stage(cdc_executor_t *executor, uint64_t token, int needed,
     return executor->ops->stage(executor, token, needed, block, count, order);
 }
 
+void cdc__executor_unstage(cdc_executor_t *executor, uint64_t token)
+{
+    if (executor && executor->ops->unstage)
+        executor->ops->unstage(executor, token);
+}
+
 int cdc__executor_last_call(cdc_executor_t *executor, int *sent_to, int *answered_by,
                             int max)
 {

@@ -48,6 +48,7 @@ typedef struct {
     int (*set_homes)(cdc_executor_t *self, const int *home_of_slot, int slots);
     int (*stage)(cdc_executor_t *self, uint64_t token, int needed,
                  const cdc_slot_weight_t *block, int count, const int *order);
+    void (*unstage)(cdc_executor_t *self, uint64_t token);
     void (*last_call)(cdc_executor_t *self, int *sent_to, int *answered_by, int max);
     int (*worker_count)(cdc_executor_t *self);
     int (*worker_status)(cdc_executor_t *self, cdc_worker_status_t *out, int max);
@@ -112,6 +113,11 @@ int cdc__executor_set_homes(cdc_executor_t *executor, const int *home_of_slot, i
    process: nothing to send). Thread-safe. */
 int cdc__executor_stage(cdc_executor_t *executor, uint64_t token, int needed,
                         const cdc_slot_weight_t *block, int count, const int *order);
+
+/* Staging token is no longer wanted (cdc__client_unstage): the plan chose
+   other lengths before every home held it. Nothing for an executor without
+   slots. Thread-safe. */
+void cdc__executor_unstage(cdc_executor_t *executor, uint64_t token);
 
 /* Per shard s < max of a ZeroMQ executor's last call: the worker it was sent
    to and the one that answered (cdc__client_last_call; -1: none). CDC_EINVAL

@@ -157,6 +157,11 @@ static int zmq_stage(cdc_executor_t *base, uint64_t token, int needed,
     return cdc__client_stage(zmq_of(base)->client, token, needed, block, count, order);
 }
 
+static void zmq_unstage(cdc_executor_t *base, uint64_t token)
+{
+    cdc__client_unstage(zmq_of(base)->client, token);
+}
+
 static void zmq_last_call(cdc_executor_t *base, int *sent_to, int *answered_by, int max)
 {
     cdc__client_last_call(zmq_of(base)->client, sent_to, answered_by, max);
@@ -173,6 +178,7 @@ static const cdc_executor_ops_t zmq_ops = {
     .worker_moved = zmq_worker_moved,
     .set_homes = zmq_set_homes,
     .stage = zmq_stage,
+    .unstage = zmq_unstage,
     .last_call = zmq_last_call,
     .worker_count = zmq_worker_count,
     .worker_status = zmq_worker_status,

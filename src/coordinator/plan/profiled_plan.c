@@ -75,6 +75,13 @@
    host the demo's FC estimates moved by 20% every few seconds, and fc6 was
    staged four times in a row, the crash inside the last. */
 #define PLAN_RESTAGE_AFTER 2.0
+/* New lengths for cached weights re-ship them (a staging of seconds, the
+   calls one erasure short meanwhile): they must have been predicted enough
+   faster by every call of the operand's shape for this long first. On this
+   host the demo's FC estimates swung by 20-30% for a few seconds at a time
+   (five workers sharing its memory), and a staging started on one swing
+   was given up on the next, or ran into the crash. */
+#define PLAN_RESIZE_CONFIRM_MS 3000.0
 /* The most calls a shape's hold on an operand's lengths counts
    (vote_shape): a new workload takes them over after this many calls. */
 #define SHAPE_VOTE_CAP 16
@@ -485,6 +492,36 @@ static void note_repair(cdc_context_t *context)
     st->repairing = st->repair_seen_ms > 0.0 && now - st->repair_seen_ms < PLAN_AFTER_REPAIR_MS;
 }
 
+/* Layout i's staging, if one is under way, given up: its lengths are no
+   longer wanted (other ones, or another operand's entry). The executor
+   forgets it at the end of the call's sizing (forget_dropped): otherwise
+   its blocks went on to the workers, each slot an erasure while it took
+   them in, for lengths no call would use (the demo's fc6 and fc7, 160 MB,
+   its crash inside). */
+static void drop_pending(cdc_profiled_state_t *st, int i)
+{
+    cdc_profiled_layout_t *l = &st->layouts[i];
+    if (l->pending_token && !l->pending_staged) {
+        st->dropped_token = l->pending_token;
+        /* As after a staging that ended: the estimates that started this
+           one and then gave it up move too much to start another soon. */
+        double now = cdc__clock_ms();
+        l->restage_ms = now + PLAN_RESTAGE_AFTER * (now - l->pending_since_ms);
+    }
+    l->pending_token = 0;
+}
+
+/* The executor forgets the staging this call gave up (drop_pending). */
+static void forget_dropped(cdc_context_t *context)
+{
+    uint64_t token = context->profiled.dropped_token;
+    context->profiled.dropped_token = 0;
+    if (token) {
+        cdc__executor_unstage(context->executor, token);
+        CDC_LOG_INFOF("profiled plan: a staging given up: its lengths are no longer wanted");
+    }
+}
+
 /* A new entry (the oldest replaced) remembering that operand key was given
    lengths len[0..count-1] and the coordinator's share here for calls of
    shape `shape`; its index. */
@@ -493,13 +530,14 @@ static int layout_claim(cdc_profiled_state_t *st, uint64_t key, uint64_t shape,
 {
     int i = st->next_layout;
     st->next_layout = (i + 1) % CDC_PROFILED_LAYOUTS;
+    drop_pending(st, i);
     st->layouts[i].key = key;
     st->layouts[i].sized_for = shape;
     st->layouts[i].sized_calls = shape != 0; /* 0: for no shape yet, the next call's */
     st->layouts[i].challenger = 0;
     st->layouts[i].challenger_calls = 0;
-    st->layouts[i].pending_token = 0;
     st->layouts[i].restage_ms = 0.0;
+    st->layouts[i].wanted_since_ms = 0.0;
     memcpy(st->layouts[i].len, len, (size_t) count * sizeof *len);
     st->layouts[i].here = here;
     return i;
@@ -589,6 +627,20 @@ static int lengths_held(const cdc_profiled_state_t *st, int i, int stage)
     return st->repairing || cdc__clock_ms() < l->restage_ms;
 }
 
+/* Whether new lengths of layout l, predicted enough faster by this call,
+   have been by every call since PLAN_RESIZE_CONFIRM_MS ago (counted from
+   this one when the last did not); at once for an operand the workers do
+   not cache (re-cut by every call at no cost). */
+static int resize_confirmed(cdc_profiled_layout_t *l, const cdc_block_cost_t *cost)
+{
+    if (!(cost->held_per_row > 0.0))
+        return 1;
+    double now = cdc__clock_ms();
+    if (l->wanted_since_ms <= 0.0)
+        l->wanted_since_ms = now;
+    return now - l->wanted_since_ms >= PLAN_RESIZE_CONFIRM_MS;
+}
+
 /* Keep the lengths (and coordinator's share) this operand had unless the
    new ones, len and *here, are predicted enough faster; remember what it
    gets. Faster lengths for weights the workers cache (stage: may_stage)
@@ -624,8 +676,10 @@ static double keep_or_remember(cdc_profiled_state_t *st, uint64_t key,
     }
     double t_old = latency_of(line, home, n, r, cost, st->layouts[i].here, kept);
     int sized_for_call = vote_shape(st, i, shape);
-    if (lengths_held(st, i, stage))
+    if (lengths_held(st, i, stage)) {
         sized_for_call = 0;
+        st->layouts[i].wanted_since_ms = 0.0; /* confirmed on fresh samples after */
+    }
     /* A staging under way is finished while its lengths still beat the old
        ones, even if newer ones look better still or the gain fell below the
        10% that starts one: restarting it at every move of a settling (or,
@@ -643,12 +697,16 @@ static double keep_or_remember(cdc_profiled_state_t *st, uint64_t key,
         *here = st->layouts[i].here;
         return t_old;
     }
-    st->layouts[i].pending_token = 0; /* none, or no gain any longer */
-    if (!(t_new < (stage ? PLAN_RESHIP_GAIN : PLAN_SWITCH_GAIN) * t_old)) {
+    drop_pending(st, i); /* none, or no gain any longer */
+    int faster = t_new < (stage ? PLAN_RESHIP_GAIN : PLAN_SWITCH_GAIN) * t_old;
+    if (!faster)
+        st->layouts[i].wanted_since_ms = 0.0;
+    if (!faster || !resize_confirmed(&st->layouts[i], cost)) {
         memcpy(len, kept, (size_t) n * sizeof *len);
         *here = st->layouts[i].here;
         return t_old;
     }
+    st->layouts[i].wanted_since_ms = 0.0;
     if (!stage) {
         memcpy(kept, len, (size_t) n * sizeof *len);
         st->layouts[i].here = *here;
@@ -718,6 +776,14 @@ int cdc__profiled_plan_staging(const cdc_context_t *context)
 {
     for (int i = 0; i < CDC_PROFILED_LAYOUTS; i++)
         if (context->profiled.layouts[i].pending_token)
+            return 1;
+    return 0;
+}
+
+int cdc__profiled_plan_confirming(const cdc_context_t *context)
+{
+    for (int i = 0; i < CDC_PROFILED_LAYOUTS; i++)
+        if (context->profiled.layouts[i].wanted_since_ms > 0.0)
             return 1;
     return 0;
 }
@@ -873,6 +939,7 @@ int cdc__profiled_plan_size(cdc_context_t *context, cdc_call_plan_t *plan,
     int i = layout_index(st, key);
     int stage = may_stage(st, cost, n, r, i >= 0 ? st->layouts[i].len : NULL, plan->block_len);
     t = keep_or_remember(st, key, line, n, r, cost, plan->block_len, &here, t, stage, plan);
+    forget_dropped(context);
     plan->here_rows = here;
     plan->sized = 1;
     if (predicted_ms)
@@ -931,6 +998,7 @@ int cdc__profiled_plan_size_stripes(cdc_context_t *context, cdc_call_plan_t *pla
        meanwhile would keep too few rows once the rest is within 10%). */
     if (!anchored_lines(st, workers, 0, cost, rows, line)) {
         plan->here_rows = stripes_kept(st, key, workers, rows, plan->block_len);
+        forget_dropped(context);
         return 0;
     }
     /* The homes as for the dedicated blocks (one map serves both layouts:
@@ -953,12 +1021,14 @@ int cdc__profiled_plan_size_stripes(cdc_context_t *context, cdc_call_plan_t *pla
     double t = stripe_lengths(line, home, n, workers, cost, rows, len, &here);
     if (!isfinite(t)) {
         plan->here_rows = stripes_kept(st, key, workers, rows, plan->block_len);
+        forget_dropped(context);
         return 0;
     }
     cdc__plan_equal_lengths(workers, rows, equal);
     int i = layout_index(st, key);
     int stage = may_stage_stripes(st, cost, n, r, i >= 0 ? st->layouts[i].len : equal, len);
     keep_or_remember(st, key, line, workers, 0, cost, len, &here, t, stage, plan);
+    forget_dropped(context);
     memcpy(plan->block_len, len, (size_t) workers * sizeof *len);
     plan->here_rows = here;
     return 1;

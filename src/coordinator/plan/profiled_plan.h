@@ -118,4 +118,8 @@ int cdc__profiled_plan_home(const cdc_context_t *context, int n, int r, int s);
    keep the old ones meanwhile). */
 int cdc__profiled_plan_staging(const cdc_context_t *context);
 
+/* Whether some operand has new lengths its calls are confirming before
+   they are staged (PLAN_RESIZE_CONFIRM_MS). */
+int cdc__profiled_plan_confirming(const cdc_context_t *context);
+
 #endif

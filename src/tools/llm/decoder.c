@@ -2,6 +2,7 @@
  * run.c, batched over the prompt's tokens. */
 #include "decoder.h"
 
+#include <cblas.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -212,36 +213,29 @@ static void rope(const llm_decoder_t *d, float *q, float *k, int pos)
 }
 
 /* Grouped-query attention of q (dim) at pos over layer l's cache, into out
-   (dim): each head over its kv head's keys and values of positions 0..pos. */
+   (dim): each head over its kv head's keys and values of positions 0..pos.
+   A head's scores and its weighted sum of values are matrix-vector
+   products over the cache (rows of kv_dim floats, the head's columns), on
+   OpenBLAS: the scalar loops took 33 ms a token at position 1,900 of the
+   110M model here, OpenBLAS 18 (the cache's 147 MB read once). */
 static void attention(llm_decoder_t *d, int l, int pos, const float *q, float *out)
 {
-    int hs = d->head_size, kv_mul = d->c.n_heads / d->c.n_kv_heads;
-    size_t layer = (size_t) l * (size_t) d->c.seq_len * (size_t) d->kv_dim;
+    int hs = d->head_size, kv_mul = d->c.n_heads / d->c.n_kv_heads, kv = d->kv_dim;
+    size_t layer = (size_t) l * (size_t) d->c.seq_len * (size_t) kv;
     for (int h = 0; h < d->c.n_heads; h++) {
-        const float *qh = q + h * hs;
-        int kvh = h / kv_mul;
+        size_t head = layer + (size_t) (h / kv_mul) * (size_t) hs;
+        cblas_sgemv(CblasRowMajor, CblasNoTrans, pos + 1, hs, 1.0f / sqrtf((float) hs),
+                    d->key_cache + head, kv, q + h * hs, 1, 0.0f, d->att, 1);
         float max = -INFINITY;
-        for (int t = 0; t <= pos; t++) {
-            const float *k = d->key_cache + layer + (size_t) t * d->kv_dim + kvh * hs;
-            float score = 0.0f;
-            for (int i = 0; i < hs; i++)
-                score += qh[i] * k[i];
-            d->att[t] = score / sqrtf((float) hs);
+        for (int t = 0; t <= pos; t++)
             max = d->att[t] > max ? d->att[t] : max;
-        }
         float sum = 0.0f;
         for (int t = 0; t <= pos; t++) {
             d->att[t] = expf(d->att[t] - max);
             sum += d->att[t];
         }
-        float *oh = out + h * hs;
-        memset(oh, 0, (size_t) hs * sizeof(float));
-        for (int t = 0; t <= pos; t++) {
-            const float *v = d->value_cache + layer + (size_t) t * d->kv_dim + kvh * hs;
-            float a = d->att[t] / sum;
-            for (int i = 0; i < hs; i++)
-                oh[i] += a * v[i];
-        }
+        cblas_sgemv(CblasRowMajor, CblasTrans, pos + 1, hs, 1.0f / sum, d->value_cache + head,
+                    kv, d->att, 1, 0.0f, out + h * hs, 1);
     }
 }
 
@@ -291,6 +285,25 @@ static int ffn_block(llm_decoder_t *d, int l, int count, char *err, size_t err_s
     for (size_t i = 0; i < (size_t) count * D; i++)
         d->x[i] += d->xb[i];
     return 0;
+}
+
+int llm_decoder_ship(llm_decoder_t *d, char *err, size_t err_size)
+{
+    int64_t widest_in = d->c.hidden_dim > d->c.dim ? d->c.hidden_dim : d->c.dim;
+    int64_t widest_out = d->classifier.out;
+    for (int64_t i = 0; i < (int64_t) d->c.n_layers * MATRICES; i++)
+        widest_out = d->linears[i].out > widest_out ? d->linears[i].out : widest_out;
+    float *zeros = calloc((size_t) widest_in, sizeof(float));
+    float *sink = malloc((size_t) widest_out * sizeof(float));
+    int rc = zeros && sink ? 0 : llm_fail(err, err_size, "out of memory");
+    for (int64_t i = 0; rc == 0 && i < (int64_t) d->c.n_layers * MATRICES; i++)
+        if (d->linears[i].layer)
+            rc = linear_forward(&d->linears[i], 1, zeros, sink, err, err_size);
+    if (rc == 0 && d->classifier.layer)
+        rc = linear_forward(&d->classifier, 1, zeros, sink, err, err_size);
+    free(zeros);
+    free(sink);
+    return rc;
 }
 
 int llm_decoder_forward(llm_decoder_t *d, const int *tokens, int count, int pos, float *logits,

@@ -29,6 +29,15 @@ int llm_decoder_new(const llm_checkpoint_t *ck, cdc_context_t *context, int max_
 
 void llm_decoder_destroy(llm_decoder_t **decoder_p);
 
+/* Send the workers their weights before the prompt: one matrix-vector
+   product of zeros through each matrix. A matrix's blocks are sized for the
+   shape of its first call, and kept for a call of another shape until that
+   shape has had more of its calls (the library's plan): shipped by the
+   prompt (P columns), they were re-sized and staged again for the token
+   steps, 406 MB of the 110M model over the first minute, each slot one
+   erasure short meanwhile. 0, or -1 with the reason. */
+int llm_decoder_ship(llm_decoder_t *d, char *err, size_t err_size);
+
 /* Run count tokens (at most max_batch) at positions pos .. pos + count - 1
    (their keys and values into the cache; pos + count <= seq_len) and write
    the last one's logits (vocab_size floats). 0, or -1 with the reason. */

@@ -173,7 +173,13 @@ int llm_generate(const llm_checkpoint_t *ck, const llm_run_options_t *o, llm_run
         const cdc_config_t *used = cdc_context_config(run.context);
         r->workers = used->local_workers;
         r->parity = used->parity;
-        rc = steps(&run);
+        double shipping = cdc_bench_now_ms();
+        rc = llm_decoder_ship(run.decoder, err, sizeof err);
+        r->ship_ms = cdc_bench_now_ms() - shipping;
+        if (rc != 0)
+            snprintf(r->error, sizeof r->error, "%s", err);
+        else
+            rc = steps(&run);
         r->coordinator_rss_kib = cdc_test_peak_rss_kib(getpid());
         cdc_context_stats(run.context, &r->stats);
     }

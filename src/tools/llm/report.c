@@ -67,10 +67,11 @@ static token_times_t token_times(const llm_run_result_t *r)
 void llm_report_text(FILE *out, const llm_run_result_t *r, const llm_model_facts_t *model)
 {
     token_times_t t = token_times(r);
-    fprintf(out, "%s (%d workers, r = %d): %d of %d tokens, %d lost; prompt of %d tokens "
-                 "%.1f ms; %.2f tokens/s, inter-token p50 %.2f ms, p99 %.2f ms, max %.2f ms\n",
+    fprintf(out, "%s (%d workers, r = %d): %d of %d tokens, %d lost; weights shipped in "
+                 "%.1f ms, prompt of %d tokens %.1f ms; %.2f tokens/s, inter-token p50 "
+                 "%.2f ms, p99 %.2f ms, max %.2f ms\n",
             r->label, r->workers, r->parity, r->tokens, r->steps, r->lost_tokens,
-            r->prompt_tokens, r->prompt_ms, t.tokens_per_s, t.p50, t.p99, t.max);
+            r->ship_ms, r->prompt_tokens, r->prompt_ms, t.tokens_per_s, t.p50, t.p99, t.max);
     fprintf(out, "  tokens:");
     for (int s = 0; s < r->tokens; s++)
         fprintf(out, " %d", r->token[s]);
@@ -99,18 +100,25 @@ static void write_run_json(FILE *out, const llm_run_result_t *r, const llm_model
     fputs("{\"label\": ", out);
     cdc_bench_json_string(out, r->label);
     fprintf(out, ", \"workers\": %d, \"parity\": %d, \"prompt_tokens\": %d, \"tokens\": %d, "
-                 "\"lost_tokens\": %d, \"tokens_per_s\": %.3f, \"prompt_ms\": %.3f,\n  "
+                 "\"lost_tokens\": %d, \"tokens_per_s\": %.3f, \"ship_ms\": %.3f, "
+                 "\"prompt_ms\": %.3f,\n  "
                  "\"inter_token_ms\": {\"p50\": %.3f, \"p99\": %.3f, \"max\": %.3f}, "
                  "\"max_rel_logit_error\": %.3e, \"tokens_match\": %s, \"near_ties\": %d,\n  "
                  "\"coordinator_rss_kib\": %ld, \"weight_bytes\": %lld, \"checkpoint_bytes\": "
                  "%lld, \"checked\": %s, \"error\": ",
             r->workers, r->parity, r->prompt_tokens, r->tokens, r->lost_tokens, t.tokens_per_s,
-            r->prompt_ms, t.p50, t.p99, t.max, r->max_rel_logit_error,
+            r->ship_ms, r->prompt_ms, t.p50, t.p99, t.max, r->max_rel_logit_error,
             r->checked && r->mismatches == 0 ? "true" : "false", r->near_ties,
             r->coordinator_rss_kib, (long long) model->weight_bytes,
             (long long) model->checkpoint_bytes, r->checked ? "true" : "false");
     cdc_bench_json_string(out, r->error);
-    fputs(",\n  \"counters\": {", out);
+    fputs(",\n  \"prompt_ids\": [", out);
+    for (int i = 0; i < r->prompt_tokens; i++)
+        fprintf(out, "%s%d", i ? ", " : "", r->prompt[i]);
+    fputs("],\n  \"token_ids\": [", out);
+    for (int i = 0; i < r->tokens; i++)
+        fprintf(out, "%s%d", i ? ", " : "", r->token[i]);
+    fputs("],\n  \"counters\": {", out);
     cdc_testing_stats_json(&r->stats, out);
     fprintf(out, "},\n  \"chaos_events\": %d, \"chaos\": [", r->event_count);
     for (int i = 0; i < r->event_count && i < LLM_MAX_EVENTS; i++) {

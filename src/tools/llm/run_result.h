@@ -26,7 +26,9 @@ typedef struct {
     int tokens;         /* tokens generated (steps that gave one)          */
     int lost_tokens;    /* step attempts that gave no token (an error or a
                            timeout: the step was tried again)             */
-    double prompt_ms;   /* step 0, the weights' first shipping included   */
+    double ship_ms;     /* the weights' first shipping, before step 0
+                           (llm_decoder_ship)                             */
+    double prompt_ms;   /* step 0                                          */
     double generate_ms; /* from step 1's start to the last step's end     */
     long coordinator_rss_kib; /* the run's peak VmHWM                      */
     cdc_stats_t stats;  /* the context's counters at the end              */
