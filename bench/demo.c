@@ -20,8 +20,9 @@
    blocks for 10 requests in a row (at most DEMO_SETTLE_S): on this host the
    FC layers' measured speed often moves their blocks once more after the
    first calls (fc6's and fc7's, 160 MB, one device at a time, ~14 s), and
-   the timed requests would run one parity short for that long. The crash is then a SIGKILL from the bench at its
-   request, not a count of tasks the warm-up's length would move. */
+   the timed requests would run one parity short for that long. The crash
+   is then a SIGKILL from the bench at its request, not a count of tasks the
+   warm-up's length would move. */
 enum {
     DEMO_REQUESTS = 80,
     DEMO_CRASH_AT = 20,

@@ -698,6 +698,23 @@ START_TEST(test_staging_dropped_with_its_blocks)
 }
 END_TEST
 
+/* Three homes, and a staging (token 9, blocks key + s) under way: slot 0's
+   home has been sent its block and not acknowledged it. Returns the block,
+   the caller's to let go. */
+static held_block_t *three_homes_staging_slot0(cdc_slots_t *slots, fake_io_t *fake,
+                                               cdc_slot_io_t *io, int *freed, uint64_t key)
+{
+    slots_start(slots, 3, 3, fake, io);
+    held_block_t *block = held_block_new(freed);
+    cdc_slot_weight_t staged[3];
+    staged_blocks(block, key, 3, staged);
+    cdc__slots_stage(slots, 9, staged, 3, NULL);
+    cdc__slots_restore(slots, BIT(3) - 1, io);
+    ck_assert_int_eq(slots->staging_slot, 0);
+    ck_assert_int_eq(fake->weights_sent[0], 1);
+    return block;
+}
+
 /* The owner re-sizes again while a slot's home is taking in a block: the
    staging is dropped, but that home stays out of the calls (not ready for
    any slot) until it acknowledged what it was sent, since a task would wait
@@ -709,14 +726,7 @@ START_TEST(test_dropped_staging_drains_first)
     cdc_slot_io_t io;
     int freed = 0;
     const uint64_t all = BIT(3) - 1;
-    slots_start(slots, 3, 3, &fake, &io);
-    held_block_t *block = held_block_new(&freed);
-    cdc_slot_weight_t staged[3];
-    staged_blocks(block, 500, 3, staged);
-    cdc__slots_stage(slots, 9, staged, 3, NULL);
-    cdc__slots_restore(slots, all, &io);
-    ck_assert_int_eq(slots->staging_slot, 0);
-    ck_assert_int_eq(fake.weights_sent[0], 1);
+    held_block_t *block = three_homes_staging_slot0(slots, &fake, &io, &freed, 500);
     cdc__hold_retire(&block->hold);
     cdc__slots_restore(slots, all, &io);
     ck_assert_int_eq(cdc__slots_staged(slots, 9), -1); /* dropped */
@@ -749,15 +759,10 @@ START_TEST(test_unstaged_stops_sending)
     cdc_slot_io_t io;
     int freed = 0;
     const uint64_t all = BIT(3) - 1;
-    slots_start(slots, 3, 3, &fake, &io);
-    held_block_t *block = held_block_new(&freed);
-    cdc_slot_weight_t staged[3];
-    staged_blocks(block, 800, 3, staged);
-    cdc__slots_unstage(slots, 9); /* not staged: nothing */
-    cdc__slots_stage(slots, 9, staged, 3, NULL);
-    cdc__slots_restore(slots, all, &io);
-    ck_assert_int_eq(slots->staging_slot, 0);
-    ck_assert_int_eq(fake.weights_sent[0], 1);
+    held_block_t *block = three_homes_staging_slot0(slots, &fake, &io, &freed, 800);
+    cdc__slots_unstage(slots, 10); /* not staged: nothing */
+    ck_assert_int_eq(cdc__slots_staged(slots, 9), 0);
+    ck_assert_int_eq(slots->manifest_count[0], 1);
     cdc__slots_unstage(slots, 9);
     ck_assert_int_eq(cdc__slots_staged(slots, 9), -1);
     ck_assert_int_eq(slots->manifest_count[0], 0);

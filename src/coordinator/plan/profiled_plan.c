@@ -492,6 +492,14 @@ static void note_repair(cdc_context_t *context)
     st->repairing = st->repair_seen_ms > 0.0 && now - st->repair_seen_ms < PLAN_AFTER_REPAIR_MS;
 }
 
+/* Layout l's staging ended (in use, or given up): its next waits
+   PLAN_RESTAGE_AFTER times as long as this one took. */
+static void restage_later(cdc_profiled_layout_t *l)
+{
+    double now = cdc__clock_ms();
+    l->restage_ms = now + PLAN_RESTAGE_AFTER * (now - l->pending_since_ms);
+}
+
 /* Layout i's staging, if one is under way, given up: its lengths are no
    longer wanted (other ones, or another operand's entry). The executor
    forgets it at the end of the call's sizing (forget_dropped): otherwise
@@ -503,10 +511,9 @@ static void drop_pending(cdc_profiled_state_t *st, int i)
     cdc_profiled_layout_t *l = &st->layouts[i];
     if (l->pending_token && !l->pending_staged) {
         st->dropped_token = l->pending_token;
-        /* As after a staging that ended: the estimates that started this
-           one and then gave it up move too much to start another soon. */
-        double now = cdc__clock_ms();
-        l->restage_ms = now + PLAN_RESTAGE_AFTER * (now - l->pending_since_ms);
+        /* The estimates that started it and then gave it up move too
+           much to start another soon. */
+        restage_later(l);
     }
     l->pending_token = 0;
 }
@@ -627,18 +634,23 @@ static int lengths_held(const cdc_profiled_state_t *st, int i, int stage)
     return st->repairing || cdc__clock_ms() < l->restage_ms;
 }
 
-/* Whether new lengths of layout l, predicted enough faster by this call,
-   have been by every call since PLAN_RESIZE_CONFIRM_MS ago (counted from
-   this one when the last did not); at once for an operand the workers do
-   not cache (re-cut by every call at no cost). */
-static int resize_confirmed(cdc_profiled_layout_t *l, const cdc_block_cost_t *cost)
+/* Whether layout l takes new lengths this call predicts `faster`: once
+   every call has since PLAN_RESIZE_CONFIRM_MS ago (counted from this one
+   when the last did not; the count starts again after a yes); at once for
+   an operand the workers do not cache (re-cut by every call at no cost). */
+static int resize_confirmed(cdc_profiled_layout_t *l, const cdc_block_cost_t *cost, int faster)
 {
-    if (!(cost->held_per_row > 0.0))
-        return 1;
     double now = cdc__clock_ms();
+    if (!faster) {
+        l->wanted_since_ms = 0.0;
+        return 0;
+    }
     if (l->wanted_since_ms <= 0.0)
         l->wanted_since_ms = now;
-    return now - l->wanted_since_ms >= PLAN_RESIZE_CONFIRM_MS;
+    if (cost->held_per_row > 0.0 && now - l->wanted_since_ms < PLAN_RESIZE_CONFIRM_MS)
+        return 0;
+    l->wanted_since_ms = 0.0;
+    return 1;
 }
 
 /* Keep the lengths (and coordinator's share) this operand had unless the
@@ -668,9 +680,7 @@ static double keep_or_remember(cdc_profiled_state_t *st, uint64_t key,
         memcpy(kept, pending, (size_t) n * sizeof *len);
         st->layouts[i].here = st->layouts[i].pending_here;
         st->layouts[i].pending_token = 0;
-        double now = cdc__clock_ms();
-        st->layouts[i].restage_ms =
-            now + PLAN_RESTAGE_AFTER * (now - st->layouts[i].pending_since_ms);
+        restage_later(&st->layouts[i]);
         CDC_LOG_INFOF("profiled plan: re-sized blocks of %lld rows in use: the workers "
                       "were sent them in the background", (long long) sum_of(kept, n));
     }
@@ -699,14 +709,11 @@ static double keep_or_remember(cdc_profiled_state_t *st, uint64_t key,
     }
     drop_pending(st, i); /* none, or no gain any longer */
     int faster = t_new < (stage ? PLAN_RESHIP_GAIN : PLAN_SWITCH_GAIN) * t_old;
-    if (!faster)
-        st->layouts[i].wanted_since_ms = 0.0;
-    if (!faster || !resize_confirmed(&st->layouts[i], cost)) {
+    if (!resize_confirmed(&st->layouts[i], cost, faster)) {
         memcpy(len, kept, (size_t) n * sizeof *len);
         *here = st->layouts[i].here;
         return t_old;
     }
-    st->layouts[i].wanted_since_ms = 0.0;
     if (!stage) {
         memcpy(kept, len, (size_t) n * sizeof *len);
         st->layouts[i].here = *here;
@@ -984,8 +991,8 @@ static int64_t stripes_kept(cdc_profiled_state_t *st, uint64_t key, int count, i
     return st->layouts[i].here;
 }
 
-int cdc__profiled_plan_size_stripes(cdc_context_t *context, cdc_call_plan_t *plan,
-                                    const cdc_block_cost_t *cost, int64_t rows)
+static int size_stripes(cdc_context_t *context, cdc_call_plan_t *plan,
+                        const cdc_block_cost_t *cost, int64_t rows)
 {
     cdc_profiled_state_t *st = &context->profiled;
     int n = plan->n, r = plan->r, workers = n + r;
@@ -998,7 +1005,6 @@ int cdc__profiled_plan_size_stripes(cdc_context_t *context, cdc_call_plan_t *pla
        meanwhile would keep too few rows once the rest is within 10%). */
     if (!anchored_lines(st, workers, 0, cost, rows, line)) {
         plan->here_rows = stripes_kept(st, key, workers, rows, plan->block_len);
-        forget_dropped(context);
         return 0;
     }
     /* The homes as for the dedicated blocks (one map serves both layouts:
@@ -1021,15 +1027,21 @@ int cdc__profiled_plan_size_stripes(cdc_context_t *context, cdc_call_plan_t *pla
     double t = stripe_lengths(line, home, n, workers, cost, rows, len, &here);
     if (!isfinite(t)) {
         plan->here_rows = stripes_kept(st, key, workers, rows, plan->block_len);
-        forget_dropped(context);
         return 0;
     }
     cdc__plan_equal_lengths(workers, rows, equal);
     int i = layout_index(st, key);
     int stage = may_stage_stripes(st, cost, n, r, i >= 0 ? st->layouts[i].len : equal, len);
     keep_or_remember(st, key, line, workers, 0, cost, len, &here, t, stage, plan);
-    forget_dropped(context);
     memcpy(plan->block_len, len, (size_t) workers * sizeof *len);
     plan->here_rows = here;
     return 1;
+}
+
+int cdc__profiled_plan_size_stripes(cdc_context_t *context, cdc_call_plan_t *plan,
+                                    const cdc_block_cost_t *cost, int64_t rows)
+{
+    int rc = size_stripes(context, plan, cost, rows);
+    forget_dropped(context); /* whichever way it went */
+    return rc;
 }

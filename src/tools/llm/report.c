@@ -94,6 +94,15 @@ void llm_report_text(FILE *out, const llm_run_result_t *r, const llm_model_facts
         fprintf(out, "  check: not done: FAIL\n");
 }
 
+/* ,\n  "name": [ids...] */
+static void json_ids(FILE *out, const char *name, const int *ids, int count)
+{
+    fprintf(out, ",\n  \"%s\": [", name);
+    for (int i = 0; i < count; i++)
+        fprintf(out, "%s%d", i ? ", " : "", ids[i]);
+    fputs("]", out);
+}
+
 static void write_run_json(FILE *out, const llm_run_result_t *r, const llm_model_facts_t *model)
 {
     token_times_t t = token_times(r);
@@ -112,13 +121,9 @@ static void write_run_json(FILE *out, const llm_run_result_t *r, const llm_model
             r->coordinator_rss_kib, (long long) model->weight_bytes,
             (long long) model->checkpoint_bytes, r->checked ? "true" : "false");
     cdc_bench_json_string(out, r->error);
-    fputs(",\n  \"prompt_ids\": [", out);
-    for (int i = 0; i < r->prompt_tokens; i++)
-        fprintf(out, "%s%d", i ? ", " : "", r->prompt[i]);
-    fputs("],\n  \"token_ids\": [", out);
-    for (int i = 0; i < r->tokens; i++)
-        fprintf(out, "%s%d", i ? ", " : "", r->token[i]);
-    fputs("],\n  \"counters\": {", out);
+    json_ids(out, "prompt_ids", r->prompt, r->prompt_tokens);
+    json_ids(out, "token_ids", r->token, r->tokens);
+    fputs(",\n  \"counters\": {", out);
     cdc_testing_stats_json(&r->stats, out);
     fprintf(out, "},\n  \"chaos_events\": %d, \"chaos\": [", r->event_count);
     for (int i = 0; i < r->event_count && i < LLM_MAX_EVENTS; i++) {
