@@ -10,13 +10,18 @@ float64, written from llama2.c's model.py, teacher-forced on the run's
 prompt and generated tokens (the JSON's prompt_ids and token_ids); the run's
 greedy token at every step must be PyTorch's argmax, unless PyTorch's top
 two are within 1e-4 of the largest logit (a near-tie, counted). Exit 0:
-every step agrees; 1: a step differs (named); 2: bad input.
+every step agrees; 1: a step differs (named); 2: bad input; 77: PyTorch is
+not installed (python3-torch; .ci/run installs it).
 """
 import json
 import struct
 import sys
 
-import torch
+try:
+    import torch
+except ImportError:
+    print("PyTorch is not installed (apt-get install python3-torch)")
+    sys.exit(77)
 
 NEAR_TIE = 1e-4
 
