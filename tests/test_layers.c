@@ -3,6 +3,7 @@
    bad input that must leave the output untouched. */
 #include "cdcgemm.h"
 #include "cdcgemm_testing.h"
+#include "engine.h"
 #include "layer.h"
 #include "models.h"
 #include "reference.h"
@@ -533,6 +534,47 @@ START_TEST(test_corrupt_shard_caught)
 }
 END_TEST
 
+/* The check's sample (check_policy.c): the first 4 coded calls, then as
+   many as 2% of the calls' time pays for, each check charged its wait past
+   decodable, at least a quarter of its call (the first 4 not charged). */
+START_TEST(test_verify_sample_budget)
+{
+    cdc_context_t *ctx = make_context(5, 1);
+    for (int i = 0; i < 4; i++) { /* 2 s calls (weights shipped), 1.5 s waits */
+        ck_assert_int_eq(cdc__verify_this_call(ctx), CDC_CHECK_FIRST);
+        cdc__verify_account(ctx, CDC_CHECK_FIRST, 2000.0, 1500.0); /* not charged */
+    }
+    /* The sample's first call, 10 ms with a check as cheap as it gets:
+       charged a quarter of it, 2.5 ms, which 12 such calls earn back (0.2
+       ms each; the credit is capped at one call's earnings). */
+    ck_assert_int_eq(cdc__verify_this_call(ctx), CDC_CHECK_SAMPLED);
+    cdc__verify_account(ctx, CDC_CHECK_SAMPLED, 10.0, 0.0);
+    int unchecked = 0;
+    while (cdc__verify_this_call(ctx) == CDC_CHECK_NONE && unchecked < 1000) {
+        cdc__verify_account(ctx, CDC_CHECK_NONE, 10.0, 0.0);
+        unchecked++;
+    }
+    ck_assert_int_eq(unchecked, 12); /* 0.2 - 2.5 + 12 x 0.2 = 0.1 */
+    /* A sampled call that waited 15.1 ms for its parity (a band on
+       demand): 75 calls pay for it (its credit capped at one call's
+       0.2 ms: 0.2 - 15.1 + 75 x 0.2 = 0.1). */
+    cdc__verify_account(ctx, CDC_CHECK_SAMPLED, 10.0, 15.1);
+    for (unchecked = 0; cdc__verify_this_call(ctx) == CDC_CHECK_NONE && unchecked < 1000;
+         unchecked++)
+        cdc__verify_account(ctx, CDC_CHECK_NONE, 10.0, 0.0);
+    ck_assert_int_eq(unchecked, 75);
+    cdc__verify_account(ctx, CDC_CHECK_SAMPLED, 10.0, 0.0); /* charged 2.5 */
+    /* No savings: 1,000 unchecked calls (strict or uncoded stretches
+       aside) buy one check, not a burst. */
+    for (int i = 0; i < 1000; i++)
+        cdc__verify_account(ctx, CDC_CHECK_NONE, 10.0, 0.0);
+    ck_assert_int_eq(cdc__verify_this_call(ctx), CDC_CHECK_SAMPLED);
+    cdc__verify_account(ctx, CDC_CHECK_SAMPLED, 10.0, 0.0);
+    ck_assert_int_eq(cdc__verify_this_call(ctx), CDC_CHECK_NONE);
+    cdc_context_destroy(&ctx);
+}
+END_TEST
+
 /* Clean calls never raise a false alarm. */
 START_TEST(test_verify_no_false_alarm)
 {
@@ -630,6 +672,7 @@ static Suite *layers_suite(void)
     tcase_set_timeout(verify, 300);
     tcase_add_loop_test(verify, test_corrupt_shard_caught, 0, 4);
     tcase_add_test(verify, test_verify_no_false_alarm);
+    tcase_add_test(verify, test_verify_sample_budget);
     suite_add_tcase(suite, verify);
     TCase *bad = tcase_create("bad_input");
     tcase_add_test(bad, test_bad_layer_input);

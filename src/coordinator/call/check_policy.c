@@ -7,12 +7,23 @@
 #include <math.h>
 
 /* The sample: the first calls (a device that corrupts every result is
-   caught at once), then one in 16: each costs a call r/n more work in the
-   layout that streams parity (every worker computes a parity block after
-   its data),
-   so under 2% of the calls' time at n >= 4. */
+   caught at once), then calls drawn on a budget of the calls' time: every
+   coded call earns CDC_VERIFY_BUDGET of its time, and a call is checked
+   whenever the earnings cover what checks have cost. A check costs its
+   call the wait past decodable for the parity it checks with: little
+   where parity streams beside the data, a whole band's time where it is
+   sent on demand (a spatial band, sent once a worker is free). A count
+   (one call in 16) cost the demo's AlexNet requests 5%: with 8 coded calls
+   a request, every sampled call was conv1 of every other request, an
+   on-demand band that a check makes 1.7x slower. Each sampled check is
+   charged at least CDC_VERIFY_MIN_CHARGE of its call's time, so at most 1
+   call in 13 is sampled where checks are free. The first calls' checks
+   are not charged: they are the context's start-up, often while the
+   weights are shipped (seconds a call), and charged they put off the next
+   check by minutes. */
 #define CDC_VERIFY_FIRST 4
-#define CDC_VERIFY_EVERY 16
+#define CDC_VERIFY_BUDGET 0.02
+#define CDC_VERIFY_MIN_CHARGE 0.25
 
 int cdc__verify_this_call(cdc_context_t *context)
 {
@@ -23,10 +34,30 @@ int cdc__verify_this_call(cdc_context_t *context)
         check = CDC_CHECK_STRICT;
     else if (verify == 1 && sequence < CDC_VERIFY_FIRST)
         check = CDC_CHECK_FIRST;
-    else if (verify == 2 || (verify == 1 && sequence % CDC_VERIFY_EVERY == 0))
+    else if (verify == 2 || (verify == 1 && context->verify_credit_ms >= 0.0))
         check = CDC_CHECK_SAMPLED;
     pthread_mutex_unlock(&context->lock);
     return check;
+}
+
+void cdc__verify_account(cdc_context_t *context, int check, double call_ms, double wait_ms)
+{
+    double earned = CDC_VERIFY_BUDGET * call_ms, charge = call_ms * CDC_VERIFY_MIN_CHARGE;
+    charge = wait_ms > charge ? wait_ms : charge;
+    /* No savings: calls the sample could not draw (a stretch of strict
+       ones) do not buy a burst of checks later. */
+    context->verify_credit_ms += earned;
+    if (context->verify_credit_ms > earned)
+        context->verify_credit_ms = earned;
+    if (check == CDC_CHECK_SAMPLED)
+        context->verify_credit_ms -= charge;
+}
+
+double cdc__check_wait_past_decodable(const cdc_check_wait_t *wait, double done_ms)
+{
+    return wait->decodable_ms >= 0.0 && done_ms > wait->decodable_ms
+               ? done_ms - wait->decodable_ms
+               : 0.0;
 }
 
 void cdc__check_wait_start(cdc_check_wait_t *wait, int check, int parity_after)

@@ -438,6 +438,10 @@ static void call_account(cdc_context_t *context, const call_run_t *run)
     context->stats.decodes_refused += (uint64_t) run->refused;
     context->stats.budget_erasures += (uint64_t) cdc__popcount64(run->left_out);
     context->stats.verified_calls += run->checked;
+    if (layout->code)
+        cdc__verify_account(context, run->verify, report->executor_ms,
+                            cdc__check_wait_past_decodable(&run->check_wait,
+                                                           run->executor_done_ms));
     context->stats.corrupt_detected += report->corrupt != 0;
     if (report->corrupt && !context->corruption_seen) {
         context->corruption_seen = 1;

@@ -45,10 +45,15 @@ enum {
 };
 
 /* How this call checks (config.verify: 0 never; 1 the first
-   CDC_VERIFY_FIRST calls, then one in CDC_VERIFY_EVERY; 2 every call;
-   under 1 and 2, every call strictly once a check has failed: a device
-   is known to corrupt). Counts the call; takes the context's lock. */
+   CDC_VERIFY_FIRST calls, then calls sampled on a budget of 2% of the
+   calls' time (check_policy.c); 2 every call; under 1 and 2, every call
+   strictly once a check has failed: a device is known to corrupt). Counts
+   the call; takes the context's lock. */
 int cdc__verify_this_call(cdc_context_t *context);
+
+/* The sample's budget, under the context's lock: a coded call of call_ms
+   that checked as `check` and waited wait_ms past decodable for it. */
+void cdc__verify_account(cdc_context_t *context, int check, double call_ms, double wait_ms);
 
 /* How long a checked call waits for the parity it checks with, past the
    moment its results first sufficed (decodable): half the time it took to
@@ -69,5 +74,8 @@ void cdc__check_wait_start(cdc_check_wait_t *wait, int check, int parity_after);
 /* Whether the call is done: decodable and either checkable (a parity to
    check with is in) or past the wait. Reads the clock. */
 int cdc__check_wait_over(cdc_check_wait_t *wait, int decodable, int checkable);
+/* What the check cost a call that ended at done_ms: its wait past
+   decodable (0 if it never waited). */
+double cdc__check_wait_past_decodable(const cdc_check_wait_t *wait, double done_ms);
 
 #endif

@@ -81,6 +81,7 @@ struct cdc_context {
     uint64_t erase_next;  /* shards the next coded call treats as lost       */
     uint64_t corrupt_next; /* shards whose next results get one bad element  */
     uint64_t verify_sequence; /* coded calls cdc__verify_this_call was asked */
+    double verify_credit_ms; /* the sample's budget left (cdc__verify_account) */
     int corruption_seen;  /* a parity check failed once: every call checked */
     uint64_t stripes_failed; /* under call_lock: stripes that failed the check
                              (the warnings say the first few, then 1 in
