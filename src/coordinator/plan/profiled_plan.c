@@ -50,6 +50,7 @@
 #include "rotated_set.h"
 
 #include <math.h>
+#include <stdio.h>
 #include <string.h>
 
 /* A change of homes must be predicted this much faster than keeping them. */
@@ -634,6 +635,23 @@ static int lengths_held(const cdc_profiled_state_t *st, int i, int stage)
     return st->repairing || cdc__clock_ms() < l->restage_ms;
 }
 
+/* The anchored estimates a re-size was decided on, at the info level:
+   what moved is what a user asks first when blocks are re-shipped. */
+static void log_estimates(const cdc_profiled_state_t *st)
+{
+    if ((int) CDC_LOG_INFO > cdc__log_level)
+        return;
+    char text[1024] = "";
+    size_t used = 0;
+    for (int w = 0; w < st->workers && used < sizeof text; w++) {
+        const cdc_worker_profile_t *p = &st->anchored[w];
+        used += (size_t) snprintf(text + used, sizeof text - used,
+                                  " w%d %.2f GFLOP/s %.0f Mbit/s %.2f GB/s %.2f ms;", w,
+                                  p->gflops, p->mbit, p->gbps, p->rtt_ms);
+    }
+    CDC_LOG_INFOF("profiled plan: re-sized on the estimates%s", text);
+}
+
 /* Whether layout l takes new lengths this call predicts `faster`: once
    every call has since PLAN_RESIZE_CONFIRM_MS ago (counted from this one
    when the last did not; the count starts again after a yes); at once for
@@ -720,6 +738,7 @@ static double keep_or_remember(cdc_profiled_state_t *st, uint64_t key,
         CDC_LOG_INFOF("profiled plan: blocks of %lld rows re-sized, %lld here (predicted "
                       "%.2f ms, %.2f ms as they were)", (long long) sum_of(len, n),
                       (long long) *here, t_new, t_old);
+        log_estimates(st);
         return t_new;
     }
     memcpy(pending, len, (size_t) n * sizeof *len);
@@ -730,6 +749,7 @@ static double keep_or_remember(cdc_profiled_state_t *st, uint64_t key,
     CDC_LOG_INFOF("profiled plan: blocks of %lld rows re-sized, %lld here (predicted %.2f ms, "
                   "%.2f ms as they are); their weights go to the workers in the background",
                   (long long) sum_of(len, n), (long long) *here, t_new, t_old);
+    log_estimates(st);
     keep_while_staging(st, i, line, n, r, len, here, plan);
     return t_old;
 }
