@@ -25,9 +25,8 @@
    confirmation, when the estimates it sizes by change, and before the
    devices had a bandwidth term (DEMO_DEVICES) they changed as late as the
    21st request (the warm-up had ended at 20: the move's staging ran
-   through the crash). The
-   crash is then a SIGKILL from the bench at its request, not a count of
-   tasks the warm-up's length would move. */
+   through the crash). The crash is then a SIGKILL from the bench at its
+   request, not a count of tasks the warm-up's length would move. */
 enum {
     DEMO_REQUESTS = 80,
     DEMO_CRASH_AT = 20,

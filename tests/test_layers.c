@@ -564,8 +564,8 @@ START_TEST(test_verify_sample_budget)
         cdc__verify_account(ctx, CDC_CHECK_NONE, 10.0, 0.0);
     ck_assert_int_eq(unchecked, 75);
     cdc__verify_account(ctx, CDC_CHECK_SAMPLED, 10.0, 0.0); /* charged 2.5 */
-    /* No savings: 1,000 unchecked calls (strict or uncoded stretches
-       aside) buy one check, not a burst. */
+    /* No savings: 1,000 calls the sample did not draw (a stretch of
+       strict ones) buy one check, not a burst. */
     for (int i = 0; i < 1000; i++)
         cdc__verify_account(ctx, CDC_CHECK_NONE, 10.0, 0.0);
     ck_assert_int_eq(cdc__verify_this_call(ctx), CDC_CHECK_SAMPLED);
